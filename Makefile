@@ -1,0 +1,110 @@
+# rlock - run a command while holding a lock in Redis.
+# Targets: all deps test unit install uninstall clean demo.  SAN=1 builds
+# with AddressSanitizer and UBSan; WERROR=1 turns warnings into errors
+# (make test does this).
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+
+PKG_CONFIG ?= pkg-config
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARN = -Wall -Wextra -Wstrict-prototypes -Wwrite-strings -Wshadow \
+       -Wno-missing-field-initializers
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+ifeq ($(SAN),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags hiredis openssl 2>/dev/null)
+DEPS_LIBS = $(shell $(PKG_CONFIG) --libs hiredis openssl 2>/dev/null || echo -lhiredis -lssl -lcrypto)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib -MMD -MP $(CFLAGS)
+LIBS = $(DEPS_LIBS) -lpthread
+
+LIB_SRC = $(wildcard lib/*.c)
+CLI_SRC = $(wildcard cli/*.c)
+UNIT_SRC = $(wildcard tests/unit/*.c)
+HELPER_SRC = $(wildcard tests/helpers/*.c)
+LIB_OBJ = $(LIB_SRC:.c=.o)
+CLI_OBJ = $(CLI_SRC:.c=.o)
+UNIT_OBJ = $(UNIT_SRC:.c=.o)
+HELPERS = $(HELPER_SRC:.c=)
+
+# Debian packages the build and the tests need (make deps installs them).
+DEB_PKGS = gcc make pkg-config libhiredis-dev libssl-dev redis-server \
+	   redis-tools redis-sentinel bats bats-support bats-assert mandoc \
+	   openssl procps
+
+all: rlock
+
+rlock: $(CLI_OBJ) lib/librlock.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) lib/librlock.a $(LIBS)
+
+lib/librlock.a: $(LIB_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $(LIB_OBJ)
+
+%.o: %.c
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+tests/unit/unit: $(UNIT_OBJ) lib/librlock.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(UNIT_OBJ) lib/librlock.a $(LIBS)
+
+tests/helpers/%: tests/helpers/%.c
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS)
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing$$missing"; \
+		if [ "$$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi; \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+unit: tests/unit/unit
+	./tests/unit/unit
+
+# make test: install what is missing, rebuild with warnings as errors,
+# then run the unit tests and every bats suite against private servers.
+test: deps
+	$(MAKE) clean-objs
+	$(MAKE) WERROR=1 rlock tests/unit/unit $(HELPERS)
+	./tests/run-tests
+
+demo: deps
+	$(MAKE) rlock
+	./tests/demo.sh
+
+install: rlock
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 755 rlock $(DESTDIR)$(BINDIR)/rlock
+	install -m 644 man/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	install -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
+	install -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
+	install -m 644 completions/rlock.fish $(DESTDIR)$(FISHCOMPDIR)/rlock.fish
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/rlock $(DESTDIR)$(MANDIR)/man1/rlock.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock \
+		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
+
+clean-objs:
+	rm -f lib/*.o cli/*.o tests/unit/*.o lib/librlock.a
+
+clean: clean-objs
+	rm -f rlock tests/unit/unit $(HELPERS) */*.d tests/*/*.d
+
+.PHONY: all deps unit test demo install uninstall clean clean-objs
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)

@@ -1,0 +1,136 @@
+/*
+ * cli.h - what the subcommands share: global options, the exit-code
+ * table, and the one place that turns a library code into an exit status
+ * and a message.
+ */
+#ifndef RLOCK_CLI_H
+#define RLOCK_CLI_H
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rlock.h"
+
+/* Exit statuses (DESIGN.md section 2); the table in usage() and in the
+ * man page says the same. */
+#define EX_OK 0
+#define EX_FREE 1
+#define EX_USAGE 64
+#define EX_UNAVAILABLE 69
+#define EX_SOFTWARE 70
+#define EX_OSERR 71
+#define EX_TEMPFAIL 75
+#define EX_LOST 76
+#define EX_NOEXEC 126
+#define EX_NOTFOUND 127
+
+#define CLI_MAX_URLS 16
+
+/* Long-only option codes, above any character. */
+enum {
+	OPT_PREFIX = 256,
+	OPT_CONNECT_TIMEOUT,
+	OPT_IO_TIMEOUT,
+	OPT_PASSWORD_FILE,
+	OPT_JSON,
+	OPT_MIN_HOLD,
+	OPT_LABEL,
+	OPT_ON_LOST,
+	OPT_MAX_TIME,
+	OPT_RENEW,
+	OPT_PID,
+	OPT_FORMAT,
+	OPT_FORCE,
+};
+
+#define CLI_GLOBAL_SHORT "u:vqhV"
+#define CLI_GLOBAL_LONG                                                   \
+	{ "url", required_argument, NULL, 'u' },                          \
+	{ "prefix", required_argument, NULL, OPT_PREFIX },                \
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT }, \
+	{ "io-timeout", required_argument, NULL, OPT_IO_TIMEOUT },        \
+	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },  \
+	{ "verbose", no_argument, NULL, 'v' },                            \
+	{ "quiet", no_argument, NULL, 'q' },                              \
+	{ "json", no_argument, NULL, OPT_JSON },                          \
+	{ "help", no_argument, NULL, 'h' },                               \
+	{ "version", no_argument, NULL, 'V' }
+
+/* Global settings, filled from the command line and the environment. */
+struct cli {
+	const char *cmd;		/* subcommand, for messages */
+	const char *urls[CLI_MAX_URLS];
+	size_t nurls;
+	char *env_urls;			/* storage for RLOCK_URL's pieces */
+	const char *prefix;
+	int64_t connect_timeout_ms;
+	int64_t io_timeout_ms;
+	const char *password_file;
+	int verbose;			/* -1 quiet, 0 normal, 1 verbose */
+	int json;
+	int help;
+};
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv, struct cli *g);
+	const char *summary;
+	const char *usage;		/* usage lines and own options */
+};
+
+extern const struct cmd cli_cmds[];
+
+int cmd_run(int argc, char **argv, struct cli *g);
+int cmd_acquire(int argc, char **argv, struct cli *g);
+int cmd_release(int argc, char **argv, struct cli *g);
+int cmd_extend(int argc, char **argv, struct cli *g);
+int cmd_status(int argc, char **argv, struct cli *g);
+int cmd_help(int argc, char **argv, struct cli *g);
+
+/* Print "rlock: <cmd>: <msg>" to stderr. */
+void cli_warn(const struct cli *g, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Print the message and "Try 'rlock <cmd> --help'." and exit 64. */
+void cli_usage_error(const struct cli *g, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
+/* Handle option c if it is a global one.  Returns 1 if handled, 0 if not;
+ * exits on bad values, --help prints help and exits. */
+int cli_global_option(struct cli *g, int c, const char *arg);
+
+/* Report a getopt failure ('?' or ':') and exit 64. */
+void cli_bad_option(struct cli *g, int c, char **argv)
+	__attribute__((noreturn));
+
+/* Parse a duration option or exit 64.  ttl: apply the TTL range; zero:
+ * allow zero. */
+int64_t cli_duration(const struct cli *g, const char *opt, const char *arg,
+		     int ttl, int zero);
+
+/* Check a lock name or exit 64. */
+void cli_check_name(const struct cli *g, const char *name);
+
+/* Apply the environment to what the command line did not set. */
+void cli_finish(struct cli *g);
+
+/* Make a library handle for g, or exit with a message. */
+struct rlock *cli_open(struct cli *g);
+
+/* The exit status for a library code (conflict: the code for BUSY). */
+int cli_exit_code(int rc, int conflict);
+
+/* Print the subcommand's --help to stdout and exit 0. */
+void cli_help(const struct cli *g) __attribute__((noreturn));
+
+/* Write the holder as "host pid N (command)" into buf. */
+const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len);
+
+/* Flush stdout; on failure warn and return -1. */
+int cli_flush_stdout(const struct cli *g);
+
+/* Write s as a JSON string (quoted, escaped) to f. */
+void cli_json_str(FILE *f, const char *s);
+
+#endif /* RLOCK_CLI_H */

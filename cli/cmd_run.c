@@ -1,0 +1,660 @@
+/*
+ * cmd_run.c - rlock run: take a lock, run a command under it while a
+ * renewal thread keeps the lease, forward signals, stop the command if the
+ * lock is lost, release and exit with the command's status.
+ *
+ * Like tini, the supervising loop never does work in a signal handler:
+ * the signals it cares about are blocked and read from a signalfd, next to
+ * the pipe on which the renewal thread reports a loss.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
+
+struct run {
+	struct cli *g;
+	const char *name;
+	char key[RLOCK_NAME_MAX + 300];
+	struct rlock_acquire_opts ao;
+	int conflict;
+	const char *shell_cmd;
+	char **argv;
+	enum on_lost on_lost;
+	int64_t kill_after_ms;
+	int64_t max_time_ms;
+	int reentrant;
+	int status_line;		/* a live line is on stderr */
+};
+
+/* The renewal thread and what it reports. */
+struct renewer {
+	struct rlock *rl;
+	const char *name;
+	struct rlock_lease lease;
+	int stop[2];			/* main -> thread: stop */
+	int done[2];			/* thread -> main: finished */
+	int result;
+	char err[600];
+	pthread_t th;
+	int started;
+};
+
+/* Signals forwarded to the command.  WINCH is not in the wait set: its
+ * default action is to be ignored, so it must not end a wait. */
+static const int wait_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+				    SIGUSR1, SIGUSR2 };
+
+static void parse(struct run *r, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CLI_GLOBAL_LONG,
+		{ "ttl", required_argument, NULL, 't' },
+		{ "nonblock", no_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 'w' },
+		{ "conflict-exit-code", required_argument, NULL, 'E' },
+		{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },
+		{ "label", required_argument, NULL, OPT_LABEL },
+		{ "command", required_argument, NULL, 'c' },
+		{ "on-lost", required_argument, NULL, OPT_ON_LOST },
+		{ "kill-after", required_argument, NULL, 'k' },
+		{ "max-time", required_argument, NULL, OPT_MAX_TIME },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cli *g = r->g;
+	int c, have_name = 0;
+	char *end;
+	long v;
+
+	for (;;) {
+		c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "t:nw:E:c:k:",
+				longopts, NULL);
+		if (c == -1) {
+			/* NAME may come before the options, as in flock's
+			 * "flock FILE -c CMD": take it and go on. */
+			if (have_name || optind >= argc ||
+			    strcmp(argv[optind - 1], "--") == 0)
+				break;
+			r->name = argv[optind++];
+			have_name = 1;
+			continue;
+		}
+		if (cli_global_option(g, c, optarg))
+			continue;
+		switch (c) {
+		case 't':
+			r->ao.ttl_ms = cli_duration(g, "--ttl", optarg, 1, 0);
+			break;
+		case 'n':
+			r->ao.wait_ms = 0;
+			break;
+		case 'w':
+			r->ao.wait_ms = cli_duration(g, "--timeout", optarg, 0,
+						     1);
+			break;
+		case 'E':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno != 0 || *optarg == '\0' || *end != '\0' ||
+			    v < 0 || v > 255)
+				cli_usage_error(g, "invalid --conflict-exit-code "
+						"'%s': must be 0..255", optarg);
+			r->conflict = (int)v;
+			break;
+		case OPT_MIN_HOLD:
+			r->ao.min_hold_ms = cli_duration(g, "--min-hold",
+							 optarg, 0, 1);
+			break;
+		case OPT_LABEL:
+			r->ao.label = optarg;
+			break;
+		case 'c':
+			r->shell_cmd = optarg;
+			break;
+		case OPT_ON_LOST:
+			if (strcmp(optarg, "term") == 0)
+				r->on_lost = LOST_TERM;
+			else if (strcmp(optarg, "kill") == 0)
+				r->on_lost = LOST_KILL;
+			else if (strcmp(optarg, "ignore") == 0)
+				r->on_lost = LOST_IGNORE;
+			else
+				cli_usage_error(g, "invalid --on-lost '%s': "
+						"must be term, kill or ignore",
+						optarg);
+			break;
+		case 'k':
+			r->kill_after_ms = cli_duration(g, "--kill-after",
+							optarg, 0, 1);
+			break;
+		case OPT_MAX_TIME:
+			r->max_time_ms = cli_duration(g, "--max-time", optarg,
+						      0, 0);
+			break;
+		default:
+			cli_bad_option(g, c, argv);
+		}
+	}
+	if (!have_name)
+		cli_usage_error(g, "missing lock NAME");
+	cli_check_name(g, r->name);
+	if (r->shell_cmd != NULL && optind < argc)
+		cli_usage_error(g, "give COMMAND or -c STRING, not both");
+	if (r->shell_cmd == NULL && optind >= argc)
+		cli_usage_error(g, "missing COMMAND");
+	r->argv = argv + optind;
+}
+
+/* ---- the live status line ------------------------------------------- */
+
+static void wait_line(const struct rlock_holder *h, int64_t waited, void *arg)
+{
+	struct run *r = arg;
+	char who[600], a[32], w[32];
+
+	fprintf(stderr, "\rrlock: waiting for %s: held by %s for %s; "
+		"waited %s\033[K", r->name, cli_holder(h, who, sizeof(who)),
+		rlock_fmt_ms(h->age_ms > 0 ? h->age_ms / 1000 * 1000 : 0, a,
+			     sizeof(a)),
+		rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w)));
+	r->status_line = 1;
+}
+
+/* ---- the renewal thread ---------------------------------------------- */
+
+static void *renew_main(void *arg)
+{
+	struct renewer *rn = arg;
+	sigset_t all;
+	char b = 'x';
+
+	/* Signals are the main thread's business. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	rn->result = rlock_keepalive(rn->rl, rn->name, &rn->lease,
+				     rn->stop[0]);
+	snprintf(rn->err, sizeof(rn->err), "%s", rlock_errstr(rn->rl));
+	while (write(rn->done[1], &b, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+static int renewer_start(struct run *r, struct renewer *rn,
+			 const struct rlock_lease *lease)
+{
+	memset(rn, 0, sizeof(*rn));
+	rn->stop[0] = rn->stop[1] = rn->done[0] = rn->done[1] = -1;
+	rn->name = r->name;
+	rn->lease = *lease;
+	/* The thread gets its own connection: a connection belongs to one
+	 * thread. */
+	rn->rl = cli_open(r->g);
+	if (pipe2(rn->stop, O_CLOEXEC) != 0 || pipe2(rn->done, O_CLOEXEC) != 0)
+		return -1;
+	if (pthread_create(&rn->th, NULL, renew_main, rn) != 0)
+		return -1;
+	rn->started = 1;
+	return 0;
+}
+
+static void renewer_stop(struct renewer *rn)
+{
+	char b = 'x';
+
+	if (rn->started) {
+		while (write(rn->stop[1], &b, 1) < 0 && errno == EINTR)
+			;
+		pthread_join(rn->th, NULL);
+		rn->started = 0;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (rn->stop[i] >= 0)
+			close(rn->stop[i]);
+		if (rn->done[i] >= 0)
+			close(rn->done[i]);
+	}
+	rlock_free(rn->rl);
+	rn->rl = NULL;
+}
+
+/* ---- the child ------------------------------------------------------- */
+
+/* The terminal we are in the foreground of, or -1. */
+static int foreground_tty(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (isatty(fd) && tcgetpgrp(fd) == getpgrp())
+			return fd;
+	}
+	return -1;
+}
+
+static void set_child_env(struct run *r, const struct rlock_lease *lease)
+{
+	char num[32];
+	const char *held = getenv("RLOCK_HELD");
+	char *nh;
+
+	if (lease != NULL) {
+		setenv("RLOCK_NAME", r->name, 1);
+		setenv("RLOCK_KEY", r->key, 1);
+		setenv("RLOCK_TOKEN", lease->token, 1);
+		snprintf(num, sizeof(num), "%lld", lease->fence);
+		setenv("RLOCK_FENCE", num, 1);
+		snprintf(num, sizeof(num), "%lld", (long long)lease->ttl_ms);
+		setenv("RLOCK_TTL_MS", num, 1);
+		/* Keys are newline-separated: names have no control
+		 * characters. */
+		if (held != NULL && *held != '\0') {
+			if (asprintf(&nh, "%s\n%s", held, r->key) < 0)
+				return;
+			setenv("RLOCK_HELD", nh, 1);
+			free(nh);
+		} else {
+			setenv("RLOCK_HELD", r->key, 1);
+		}
+	}
+}
+
+/* Whether key is in the newline-separated list held. */
+static int holds(const char *held, const char *key)
+{
+	size_t klen = strlen(key);
+	const char *p = held;
+
+	while (p != NULL && *p != '\0') {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
+
+		if (len == klen && memcmp(p, key, klen) == 0)
+			return 1;
+		p = nl != NULL ? nl + 1 : NULL;
+	}
+	return 0;
+}
+
+/*
+ * Fork and exec the command in its own process group (so that a loss can
+ * stop all of it), in the terminal's foreground if we were.  An exec
+ * failure comes back through a close-on-exec pipe as an errno.
+ */
+static pid_t spawn(struct run *r, const sigset_t *oldmask, int tty,
+		   int *exec_errno)
+{
+	int ep[2], e = 0;
+	pid_t pid;
+	ssize_t n;
+
+	*exec_errno = 0;
+	if (pipe2(ep, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(ep[0]);
+		close(ep[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		const char *shell;
+		char *sargv[4];
+
+		close(ep[0]);
+		setpgid(0, 0);
+		/* SIGTTOU is blocked here (inherited), so this cannot stop
+		 * us while we are not yet in the foreground. */
+		if (tty >= 0)
+			tcsetpgrp(tty, getpid());
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		if (r->shell_cmd != NULL) {
+			shell = getenv("SHELL");
+			if (shell == NULL || *shell == '\0' ||
+			    access(shell, X_OK) != 0)
+				shell = "/bin/sh";
+			sargv[0] = (char *)shell;
+			sargv[1] = (char *)"-c";
+			sargv[2] = (char *)r->shell_cmd;
+			sargv[3] = NULL;
+			execv(shell, sargv);
+		} else {
+			execvp(r->argv[0], r->argv);
+		}
+		e = errno;
+		while (write(ep[1], &e, sizeof(e)) < 0 && errno == EINTR)
+			;
+		_exit(e == ENOENT ? EX_NOTFOUND : EX_NOEXEC);
+	}
+	close(ep[1]);
+	/* Both sides set the group, so that it exists whichever runs
+	 * first. */
+	setpgid(pid, pid);
+	if (tty >= 0)
+		tcsetpgrp(tty, pid);
+	do
+		n = read(ep[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(ep[0]);
+	if (n == sizeof(e))
+		*exec_errno = e;
+	return pid;
+}
+
+/* ---- supervision ----------------------------------------------------- */
+
+static int64_t min_deadline(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Send sig to the command's whole process group. */
+static void signal_group(pid_t pid, int sig)
+{
+	if (kill(-pid, sig) != 0)
+		kill(pid, sig);
+}
+
+/*
+ * Wait for the child while forwarding signals, watching the renewal
+ * thread and the --max-time deadline.  Returns the wait status; *lost
+ * tells whether the renewal thread reported a loss.
+ */
+static int supervise(struct run *r, pid_t pid, int sfd,
+		     struct renewer *rn, int *lost)
+{
+	int64_t max_at = INT64_MAX, kill_at = INT64_MAX, now;
+	int status = 0, timed_out = 0;
+	struct signalfd_siginfo si;
+	struct pollfd p[2];
+	char tb[32];
+
+	*lost = 0;
+	if (r->max_time_ms > 0)
+		max_at = rlock_mono_ms() + r->max_time_ms;
+	for (;;) {
+		int64_t wake = min_deadline(max_at, kill_at);
+		int timeout;
+
+		now = rlock_mono_ms();
+		if (wake != INT64_MAX && now >= kill_at) {
+			signal_group(pid, SIGKILL);
+			kill_at = INT64_MAX;
+			continue;
+		}
+		if (wake != INT64_MAX && now >= max_at) {
+			timed_out = 1;
+			max_at = INT64_MAX;
+			if (r->g->verbose >= 0)
+				cli_warn(r->g, "%s: command ran longer than "
+					 "--max-time %s; terminating it",
+					 r->name, rlock_fmt_ms(r->max_time_ms,
+							       tb, sizeof(tb)));
+			signal_group(pid, SIGTERM);
+			kill_at = now + r->kill_after_ms;
+			continue;
+		}
+		timeout = wake == INT64_MAX ? -1 :
+			(int)min_deadline(wake - now, 60000);
+		p[0].fd = sfd;
+		p[0].events = POLLIN;
+		p[1].fd = rn != NULL && rn->started ? rn->done[0] : -1;
+		p[1].events = POLLIN;
+		p[0].revents = p[1].revents = 0;
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents) {
+			char b;
+
+			if (read(rn->done[0], &b, 1) < 0)
+				b = 0;
+			p[1].fd = -1;
+			pthread_join(rn->th, NULL);
+			rn->started = 0;
+			if (rn->result == RLOCK_LOST ||
+			    rn->result == RLOCK_NOTOURS) {
+				*lost = 1;
+				if (r->on_lost == LOST_TERM) {
+					signal_group(pid, SIGTERM);
+					kill_at = rlock_mono_ms() +
+						r->kill_after_ms;
+				} else if (r->on_lost == LOST_KILL) {
+					signal_group(pid, SIGKILL);
+				}
+			}
+		}
+		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			int sig = (int)si.ssi_signo;
+
+			if (sig != SIGCHLD) {
+				/* To the command, once: a terminal's Ctrl-C
+				 * reaches the foreground group directly and
+				 * never passes through here. */
+				kill(pid, sig);
+				continue;
+			}
+		}
+		{
+			pid_t w = waitpid(pid, &status, WNOHANG);
+
+			if (w == pid)
+				break;
+		}
+	}
+	/* After a loss, what is left of the group goes too. */
+	if (*lost && r->on_lost != LOST_IGNORE) {
+		if (kill_at == INT64_MAX)
+			kill_at = rlock_mono_ms() + r->kill_after_ms;
+		while (kill(-pid, 0) == 0 && rlock_mono_ms() < kill_at)
+			usleep(10000);
+		kill(-pid, SIGKILL);
+	}
+	(void)timed_out;
+	return status;
+}
+
+/* Die of sig as the shell expects, or exit 128 + sig. */
+static void reraise(int sig)
+{
+	sigset_t s;
+
+	signal(sig, SIG_DFL);
+	sigemptyset(&s);
+	sigaddset(&s, sig);
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+	raise(sig);
+	exit(128 + sig);
+}
+
+static void report_busy(struct run *r, int rc, struct rlock *rl,
+			const struct rlock_holder *h)
+{
+	char who[600], tb[32];
+
+	if (r->g->verbose < 0)
+		return;
+	if (rc != RLOCK_BUSY) {
+		cli_warn(r->g, "%s", rlock_errstr(rl));
+		return;
+	}
+	if (r->ao.wait_ms > 0)
+		cli_warn(r->g, "%s: timed out after %s; held by %s", r->name,
+			 rlock_fmt_ms(r->ao.wait_ms, tb, sizeof(tb)),
+			 cli_holder(h, who, sizeof(who)));
+	else
+		cli_warn(r->g, "%s: held by %s", r->name,
+			 cli_holder(h, who, sizeof(who)));
+}
+
+int cmd_run(int argc, char **argv, struct cli *g)
+{
+	struct run r;
+	struct rlock *rl = NULL;
+	struct rlock_lease lease;
+	struct rlock_holder holder;
+	struct renewer rn;
+	sigset_t waitset, runset, oldmask;
+	const char *held;
+	char label[RLOCK_LABEL_MAX + 1];
+	int sfd, rc, status, lost, tty, exec_errno, ret;
+	size_t i;
+	pid_t pid;
+
+	memset(&r, 0, sizeof(r));
+	memset(&rn, 0, sizeof(rn));
+	r.g = g;
+	r.ao.ttl_ms = 30000;
+	r.ao.wait_ms = -1;
+	r.ao.cancel_fd = -1;
+	r.conflict = EX_TEMPFAIL;
+	r.kill_after_ms = 10000;
+	parse(&r, argc, argv);
+	cli_finish(g);
+	rl = cli_open(g);
+	snprintf(r.key, sizeof(r.key), "%s", rlock_key(rl, r.name));
+	held = getenv("RLOCK_HELD");
+	r.reentrant = held != NULL && holds(held, r.key);
+
+	/* The label: what status shows of us, cut at 256 bytes. */
+	if (r.ao.label == NULL) {
+		size_t len = 0;
+
+		label[0] = '\0';
+		if (r.shell_cmd != NULL) {
+			snprintf(label, sizeof(label), "%s", r.shell_cmd);
+		} else {
+			for (i = 0; r.argv[i] != NULL && len < RLOCK_LABEL_MAX;
+			     i++)
+				len += (size_t)snprintf(label + len,
+					sizeof(label) - len, "%s%s",
+					i ? " " : "", r.argv[i]);
+		}
+		r.ao.label = label;
+	}
+
+	sigemptyset(&waitset);
+	for (i = 0; i < sizeof(wait_signals) / sizeof(wait_signals[0]); i++)
+		sigaddset(&waitset, wait_signals[i]);
+	runset = waitset;
+	sigaddset(&runset, SIGWINCH);
+	sigaddset(&runset, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &waitset, &oldmask) != 0 ||
+	    (sfd = signalfd(-1, &waitset, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		cli_warn(g, "cannot set up signals: %s", strerror(errno));
+		return EX_OSERR;
+	}
+
+	if (!r.reentrant) {
+		r.ao.cancel_fd = sfd;
+		if (isatty(STDERR_FILENO) && g->verbose >= 0) {
+			r.ao.wait_cb = wait_line;
+			r.ao.wait_arg = &r;
+		}
+		rc = rlock_acquire(rl, r.name, &r.ao, &lease, &holder);
+		if (r.status_line)
+			fputs("\r\033[K", stderr);
+		if (rc == RLOCK_CANCELED) {
+			struct signalfd_siginfo si;
+
+			rlock_free(rl);
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				reraise((int)si.ssi_signo);
+			return 128 + SIGTERM;
+		}
+		if (rc != RLOCK_OK) {
+			report_busy(&r, rc, rl, &holder);
+			ret = cli_exit_code(rc, r.conflict);
+			rlock_free(rl);
+			return ret;
+		}
+		if (g->verbose > 0) {
+			char tb[32];
+
+			cli_warn(g, "%s: acquired (fence %lld, ttl %s)", r.name,
+				 lease.fence, rlock_fmt_ms(lease.ttl_ms, tb,
+							   sizeof(tb)));
+		}
+	}
+
+	/* From here on the command owns the terminal's signals; ours are
+	 * read from sfd.  SIGTTOU is blocked across the hand-over of the
+	 * terminal (tcsetpgrp from a background group would stop us). */
+	sigaddset(&runset, SIGTTOU);
+	if (sigprocmask(SIG_BLOCK, &runset, NULL) != 0 ||
+	    signalfd(sfd, &runset, 0) < 0) {
+		cli_warn(g, "cannot set up signals: %s", strerror(errno));
+		ret = EX_OSERR;
+		goto release;
+	}
+	if (!r.reentrant && renewer_start(&r, &rn, &lease) != 0) {
+		cli_warn(g, "cannot start the renewal thread: %s",
+			 strerror(errno));
+		ret = EX_OSERR;
+		goto release;
+	}
+	set_child_env(&r, r.reentrant ? NULL : &lease);
+	tty = foreground_tty();
+	pid = spawn(&r, &oldmask, tty, &exec_errno);
+	if (pid < 0) {
+		cli_warn(g, "cannot fork: %s", strerror(errno));
+		renewer_stop(&rn);
+		ret = EX_OSERR;
+		goto release;
+	}
+	if (exec_errno != 0) {
+		cli_warn(g, "cannot run '%s': %s",
+			 r.shell_cmd != NULL ? "$SHELL" : r.argv[0],
+			 strerror(exec_errno));
+	}
+	status = supervise(&r, pid, sfd, r.reentrant ? NULL : &rn, &lost);
+	if (tty >= 0)
+		tcsetpgrp(tty, getpgrp());
+	if (!r.reentrant) {
+		if (!lost)
+			renewer_stop(&rn);
+		else {
+			snprintf(lease.token, sizeof(lease.token), "%s",
+				 rn.lease.token);
+		}
+	}
+	ret = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
+		WEXITSTATUS(status);
+	if (r.reentrant)
+		goto out;
+	if (lost) {
+		cli_warn(g, "%s: lock lost: %s; %s", r.name, rn.err,
+			 r.on_lost == LOST_IGNORE ?
+			 "command not stopped (--on-lost ignore)" :
+			 "command stopped");
+		renewer_stop(&rn);
+		ret = EX_LOST;
+		goto out;
+	}
+release:
+	if (!r.reentrant) {
+		rc = rlock_release(rl, r.name, lease.token);
+		if (rc == RLOCK_NOTOURS) {
+			cli_warn(g, "%s: lock lost before the command ended: "
+				 "token no longer holds it", r.name);
+			ret = EX_LOST;
+		} else if (rc != RLOCK_OK) {
+			cli_warn(g, "%s: cannot release: %s", r.name,
+				 rlock_errstr(rl));
+		} else if (g->verbose > 0) {
+			cli_warn(g, "%s: released", r.name);
+		}
+	}
+out:
+	rlock_free(rl);
+	close(sfd);
+	return ret;
+}

@@ -1,0 +1,161 @@
+/*
+ * cmd_status.c - rlock status: who holds which lock.  A predicate like
+ * test(1) when names are given: 0 when all are held, 1 when one is free.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct status {
+	struct cli *g;
+	struct rlock *rl;
+	int rows;
+	int any_free;
+	int rc;
+};
+
+static void print_json(struct status *s, const char *name,
+		       const struct rlock_holder *h)
+{
+	fputs(s->rows++ ? ",{" : "{", stdout);
+	fputs("\"name\":", stdout);
+	cli_json_str(stdout, name);
+	fputs(",\"key\":", stdout);
+	cli_json_str(stdout, rlock_key(s->rl, name));
+	if (h->held) {
+		fputs(",\"held\":true,\"token_prefix\":", stdout);
+		cli_json_str(stdout, h->token_prefix);
+		fputs(",\"host\":", stdout);
+		cli_json_str(stdout, h->host);
+		printf(",\"pid\":%lld,\"user\":", h->pid);
+		cli_json_str(stdout, h->user);
+		fputs(",\"command\":", stdout);
+		cli_json_str(stdout, h->command);
+		printf(",\"fence\":%lld,\"since_ms\":%lld,\"age_ms\":%lld,"
+		       "\"ttl_ms\":%lld,\"waiters\":%lld}", h->fence,
+		       h->since_ms, h->age_ms, h->ttl_ms, h->waiters);
+	} else {
+		printf(",\"held\":false,\"token_prefix\":null,\"host\":null,"
+		       "\"pid\":null,\"user\":null,\"command\":null,"
+		       "\"fence\":%lld,\"since_ms\":null,\"age_ms\":null,"
+		       "\"ttl_ms\":null,\"waiters\":%lld}", h->fence,
+		       h->waiters);
+	}
+}
+
+static void print_row(struct status *s, const char *name,
+		      const struct rlock_holder *h)
+{
+	char age[32], ttl[32], holder[400];
+
+	if (s->rows++ == 0)
+		printf("%-20s %-5s %6s %8s %8s %7s  %-24s %s\n", "NAME",
+		       "STATE", "FENCE", "AGE", "TTL", "WAITERS", "HOLDER",
+		       "COMMAND");
+	if (!h->held) {
+		printf("%-20s %-5s %6lld %8s %8s %7lld  %-24s %s\n", name,
+		       "free", h->fence, "-", "-", h->waiters, "-", "-");
+		return;
+	}
+	if (h->host[0] != '\0')
+		snprintf(holder, sizeof(holder), "%s@%s:%lld", h->user,
+			 h->host, h->pid);
+	else
+		snprintf(holder, sizeof(holder), "?");
+	printf("%-20s %-5s %6lld %8s %8s %7lld  %-24s %s\n", name, "held",
+	       h->fence, h->since_ms > 0 ?
+	       rlock_fmt_ms(h->age_ms, age, sizeof(age)) : "-",
+	       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :
+	       "none", h->waiters, holder, h->command);
+}
+
+static int show(const char *name, void *arg)
+{
+	struct status *s = arg;
+	struct rlock_holder h;
+	int rc;
+
+	rc = rlock_status(s->rl, name, &h);
+	if (rc != RLOCK_OK) {
+		s->rc = rc;
+		return 1;
+	}
+	if (!h.held)
+		s->any_free = 1;
+	if (s->g->json)
+		print_json(s, name, &h);
+	else
+		print_row(s, name, &h);
+	return 0;
+}
+
+/* Listing: a lock may be released between SCAN and the look-up; only
+ * held ones are shown. */
+static int show_held(const char *name, void *arg)
+{
+	struct status *s = arg;
+	struct rlock_holder h;
+	int rc;
+
+	rc = rlock_status(s->rl, name, &h);
+	if (rc != RLOCK_OK) {
+		s->rc = rc;
+		return 1;
+	}
+	if (!h.held)
+		return 0;
+	if (s->g->json)
+		print_json(s, name, &h);
+	else
+		print_row(s, name, &h);
+	return 0;
+}
+
+int cmd_status(int argc, char **argv, struct cli *g)
+{
+	static const struct option longopts[] = { CLI_GLOBAL_LONG,
+						  { NULL, 0, NULL, 0 } };
+	struct status s;
+	int c, i, rc;
+
+	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
+				NULL)) != -1) {
+		if (!cli_global_option(g, c, optarg))
+			cli_bad_option(g, c, argv);
+	}
+	for (i = optind; i < argc; i++)
+		cli_check_name(g, argv[i]);
+	cli_finish(g);
+	memset(&s, 0, sizeof(s));
+	s.g = g;
+	s.rl = cli_open(g);
+	if (g->json)
+		fputs("{\"locks\":[", stdout);
+	if (optind < argc) {
+		for (i = optind; i < argc && s.rc == RLOCK_OK; i++)
+			show(argv[i], &s);
+		rc = s.rc;
+	} else {
+		rc = rlock_list(s.rl, show_held, &s);
+		if (rc == RLOCK_OK)
+			rc = s.rc;
+	}
+	if (rc != RLOCK_OK) {
+		/* Nothing half-written on stdout pretends to be an answer. */
+		fflush(stdout);
+		cli_warn(g, "%s", rlock_errstr(s.rl));
+		rlock_free(s.rl);
+		return cli_exit_code(rc, EX_TEMPFAIL);
+	}
+	if (g->json)
+		fputs("]}\n", stdout);
+	else if (s.rows == 0 && optind >= argc && g->verbose >= 0)
+		fprintf(stderr, "rlock: status: no locks held under '%s'\n",
+			g->prefix);
+	rlock_free(s.rl);
+	if (cli_flush_stdout(g) != 0)
+		return EX_OSERR;
+	return s.any_free ? EX_FREE : EX_OK;
+}

@@ -1,0 +1,273 @@
+/*
+ * common.c - option handling, messages and exit statuses shared by every
+ * subcommand.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static void vwarn_cmd(const struct cli *g, const char *fmt, va_list ap)
+{
+	char buf[2048];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	/* One write, so that lines of concurrent processes do not mix. */
+	if (g != NULL && g->cmd != NULL)
+		fprintf(stderr, "rlock: %s: %s\n", g->cmd, buf);
+	else
+		fprintf(stderr, "rlock: %s\n", buf);
+}
+
+void cli_warn(const struct cli *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn_cmd(g, fmt, ap);
+	va_end(ap);
+}
+
+void cli_usage_error(const struct cli *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn_cmd(g, fmt, ap);
+	va_end(ap);
+	if (g->cmd != NULL)
+		fprintf(stderr, "Try 'rlock %s --help'.\n", g->cmd);
+	else
+		fprintf(stderr, "Try 'rlock --help'.\n");
+	exit(EX_USAGE);
+}
+
+void cli_bad_option(struct cli *g, int c, char **argv)
+{
+	const char *opt = argv[optind - 1];
+
+	if (c == ':') {
+		if (optopt != 0 && optopt < 256)
+			cli_usage_error(g, "option '-%c' requires a value",
+					optopt);
+		cli_usage_error(g, "option '%s' requires a value", opt);
+	}
+	if (optopt != 0 && optopt < 256)
+		cli_usage_error(g, "unknown option '-%c'", optopt);
+	cli_usage_error(g, "unknown option '%s'", opt);
+}
+
+int64_t cli_duration(const struct cli *g, const char *opt, const char *arg,
+		     int ttl, int zero)
+{
+	int64_t ms;
+
+	if (rlock_parse_duration(arg, &ms) != 0)
+		cli_usage_error(g, "invalid %s '%s': not a duration", opt, arg);
+	if (ttl && (ms < RLOCK_TTL_MIN_MS || ms > RLOCK_TTL_MAX_MS))
+		cli_usage_error(g, "invalid %s '%s': must be between 10ms "
+				"and 30d", opt, arg);
+	if (!zero && ms == 0)
+		cli_usage_error(g, "invalid %s '%s': must be more than zero",
+				opt, arg);
+	return ms;
+}
+
+void cli_check_name(const struct cli *g, const char *name)
+{
+	const char *why;
+
+	if (rlock_check_name(name, &why) != RLOCK_OK)
+		cli_usage_error(g, "invalid lock name: %s", why);
+}
+
+static void add_url(struct cli *g, const char *u)
+{
+	if (g->nurls == CLI_MAX_URLS)
+		cli_usage_error(g, "too many servers (at most %d)",
+				CLI_MAX_URLS);
+	g->urls[g->nurls++] = u;
+}
+
+int cli_global_option(struct cli *g, int c, const char *arg)
+{
+	switch (c) {
+	case 'u':
+		add_url(g, arg);
+		return 1;
+	case OPT_PREFIX:
+		g->prefix = arg;
+		return 1;
+	case OPT_CONNECT_TIMEOUT:
+		g->connect_timeout_ms = cli_duration(g, "--connect-timeout",
+						     arg, 0, 0);
+		return 1;
+	case OPT_IO_TIMEOUT:
+		g->io_timeout_ms = cli_duration(g, "--io-timeout", arg, 0, 0);
+		return 1;
+	case OPT_PASSWORD_FILE:
+		g->password_file = arg;
+		return 1;
+	case 'v':
+		g->verbose = 1;
+		return 1;
+	case 'q':
+		g->verbose = -1;
+		return 1;
+	case OPT_JSON:
+		g->json = 1;
+		return 1;
+	case 'h':
+		cli_help(g);
+	case 'V':
+		printf("rlock %s\n", RLOCK_VERSION);
+		exit(cli_flush_stdout(g) == 0 ? EX_OK : EX_OSERR);
+	}
+	return 0;
+}
+
+void cli_finish(struct cli *g)
+{
+	const char *v;
+
+	if (g->nurls == 0) {
+		v = getenv("RLOCK_URL");
+		if (v == NULL || *v == '\0')
+			v = getenv("REDIS_URL");
+		if (v != NULL && *v != '\0') {
+			char *save = NULL, *tok;
+
+			g->env_urls = strdup(v);
+			if (g->env_urls == NULL) {
+				cli_warn(g, "out of memory");
+				exit(EX_OSERR);
+			}
+			for (tok = strtok_r(g->env_urls, ",", &save);
+			     tok != NULL; tok = strtok_r(NULL, ",", &save))
+				add_url(g, tok);
+		}
+		if (g->nurls == 0)
+			add_url(g, "redis://127.0.0.1:6379");
+	}
+	if (g->prefix == NULL) {
+		v = getenv("RLOCK_PREFIX");
+		g->prefix = v != NULL && *v != '\0' ? v : "rlock:";
+	}
+	if (g->verbose == -2) {
+		v = getenv("RLOCK_VERBOSE");
+		g->verbose = v != NULL && strcmp(v, "1") == 0 ? 1 : 0;
+	}
+}
+
+/* Read the password from a file: the first line, without its newline. */
+static char *read_password(const struct cli *g, const char *path)
+{
+	char buf[1024];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (f == NULL) {
+		cli_warn(g, "cannot read password file %s: %s", path,
+			 strerror(errno));
+		exit(EX_USAGE);
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return strdup(buf);
+}
+
+struct rlock *cli_open(struct cli *g)
+{
+	struct rlock_config cfg;
+	struct rlock *rl;
+	char err[512], *pw = NULL;
+	const char *env;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.urls = g->urls;
+	cfg.nurls = g->nurls;
+	cfg.prefix = g->prefix;
+	cfg.connect_timeout_ms = g->connect_timeout_ms;
+	cfg.io_timeout_ms = g->io_timeout_ms;
+	if (g->password_file != NULL)
+		pw = read_password(g, g->password_file);
+	else if ((env = getenv("REDISCLI_AUTH")) != NULL && *env != '\0')
+		pw = strdup(env);
+	cfg.password = pw;
+	rl = rlock_new(&cfg, err, sizeof(err));
+	if (pw != NULL) {
+		explicit_bzero(pw, strlen(pw));
+		free(pw);
+	}
+	if (rl == NULL)
+		cli_usage_error(g, "%s", err);
+	return rl;
+}
+
+int cli_exit_code(int rc, int conflict)
+{
+	switch (rc) {
+	case RLOCK_OK:
+		return EX_OK;
+	case RLOCK_BUSY:
+		return conflict;
+	case RLOCK_NOTOURS:
+	case RLOCK_LOST:
+		return EX_LOST;
+	case RLOCK_EUSAGE:
+		return EX_USAGE;
+	case RLOCK_EUNAVAIL:
+		return EX_UNAVAILABLE;
+	case RLOCK_ESYS:
+		return EX_OSERR;
+	default:
+		return EX_SOFTWARE;
+	}
+}
+
+const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len)
+{
+	if (h->host[0] == '\0' && h->pid == 0)
+		snprintf(buf, len, "another client (no rlock metadata)");
+	else if (h->command[0] != '\0')
+		snprintf(buf, len, "%s pid %lld (%s)", h->host, h->pid,
+			 h->command);
+	else
+		snprintf(buf, len, "%s pid %lld", h->host, h->pid);
+	return buf;
+}
+
+int cli_flush_stdout(const struct cli *g)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_warn(g, "write error: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void cli_json_str(FILE *f, const char *s)
+{
+	const unsigned char *p;
+
+	fputc('"', f);
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}

@@ -1,0 +1,186 @@
+/*
+ * main.c - rlock's entry point: global options, then one subcommand from
+ * the table below.  Help is generated from the same table.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define LOCK_OPTS                                                          \
+	"  -t, --ttl DUR                  lease length, renewed every TTL/3 (default 30s)\n" \
+	"  -n, --nonblock                 fail at once if the lock is held\n"  \
+	"  -w, --timeout DUR              wait at most DUR (-w 0 is -n; default: forever)\n" \
+	"  -E, --conflict-exit-code N     exit status when not acquired (default 75)\n" \
+	"      --min-hold DUR             keep the lock at least DUR after taking it\n" \
+	"      --label TEXT               what status shows as the holder's command\n"
+
+const struct cmd cli_cmds[] = {
+	{ "run", cmd_run, "run a command while holding a lock",
+	  "Usage: rlock run [options] NAME [--] COMMAND [ARG...]\n"
+	  "       rlock run [options] NAME -c 'SHELL COMMAND'\n"
+	  "\n"
+	  "Take lock NAME, run COMMAND while renewing the lease, release the lock\n"
+	  "when COMMAND ends and exit with its status.\n"
+	  "\n"
+	  "Options:\n" LOCK_OPTS
+	  "  -c, --command STRING           run STRING with $SHELL -c (fallback /bin/sh)\n"
+	  "      --on-lost term|kill|ignore what to do to COMMAND if the lock is lost (default term)\n"
+	  "  -k, --kill-after DUR           SIGKILL this long after SIGTERM (default 10s)\n"
+	  "      --max-time DUR             terminate COMMAND if it runs longer\n" },
+	{ "acquire", cmd_acquire, "take a lock and print its token",
+	  "Usage: rlock acquire [options] NAME\n"
+	  "\n"
+	  "Take lock NAME and print its token for a later 'rlock release'.\n"
+	  "\n"
+	  "Options:\n" LOCK_OPTS
+	  "      --renew                    leave a background renewer until release\n"
+	  "      --pid PID                  with --renew: stop and release when PID exits\n"
+	  "                                 (default: the calling process)\n"
+	  "      --format token|json|env    what to print (default token; env is for eval)\n" },
+	{ "release", cmd_release, "give up a lock held by a token",
+	  "Usage: rlock release [options] NAME [TOKEN]\n"
+	  "\n"
+	  "Release lock NAME if TOKEN (default: $RLOCK_TOKEN) holds it.\n"
+	  "\n"
+	  "Options:\n"
+	  "      --force                    remove the lock whoever holds it\n" },
+	{ "extend", cmd_extend, "push back the expiry of a held lock",
+	  "Usage: rlock extend [options] NAME [TOKEN]\n"
+	  "\n"
+	  "Extend lock NAME held by TOKEN (default: $RLOCK_TOKEN) to TTL from now.\n"
+	  "\n"
+	  "Options:\n"
+	  "  -t, --ttl DUR                  new lease length from now (default 30s)\n" },
+	{ "status", cmd_status, "show who holds locks",
+	  "Usage: rlock status [options] [NAME...]\n"
+	  "\n"
+	  "Show held locks under the prefix, or the named ones.  Exits 1 if a named\n"
+	  "lock is free.\n"
+	  "\n"
+	  "Options:\n" },
+	{ "help", cmd_help, "show help for a command",
+	  "Usage: rlock help [COMMAND]\n"
+	  "\n"
+	  "Options:\n" },
+	{ NULL, NULL, NULL, NULL },
+};
+
+static const char global_opts[] =
+	"Global options:\n"
+	"  -u, --url URL                  Redis server (repeatable; default $RLOCK_URL,\n"
+	"                                 $REDIS_URL, redis://127.0.0.1:6379)\n"
+	"      --prefix P                 key prefix (default $RLOCK_PREFIX or rlock:)\n"
+	"      --connect-timeout DUR      connection timeout (default 2s)\n"
+	"      --io-timeout DUR           timeout of each request (default 2s)\n"
+	"      --password-file F          read the password from F (or $REDISCLI_AUTH)\n"
+	"  -v, --verbose                  more diagnostics\n"
+	"  -q, --quiet                    fewer diagnostics\n"
+	"      --json                     machine-readable output\n"
+	"  -h, --help                     show this help\n"
+	"  -V, --version                  show the version\n";
+
+static void usage(void)
+{
+	const struct cmd *c;
+
+	printf("Usage: rlock [global options] COMMAND [options] [ARG...]\n"
+	       "\n"
+	       "Run a command while holding a lock in Redis: flock(1) for a fleet.\n"
+	       "\n"
+	       "Commands:\n");
+	for (c = cli_cmds; c->name != NULL; c++)
+		printf("  %-30s %s\n", c->name, c->summary);
+	printf("\n%s", global_opts);
+	printf("\n"
+	       "Environment:\n"
+	       "  RLOCK_URL, REDIS_URL, RLOCK_PREFIX, REDISCLI_AUTH, RLOCK_VERBOSE, NO_COLOR\n"
+	       "\n"
+	       "Exit status:\n"
+	       "  0 success   1 status: a lock is free   N, 128+N the command's status\n"
+	       "  64 usage   69 Redis unavailable   70 internal error   71 system error\n"
+	       "  75 not acquired   76 lock lost / not ours   126, 127 cannot run command\n"
+	       "\n"
+	       "For more details see rlock(1).\n");
+}
+
+void cli_help(const struct cli *g)
+{
+	const struct cmd *c;
+
+	for (c = cli_cmds; c->name != NULL; c++) {
+		if (g->cmd != NULL && strcmp(c->name, g->cmd) == 0) {
+			printf("%s\n%s\nFor more details see rlock(1).\n",
+			       c->usage, global_opts);
+			exit(cli_flush_stdout(g) == 0 ? EX_OK : EX_OSERR);
+		}
+	}
+	usage();
+	exit(cli_flush_stdout(g) == 0 ? EX_OK : EX_OSERR);
+}
+
+int cmd_help(int argc, char **argv, struct cli *g)
+{
+	static const struct option longopts[] = { CLI_GLOBAL_LONG,
+						  { NULL, 0, NULL, 0 } };
+	const struct cmd *c;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
+				 NULL)) != -1) {
+		if (!cli_global_option(g, ch, optarg))
+			cli_bad_option(g, ch, argv);
+	}
+	if (optind >= argc) {
+		g->cmd = NULL;
+		cli_help(g);
+	}
+	if (argc - optind > 1)
+		cli_usage_error(g, "too many arguments");
+	for (c = cli_cmds; c->name != NULL; c++) {
+		if (strcmp(c->name, argv[optind]) == 0) {
+			g->cmd = c->name;
+			cli_help(g);
+		}
+	}
+	g->cmd = NULL;
+	cli_usage_error(g, "unknown command '%s'", argv[optind]);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = { CLI_GLOBAL_LONG,
+						  { NULL, 0, NULL, 0 } };
+	struct cli g;
+	const struct cmd *c;
+	int ch;
+
+	memset(&g, 0, sizeof(g));
+	g.connect_timeout_ms = -1;
+	g.io_timeout_ms = -1;
+	g.verbose = -2;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
+				 NULL)) != -1) {
+		if (ch == 'h') {
+			usage();
+			return cli_flush_stdout(&g) == 0 ? EX_OK : EX_OSERR;
+		}
+		if (!cli_global_option(&g, ch, optarg))
+			cli_bad_option(&g, ch, argv);
+	}
+	if (optind >= argc)
+		cli_usage_error(&g, "missing COMMAND");
+	for (c = cli_cmds; c->name != NULL; c++) {
+		if (strcmp(c->name, argv[optind]) == 0) {
+			g.cmd = c->name;
+			/* Each subcommand parses from its own name on. */
+			argc -= optind;
+			argv += optind;
+			optind = 0;
+			return c->fn(argc, argv, &g);
+		}
+	}
+	cli_usage_error(&g, "unknown command '%s'", argv[optind]);
+}

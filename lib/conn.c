@@ -1,0 +1,440 @@
+/*
+ * conn.c - the transport: one non-blocking connection to one Redis server
+ * over TCP or a unix socket.  hiredis only formats commands and parses
+ * replies; the socket, the buffers and the timeouts are ours, so that TLS
+ * can be added here without anything above this file knowing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "rlock_int.h"
+
+struct rlock_conn {
+	struct rlock_url url;
+	int hostidx;
+	struct rlock_conn_opts opts;
+	char password[512];
+	int has_password;
+	int fd;
+	int up;
+	redisReader *reader;
+	char *obuf;
+	size_t olen, ocap;
+	char addr[600];
+	char err[512];
+};
+
+struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
+			    const struct rlock_conn_opts *o)
+{
+	struct rlock_conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->url = *u;
+	c->hostidx = hostidx;
+	c->opts = *o;
+	c->fd = -1;
+	if (o->password != NULL) {
+		snprintf(c->password, sizeof(c->password), "%s", o->password);
+		c->has_password = 1;
+	} else if (u->has_password) {
+		snprintf(c->password, sizeof(c->password), "%s", u->password);
+		c->has_password = 1;
+	}
+	if (u->kind == RLOCK_URL_UNIX)
+		snprintf(c->addr, sizeof(c->addr), "%s", u->path);
+	else if (strchr(u->hosts[hostidx].host, ':') != NULL)
+		snprintf(c->addr, sizeof(c->addr), "[%s]:%d",
+			 u->hosts[hostidx].host, u->hosts[hostidx].port);
+	else
+		snprintf(c->addr, sizeof(c->addr), "%s:%d",
+			 u->hosts[hostidx].host, u->hosts[hostidx].port);
+	return c;
+}
+
+void conn_close(struct rlock_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->up = 0;
+	if (c->reader != NULL)
+		redisReaderFree(c->reader);
+	c->reader = NULL;
+	c->olen = 0;
+}
+
+void conn_free(struct rlock_conn *c)
+{
+	if (c == NULL)
+		return;
+	conn_close(c);
+	free(c->obuf);
+	/* The password may be read back from a core dump otherwise. */
+	explicit_bzero(c->password, sizeof(c->password));
+	free(c);
+}
+
+const char *conn_errstr(const struct rlock_conn *c)
+{
+	return c->err;
+}
+
+const char *conn_addr(const struct rlock_conn *c)
+{
+	return c->addr;
+}
+
+int conn_fd(const struct rlock_conn *c)
+{
+	return c->fd;
+}
+
+int conn_is_up(const struct rlock_conn *c)
+{
+	return c->up;
+}
+
+static int fail(struct rlock_conn *c, const char *fmt, const char *why)
+{
+	rlock_seterr(c->err, sizeof(c->err), fmt, c->addr, why);
+	conn_close(c);
+	return RLOCK_EUNAVAIL;
+}
+
+/* Wait until fd is ready for events or deadline passes.  Returns the
+ * revents, 0 on timeout, -1 when cancel_fd became readable. */
+static int wait_fd(int fd, short events, int64_t deadline, int cancel_fd)
+{
+	struct pollfd p[2];
+	int n, timeout;
+
+	for (;;) {
+		int64_t left = deadline - rlock_mono_ms();
+
+		if (left <= 0)
+			return 0;
+		timeout = left > 60000 ? 60000 : (int)left;
+		p[0].fd = fd;
+		p[0].events = events;
+		p[0].revents = 0;
+		p[1].fd = cancel_fd;
+		p[1].events = POLLIN;
+		p[1].revents = 0;
+		n = poll(p, cancel_fd >= 0 ? 2 : 1, timeout);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return POLLERR;
+		if (cancel_fd >= 0 && p[1].revents)
+			return -1;
+		if (n > 0 && p[0].revents)
+			return p[0].revents;
+	}
+}
+
+/* Start a non-blocking connect to one address and wait for it.  Returns 0
+ * or an errno value. */
+static int connect_addr(struct rlock_conn *c, const struct sockaddr *sa,
+			socklen_t salen, int64_t deadline)
+{
+	int fd, rc, soerr = 0;
+	socklen_t len = sizeof(soerr);
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return errno;
+	rc = connect(fd, sa, salen);
+	if (rc < 0 && errno != EINPROGRESS) {
+		soerr = errno;
+		close(fd);
+		return soerr;
+	}
+	if (rc < 0) {
+		rc = wait_fd(fd, POLLOUT, deadline, -1);
+		if (rc == 0) {
+			close(fd);
+			return ETIMEDOUT;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+			soerr = errno;
+		if (soerr != 0) {
+			close(fd);
+			return soerr;
+		}
+	}
+	if (sa->sa_family != AF_UNIX) {
+		int one = 1;
+
+		/* Every request is one small write: never let Nagle hold it. */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	}
+	c->fd = fd;
+	return 0;
+}
+
+static int connect_any(struct rlock_conn *c, int64_t deadline)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char port[16];
+	int e = 0, gai;
+
+	if (c->url.kind == RLOCK_URL_UNIX) {
+		struct sockaddr_un sun;
+
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+		if (strlen(c->url.path) >= sizeof(sun.sun_path))
+			return fail(c, "cannot connect to %s: %s",
+				    "socket path too long");
+		memcpy(sun.sun_path, c->url.path, strlen(c->url.path) + 1);
+		e = connect_addr(c, (struct sockaddr *)&sun, sizeof(sun),
+				 deadline);
+		if (e != 0)
+			return fail(c, "cannot connect to %s: %s",
+				    e == ETIMEDOUT ? "timed out" : strerror(e));
+		return RLOCK_OK;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	/* An IP literal must never cost a DNS query. */
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	snprintf(port, sizeof(port), "%d", c->url.hosts[c->hostidx].port);
+	gai = getaddrinfo(c->url.hosts[c->hostidx].host, port, &hints, &res);
+	if (gai == EAI_NONAME) {
+		hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
+		gai = getaddrinfo(c->url.hosts[c->hostidx].host, port, &hints,
+				  &res);
+	}
+	if (gai != 0)
+		return fail(c, "cannot connect to %s: %s", gai_strerror(gai));
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		e = connect_addr(c, ai->ai_addr, ai->ai_addrlen, deadline);
+		if (e == 0 || e == ETIMEDOUT)
+			break;
+	}
+	freeaddrinfo(res);
+	if (e != 0)
+		return fail(c, "cannot connect to %s: %s",
+			    e == ETIMEDOUT ? "timed out" : strerror(e));
+	return RLOCK_OK;
+}
+
+/* Send one command during the handshake and check for an error reply. */
+static int handshake_call(struct rlock_conn *c, int64_t deadline, int argc,
+			  const char **argv, const char *what)
+{
+	redisReply *r = NULL;
+	int rc;
+
+	c->up = 1;
+	rc = conn_call(c, deadline, -1, argc, argv, NULL, &r);
+	if (rc != RLOCK_OK)
+		return rc;
+	if (r->type == REDIS_REPLY_ERROR) {
+		char why[400];
+
+		snprintf(why, sizeof(why), "%s: %.*s", what, (int)r->len,
+			 r->str);
+		freeReplyObject(r);
+		return fail(c, "%s: %s", why);
+	}
+	freeReplyObject(r);
+	return RLOCK_OK;
+}
+
+int conn_open(struct rlock_conn *c, int64_t deadline)
+{
+	int64_t io_deadline;
+	int rc;
+
+	conn_close(c);
+	rc = connect_any(c, deadline);
+	if (rc != RLOCK_OK)
+		return rc;
+	c->reader = redisReaderCreate();
+	if (c->reader == NULL)
+		return fail(c, "%s: %s", "out of memory");
+	io_deadline = rlock_mono_ms() + c->opts.io_timeout_ms;
+	if (c->has_password) {
+		const char *argv[3];
+		int argc = 0;
+
+		argv[argc++] = "AUTH";
+		if (c->url.user[0] != '\0')
+			argv[argc++] = c->url.user;
+		argv[argc++] = c->password;
+		rc = handshake_call(c, io_deadline, argc, argv,
+				    "authentication failed");
+		if (rc != RLOCK_OK)
+			return rc;
+	}
+	if (c->url.db != 0) {
+		char db[16];
+		const char *argv[2] = { "SELECT", db };
+
+		snprintf(db, sizeof(db), "%d", c->url.db);
+		rc = handshake_call(c, io_deadline, 2, argv, "cannot select db");
+		if (rc != RLOCK_OK)
+			return rc;
+	}
+	c->up = 1;
+	return RLOCK_OK;
+}
+
+int conn_send(struct rlock_conn *c, int argc, const char **argv,
+	      const size_t *lens)
+{
+	char *cmd = NULL;
+	int n;
+
+	n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	if (n < 0) {
+		rlock_seterr(c->err, sizeof(c->err), "%s: out of memory",
+			     c->addr);
+		return RLOCK_ESYS;
+	}
+	if (c->olen + (size_t)n > c->ocap) {
+		size_t cap = (c->olen + (size_t)n) * 2;
+		char *nb = realloc(c->obuf, cap);
+
+		if (nb == NULL) {
+			redisFreeCommand(cmd);
+			rlock_seterr(c->err, sizeof(c->err),
+				     "%s: out of memory", c->addr);
+			return RLOCK_ESYS;
+		}
+		c->obuf = nb;
+		c->ocap = cap;
+	}
+	memcpy(c->obuf + c->olen, cmd, (size_t)n);
+	c->olen += (size_t)n;
+	redisFreeCommand(cmd);
+	return RLOCK_OK;
+}
+
+short conn_events(const struct rlock_conn *c)
+{
+	return POLLIN | (c->olen > 0 ? POLLOUT : 0);
+}
+
+int conn_on_ready(struct rlock_conn *c, short revents)
+{
+	char buf[16384];
+	ssize_t n;
+
+	if (c->fd < 0)
+		return fail(c, "%s: %s", "not connected");
+	if ((revents & POLLOUT) && c->olen > 0) {
+		n = send(c->fd, c->obuf, c->olen, MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return fail(c, "%s: connection lost: %s",
+				    strerror(errno));
+		if (n > 0) {
+			memmove(c->obuf, c->obuf + n, c->olen - (size_t)n);
+			c->olen -= (size_t)n;
+		}
+	}
+	if (revents & (POLLIN | POLLERR | POLLHUP)) {
+		n = recv(c->fd, buf, sizeof(buf), 0);
+		if (n == 0)
+			return fail(c, "%s: %s", "connection closed by server");
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return fail(c, "%s: connection lost: %s",
+				    strerror(errno));
+		if (n > 0 && redisReaderFeed(c->reader, buf, (size_t)n) != 0)
+			return fail(c, "%s: %s", "out of memory");
+	}
+	return RLOCK_OK;
+}
+
+int conn_take_reply(struct rlock_conn *c, redisReply **r)
+{
+	void *reply = NULL;
+
+	*r = NULL;
+	if (c->reader == NULL)
+		return 0;
+	if (redisReaderGetReply(c->reader, &reply) != 0) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "protocol error: %s",
+			 c->reader->errstr);
+		fail(c, "%s: %s", why);
+		return -1;
+	}
+	if (reply == NULL)
+		return 0;
+	*r = reply;
+	return 1;
+}
+
+int conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
+		    redisReply **r)
+{
+	int rc, ev;
+
+	for (;;) {
+		rc = conn_take_reply(c, r);
+		if (rc == 1)
+			return RLOCK_OK;
+		if (rc < 0)
+			return RLOCK_EUNAVAIL;
+		ev = wait_fd(c->fd, conn_events(c), deadline, cancel_fd);
+		if (ev < 0) {
+			rlock_seterr(c->err, sizeof(c->err), "%s: canceled",
+				     c->addr);
+			return RLOCK_CANCELED;
+		}
+		if (ev == 0)
+			return RLOCK_TIMEDOUT;
+		rc = conn_on_ready(c, (short)ev);
+		if (rc != RLOCK_OK)
+			return rc;
+	}
+}
+
+int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
+	      int argc, const char **argv, const size_t *lens,
+	      redisReply **r)
+{
+	int rc;
+
+	*r = NULL;
+	if (!c->up) {
+		int64_t cd = rlock_mono_ms() + c->opts.connect_timeout_ms;
+
+		rc = conn_open(c, cd < deadline ? cd : deadline);
+		if (rc != RLOCK_OK)
+			return rc;
+	}
+	rc = conn_send(c, argc, argv, lens);
+	if (rc != RLOCK_OK)
+		return rc;
+	rc = conn_wait_reply(c, deadline, cancel_fd, r);
+	if (rc == RLOCK_TIMEDOUT) {
+		char why[64], tb[32];
+
+		/* A late reply would answer the next request: start over. */
+		snprintf(why, sizeof(why), "no reply within %s",
+			 rlock_fmt_ms(c->opts.io_timeout_ms, tb, sizeof(tb)));
+		return fail(c, "%s: %s", why);
+	}
+	if (rc == RLOCK_CANCELED)
+		conn_close(c);
+	return rc;
+}

@@ -1,0 +1,66 @@
+/*
+ * lock_int.h - the handle and the script runner shared by lock.c and
+ * scripts.c.
+ */
+#ifndef RLOCK_LOCK_INT_H
+#define RLOCK_LOCK_INT_H
+
+#include "rlock_int.h"
+
+#define RLOCK_MAX_SERVERS 16
+#define RLOCK_EVAL_MAXARGS 16
+#define RLOCK_KEY_MAX (RLOCK_NAME_MAX + 300)
+
+enum rlock_script_id {
+	RLOCK_SCRIPT_ACQUIRE,
+	RLOCK_SCRIPT_EXTEND,
+	RLOCK_SCRIPT_RELEASE,
+	RLOCK_SCRIPT_FORCE,
+	RLOCK_SCRIPT_STATUS,
+	RLOCK_SCRIPT_COUNT
+};
+
+struct rlock_script {
+	const char *name;
+	const char *body;
+	char sha[41];
+};
+
+extern struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT];
+
+/* One server of a lock: a command connection and, while waiting, a
+ * second one subscribed to the release channel. */
+struct rlock_server {
+	struct rlock_url url;
+	struct rlock_conn *cmd;
+	struct rlock_conn *sub;
+};
+
+struct rlock {
+	struct rlock_server srv[RLOCK_MAX_SERVERS];
+	size_t nsrv;
+	size_t quorum;
+	struct rlock_conn_opts copts;
+	char password[512];
+	char prefix[256];
+	char host[256];
+	char user[64];
+	char keybuf[RLOCK_KEY_MAX];
+	char err[600];
+};
+
+/* What one server answered to one script. */
+struct rlock_result {
+	int rc;			/* RLOCK_OK with r set, or an error */
+	redisReply *r;
+	char err[512];
+};
+
+void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
+		    const char **keys, int nargs, const char **args,
+		    struct rlock_result *res);
+void rlock_results_free(struct rlock *rl, struct rlock_result *res);
+void rlock_classify_error(const redisReply *r, const char *addr,
+			  const char *key, struct rlock_result *res);
+
+#endif /* RLOCK_LOCK_INT_H */

@@ -1,0 +1,195 @@
+/*
+ * rlock.h - the public interface of librlock: leases on a lock held in one
+ * or more Redis servers.  The library never prints, exits or installs a
+ * signal handler; every call returns an RLOCK_* code and keeps a one-line
+ * message in the handle (rlock_errstr).
+ */
+#ifndef RLOCK_H
+#define RLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RLOCK_VERSION "0.1.0"
+
+#define RLOCK_TOKEN_LEN 32		/* 128 bits as lower-case hex */
+#define RLOCK_NAME_MAX 1024		/* bytes in a lock name */
+#define RLOCK_LABEL_MAX 256		/* bytes of the command shown by status */
+#define RLOCK_TTL_MIN_MS 10
+#define RLOCK_TTL_MAX_MS (30LL * 24 * 3600 * 1000)
+
+/* Result codes of every call.  The CLI maps them to exit statuses. */
+enum rlock_code {
+	RLOCK_OK = 0,
+	RLOCK_BUSY,		/* held by another token (or -w ran out) */
+	RLOCK_NOTOURS,		/* the token does not hold the lock */
+	RLOCK_LOST,		/* the lease ran out without confirmation */
+	RLOCK_CANCELED,		/* the cancel descriptor became readable */
+	RLOCK_EUSAGE,		/* bad argument: name, URL, duration */
+	RLOCK_EUNAVAIL,		/* connect, auth, timeout, READONLY, OOM, quorum */
+	RLOCK_EPROTO,		/* unexpected reply, WRONGTYPE, script error */
+	RLOCK_ESYS,		/* a system call failed */
+};
+
+/* How to reach the servers.  Strings are copied by rlock_new. */
+struct rlock_config {
+	const char *const *urls;	/* one server, or N >= 3 for Redlock */
+	size_t nurls;
+	const char *prefix;		/* key prefix, NULL for "rlock:" */
+	int64_t connect_timeout_ms;	/* <= 0 for 2000 */
+	int64_t io_timeout_ms;		/* <= 0 for 2000 */
+	const char *password;		/* beats the URL's password when set */
+	/* TLS for rediss:// URLs (later) */
+	const char *tls_cacert, *tls_cert, *tls_key, *tls_sni;
+	int tls_insecure;
+};
+
+/* What a server says of a lock, for status and for a waiter's live line. */
+struct rlock_holder {
+	int held;			/* 1 held, 0 free */
+	char token_prefix[9];		/* first 8 hex digits, never the token */
+	char host[256];
+	long long pid;
+	char user[64];
+	char command[RLOCK_LABEL_MAX + 1];
+	long long fence;		/* current value of the fence counter */
+	long long since_ms;		/* wall clock ms since epoch, 0 unknown */
+	long long age_ms;		/* server time minus since_ms */
+	long long ttl_ms;		/* PTTL of the lock key, -1 no expiry */
+	long long waiters;		/* subscribers of the release channel */
+};
+
+/* A lease we hold: filled by rlock_acquire, read by extend and release. */
+struct rlock_lease {
+	char token[RLOCK_TOKEN_LEN + 1];
+	long long fence;
+	int64_t ttl_ms;
+	int64_t taken_boot_ms;		/* CLOCK_BOOTTIME when the grant was asked */
+	int64_t renewed_boot_ms;	/* CLOCK_BOOTTIME of the last confirmed send */
+};
+
+/* Called by a waiting acquire about once a second and when the holder
+ * changes, so that the caller can show a status line. */
+typedef void (*rlock_wait_cb)(const struct rlock_holder *holder,
+			      int64_t waited_ms, void *arg);
+
+struct rlock_acquire_opts {
+	int64_t ttl_ms;
+	int64_t wait_ms;		/* 0: try once; < 0: wait forever */
+	const char *token;		/* NULL: make a fresh one */
+	const char *label;		/* shown as the holder's command */
+	int64_t min_hold_ms;		/* a release before this keeps the key */
+	long long pid;			/* shown as the holder's pid; 0: ours */
+	int cancel_fd;			/* stop waiting when readable; -1 none */
+	rlock_wait_cb wait_cb;
+	void *wait_arg;
+};
+
+struct rlock;
+
+/*
+ * Create a handle for cfg.  No connection is made until the first call that
+ * needs one.  On failure returns NULL and writes a one-line reason to err.
+ */
+struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
+			size_t errlen);
+
+/* Close the handle's connections and free it.  Accepts NULL. */
+void rlock_free(struct rlock *rl);
+
+/* The one-line message of the last failed call on rl. */
+const char *rlock_errstr(const struct rlock *rl);
+
+/* The full Redis key of lock name under the handle's prefix, "P{name}". */
+const char *rlock_key(struct rlock *rl, const char *name);
+
+/*
+ * Check that name is usable as a lock name: 1..1024 bytes, no control
+ * characters.  Returns RLOCK_OK or RLOCK_EUSAGE with a reason in why.
+ */
+int rlock_check_name(const char *name, const char **why);
+
+/*
+ * Take lock name.  Tries once; if it is held and opts->wait_ms allows,
+ * waits for a release message or for the holder's lease to run out, and
+ * tries again.  A retry with the same token finds its own grant.  Returns
+ * RLOCK_OK with lease filled, RLOCK_BUSY (holder filled when not NULL),
+ * RLOCK_CANCELED, or an error code.
+ */
+int rlock_acquire(struct rlock *rl, const char *name,
+		  const struct rlock_acquire_opts *opts,
+		  struct rlock_lease *lease, struct rlock_holder *holder);
+
+/*
+ * Push the expiry of the lease held by token to ttl_ms from now.  Returns
+ * RLOCK_OK, RLOCK_NOTOURS when token does not hold the lock, or an error.
+ * lease may be NULL; when given its renewed_boot_ms and ttl_ms are updated.
+ */
+int rlock_extend(struct rlock *rl, const char *name, const char *token,
+		 int64_t ttl_ms, struct rlock_lease *lease);
+
+/*
+ * Give up the lock held by token.  A lease taken with min_hold_ms is left
+ * to expire at the end of that time instead of being deleted; the server
+ * judges this, so any client's release honours it.  Returns RLOCK_OK,
+ * RLOCK_NOTOURS when token does not hold it, or an error.
+ */
+int rlock_release(struct rlock *rl, const char *name, const char *token);
+
+/*
+ * Remove the lock whoever holds it; was gets the holder it had.  Returns
+ * RLOCK_OK, RLOCK_NOTOURS when it was free, or an error.
+ */
+int rlock_force_release(struct rlock *rl, const char *name,
+			struct rlock_holder *was);
+
+/* Fill out with what the server says of lock name.  Returns RLOCK_OK or an
+ * error; a free lock is RLOCK_OK with out->held == 0. */
+int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out);
+
+/*
+ * Call cb for the name of every lock held under the prefix (SCAN, never
+ * KEYS), stopping early when cb returns non-zero.  Returns RLOCK_OK or an
+ * error.
+ */
+int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
+	       void *arg);
+
+/*
+ * Keep lease alive until stop_fd becomes readable: extend it every
+ * ttl/3 and retry failures until the lease may have run out, judged on
+ * CLOCK_BOOTTIME with a safety margin (rlock_safety_margin_ms) so the caller
+ * learns of the loss before the server can give the lock to another.
+ * Meant to run on its own thread with its own handle.  Returns RLOCK_OK
+ * when stopped, RLOCK_NOTOURS when the server says the token no longer
+ * holds the lock, RLOCK_LOST when confirmations ran out.
+ */
+int rlock_keepalive(struct rlock *rl, const char *name,
+		    struct rlock_lease *lease, int stop_fd);
+
+/* The margin taken off a lease of ttl_ms before it is judged lost. */
+int64_t rlock_safety_margin_ms(int64_t ttl_ms);
+
+/* Write ms for people ("250ms", "2s", "1.5s", "3m", "2h") into buf and
+ * return buf. */
+const char *rlock_fmt_ms(int64_t ms, char *buf, size_t len);
+
+/* CLOCK_BOOTTIME and CLOCK_MONOTONIC in milliseconds. */
+int64_t rlock_boot_ms(void);
+int64_t rlock_mono_ms(void);
+
+/*
+ * Parse a duration: seconds as a decimal ("1.5") or a number with a unit
+ * ms, s, m or h ("500ms", "5m"), with no space and nothing after it.
+ * Zero is accepted: callers decide whether it makes sense.  Returns 0 and
+ * sets *ms (fractions of a millisecond are dropped), or -1 for empty,
+ * malformed, negative or overflowing input (more than 100 years) and for a
+ * non-zero value that is below one millisecond.
+ */
+int rlock_parse_duration(const char *s, int64_t *ms);
+
+/* Fill buf (at least RLOCK_TOKEN_LEN + 1 bytes) with 128 random bits in
+ * hex from getrandom(2).  Returns 0, or -1 with errno set. */
+int rlock_make_token(char *buf);
+
+#endif /* RLOCK_H */

@@ -1,0 +1,114 @@
+/*
+ * rlock_int.h - private structures of librlock, shared by its modules and
+ * by the unit tests.  Nothing outside lib/ and tests/unit/ includes it.
+ */
+#ifndef RLOCK_INT_H
+#define RLOCK_INT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "rlock.h"
+
+/* ---- URLs --------------------------------------------------------- */
+
+enum rlock_url_kind {
+	RLOCK_URL_TCP,		/* redis:// */
+	RLOCK_URL_TLS,		/* rediss:// */
+	RLOCK_URL_UNIX,		/* unix:// */
+	RLOCK_URL_SENTINEL,	/* redis-sentinel:// */
+};
+
+#define RLOCK_URL_MAX_HOSTS 16
+
+struct rlock_url {
+	enum rlock_url_kind kind;
+	char user[256];		/* empty: no ACL user */
+	char password[512];	/* empty: no password */
+	int has_password;
+	int db;			/* 0 unless given */
+	char path[512];		/* unix socket path */
+	size_t nhosts;		/* 1 except for sentinel lists */
+	struct {
+		char host[256];	/* IP literal or name; IPv6 without brackets */
+		int port;
+	} hosts[RLOCK_URL_MAX_HOSTS];
+	char master[256];	/* sentinel master name (after '#') */
+};
+
+/*
+ * Parse one URL of the forms in DESIGN.md section 1.  User and password
+ * are percent-decoded.  Default port 6379 (26379 for sentinels), db 0.
+ * Returns 0, or -1 with a short reason (static string) in *why.
+ */
+int rlock_url_parse(const char *s, struct rlock_url *u, const char **why);
+
+/* ---- transport ------------------------------------------------------ */
+
+/*
+ * One connection to one server, owned by one thread.  Non-blocking: many
+ * connections can be driven from one poll loop (conn_events/conn_on_ready)
+ * or one can be used synchronously with conn_call.
+ */
+struct rlock_conn;
+
+struct rlock_conn_opts {
+	int64_t connect_timeout_ms;
+	int64_t io_timeout_ms;
+	const char *password;		/* beats the URL's when non-NULL */
+};
+
+struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
+			    const struct rlock_conn_opts *o);
+void conn_free(struct rlock_conn *c);
+const char *conn_errstr(const struct rlock_conn *c);
+const char *conn_addr(const struct rlock_conn *c);	/* "host:port" */
+int conn_fd(const struct rlock_conn *c);
+int conn_is_up(const struct rlock_conn *c);
+void conn_close(struct rlock_conn *c);
+
+/* Connect, authenticate and select the db, all before deadline (monotonic
+ * ms).  Returns RLOCK_OK or RLOCK_EUNAVAIL with the reason in errstr. */
+int conn_open(struct rlock_conn *c, int64_t deadline);
+
+/* Queue one command.  Returns RLOCK_OK or RLOCK_ESYS. */
+int conn_send(struct rlock_conn *c, int argc, const char **argv,
+	      const size_t *lens);
+
+/* Poll events the connection wants now (POLLIN, plus POLLOUT while output
+ * is pending). */
+short conn_events(const struct rlock_conn *c);
+
+/* Do the I/O that revents allows.  Returns RLOCK_OK or RLOCK_EUNAVAIL when
+ * the connection failed (it is then closed). */
+int conn_on_ready(struct rlock_conn *c, short revents);
+
+/* Pop one parsed reply.  Returns 1 with *r set, 0 when none is ready,
+ * -1 on a protocol error (connection closed). */
+int conn_take_reply(struct rlock_conn *c, redisReply **r);
+
+/* Wait for the next reply (or pushed message) before deadline.  Returns
+ * RLOCK_OK with *r set, RLOCK_TIMEDOUT (the connection stays usable),
+ * RLOCK_CANCELED, or RLOCK_EUNAVAIL. */
+int conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
+		    redisReply **r);
+
+/* Send one command and wait for its reply before deadline.  Opens the
+ * connection if needed.  Returns RLOCK_OK with *r set (may be an error
+ * reply), or RLOCK_EUNAVAIL / RLOCK_CANCELED with the reason in errstr. */
+int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
+	      int argc, const char **argv, const size_t *lens,
+	      redisReply **r);
+
+/* A result code private to lib/: a wait ran out of time. */
+#define RLOCK_TIMEDOUT 100
+
+/* ---- helpers ------------------------------------------------------- */
+
+void rlock_seterr(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif /* RLOCK_INT_H */

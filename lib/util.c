@@ -1,0 +1,91 @@
+/*
+ * util.c - small helpers shared by librlock's modules: error text, clocks
+ * and the lock-name check.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "rlock_int.h"
+
+/*
+ * Format a one-line message into buf.  errno is preserved because callers
+ * often build the message from strerror(errno) and still want to return
+ * with errno telling the truth.
+ */
+void rlock_seterr(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno;
+
+	if (buf == NULL || len == 0)
+		return;
+	va_start(ap, fmt);
+	/* vsnprintf truncates and always terminates when len > 0. */
+	if (vsnprintf(buf, len, fmt, ap) < 0)
+		buf[0] = '\0';
+	va_end(ap);
+	errno = saved;
+}
+
+static int64_t clock_ms(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) != 0)
+		return -1;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * CLOCK_BOOTTIME keeps counting while the machine is suspended, as the
+ * server's expiry clock does, so lease deadlines are judged on it.  Kernels
+ * before 2.6.39 lack it; CLOCK_MONOTONIC is the closest stand-in there.
+ */
+int64_t rlock_boot_ms(void)
+{
+	int64_t t = clock_ms(CLOCK_BOOTTIME);
+
+	return t >= 0 ? t : clock_ms(CLOCK_MONOTONIC);
+}
+
+int64_t rlock_mono_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
+}
+
+/*
+ * A name becomes part of a Redis key and is shown by status, one lock per
+ * line, so control characters (which could fake lines or move the cursor)
+ * are refused.  Bytes from 0x80 up are allowed: names may be UTF-8.
+ */
+int rlock_check_name(const char *name, const char **why)
+{
+	const char *reason = NULL;
+	size_t len, i;
+
+	if (name == NULL || name[0] == '\0') {
+		reason = "empty";
+		goto out;
+	}
+	/* strnlen: never walk further than one byte past the limit. */
+	len = strnlen(name, RLOCK_NAME_MAX + 1);
+	if (len > RLOCK_NAME_MAX) {
+		reason = "longer than 1024 bytes";
+		goto out;
+	}
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c < 0x20 || c == 0x7f) {
+			reason = "contains a control character";
+			goto out;
+		}
+	}
+out:
+	if (why != NULL)
+		*why = reason;
+	return reason == NULL ? RLOCK_OK : RLOCK_EUSAGE;
+}
