@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -297,6 +298,8 @@ static pid_t spawn(struct run *r, const sigset_t *oldmask, int tty,
 	pid_t pid;
 	ssize_t n;
 
+	pid_t parent = getpid();
+
 	*exec_errno = 0;
 	if (pipe2(ep, O_CLOEXEC) != 0)
 		return -1;
@@ -311,6 +314,12 @@ static pid_t spawn(struct run *r, const sigset_t *oldmask, int tty,
 		char *sargv[4];
 
 		close(ep[0]);
+		/* If rlock dies (SIGKILL), its renewals stop and the lease
+		 * will run out: the command must not go on as if it held
+		 * the lock.  Checked again after the call for the race. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(128 + SIGTERM);
 		setpgid(0, 0);
 		/* SIGTTOU is blocked here (inherited), so this cannot stop
 		 * us while we are not yet in the foreground. */
@@ -357,6 +366,20 @@ static int64_t min_deadline(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
+/*
+ * The command was stopped from the terminal (Ctrl-Z): take the terminal
+ * back and stop ourselves, so that the shell sees its job stopped; on
+ * 'fg' give the terminal to the command again and continue it.  Our
+ * renewals stop meanwhile, so a long stop loses the lock, as it should.
+ */
+static void suspend(int tty, pid_t pid)
+{
+	tcsetpgrp(tty, getpgrp());
+	raise(SIGTSTP);
+	tcsetpgrp(tty, pid);
+	kill(-pid, SIGCONT);
+}
+
 /* Send sig to the command's whole process group. */
 static void signal_group(pid_t pid, int sig)
 {
@@ -369,7 +392,7 @@ static void signal_group(pid_t pid, int sig)
  * thread and the --max-time deadline.  Returns the wait status; *lost
  * tells whether the renewal thread reported a loss.
  */
-static int supervise(struct run *r, pid_t pid, int sfd,
+static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 		     struct renewer *rn, int *lost)
 {
 	int64_t max_at = INT64_MAX, kill_at = INT64_MAX, now;
@@ -443,11 +466,11 @@ static int supervise(struct run *r, pid_t pid, int sfd,
 				continue;
 			}
 		}
-		{
-			pid_t w = waitpid(pid, &status, WNOHANG);
-
-			if (w == pid)
+		if (waitpid(pid, &status, WNOHANG | WUNTRACED) == pid) {
+			if (!WIFSTOPPED(status))
 				break;
+			if (tty >= 0)
+				suspend(tty, pid);
 		}
 	}
 	/* After a loss, what is left of the group goes too. */
@@ -615,7 +638,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 			 r.shell_cmd != NULL ? "$SHELL" : r.argv[0],
 			 strerror(exec_errno));
 	}
-	status = supervise(&r, pid, sfd, r.reentrant ? NULL : &rn, &lost);
+	status = supervise(&r, pid, sfd, tty, r.reentrant ? NULL : &rn, &lost);
 	if (tty >= 0)
 		tcsetpgrp(tty, getpgrp());
 	if (!r.reentrant) {

@@ -22,7 +22,7 @@ struct unit {
 };
 
 static const struct unit units[] = {
-	{ "", 1000 },		/* a bare number is seconds, like flock -w */
+	{ "", 1000 },		/* bare number: seconds, like flock -w */
 	{ "ms", 1 },
 	{ "s", 1000 },
 	{ "m", 60 * 1000 },
@@ -44,9 +44,10 @@ static int is_digit(char c)
 static int64_t frac_times(const char *frac, size_t n, int64_t mult)
 {
 	int64_t carry = 0;
+	size_t i;
 
-	while (n-- > 0)
-		carry = ((frac[n] - '0') * mult + carry) / 10;
+	for (i = n; i > 0; i--)
+		carry = ((frac[i - 1] - '0') * mult + carry) / 10;
 	return carry;
 }
 

@@ -833,15 +833,9 @@ int rlock_keepalive(struct rlock *rl, const char *name,
 			goto lost;
 		/* Bound the I/O by the lease: a reply that comes after the
 		 * deadline is of no use. */
-		{
-			int64_t io = rl->copts.io_timeout_ms;
-
-			if (io > lost_at - now)
-				rl->copts.io_timeout_ms = lost_at - now;
-			rc = rlock_extend(rl, name, lease->token, lease->ttl_ms,
-					  lease);
-			rl->copts.io_timeout_ms = io;
-		}
+		rl->hard_deadline = rlock_mono_ms() + (lost_at - now);
+		rc = rlock_extend(rl, name, lease->token, lease->ttl_ms, lease);
+		rl->hard_deadline = 0;
 		if (rc == RLOCK_OK) {
 			next = lease->renewed_boot_ms + period;
 		} else if (rc == RLOCK_NOTOURS) {

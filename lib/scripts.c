@@ -192,6 +192,14 @@ void rlock_classify_error(const redisReply *r, const char *addr,
 
 enum { ST_SEND, ST_WAIT, ST_RETRY, ST_DONE };
 
+/* Cut a deadline to the handle's hard deadline (a lease's end). */
+static int64_t bound(const struct rlock *rl, int64_t deadline)
+{
+	if (rl->hard_deadline > 0 && deadline > rl->hard_deadline)
+		return rl->hard_deadline;
+	return deadline;
+}
+
 /*
  * Run script s on every server of rl at once and wait for all replies
  * within the I/O timeout.  NOSCRIPT (after SCRIPT FLUSH or a restart) is
@@ -213,7 +221,7 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 	size_t i, left;
 
 	pthread_once(&sha_once, compute_shas);
-	deadline = rlock_mono_ms() + rl->copts.io_timeout_ms;
+	deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms);
 	for (i = 0; i < rl->nsrv; i++) {
 		memset(&res[i], 0, sizeof(res[i]));
 		state[i] = ST_SEND;
@@ -239,6 +247,7 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 
 					if (tries[i] > 0 && now >= deadline)
 						cd = now;
+					cd = bound(rl, cd);
 					if (conn_open(c, cd) != RLOCK_OK) {
 						res[i].rc = RLOCK_EUNAVAIL;
 						snprintf(res[i].err,
@@ -250,8 +259,9 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 					/* A fresh connection restarts the
 					 * I/O clock for the first attempt. */
 					if (tries[i] == 0)
-						deadline = rlock_mono_ms() +
-							rl->copts.io_timeout_ms;
+						deadline = bound(rl,
+							rlock_mono_ms() +
+							rl->copts.io_timeout_ms);
 				}
 				tries[i]++;
 				if (send_script(c, s, use_eval[i], nkeys, keys,

@@ -1,0 +1,525 @@
+/*
+ * test_resp.c - the RESP2 edge cases the transport depends on, checked
+ * against hiredis's redisReader (0.14 as packaged by Debian, which has the
+ * strict integer and length checks backported).  The transport feeds the
+ * reader whatever read(2) returned, so every well-formed reply is also
+ * fed one byte at a time: a reply must never appear before its last byte
+ * and never be lost across a split.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "harness.h"
+
+#define S(lit) lit, sizeof(lit) - 1
+
+/*
+ * Parse exactly one reply from buf, fed whole (bytewise == 0) or one byte
+ * at a time.  Returns the reply, or NULL on a parse error or when the
+ * bytes do not make exactly one complete reply (checked as failures).
+ */
+static redisReply *parse(const char *buf, size_t len, int bytewise)
+{
+	redisReader *r = redisReaderCreate();
+	void *reply = NULL, *extra = NULL;
+	size_t i;
+
+	if (r == NULL) {
+		CHECK(r != NULL);
+		return NULL;
+	}
+	if (bytewise) {
+		/* One check for the whole walk, not one per byte. */
+		int fed = 1;
+
+		for (i = 0; i < len && fed; i++) {
+			if (redisReaderFeed(r, buf + i, 1) != REDIS_OK ||
+			    redisReaderGetReply(r, &reply) != REDIS_OK)
+				fed = 0;
+			if (reply != NULL && i + 1 < len) {
+				/* Complete before its last byte. */
+				freeReplyObject(reply);
+				reply = NULL;
+				fed = 0;
+			}
+		}
+		CHECK(fed);
+	} else {
+		CHECK_INT(redisReaderFeed(r, buf, len), REDIS_OK);
+		CHECK_INT(redisReaderGetReply(r, &reply), REDIS_OK);
+	}
+	CHECK(reply != NULL);
+	/* Nothing may be left over. */
+	CHECK_INT(redisReaderGetReply(r, &extra), REDIS_OK);
+	CHECK(extra == NULL);
+	if (extra != NULL)
+		freeReplyObject(extra);
+	redisReaderFree(r);
+	return reply;
+}
+
+/* Feed buf whole; it must be a protocol error whose text contains want. */
+static void proto_error(const char *buf, size_t len, const char *want)
+{
+	redisReader *r = redisReaderCreate();
+	void *reply = NULL;
+
+	unit_context("input '%.*s'", (int)len, buf);
+	CHECK_INT(redisReaderFeed(r, buf, len), REDIS_OK);
+	CHECK_INT(redisReaderGetReply(r, &reply), REDIS_ERR);
+	CHECK(reply == NULL);
+	CHECK_INT(r->err, REDIS_ERR_PROTOCOL);
+	CHECK(strstr(r->errstr, want) != NULL);
+	/* The reader is dead after an error: no more input, no reply. */
+	CHECK_INT(redisReaderFeed(r, S("+OK\r\n")), REDIS_ERR);
+	CHECK_INT(redisReaderGetReply(r, &reply), REDIS_ERR);
+	CHECK(reply == NULL);
+	redisReaderFree(r);
+	unit_context(NULL);
+}
+
+static void scalars(void)
+{
+	redisReply *x;
+	int bw;
+
+	for (bw = 0; bw <= 1; bw++) {
+		unit_context("bytewise %d", bw);
+		if ((x = parse(S("+OK\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_STATUS);
+			CHECK_STR(x->str, "OK");
+			CHECK_INT(x->len, 2);
+			freeReplyObject(x);
+		}
+		if ((x = parse(S("+\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_STATUS);
+			CHECK_INT(x->len, 0);
+			freeReplyObject(x);
+		}
+		/* A lone CR inside a line is content, not a terminator. */
+		if ((x = parse(S("+a\rb\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_STATUS);
+			CHECK_MEM(x->str, x->len, "a\rb", 3);
+			freeReplyObject(x);
+		}
+		if ((x = parse(S("-ERR unknown command 'FOO'\r\n"), bw)) !=
+		    NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_ERROR);
+			CHECK_STR(x->str, "ERR unknown command 'FOO'");
+			freeReplyObject(x);
+		}
+		if ((x = parse(S("-WRONGTYPE Operation against a key holding "
+				 "the wrong kind of value\r\n"),
+			       bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_ERROR);
+			CHECK(strncmp(x->str, "WRONGTYPE ", 10) == 0);
+			freeReplyObject(x);
+		}
+		if ((x = parse(S("-NOSCRIPT No matching script.\r\n"), bw)) !=
+		    NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_ERROR);
+			CHECK(strncmp(x->str, "NOSCRIPT", 8) == 0);
+			freeReplyObject(x);
+		}
+		if ((x = parse(S("-\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_ERROR);
+			CHECK_INT(x->len, 0);
+			freeReplyObject(x);
+		}
+		if ((x = parse(S(":0\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_INTEGER);
+			CHECK_INT(x->integer, 0);
+			freeReplyObject(x);
+		}
+		if ((x = parse(S(":-1\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_INTEGER);
+			CHECK_INT(x->integer, -1);
+			freeReplyObject(x);
+		}
+		/* Fences and PTTLs are 64-bit: both ends of the range. */
+		if ((x = parse(S(":9223372036854775807\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_INTEGER);
+			CHECK(x->integer == INT64_MAX);
+			freeReplyObject(x);
+		}
+		if ((x = parse(S(":-9223372036854775808\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_INTEGER);
+			CHECK(x->integer == INT64_MIN);
+			freeReplyObject(x);
+		}
+		if ((x = parse(S(":1763000000000\r\n"), bw)) != NULL) {
+			CHECK_INT(x->integer, 1763000000000LL);
+			freeReplyObject(x);
+		}
+	}
+	unit_context(NULL);
+}
+
+static void bulks(void)
+{
+	static const char bin[] = "a\0b\r\nc\xff";
+	redisReply *x;
+	int bw;
+
+	for (bw = 0; bw <= 1; bw++) {
+		unit_context("bytewise %d", bw);
+		if ((x = parse(S("$5\r\nhello\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_STRING);
+			CHECK_MEM(x->str, x->len, "hello", 5);
+			freeReplyObject(x);
+		}
+		/* Empty is a string of length 0, not nil. */
+		if ((x = parse(S("$0\r\n\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_STRING);
+			CHECK_INT(x->len, 0);
+			CHECK(x->str != NULL && x->str[0] == '\0');
+			freeReplyObject(x);
+		}
+		if ((x = parse(S("$-1\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_NIL);
+			freeReplyObject(x);
+		}
+		/* Binary-safe: NUL, CRLF and 0xff inside the payload. */
+		if ((x = parse(S("$7\r\na\0b\r\nc\xff\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_STRING);
+			CHECK_MEM(x->str, x->len, bin, sizeof(bin) - 1);
+			/* hiredis terminates it for convenience. */
+			CHECK(x->str[7] == '\0');
+			freeReplyObject(x);
+		}
+		/* A payload that looks like another reply is just bytes. */
+		if ((x = parse(S("$5\r\n+OK\r\n\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_STRING);
+			CHECK_MEM(x->str, x->len, "+OK\r\n", 5);
+			freeReplyObject(x);
+		}
+	}
+	unit_context(NULL);
+}
+
+static void arrays(void)
+{
+	redisReply *x;
+	int bw;
+
+	for (bw = 0; bw <= 1; bw++) {
+		unit_context("bytewise %d", bw);
+		if ((x = parse(S("*0\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_ARRAY);
+			CHECK_INT(x->elements, 0);
+			freeReplyObject(x);
+		}
+		if ((x = parse(S("*-1\r\n"), bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_NIL);
+			freeReplyObject(x);
+		}
+		/* The shape of an acquire script's answer: {1, fence, ttl}. */
+		if ((x = parse(S("*3\r\n:1\r\n:42\r\n:30000\r\n"), bw)) !=
+		    NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_ARRAY);
+			CHECK_INT(x->elements, 3);
+			if (x->elements == 3) {
+				CHECK_INT(x->element[1]->integer, 42);
+				CHECK_INT(x->element[2]->integer, 30000);
+			}
+			freeReplyObject(x);
+		}
+		/* Mixed elements, nils and an error inside an array (as
+		 * HMGET and EXEC return them). */
+		if ((x = parse(S("*5\r\n$-1\r\n-ERR inner\r\n*-1\r\n$0\r\n"
+				 "\r\n+st\r\n"),
+			       bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_ARRAY);
+			CHECK_INT(x->elements, 5);
+			if (x->elements == 5) {
+				CHECK_INT(x->element[0]->type, REDIS_REPLY_NIL);
+				CHECK_INT(x->element[1]->type,
+					  REDIS_REPLY_ERROR);
+				CHECK_STR(x->element[1]->str, "ERR inner");
+				CHECK_INT(x->element[2]->type, REDIS_REPLY_NIL);
+				CHECK_INT(x->element[3]->type,
+					  REDIS_REPLY_STRING);
+				CHECK_INT(x->element[3]->len, 0);
+				CHECK_INT(x->element[4]->type,
+					  REDIS_REPLY_STATUS);
+			}
+			freeReplyObject(x);
+		}
+		/* Nested: SCAN answers {cursor, {keys...}}. */
+		if ((x = parse(S("*2\r\n$1\r\n0\r\n*2\r\n$5\r\nrlock\r\n*1\r\n"
+				 "*0\r\n"),
+			       bw)) != NULL) {
+			CHECK_INT(x->type, REDIS_REPLY_ARRAY);
+			CHECK_INT(x->elements, 2);
+			if (x->elements == 2) {
+				redisReply *in = x->element[1];
+
+				CHECK_STR(x->element[0]->str, "0");
+				CHECK_INT(in->type, REDIS_REPLY_ARRAY);
+				CHECK_INT(in->elements, 2);
+				if (in->elements == 2) {
+					CHECK_STR(in->element[0]->str, "rlock");
+					CHECK_INT(in->element[1]->type,
+						  REDIS_REPLY_ARRAY);
+					CHECK_INT(in->element[1]->elements, 1);
+				}
+			}
+			freeReplyObject(x);
+		}
+	}
+	unit_context(NULL);
+}
+
+/*
+ * hiredis 0.14 keeps a fixed stack of 9 read tasks: eight levels of
+ * arrays around a scalar parse, nine are a protocol error.  Nothing rlock
+ * sends returns more than two levels; the test pins the limit so an
+ * upgrade that changes it is noticed.
+ */
+static void depth(void)
+{
+	char buf[128];
+	size_t n = 0;
+	int i;
+	redisReply *x, *y;
+
+	for (i = 0; i < 8; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "*1\r\n");
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, ":7\r\n");
+	if ((x = parse(buf, n, 1)) != NULL) {
+		for (y = x, i = 0; i < 8 && y->type == REDIS_REPLY_ARRAY &&
+				   y->elements == 1;
+		     i++)
+			y = y->element[0];
+		CHECK_INT(i, 8);
+		CHECK_INT(y->type, REDIS_REPLY_INTEGER);
+		CHECK_INT(y->integer, 7);
+		freeReplyObject(x);
+	}
+	n = 0;
+	for (i = 0; i < 9; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "*1\r\n");
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, ":7\r\n");
+	proto_error(buf, n, "nested multi bulk");
+}
+
+/*
+ * Several replies in one read come out one at a time, in order, whether
+ * they arrive whole, in 4-byte pieces that split every token, or byte by
+ * byte.
+ */
+static void pipelined(void)
+{
+	static const char in[] =
+		"+OK\r\n:1\r\n$1\r\nx\r\n*1\r\n$-1\r\n-ERR e\r\n";
+	static const int types[] = { REDIS_REPLY_STATUS, REDIS_REPLY_INTEGER,
+				     REDIS_REPLY_STRING, REDIS_REPLY_ARRAY,
+				     REDIS_REPLY_ERROR };
+	static const size_t steps[] = { sizeof(in) - 1, 4, 1 };
+	const size_t len = sizeof(in) - 1;
+	size_t s, i, got;
+
+	for (s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+		redisReader *r = redisReaderCreate();
+
+		unit_context("pieces of %zu bytes", steps[s]);
+		got = 0;
+		for (i = 0; i < len; i += steps[s]) {
+			size_t n = len - i < steps[s] ? len - i : steps[s];
+			void *reply;
+
+			CHECK_INT(redisReaderFeed(r, in + i, n), REDIS_OK);
+			for (;;) {
+				reply = NULL;
+				CHECK_INT(redisReaderGetReply(r, &reply),
+					  REDIS_OK);
+				if (reply == NULL)
+					break;
+				if (got < 5)
+					CHECK_INT(((redisReply *)reply)->type,
+						  types[got]);
+				got++;
+				freeReplyObject(reply);
+			}
+		}
+		CHECK_INT(got, 5);
+		redisReaderFree(r);
+	}
+	unit_context(NULL);
+}
+
+/* A 1 MiB bulk (a big SCAN page or --label) across many reads. */
+static void large(void)
+{
+	const size_t size = 1 << 20;
+	char head[32];
+	size_t hlen, total, i;
+	char *buf;
+	redisReader *r;
+	void *reply = NULL;
+	redisReply *x;
+	int early = 0;
+
+	hlen = (size_t)snprintf(head, sizeof(head), "$%zu\r\n", size);
+	total = hlen + size + 2;
+	buf = malloc(total);
+	if (buf == NULL) {
+		CHECK(buf != NULL);
+		return;
+	}
+	memcpy(buf, head, hlen);
+	for (i = 0; i < size; i++)
+		buf[hlen + i] = (char)(i * 7 + i / 251);
+	memcpy(buf + hlen + size, "\r\n", 2);
+
+	r = redisReaderCreate();
+	for (i = 0; i < total; i += 4093) {
+		size_t n = total - i < 4093 ? total - i : 4093;
+
+		CHECK_INT(redisReaderFeed(r, buf + i, n), REDIS_OK);
+		CHECK_INT(redisReaderGetReply(r, &reply), REDIS_OK);
+		if (reply != NULL && i + n < total)
+			early = 1;
+	}
+	CHECK_INT(early, 0);
+	x = reply;
+	CHECK(x != NULL);
+	if (x != NULL) {
+		CHECK_INT(x->type, REDIS_REPLY_STRING);
+		CHECK_MEM(x->str, x->len, buf + hlen, size);
+		freeReplyObject(x);
+	}
+	redisReaderFree(r);
+
+	/* A thousand-element array, byte by byte. */
+	{
+		size_t cap = 16 + 1000 * 8, off = 0;
+		char *a = malloc(cap);
+
+		if (a == NULL) {
+			CHECK(a != NULL);
+			free(buf);
+			return;
+		}
+		off += (size_t)snprintf(a, cap, "*1000\r\n");
+		for (i = 0; i < 1000; i++)
+			off += (size_t)snprintf(a + off, cap - off, ":%zu\r\n",
+						i);
+		if ((x = parse(a, off, 1)) != NULL) {
+			CHECK_INT(x->elements, 1000);
+			if (x->elements == 1000)
+				CHECK_INT(x->element[999]->integer, 999);
+			freeReplyObject(x);
+		}
+		free(a);
+	}
+	free(buf);
+}
+
+/* Incomplete input is "no reply yet", never an error or a guess. */
+static void partial(void)
+{
+	static const char *const pieces[] = {
+		"+OK", "+OK\r", ":12", "$5\r\nhel", "$5\r\nhello",
+		"$5\r\nhello\r",
+		"*2\r\n:1\r\n", "*2\r\n", "$", "*", ":", "-ERR",
+		"+OK\n",	/* a bare LF does not end a line */
+	};
+	redisReader *r;
+	void *reply;
+	size_t i;
+
+	for (i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+		unit_context("input '%s'", pieces[i]);
+		r = redisReaderCreate();
+		reply = NULL;
+		CHECK_INT(redisReaderFeed(r, pieces[i], strlen(pieces[i])),
+			  REDIS_OK);
+		CHECK_INT(redisReaderGetReply(r, &reply), REDIS_OK);
+		CHECK(reply == NULL);
+		CHECK_INT(r->err, 0);
+		if (reply != NULL)
+			freeReplyObject(reply);
+		/* Freeing a reader holding half an array must not leak. */
+		redisReaderFree(r);
+	}
+	unit_context(NULL);
+
+	/* An empty feed and a read with nothing buffered are no-ops. */
+	r = redisReaderCreate();
+	reply = NULL;
+	CHECK_INT(redisReaderFeed(r, NULL, 0), REDIS_OK);
+	CHECK_INT(redisReaderFeed(r, "", 0), REDIS_OK);
+	CHECK_INT(redisReaderGetReply(r, &reply), REDIS_OK);
+	CHECK(reply == NULL);
+	redisReaderFree(r);
+}
+
+static void errors(void)
+{
+	/* A byte that starts no RESP2 type. */
+	proto_error(S("x\r\n"), "got \"x\" as reply type byte");
+	proto_error(S("OK\r\n"), "got \"O\"");
+	proto_error(S("\r\n"), "reply type byte");
+	/* RESP3 types: rlock must never send HELLO 3 to this parser. */
+	proto_error(S("_\r\n"), "got \"_\"");
+	proto_error(S("%1\r\n+a\r\n+b\r\n"), "got \"%\"");
+	proto_error(S(",1.5\r\n"), "got \",\"");
+	proto_error(S("#t\r\n"), "got \"#\"");
+	proto_error(S(">1\r\n+a\r\n"), "got \">\"");
+	proto_error(S("(12345678901234567890\r\n"), "got \"(\"");
+	/* A bad element in the middle of an array (and the half-built
+	 * array is freed: valgrind checks). */
+	proto_error(S("*3\r\n:1\r\n$1\r\na\r\nx\r\n"), "got \"x\"");
+
+	/* Integers: strict decimal within int64_t. */
+	proto_error(S(":9223372036854775808\r\n"), "Bad integer value");
+	proto_error(S(":-9223372036854775809\r\n"), "Bad integer value");
+	proto_error(S(":99999999999999999999\r\n"), "Bad integer value");
+	proto_error(S(":12a\r\n"), "Bad integer value");
+	proto_error(S(":\r\n"), "Bad integer value");
+	proto_error(S(":+1\r\n"), "Bad integer value");
+	proto_error(S(": 1\r\n"), "Bad integer value");
+	proto_error(S(":1.5\r\n"), "Bad integer value");
+
+	/* Lengths. */
+	proto_error(S("$-2\r\n"), "Bulk string length out of range");
+	proto_error(S("$abc\r\n"), "Bad bulk string length");
+	proto_error(S("$\r\n"), "Bad bulk string length");
+	proto_error(S("$99999999999999999999\r\n"), "Bad bulk string length");
+	proto_error(S("*-2\r\n"), "Multi-bulk length out of range");
+	proto_error(S("*0x1\r\n"), "Bad multi-bulk length");
+	proto_error(S("*\r\n"), "Bad multi-bulk length");
+
+	/* After a good reply, a bad one still fails cleanly. */
+	{
+		redisReader *r = redisReaderCreate();
+		void *reply = NULL;
+
+		CHECK_INT(redisReaderFeed(r, S("+OK\r\n?\r\n")), REDIS_OK);
+		CHECK_INT(redisReaderGetReply(r, &reply), REDIS_OK);
+		CHECK(reply != NULL);
+		if (reply != NULL)
+			freeReplyObject(reply);
+		reply = NULL;
+		CHECK_INT(redisReaderGetReply(r, &reply), REDIS_ERR);
+		CHECK(reply == NULL);
+		CHECK_INT(r->err, REDIS_ERR_PROTOCOL);
+		redisReaderFree(r);
+	}
+}
+
+void test_resp(void)
+{
+	scalars();
+	bulks();
+	arrays();
+	depth();
+	pipelined();
+	large();
+	partial();
+	errors();
+}

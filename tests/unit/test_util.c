@@ -1,0 +1,106 @@
+/*
+ * test_util.c - rlock_seterr never overflows its buffer, and the two
+ * clocks the library measures leases and waits with behave.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <wchar.h>
+
+#include "harness.h"
+#include "rlock_int.h"
+
+static void seterr(void)
+{
+	static const wchar_t euro[] = { 0x20ac, 0 };
+	char buf[16];
+	char small[8 + 4];
+
+	rlock_seterr(buf, sizeof(buf), "%s: %d", "port", 6379);
+	CHECK_STR(buf, "port: 6379");
+
+	/* Truncated, terminated, and the bytes after it untouched. */
+	memset(small, 'Z', sizeof(small));
+	rlock_seterr(small, 8, "cannot connect to %s", "127.0.0.1:6379");
+	CHECK_STR(small, "cannot ");
+	CHECK(memcmp(small + 8, "ZZZZ", 4) == 0);
+
+	/* Zero length and NULL buffers are left alone. */
+	memset(small, 'Z', sizeof(small));
+	rlock_seterr(small, 0, "x");
+	CHECK(small[0] == 'Z');
+	rlock_seterr(NULL, 10, "x");
+	rlock_seterr(small, 1, "anything");
+	CHECK_STR(small, "");
+
+	/* errno survives, so a caller can still return it. */
+	errno = ECONNREFUSED;
+	rlock_seterr(buf, sizeof(buf), "%s", strerror(errno));
+	CHECK_INT(errno, ECONNREFUSED);
+
+	/*
+	 * Even when formatting itself fails: in the C locale a wide
+	 * character above 0x7f cannot be converted, vsnprintf returns -1
+	 * with EILSEQ, and the buffer is left empty, not half-written.
+	 */
+	memset(buf, 'Z', sizeof(buf));
+	errno = ETIMEDOUT;
+	rlock_seterr(buf, sizeof(buf), "euro %ls", euro);
+	CHECK_INT(errno, ETIMEDOUT);
+	CHECK_STR(buf, "");
+}
+
+/* What the clock is, pinned by reading it directly on either side. */
+static void same_clock(clockid_t id, int64_t (*fn)(void))
+{
+	struct timespec a, b;
+	int64_t lo, hi, t;
+
+	clock_gettime(id, &a);
+	t = fn();
+	clock_gettime(id, &b);
+	lo = (int64_t)a.tv_sec * 1000 + a.tv_nsec / 1000000;
+	hi = (int64_t)b.tv_sec * 1000 + b.tv_nsec / 1000000;
+	CHECK(lo <= t && t <= hi);
+}
+
+static void clocks(void)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	int64_t m0, b0, m1, b1, prev;
+	int i, backwards = 0;
+
+	same_clock(CLOCK_BOOTTIME, rlock_boot_ms);
+	same_clock(CLOCK_MONOTONIC, rlock_mono_ms);
+
+	m0 = rlock_mono_ms();
+	b0 = rlock_boot_ms();
+	CHECK(m0 >= 0);
+	/* BOOTTIME is MONOTONIC plus time suspended: never behind it. */
+	CHECK(b0 >= m0);
+
+	prev = m0;
+	for (i = 0; i < 10000; i++) {
+		int64_t t = rlock_mono_ms();
+
+		if (t < prev)
+			backwards++;
+		prev = t;
+	}
+	CHECK_INT(backwards, 0);
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	m1 = rlock_mono_ms();
+	b1 = rlock_boot_ms();
+	CHECK(m1 - m0 >= 20);
+	CHECK(b1 - b0 >= 20);
+	/* Not a measurement, a sanity bound: nothing here takes a minute. */
+	CHECK(m1 - m0 < 60000);
+}
+
+void test_util(void)
+{
+	seterr();
+	clocks();
+}
