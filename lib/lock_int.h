@@ -57,6 +57,18 @@ struct rlock_result {
 	char err[512];
 };
 
+/* Compute the scripts' SHA1 digests once (thread-safe). */
+void rlock_scripts_init(void);
+
+/*
+ * Queue script id on c as EVALSHA (or EVAL with use_eval, after a NOSCRIPT
+ * reply) without waiting: for callers that drive many connections from one
+ * poll loop.  Returns RLOCK_OK or RLOCK_ESYS.
+ */
+int rlock_script_send(struct rlock_conn *c, enum rlock_script_id id,
+		      int use_eval, int nkeys, const char **keys, int nargs,
+		      const char **args);
+
 void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 		    const char **keys, int nargs, const char **args,
 		    struct rlock_result *res);

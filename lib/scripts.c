@@ -122,10 +122,16 @@ static void compute_shas(void)
 
 /* ---- running a script on every server ------------------------------ */
 
-static int send_script(struct rlock_conn *c, const struct rlock_script *s,
-		       int use_eval, int nkeys, const char **keys, int nargs,
-		       const char **args)
+void rlock_scripts_init(void)
 {
+	pthread_once(&sha_once, compute_shas);
+}
+
+int rlock_script_send(struct rlock_conn *c, enum rlock_script_id id,
+		      int use_eval, int nkeys, const char **keys, int nargs,
+		      const char **args)
+{
+	const struct rlock_script *s = &rlock_scripts[id];
 	const char *argv[3 + RLOCK_EVAL_MAXARGS];
 	char nk[8];
 	int argc = 0, i;
@@ -212,7 +218,6 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 		    const char **keys, int nargs, const char **args,
 		    struct rlock_result *res)
 {
-	const struct rlock_script *s = &rlock_scripts[id];
 	struct pollfd pfd[RLOCK_MAX_SERVERS];
 	int state[RLOCK_MAX_SERVERS], use_eval[RLOCK_MAX_SERVERS];
 	int tries[RLOCK_MAX_SERVERS];
@@ -220,7 +225,7 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 	int64_t deadline;
 	size_t i, left;
 
-	pthread_once(&sha_once, compute_shas);
+	rlock_scripts_init();
 	deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms);
 	for (i = 0; i < rl->nsrv; i++) {
 		memset(&res[i], 0, sizeof(res[i]));
@@ -264,8 +269,9 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 							rl->copts.io_timeout_ms);
 				}
 				tries[i]++;
-				if (send_script(c, s, use_eval[i], nkeys, keys,
-						nargs, args) != RLOCK_OK) {
+				if (rlock_script_send(c, id, use_eval[i], nkeys,
+						      keys, nargs, args) !=
+				    RLOCK_OK) {
 					res[i].rc = RLOCK_ESYS;
 					snprintf(res[i].err, sizeof(res[i].err),
 						 "%s", conn_errstr(c));
