@@ -179,7 +179,9 @@ int main(int argc, char **argv)
 			argc -= optind;
 			argv += optind;
 			optind = 0;
-			return c->fn(argc, argv, &g);
+			ch = c->fn(argc, argv, &g);
+			free(g.env_urls);
+			return ch;
 		}
 	}
 	cli_usage_error(&g, "unknown command '%s'", argv[optind]);

@@ -707,12 +707,15 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 		char cursor[32] = "0";
 
 		do {
-			const char *argv[6] = { "SCAN", cursor, "MATCH",
-						pattern, "COUNT", "1000" };
+			/* Only strings: a key of another type under the
+			 * prefix is not a lock (Redis 6 and later). */
+			const char *argv[8] = { "SCAN", cursor, "MATCH",
+						pattern, "COUNT", "1000",
+						"TYPE", "string" };
 			redisReply *r = NULL, *keys;
 
 			rc = conn_call(rl->srv[i].cmd, rlock_mono_ms() +
-				       rl->copts.io_timeout_ms, -1, 6, argv,
+				       rl->copts.io_timeout_ms, -1, 8, argv,
 				       NULL, &r);
 			if (rc != RLOCK_OK) {
 				snprintf(rl->err, sizeof(rl->err), "%s",

@@ -180,7 +180,16 @@ void rlock_classify_error(const redisReply *r, const char *addr,
 		snprintf(res->err, sizeof(res->err),
 			 "%s: key holds the wrong kind of value (WRONGTYPE)",
 			 key);
-	} else if (starts_with(r, "NOAUTH") || starts_with(r, "WRONGPASS")) {
+	} else if (starts_with(r, "NOAUTH") ||
+		   memmem(r->str, r->len, "unauthenticated", 15) != NULL) {
+		/* Redis 7 refuses long commands before AUTH with a
+		 * protocol error instead of NOAUTH. */
+		res->rc = RLOCK_EUNAVAIL;
+		snprintf(res->err, sizeof(res->err),
+			 "%s: authentication required (NOAUTH): give a "
+			 "password in the URL, --password-file or "
+			 "REDISCLI_AUTH", addr);
+	} else if (starts_with(r, "WRONGPASS")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s: authentication failed: %.*s", addr, n, r->str);
