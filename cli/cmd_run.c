@@ -83,13 +83,21 @@ static void parse(struct run *r, int argc, char **argv)
 		c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "t:nw:E:c:k:",
 				longopts, NULL);
 		if (c == -1) {
+			int dashdash = strcmp(argv[optind - 1], "--") == 0;
+
 			/* NAME may come before the options, as in flock's
-			 * "flock FILE -c CMD": take it and go on. */
-			if (have_name || optind >= argc ||
-			    strcmp(argv[optind - 1], "--") == 0)
+			 * "flock FILE -c CMD": take it and go on, unless a
+			 * "--" before it ended the options. */
+			if (have_name || optind >= argc)
 				break;
 			r->name = argv[optind++];
 			have_name = 1;
+			if (dashdash) {
+				if (optind < argc &&
+				    strcmp(argv[optind], "--") == 0)
+					optind++;
+				break;
+			}
 			continue;
 		}
 		if (cli_global_option(g, c, optarg))

@@ -49,16 +49,23 @@ void cli_usage_error(const struct cli *g, const char *fmt, ...)
 void cli_bad_option(struct cli *g, int c, char **argv)
 {
 	const char *opt = argv[optind - 1];
+	int len;
 
-	if (c == ':') {
-		if (optopt != 0 && optopt < 256)
-			cli_usage_error(g, "option '-%c' requires a value",
-					optopt);
-		cli_usage_error(g, "option '%s' requires a value", opt);
+	/* A long option is named as it was written, without "=value";
+	 * a short one by its letter, which may sit in a cluster ("-nx"). */
+	if (strncmp(opt, "--", 2) == 0) {
+		len = (int)strcspn(opt, "=");
+		if (c == ':')
+			cli_usage_error(g, "option '%.*s' requires a value",
+					len, opt);
+		if (optopt != 0 && opt[len] == '=')
+			cli_usage_error(g, "option '%.*s' takes no value", len,
+					opt);
+		cli_usage_error(g, "unknown option '%.*s'", len, opt);
 	}
-	if (optopt != 0 && optopt < 256)
-		cli_usage_error(g, "unknown option '-%c'", optopt);
-	cli_usage_error(g, "unknown option '%s'", opt);
+	if (c == ':')
+		cli_usage_error(g, "option '-%c' requires a value", optopt);
+	cli_usage_error(g, "unknown option '-%c'", optopt);
 }
 
 int64_t cli_duration(const struct cli *g, const char *opt, const char *arg,

@@ -324,6 +324,11 @@ int conn_send(struct rlock_conn *c, int argc, const char **argv,
 	memcpy(c->obuf + c->olen, cmd, (size_t)n);
 	c->olen += (size_t)n;
 	redisFreeCommand(cmd);
+	/* Write at once: a request almost always fits the socket buffer,
+	 * and a poll for POLLOUT first would cost a system call each time.
+	 * A failure closes the connection; the caller sees it as down. */
+	if (c->fd >= 0)
+		conn_on_ready(c, POLLOUT);
 	return RLOCK_OK;
 }
 
@@ -392,7 +397,7 @@ int conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 		rc = conn_take_reply(c, r);
 		if (rc == 1)
 			return RLOCK_OK;
-		if (rc < 0)
+		if (rc < 0 || c->fd < 0)
 			return RLOCK_EUNAVAIL;
 		ev = wait_fd(c->fd, conn_events(c), deadline, cancel_fd);
 		if (ev < 0) {

@@ -22,6 +22,7 @@ struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
 {
 	struct rlock *rl;
 	struct passwd *pw;
+	const char *env;
 	size_t i;
 
 	if (cfg->nurls == 0 || cfg->nurls > RLOCK_MAX_SERVERS) {
@@ -83,8 +84,15 @@ struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
 	if (gethostname(rl->host, sizeof(rl->host)) != 0)
 		snprintf(rl->host, sizeof(rl->host), "unknown");
 	rl->host[sizeof(rl->host) - 1] = '\0';
-	pw = getpwuid(geteuid());
-	if (pw != NULL)
+	/* Shown to people only: $USER spares the NSS look-up that would
+	 * cost more than the lock itself on loopback. */
+	env = getenv("USER");
+	if (env == NULL || *env == '\0')
+		env = getenv("LOGNAME");
+	pw = env != NULL && *env != '\0' ? NULL : getpwuid(geteuid());
+	if (env != NULL && *env != '\0')
+		snprintf(rl->user, sizeof(rl->user), "%s", env);
+	else if (pw != NULL)
 		snprintf(rl->user, sizeof(rl->user), "%s", pw->pw_name);
 	else
 		snprintf(rl->user, sizeof(rl->user), "%u",

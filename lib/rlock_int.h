@@ -106,6 +106,9 @@ int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 /* A result code private to lib/: a wait ran out of time. */
 #define RLOCK_TIMEDOUT 100
 
+/* SHA-1 of data as 40 lower-case hex digits and a NUL (EVALSHA names). */
+void rlock_sha1_hex(const void *data, size_t len, char out[41]);
+
 /* ---- helpers ------------------------------------------------------- */
 
 void rlock_seterr(char *buf, size_t len, const char *fmt, ...)

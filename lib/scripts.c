@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/sha.h>
-
 #include "lock_int.h"
 
 /*
@@ -109,15 +107,10 @@ static pthread_once_t sha_once = PTHREAD_ONCE_INIT;
 
 static void compute_shas(void)
 {
-	unsigned char md[SHA_DIGEST_LENGTH];
-	int i, j;
-
-	for (i = 0; i < RLOCK_SCRIPT_COUNT; i++) {
-		SHA1((const unsigned char *)rlock_scripts[i].body,
-		     strlen(rlock_scripts[i].body), md);
-		for (j = 0; j < SHA_DIGEST_LENGTH; j++)
-			snprintf(rlock_scripts[i].sha + 2 * j, 3, "%02x", md[j]);
-	}
+	for (int i = 0; i < RLOCK_SCRIPT_COUNT; i++)
+		rlock_sha1_hex(rlock_scripts[i].body,
+			       strlen(rlock_scripts[i].body),
+			       rlock_scripts[i].sha);
 }
 
 /* ---- running a script on every server ------------------------------ */
@@ -293,6 +286,20 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 				left++;
 				if (retry_at[i] < wake)
 					wake = retry_at[i];
+			} else if (state[i] == ST_WAIT && !conn_is_up(c)) {
+				/* The write failed: the connection dropped. */
+				if (tries[i] < 3 && now < deadline) {
+					state[i] = ST_RETRY;
+					retry_at[i] = now + 10;
+					left++;
+					if (retry_at[i] < wake)
+						wake = retry_at[i];
+				} else {
+					res[i].rc = RLOCK_EUNAVAIL;
+					snprintf(res[i].err, sizeof(res[i].err),
+						 "%s", conn_errstr(c));
+					state[i] = ST_DONE;
+				}
 			} else if (state[i] == ST_WAIT) {
 				left++;
 				pfd[np].fd = conn_fd(c);

@@ -41,5 +41,6 @@ void test_token(void);
 void test_name(void);
 void test_util(void);
 void test_resp(void);
+void test_sha1(void);
 
 #endif /* UNIT_HARNESS_H */

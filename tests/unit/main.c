@@ -24,6 +24,7 @@ static const struct group {
 	{ "name", test_name },
 	{ "util", test_util },
 	{ "resp", test_resp },
+	{ "sha1", test_sha1 },
 };
 
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
