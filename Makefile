@@ -23,8 +23,8 @@ CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags hiredis openssl 2>/dev/null)
-DEPS_LIBS = $(shell $(PKG_CONFIG) --libs hiredis openssl 2>/dev/null || echo -lhiredis -lssl -lcrypto)
+DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags hiredis 2>/dev/null)
+DEPS_LIBS = $(shell $(PKG_CONFIG) --libs hiredis 2>/dev/null || echo -lhiredis)
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib -MMD -MP $(CFLAGS)
 LIBS = $(DEPS_LIBS) -lpthread
 
