@@ -84,6 +84,10 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 		if (devnull > 2)
 			close(devnull);
 	}
+	/* Whatever else the caller had open (a test harness's pipe, a
+	 * lock file) must not be held open by a process that may outlive
+	 * it by hours. */
+	close_range(3, ~0U, 0);
 	if (chdir("/") != 0)
 		_exit(EX_OSERR);
 	pfd = (int)syscall(SYS_pidfd_open, pid, 0);
