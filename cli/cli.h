@@ -86,6 +86,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g);
 int cmd_release(int argc, char **argv, struct cli *g);
 int cmd_extend(int argc, char **argv, struct cli *g);
 int cmd_status(int argc, char **argv, struct cli *g);
+int cmd_bench(int argc, char **argv, struct cli *g);
 int cmd_help(int argc, char **argv, struct cli *g);
 
 /* Print "rlock: <cmd>: <msg>" to stderr. */
@@ -123,6 +124,9 @@ int cli_exit_code(int rc, int conflict);
 
 /* Print the subcommand's --help to stdout and exit 0. */
 void cli_help(const struct cli *g) __attribute__((noreturn));
+
+/* Replace control characters in s by spaces; returns s. */
+char *cli_printable(char *s);
 
 /* Write the holder as "host pid N (command)" into buf. */
 const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len);

@@ -569,7 +569,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 					sizeof(label) - len, "%s%s",
 					i ? " " : "", r.argv[i]);
 		}
-		r.ao.label = label;
+		r.ao.label = cli_printable(label);
 	}
 
 	sigemptyset(&waitset);

@@ -48,7 +48,7 @@ static void print_json(struct status *s, const char *name,
 static void print_row(struct status *s, const char *name,
 		      const struct rlock_holder *h)
 {
-	char age[32], ttl[32], holder[400];
+	char age[32], ttl[32], holder[400], cmd[RLOCK_LABEL_MAX + 1];
 
 	if (s->rows++ == 0)
 		printf("%-20s %-5s %6s %8s %8s %7s  %-24s %s\n", "NAME",
@@ -68,7 +68,8 @@ static void print_row(struct status *s, const char *name,
 	       h->fence, h->since_ms > 0 ?
 	       rlock_fmt_ms(h->age_ms, age, sizeof(age)) : "-",
 	       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :
-	       "none", h->waiters, holder, h->command);
+	       "none", h->waiters, cli_printable(holder),
+	       cli_printable(strcpy(cmd, h->command)));
 }
 
 static int show(const char *name, void *arg)

@@ -238,6 +238,17 @@ int cli_exit_code(int rc, int conflict)
 	}
 }
 
+char *cli_printable(char *s)
+{
+	/* A label is user data: a newline or an escape sequence in it must
+	 * not break a one-line message or drive the terminal. */
+	for (char *p = s; *p != '\0'; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	}
+	return s;
+}
+
 const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len)
 {
 	if (h->host[0] == '\0' && h->pid == 0)
@@ -247,7 +258,7 @@ const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len)
 			 h->command);
 	else
 		snprintf(buf, len, "%s pid %lld", h->host, h->pid);
-	return buf;
+	return cli_printable(buf);
 }
 
 int cli_flush_stdout(const struct cli *g)

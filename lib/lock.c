@@ -261,7 +261,7 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 		       struct rlock_lease *lease, struct rlock_holder *holder)
 {
 	struct rlock_result res[RLOCK_MAX_SERVERS];
-	char ttl[32], pid[32], minhold[32];
+	char ttl[32], pid[32], minhold[32], label[RLOCK_LABEL_MAX + 1];
 	const char *keys[3] = { n->key, n->meta, n->fence };
 	const char *args[7];
 	int granted[RLOCK_MAX_SERVERS] = { 0 };
@@ -279,7 +279,9 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 	args[2] = rl->host;
 	args[3] = pid;
 	args[4] = rl->user;
-	args[5] = o->label != NULL ? o->label : "";
+	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
+	snprintf(label, sizeof(label), "%s", o->label != NULL ? o->label : "");
+	args[5] = label;
 	args[6] = minhold;
 	t0 = rlock_boot_ms();
 	rlock_eval_all(rl, RLOCK_SCRIPT_ACQUIRE, 3, keys, 7, args, res);
