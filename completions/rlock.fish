@@ -1,0 +1,90 @@
+# fish completion for rlock(1): run a command while holding a lock in Redis.
+# "make install" puts this file in $(FISHCOMPDIR)/rlock.fish.
+#
+# One "complete" line per option, so that tests/docs.bats can compare the
+# options here with "rlock CMD --help".  Lines without a -n condition are
+# the global options, accepted before the command and after it.
+
+# The subcommand: the first word that is neither an option nor the value of
+# a global option.
+function __rlock_subcommand
+    set -l tokens (commandline -opc)
+    set -e tokens[1]
+    set -l skip 0
+    for t in $tokens
+        if test $skip -eq 1
+            set skip 0
+            continue
+        end
+        switch $t
+            case -u --url --prefix --connect-timeout --io-timeout --password-file
+                set skip 1
+            case '-*'
+            case '*'
+                echo $t
+                return 0
+        end
+    end
+    return 1
+end
+
+function __rlock_needs_command
+    not __rlock_subcommand >/dev/null
+end
+
+# __rlock_using CMD...: the subcommand is one of CMD.
+function __rlock_using
+    set -l sub (__rlock_subcommand)
+    or return 1
+    contains -- $sub $argv
+end
+
+# Lock names and tokens cannot be guessed; only "run" takes file names (for
+# its command).
+complete -c rlock -n 'not __rlock_using run' -f
+
+# Subcommands
+complete -c rlock -n __rlock_needs_command -a run -d 'Run a command while holding a lock'
+complete -c rlock -n __rlock_needs_command -a acquire -d 'Take a lock and print its token'
+complete -c rlock -n __rlock_needs_command -a release -d 'Give up a lock'
+complete -c rlock -n __rlock_needs_command -a extend -d 'Push back the expiry of a held lock'
+complete -c rlock -n __rlock_needs_command -a status -d 'Show who holds locks'
+complete -c rlock -n __rlock_needs_command -a help -d 'Show the usage of a command'
+complete -c rlock -n '__rlock_using help' -x -a 'run acquire release extend status help'
+
+# Global options
+complete -c rlock -s u -l url -x -d 'Redis server URL'
+complete -c rlock -l prefix -x -d 'Key prefix'
+complete -c rlock -l connect-timeout -x -d 'Time allowed to connect'
+complete -c rlock -l io-timeout -x -d 'Time allowed for each reply'
+complete -c rlock -l password-file -r -F -d 'Read the password from a file'
+complete -c rlock -s v -l verbose -d 'Say more on stderr'
+complete -c rlock -s q -l quiet -d 'Say less on stderr'
+complete -c rlock -l json -d 'Machine-readable output'
+complete -c rlock -s h -l help -d 'Show the usage and exit'
+complete -c rlock -s V -l version -d 'Show the version and exit'
+
+# run and acquire
+complete -c rlock -n '__rlock_using run acquire' -s t -l ttl -x -d 'Lease length'
+complete -c rlock -n '__rlock_using run acquire' -s n -l nonblock -d 'Fail at once if the lock is held'
+complete -c rlock -n '__rlock_using run acquire' -s w -l timeout -x -d 'Wait at most this long for the lock'
+complete -c rlock -n '__rlock_using run acquire' -s E -l conflict-exit-code -x -d 'Exit status when not acquired'
+complete -c rlock -n '__rlock_using run acquire' -l min-hold -x -d 'Keep the lock at least this long'
+complete -c rlock -n '__rlock_using run acquire' -l label -x -d 'What status shows as the command'
+
+# run
+complete -c rlock -n '__rlock_using run' -s c -l command -x -d 'Run this string with the shell'
+complete -c rlock -n '__rlock_using run' -l on-lost -x -a 'term kill ignore' -d 'What to do with the command when the lock is lost'
+complete -c rlock -n '__rlock_using run' -s k -l kill-after -x -d 'Time between SIGTERM and SIGKILL'
+complete -c rlock -n '__rlock_using run' -l max-time -x -d 'Stop the command after this long'
+
+# acquire
+complete -c rlock -n '__rlock_using acquire' -l renew -d 'Keep the lease alive in the background until release'
+complete -c rlock -n '__rlock_using acquire' -l pid -x -a '(__fish_complete_pids)' -d 'Stop renewing when this process exits'
+complete -c rlock -n '__rlock_using acquire' -l format -x -a 'token json env' -d 'Output format'
+
+# release
+complete -c rlock -n '__rlock_using release' -l force -d 'Remove the lock whoever holds it'
+
+# extend
+complete -c rlock -n '__rlock_using extend' -s t -l ttl -x -d 'New time to live, from now'
