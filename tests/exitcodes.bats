@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# exitcodes.bats - one test per row of the exit-status table (DESIGN.md
+# section 2).  71 (fork/thread/pipe failure) cannot be provoked from a test
+# without interposing on libc, so it is not here.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+
+@test "0: the command succeeded" {
+	run -0 "$RLOCK" run x -- true
+}
+
+@test "0: status of held locks" {
+	"$RLOCK" acquire x >/dev/null
+	run -0 "$RLOCK" status x
+}
+
+@test "1: status of a free lock" {
+	run -1 "$RLOCK" status x
+}
+
+@test "N: the command's own status" {
+	run -42 "$RLOCK" run x -- sh -c 'exit 42'
+	run -1 "$RLOCK" run x -- false
+	run -255 "$RLOCK" run x -- sh -c 'exit 255'
+}
+
+@test "128+N: the command was killed by signal N" {
+	run -138 "$RLOCK" run x -- sh -c 'kill -USR1 $$'
+	run -137 "$RLOCK" run x -- sh -c 'kill -KILL $$'
+}
+
+@test "64: usage error" {
+	run -64 --separate-stderr "$RLOCK" run
+	assert_try run
+	run -64 --separate-stderr "$RLOCK" run --nope x -- true
+	assert_try run
+}
+
+@test "69: connection refused" {
+	start_redis C
+	local port=$C_PORT
+	stop_redis C
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$port" run x -- touch ran
+	assert_stderr "rlock: run: cannot connect to 127.0.0.1:$port: Connection refused"
+	[[ ! -e ran ]]
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$port" acquire x
+	assert_stderr "rlock: acquire: cannot connect to 127.0.0.1:$port: Connection refused"
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$port" status
+	assert_stderr "rlock: status: cannot connect to 127.0.0.1:$port: Connection refused"
+}
+
+@test "69: a unix socket that is not there" {
+	run -69 --separate-stderr "$RLOCK" -u "unix://$BATS_TEST_TMPDIR/none.sock" run x -- touch ran
+	assert_stderr_line --index 0 --partial "rlock: run: cannot connect to"
+	assert_stderr_line --index 0 --partial "No such file or directory"
+	[[ ! -e ran ]]
+}
+
+@test "69: wrong password" {
+	start_redis P --requirepass s3cret
+	run -69 --separate-stderr "$RLOCK" -u "redis://:wrong@127.0.0.1:$P_PORT" run x -- touch ran
+	assert_stderr --regexp "^rlock: run: 127\.0\.0\.1:$P_PORT: authentication failed: WRONGPASS"
+	[[ ! -e ran ]]
+}
+
+@test "69: no password for a server that wants one" {
+	start_redis P --requirepass s3cret
+	run -69 --separate-stderr "$RLOCK" -u "$P_URL" run x -- touch ran
+	assert_stderr --regexp "^rlock: run: 127\.0\.0\.1:$P_PORT: .*NOAUTH"
+	[[ ! -e ran ]]
+}
+
+@test "70: the lock key holds the wrong kind of value" {
+	rcli R RPUSH "$(key wt)" a >/dev/null
+	local t0
+	t0=$(now_ms)
+	run -70 --separate-stderr timeout 10 "$RLOCK" acquire wt
+	assert_stderr "rlock: acquire: $(key wt): key holds the wrong kind of value (WRONGTYPE)"
+	run -70 --separate-stderr timeout 10 "$RLOCK" run -w 30s wt -- touch ran
+	assert_stderr "rlock: run: $(key wt): key holds the wrong kind of value (WRONGTYPE)"
+	[[ ! -e ran ]]
+	(($(now_ms) - t0 < 8000)) || fail "took $(($(now_ms) - t0))ms"
+	[[ $(rcli R TYPE "$(key wt)") == list ]]
+	run -70 --separate-stderr timeout 10 "$RLOCK" status wt
+	assert_stderr --partial "WRONGTYPE"
+}
+
+@test "70: the fence counter is not an integer" {
+	rcli R SET "$(key wf):fence" abc >/dev/null
+	run -70 --separate-stderr timeout 10 "$RLOCK" acquire wf
+	assert_stderr_line --index 0 --partial "rlock: acquire: "
+	assert_stderr_line --index 0 --partial "not an integer"
+	lock_free wf
+	rcli R DEL "$(key wf):fence" >/dev/null
+	rcli R RPUSH "$(key wf):fence" a >/dev/null
+	run -70 --separate-stderr timeout 10 "$RLOCK" run wf -- touch ran
+	assert_stderr_line --index 0 --partial "WRONGTYPE"
+	[[ ! -e ran ]]
+	lock_free wf
+}
+
+@test "75: busy with -n" {
+	"$RLOCK" acquire busy >/dev/null
+	run -75 "$RLOCK" run -n busy -- true
+	run -75 "$RLOCK" acquire -n busy
+}
+
+@test "75: -w ran out" {
+	"$RLOCK" acquire busy >/dev/null
+	run -75 "$RLOCK" run -w 200ms busy -- true
+}
+
+@test "76: release or extend with a token that does not hold the lock" {
+	"$RLOCK" acquire l >/dev/null
+	run -76 "$RLOCK" release l 0123456789abcdef0123456789abcdef
+	run -76 "$RLOCK" extend l 0123456789abcdef0123456789abcdef
+}
+
+@test "76: run lost the lock while the command ran" {
+	run -76 --separate-stderr "$RLOCK" run -t 300ms lost -- sh -c '
+		redis-cli -p "$R_PORT" DEL "$RLOCK_KEY" >/dev/null
+		exec sleep 30'
+	assert_stderr --regexp '^rlock: run: lost: lock lost: .*; command stopped$'
+}
+
+@test "126: the command could not be executed" {
+	: >noexec
+	chmod 644 noexec
+	run -126 "$RLOCK" run x -- ./noexec
+}
+
+@test "127: the command was not found" {
+	run -127 "$RLOCK" run x -- ./does-not-exist
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bats
+# release.bats - rlock release: give up a lock by token (argument or
+# RLOCK_TOKEN), or remove anyone's with --force.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+
+@test "release with the right token exits 0 and removes key and meta" {
+	local t
+	t=$("$RLOCK" acquire r)
+	run -0 --separate-stderr "$RLOCK" release r "$t"
+	assert_output ""
+	assert_equal "$stderr" ""
+	lock_free r
+	[[ $(rcli R EXISTS "$(key r):meta") == 0 ]]
+	# the fence counter survives
+	[[ $(rcli R GET "$(key r):fence") == 1 ]]
+}
+
+@test "release with a wrong token exits 76 and leaves the key" {
+	local t
+	t=$("$RLOCK" acquire r)
+	run -76 --separate-stderr "$RLOCK" release r 0123456789abcdef0123456789abcdef
+	assert_stderr "rlock: release: r: token does not hold the lock"
+	held_by r "$t"
+	[[ $(rcli R EXISTS "$(key r):meta") == 1 ]]
+}
+
+@test "release of a free lock exits 76" {
+	run -76 --separate-stderr "$RLOCK" release free 0123456789abcdef0123456789abcdef
+	assert_stderr "rlock: release: free: token does not hold the lock"
+}
+
+@test "release twice: the second one exits 76" {
+	local t
+	t=$("$RLOCK" acquire r2)
+	run -0 "$RLOCK" release r2 "$t"
+	run -76 "$RLOCK" release r2 "$t"
+}
+
+@test "release takes the token from RLOCK_TOKEN" {
+	local t
+	t=$("$RLOCK" acquire env)
+	RLOCK_TOKEN=$t run -0 "$RLOCK" release env
+	lock_free env
+	t=$("$RLOCK" acquire env)
+	# an argument beats the environment
+	RLOCK_TOKEN=0123456789abcdef0123456789abcdef run -0 "$RLOCK" release env "$t"
+	lock_free env
+}
+
+@test "release without a token exits 64" {
+	run -64 --separate-stderr "$RLOCK" release x
+	assert_usage release "rlock: release: missing TOKEN (give it or set RLOCK_TOKEN)"
+}
+
+@test "release --force removes another's lock and says whose it was" {
+	local t host pid
+	t=$("$RLOCK" acquire --label "their job" f)
+	host=$(meta f host)
+	pid=$(meta f pid)
+	run -0 --separate-stderr "$RLOCK" release --force f
+	assert_stderr "rlock: release: f: removed lock held by $host pid $pid (their job)"
+	lock_free f
+	[[ $(rcli R EXISTS "$(key f):meta") == 0 ]]
+}
+
+@test "release --force of a running holder's lock" {
+	bg_start h "$RLOCK" run -t 30s --on-lost ignore frun -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
+	wait_until 5 lock_held frun
+	run -0 --separate-stderr "$RLOCK" release --force frun
+	assert_stderr_line --index 0 --partial "rlock: release: frun: removed lock held by $(hostname -s)"
+	assert_stderr_line --index 0 --partial "pid $BG_PID ("
+	touch go
+}
+
+@test "release --force of a free lock says it was not held" {
+	run -0 --separate-stderr "$RLOCK" release --force nothing
+	assert_stderr "rlock: release: nothing: was not held"
+	assert_output ""
+}
+
+@test "release --force wakes a waiter" {
+	"$RLOCK" acquire -t 30s fw >/dev/null
+	bg_start w "$RLOCK" run -w 20s fw -- true
+	local pid=$BG_PID
+	wait_until 5 has_waiters fw 1
+	run -0 "$RLOCK" release --force fw
+	bg_wait "$pid" 5
+	assert_equal "$BG_STATUS" 0
+}
+
+@test "release of a lock taken with --min-hold leaves it until the hold ends" {
+	local t p
+	t=$("$RLOCK" acquire --min-hold 2s mh)
+	run -0 "$RLOCK" release mh "$t"
+	held_by mh "$t"
+	p=$(pttl mh)
+	((p > 0 && p <= 2000)) || fail "pttl $p"
+}
+
+@test "release works on a lock taken with plain SET NX PX (other clients)" {
+	rcli R SET "$(key plain)" foreign-token NX PX 30000
+	run -76 "$RLOCK" release plain 0123456789abcdef0123456789abcdef
+	held_by plain foreign-token
+	run -0 "$RLOCK" release plain foreign-token
+	lock_free plain
+}
+
+@test "release publishes on the lock's released channel" {
+	local t
+	t=$("$RLOCK" acquire pub)
+	bg_start sub timeout 10 redis-cli -p "$R_PORT" SUBSCRIBE "$(key pub):released"
+	local pid=$BG_PID
+	wait_until 5 has_waiters pub 1
+	run -0 "$RLOCK" release pub "$t"
+	wait_until 5 eval '[[ $(bg_out sub | wc -l) -ge 6 ]]'
+	run bg_out sub
+	assert_line message
+	assert_line "$(key pub):released"
+}

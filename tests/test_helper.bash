@@ -1,0 +1,667 @@
+# test_helper.bash - shared by every bats suite: a private environment for
+# each test, private redis-server processes, and helpers to poll, run things
+# in the background and clean up after them.
+#
+# A suite loads it with `load test_helper`.  By default one server, R, is
+# started for the whole file and RLOCK_URL points at it; a suite that wants
+# something else defines its own setup_file/setup/teardown and calls the
+# rl_* functions below from them.  Loading the helper unsets every REDIS_*,
+# RLOCK_* and REDISCLI_* variable, in each test too: suite-wide settings go
+# in T_* variables (rl_setup turns T_DEFAULT_URL into RLOCK_URL).
+#
+# Every test runs in $BATS_TEST_TMPDIR with its own RLOCK_PREFIX.
+#
+# Servers (NAME is a shell-variable-friendly word such as R or REPLICA):
+#	start_redis NAME [redis-server args...]	TCP on a free 127.0.0.1 port
+#	start_redis_unix NAME [args...]		unix socket in the suite's dir
+#	stop_redis NAME / restart_redis NAME	by PID, bounded waits
+#	rcli NAME args...			redis-cli against it
+# export NAME_PORT (or NAME_SOCK), NAME_PID, NAME_URL, NAME_DIR.  Servers
+# started from setup_file live until teardown_file; servers started inside
+# a test are stopped by that test's teardown.  Persistence is off.
+#
+# Locks (under this test's prefix, on server R unless one is named):
+#	key NAME, holder NAME, pttl NAME, meta NAME FIELD, waiters NAME
+#	lock_held NAME, lock_free NAME, held_by NAME TOKEN, has_waiters NAME N
+#
+# Processes:
+#	bg_start ID COMMAND...	start in the background in its own session with
+#				clean signals and no stray descriptors;
+#				BG_PID, ID.out/ID.err in $BATS_TEST_TMPDIR
+#	bg_wait PID [SECS]	reap it (bounded); BG_STATUS is its status
+#	wait_until SECS COMMAND...	poll every 20ms, fail after SECS
+#	gate FILE		shell snippet: run until FILE exists (<= 30s)
+#	pid_gone, pid_alive, pid_stopped PID; track_pid PID (kill at teardown)
+#	rlock_pids		rlock processes with this test's prefix
+# Teardown kills everything bg_start started (and whatever it left behind
+# in its session), tracked pids, and any process whose environment has
+# this test's RLOCK_PREFIX (renewers, orphaned commands).
+#
+# Assertions on `run --separate-stderr`: assert_stderr, assert_stderr_line,
+# refute_stderr (as assert_output/assert_line/refute_output), and
+# assert_usage CMD MESSAGE / assert_try CMD for usage errors.
+
+bats_require_minimum_version 1.5.0
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+TESTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_DIR="$(cd "$TESTS_DIR/.." && pwd)"
+export RLOCK="$REPO_DIR/rlock"
+export HELPERS="$TESTS_DIR/helpers"
+export SIGSTATE="$HELPERS/sigstate"
+export SIGCOUNT="$HELPERS/sigcount"
+export CLEANEXEC="$HELPERS/cleanexec"
+
+# Hermetic environment: nothing from the caller's shell may steer rlock.
+# Suite state lives in T_* variables, which this does not touch.
+_rl_scrub_env() {
+	local v
+	for v in $(compgen -e); do
+		case $v in
+		REDIS_* | RLOCK_* | REDISCLI_*) unset "$v" ;;
+		esac
+	done
+	unset NO_COLOR
+	export LC_ALL=C
+	export SHELL=/bin/sh
+}
+_rl_scrub_env
+
+# ---- polling --------------------------------------------------------------
+
+# wait_until SECS COMMAND [ARG...]: run COMMAND every 20ms until it succeeds;
+# fail the test with a message if it has not within SECS seconds.
+wait_until() {
+	local secs=$1 end
+	shift
+	local t=${EPOCHREALTIME/[.,]/}
+	end=$((t / 1000 + $(secs_to_ms "$secs")))
+	while :; do
+		"$@" && return 0
+		t=${EPOCHREALTIME/[.,]/}
+		((t / 1000 < end)) || break
+		sleep 0.02
+	done
+	echo "wait_until: gave up after ${secs}s: $*" >&2
+	return 1
+}
+
+# secs_to_ms 1.5 -> 1500
+secs_to_ms() {
+	local s=$1 int frac
+	int=${s%%.*}
+	frac=
+	[[ $s == *.* ]] && frac=${s#*.}
+	frac=${frac}000
+	frac=${frac:0:3}
+	echo $((10#${int:-0} * 1000 + 10#$frac))
+}
+
+# Milliseconds on a monotonic-enough clock (for generous bounds only).
+now_ms() {
+	local t=${EPOCHREALTIME/[.,]/}
+	echo $((t / 1000))
+}
+
+# ---- processes ------------------------------------------------------------
+
+# The state of process PID (R, S, T, Z, ...) or nothing if it is gone.
+proc_state() {
+	local stat
+	{ read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 0
+	stat=${stat##*) }
+	echo "${stat%% *}"
+}
+
+# True when PID has exited (gone or a zombie waiting to be reaped).
+pid_gone() {
+	local s
+	s=$(proc_state "$1")
+	[[ -z $s || $s == Z || $s == X ]]
+}
+
+pid_alive() {
+	! pid_gone "$1"
+}
+
+# True when PID is stopped (SIGSTOP/SIGTSTP).
+pid_stopped() {
+	local s
+	s=$(proc_state "$1")
+	[[ $s == T || $s == t ]]
+}
+
+# Every live process whose session id is one of SID...
+session_pids() {
+	local f stat fields sid
+	local -A want=()
+	for sid in "$@"; do
+		want[$sid]=1
+	done
+	for f in /proc/[0-9]*/stat; do
+		{ read -r stat <"$f"; } 2>/dev/null || continue
+		stat=${stat##*) }
+		read -r -a fields <<<"$stat"
+		# state ppid pgrp session ...
+		[[ -n ${want[${fields[3]}]:-} && ${fields[0]} != Z ]] && echo "${f//[!0-9]/}"
+	done
+	return 0
+}
+
+# The pid of PARENT's child (first one), or nothing.
+child_of() {
+	local parent=$1 f stat fields
+	for f in /proc/[0-9]*/stat; do
+		{ read -r stat <"$f"; } 2>/dev/null || continue
+		stat=${stat##*) }
+		read -r -a fields <<<"$stat"
+		if [[ ${fields[1]} == "$parent" && ${fields[0]} != Z ]]; then
+			echo "${f//[!0-9]/}"
+			return 0
+		fi
+	done
+	return 0
+}
+
+_rl_bg_list() {
+	echo "$BATS_TEST_TMPDIR/.bg-pids"
+}
+
+# bg_start ID COMMAND [ARG...]: run COMMAND in the background, in a new
+# session, with default signal dispositions, an empty mask, stdin from
+# /dev/null and stdout/stderr in $BATS_TEST_TMPDIR/ID.out and ID.err.
+# Sets BG_PID to its pid (cleanexec execs, so it is COMMAND's own pid).
+bg_start() {
+	local id=$1
+	shift
+	"$CLEANEXEC" -s "$@" <"/dev/null" >"$BATS_TEST_TMPDIR/$id.out" \
+		2>"$BATS_TEST_TMPDIR/$id.err" 3>&- &
+	BG_PID=$!
+	echo "$BG_PID" >>"$(_rl_bg_list)"
+	# Wait until cleanexec has made its session (and exec'd), so that
+	# teardown and the tests see the final process.
+	wait_until 5 _rl_is_session_leader "$BG_PID"
+}
+
+_rl_is_session_leader() {
+	local stat fields
+	pid_gone "$1" && return 0
+	{ read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 0
+	stat=${stat##*) }
+	read -r -a fields <<<"$stat"
+	[[ ${fields[3]} == "$1" ]] || return 1
+	local comm=
+	{ read -r comm <"/proc/$1/comm"; } 2>/dev/null
+	[[ $comm != cleanexec ]]
+}
+
+# bg_wait PID [SECS]: wait (bounded, default 15s) for a bg_start'ed process
+# to exit and reap it; BG_STATUS gets its exit status.
+bg_wait() {
+	local pid=$1 secs=${2:-15}
+	wait_until "$secs" pid_gone "$pid" || return 1
+	BG_STATUS=0
+	wait "$pid" || BG_STATUS=$?
+}
+
+# bg_out ID / bg_err ID: what a background job printed.
+bg_out() { cat "$BATS_TEST_TMPDIR/$1.out"; }
+bg_err() { cat "$BATS_TEST_TMPDIR/$1.err"; }
+
+# Kill everything in the sessions of the processes bg_start started.
+_rl_kill_bg() {
+	local list pid pids
+	list=$(_rl_bg_list)
+	[[ -f $list ]] || return 0
+	pids=$(session_pids $(<"$list"))
+	if [[ -n $pids ]]; then
+		kill -KILL $pids 2>/dev/null
+		for pid in $pids; do
+			wait_until 5 pid_gone "$pid" || true
+		done
+	fi
+	# Reap our own children quietly (no "Killed" notices from bash).
+	for pid in $(<"$list"); do
+		{ wait "$pid"; } 2>/dev/null || true
+	done
+	rm -f "$list"
+	return 0
+}
+
+# Kill pids written to files by the tests (commands that may have left the
+# session), e.g. track_pid "$(cat child.pid)".
+track_pid() {
+	echo "$1" >>"$BATS_TEST_TMPDIR/.extra-pids"
+}
+
+_rl_kill_tracked() {
+	local f=$BATS_TEST_TMPDIR/.extra-pids pid
+	[[ -f $f ]] || return 0
+	while read -r pid; do
+		[[ -n $pid ]] || continue
+		kill -KILL "$pid" 2>/dev/null || true
+		wait_until 5 pid_gone "$pid" || true
+		{ wait "$pid"; } 2>/dev/null || true
+	done <"$f"
+	rm -f "$f"
+}
+
+# Pids of live processes started with this test's RLOCK_PREFIX in their
+# environment: rlock itself, its commands, renewers it left behind.  One
+# grep over /proc, no fork per process.
+prefix_pids() {
+	local f pid
+	[[ -n ${RLOCK_PREFIX:-} ]] || return 0
+	for f in $(grep -slzxF "RLOCK_PREFIX=$RLOCK_PREFIX" /proc/[0-9]*/environ 2>/dev/null); do
+		pid=${f#/proc/}
+		pid=${pid%/environ}
+		[[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+		pid_alive "$pid" && echo "$pid"
+	done
+	return 0
+}
+
+# Pids of rlock processes of this test (by environment and executable).
+rlock_pids() {
+	local pid
+	for pid in $(prefix_pids); do
+		[[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$RLOCK" ]] && echo "$pid"
+	done
+	return 0
+}
+
+no_rlock_pids() {
+	[[ -z $(rlock_pids) ]]
+}
+
+_rl_kill_prefix() {
+	local pids pid
+	pids=$(prefix_pids)
+	[[ -n $pids ]] || return 0
+	kill -KILL $pids 2>/dev/null
+	for pid in $pids; do
+		wait_until 5 pid_gone "$pid" || true
+	done
+	return 0
+}
+
+# ---- redis servers --------------------------------------------------------
+
+# Where a server's files go: the test's dir inside a test, else the file's.
+_rl_server_base() {
+	if [[ -n ${BATS_TEST_TMPDIR:-} && -n ${BATS_TEST_NAME:-} ]]; then
+		echo "$BATS_TEST_TMPDIR/servers"
+	else
+		echo "$BATS_FILE_TMPDIR/servers"
+	fi
+}
+
+# A directory short enough for a unix socket path (108 bytes).
+_rl_server_dir() {
+	local name=$1 base dir
+	base=$(_rl_server_base)
+	mkdir -p "$base"
+	dir="$base/$name"
+	if ((${#dir} > 80)); then
+		dir=$(mktemp -d /tmp/rlt.XXXXXX)
+		ln -sfn "$dir" "$base/$name"
+		echo "$dir" >>"$base/.shortdirs"
+	else
+		mkdir -p "$dir"
+	fi
+	echo "$dir"
+}
+
+_rl_redis_cli() {
+	# _rl_redis_cli DIR args...: redis-cli against the server in DIR.
+	local dir=$1
+	shift
+	local -a conn
+	if [[ -f $dir/sock ]]; then
+		conn=(-s "$(cat "$dir/sock")")
+	else
+		conn=(-h 127.0.0.1 -p "$(cat "$dir/port")")
+	fi
+	if [[ -f $dir/pass ]]; then
+		conn+=(-a "$(cat "$dir/pass")")
+	fi
+	env -u REDISCLI_AUTH timeout 10 redis-cli "${conn[@]}" --no-auth-warning "$@"
+}
+
+# True when the server answering in DIR is the process we started.
+_rl_server_up() {
+	local dir=$1 pid info
+	pid=$(cat "$dir/pid")
+	pid_gone "$pid" && return 0 # let the caller notice
+	info=$(_rl_redis_cli "$dir" INFO server 2>/dev/null) || return 1
+	[[ $info == *"process_id:$pid"* ]]
+}
+
+# Start the server described by DIR's args on DIR's port; 0 when up, 1 when
+# it died (e.g. the port was taken), 2 when it never answered.
+_rl_spawn_redis() {
+	local dir=$1 pid
+	local -a args
+	mapfile -t args <"$dir/args"
+	local -a where
+	if [[ -f $dir/sock ]]; then
+		where=(--port 0 --unixsocket "$(cat "$dir/sock")" --unixsocketperm 700)
+	else
+		where=(--bind 127.0.0.1 --port "$(cat "$dir/port")")
+	fi
+	: >"$dir/log"
+	env -u RLOCK_PREFIX redis-server --save '' --appendonly no --dir "$dir" --daemonize no \
+		--pidfile "$dir/redis.pid" --logfile "$dir/log" \
+		"${where[@]}" "${args[@]}" </dev/null >>"$dir/log" 2>&1 3>&- &
+	pid=$!
+	echo "$pid" >"$dir/pid"
+	wait_until 5 _rl_server_up "$dir" 2>/dev/null || {
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 2
+	}
+	if pid_gone "$pid"; then
+		wait "$pid" 2>/dev/null
+		return 1
+	fi
+	return 0
+}
+
+_rl_export_server() {
+	local name=$1 dir=$2
+	export "${name}_DIR=$dir"
+	export "${name}_PID=$(cat "$dir/pid")"
+	if [[ -f $dir/sock ]]; then
+		export "${name}_SOCK=$(cat "$dir/sock")"
+		export "${name}_URL=unix://$(cat "$dir/sock")"
+	else
+		export "${name}_PORT=$(cat "$dir/port")"
+		export "${name}_URL=redis://127.0.0.1:$(cat "$dir/port")"
+	fi
+}
+
+# start_redis NAME [redis-server args...]
+start_redis() {
+	local name=$1 dir try port a prev=
+	shift
+	dir=$(_rl_server_dir "$name")
+	printf '%s\n' "$@" >"$dir/args"
+	[[ $# -gt 0 ]] || : >"$dir/args"
+	for a in "$@"; do
+		[[ $prev == --requirepass ]] && printf '%s' "$a" >"$dir/pass"
+		prev=$a
+	done
+	for ((try = 0; try < 20; try++)); do
+		# 20000-31999: below the kernel's ephemeral range, never 6379.
+		port=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+		echo "$port" >"$dir/port"
+		if _rl_spawn_redis "$dir"; then
+			_rl_export_server "$name" "$dir"
+			return 0
+		fi
+		[[ $? -eq 2 ]] && break
+	done
+	echo "start_redis $name: could not start redis-server; log:" >&2
+	cat "$dir/log" >&2
+	return 1
+}
+
+# start_redis_unix NAME [redis-server args...]
+start_redis_unix() {
+	local name=$1 dir a prev=
+	shift
+	dir=$(_rl_server_dir "$name")
+	printf '%s\n' "$@" >"$dir/args"
+	[[ $# -gt 0 ]] || : >"$dir/args"
+	for a in "$@"; do
+		[[ $prev == --requirepass ]] && printf '%s' "$a" >"$dir/pass"
+		prev=$a
+	done
+	echo "$dir/redis.sock" >"$dir/sock"
+	if ! _rl_spawn_redis "$dir"; then
+		echo "start_redis_unix $name: could not start redis-server; log:" >&2
+		cat "$dir/log" >&2
+		return 1
+	fi
+	_rl_export_server "$name" "$dir"
+}
+
+_rl_dir_of() {
+	local v="${1}_DIR"
+	if [[ -n ${!v:-} && -d ${!v} ]]; then
+		echo "${!v}"
+		return 0
+	fi
+	local base
+	for base in "${BATS_TEST_TMPDIR:-/nonexistent}/servers" "$BATS_FILE_TMPDIR/servers"; do
+		if [[ -d $base/$1 ]]; then
+			(cd "$base/$1" && pwd -P)
+			return 0
+		fi
+	done
+	echo "no server named '$1'" >&2
+	return 1
+}
+
+_rl_stop_dir() {
+	local dir=$1 pid
+	[[ -f $dir/pid ]] || return 0
+	pid=$(cat "$dir/pid")
+	if pid_alive "$pid"; then
+		kill -CONT "$pid" 2>/dev/null
+		kill -TERM "$pid" 2>/dev/null
+		if ! wait_until 5 pid_gone "$pid" 2>/dev/null; then
+			kill -KILL "$pid" 2>/dev/null
+			wait_until 5 pid_gone "$pid" || true
+		fi
+	fi
+	wait "$pid" 2>/dev/null || true
+	rm -f "$dir/pid"
+	return 0
+}
+
+# stop_redis NAME: stop it (TERM, then KILL) and wait until it is gone.
+stop_redis() {
+	local dir
+	dir=$(_rl_dir_of "$1") || return 1
+	_rl_stop_dir "$dir"
+}
+
+# restart_redis NAME: stop it and start it again on the same port or
+# socket with the same arguments (and, persistence being off, no data).
+restart_redis() {
+	local name=$1 dir try
+	dir=$(_rl_dir_of "$name") || return 1
+	_rl_stop_dir "$dir"
+	for ((try = 0; try < 10; try++)); do
+		if _rl_spawn_redis "$dir"; then
+			_rl_export_server "$name" "$dir"
+			return 0
+		fi
+	done
+	echo "restart_redis $name: could not start redis-server again; log:" >&2
+	cat "$dir/log" >&2
+	return 1
+}
+
+# rcli NAME args...: redis-cli against server NAME (its password too).
+rcli() {
+	local dir
+	dir=$(_rl_dir_of "$1") || return 1
+	shift
+	_rl_redis_cli "$dir" "$@"
+}
+
+_rl_stop_all_in() {
+	local base=$1 d
+	[[ -d $base ]] || return 0
+	for d in "$base"/*/; do
+		[[ -d $d ]] && _rl_stop_dir "$(cd "$d" && pwd -P)"
+	done
+	if [[ -f $base/.shortdirs ]]; then
+		while read -r d; do
+			[[ $d == /tmp/rlt.* ]] && rm -rf "$d"
+		done <"$base/.shortdirs"
+		rm -f "$base/.shortdirs"
+	fi
+	return 0
+}
+
+# ---- lock helpers ---------------------------------------------------------
+
+# key NAME: the redis key of lock NAME under this test's prefix.
+key() {
+	echo "${RLOCK_PREFIX}{$1}"
+}
+
+# holder NAME [SERVER]: the token stored in lock NAME's key (empty if free).
+holder() {
+	rcli "${2:-R}" GET "$(key "$1")"
+}
+
+# pttl NAME [SERVER]
+pttl() {
+	rcli "${2:-R}" PTTL "$(key "$1")"
+}
+
+# True when lock NAME is free / held.
+lock_free() {
+	[[ $(rcli "${2:-R}" EXISTS "$(key "$1")") == 0 ]]
+}
+
+lock_held() {
+	[[ $(rcli "${2:-R}" EXISTS "$(key "$1")") == 1 ]]
+}
+
+# True when lock NAME's key holds TOKEN.
+held_by() {
+	[[ $(holder "$1" "${3:-R}") == "$2" ]]
+}
+
+# waiters NAME [SERVER]: subscribers of lock NAME's release channel, which
+# is how rlock waits (and how status counts waiters).
+waiters() {
+	rcli "${2:-R}" PUBSUB NUMSUB "$(key "$1"):released" | sed -n 2p
+}
+
+# has_waiters NAME N [SERVER]: at least N processes wait for lock NAME.
+has_waiters() {
+	local n
+	n=$(waiters "$1" "${3:-R}")
+	[[ -n $n ]] && ((n >= $2))
+}
+
+# meta NAME FIELD [SERVER]: a field of lock NAME's meta hash.
+meta() {
+	rcli "${3:-R}" HGET "$(key "$1"):meta" "$2"
+}
+
+# gate FILE: a shell snippet for commands that should run until FILE exists
+# (bounded at 30s so that nothing outlives a broken test).
+gate() {
+	echo "i=0; while [ ! -e '$1' ] && [ \$i -lt 1500 ]; do sleep 0.02; i=\$((i+1)); done"
+}
+
+# file_has FILE LINE: FILE exists and has LINE as a whole line.
+file_has() {
+	[[ -f $1 ]] && grep -qxF -- "$2" "$1"
+}
+
+# file_nonempty FILE
+file_nonempty() {
+	[[ -s $1 ]]
+}
+
+# ---- assertions on $stderr (run --separate-stderr) ------------------------
+
+assert_stderr() {
+	local output=$stderr
+	local -a lines=("${stderr_lines[@]}")
+	assert_output "$@"
+}
+
+assert_stderr_line() {
+	local output=$stderr
+	local -a lines=("${stderr_lines[@]}")
+	assert_line "$@"
+}
+
+refute_stderr() {
+	local output=$stderr
+	local -a lines=("${stderr_lines[@]}")
+	refute_output "$@"
+}
+
+# assert_usage CMD MESSAGE: after `run -64 --separate-stderr`, stderr is
+# exactly MESSAGE and the "Try 'rlock CMD --help'." line (CMD empty for the
+# top level).
+assert_usage() {
+	local cmd=$1 msg=$2 try
+	if [[ -n $cmd ]]; then
+		try="Try 'rlock $cmd --help'."
+	else
+		try="Try 'rlock --help'."
+	fi
+	assert_stderr "$msg"$'\n'"$try"
+}
+
+# assert_try CMD: the usage error ends with the Try line, whatever it said.
+assert_try() {
+	local cmd=$1 try
+	if [[ -n $cmd ]]; then
+		try="Try 'rlock $cmd --help'."
+	else
+		try="Try 'rlock --help'."
+	fi
+	assert_equal "${#stderr_lines[@]}" 2
+	assert_regex "${stderr_lines[0]}" '^rlock: '
+	assert_equal "${stderr_lines[1]}" "$try"
+}
+
+# ---- default setup/teardown ---------------------------------------------
+
+# Suites call these from their own setup_file/setup/teardown/teardown_file
+# or use the defaults below.
+rl_setup_file() {
+	start_redis R
+	export T_DEFAULT_URL=$R_URL
+}
+
+rl_teardown_file() {
+	_rl_stop_all_in "$BATS_FILE_TMPDIR/servers"
+}
+
+rl_setup() {
+	[[ -x $RLOCK ]] || {
+		echo "no rlock binary at $RLOCK (run make)" >&2
+		return 1
+	}
+	export RLOCK_PREFIX="t${BATS_TEST_NUMBER}.$$.$RANDOM:"
+	if [[ -n ${T_DEFAULT_URL:-} ]]; then
+		export RLOCK_URL=$T_DEFAULT_URL
+	fi
+	cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+rl_teardown() {
+	# After a failure, show what the background jobs said.
+	if [[ -z ${BATS_TEST_COMPLETED:-} ]]; then
+		local f
+		for f in "$BATS_TEST_TMPDIR"/*.err; do
+			[[ -s $f ]] || continue
+			echo "--- ${f##*/}:"
+			head -n 20 "$f"
+		done >&2
+	fi
+	_rl_kill_bg
+	_rl_kill_tracked
+	_rl_kill_prefix
+	_rl_stop_all_in "$BATS_TEST_TMPDIR/servers"
+}
+
+setup_file() { rl_setup_file; }
+teardown_file() { rl_teardown_file; }
+setup() { rl_setup; }
+teardown() { rl_teardown; }

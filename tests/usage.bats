@@ -1,0 +1,366 @@
+#!/usr/bin/env bats
+# usage.bats - help, version and every kind of misuse: exit 64 with
+# "rlock: <cmd>: <what>" and a "Try 'rlock <cmd> --help'." line, without
+# touching the server.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+
+SUBCOMMANDS=(run acquire release extend status help)
+
+setup() {
+	rl_setup
+	# Usage errors must be reported before any connection is made: point
+	# rlock at a port where nothing listens, so that an attempt shows as
+	# 69 instead of 64.
+	export RLOCK_URL="redis://127.0.0.1:$T_CLOSED_PORT"
+}
+
+setup_file() {
+	rl_setup_file
+	start_redis CLOSED
+	export T_CLOSED_PORT=$CLOSED_PORT
+	stop_redis CLOSED
+}
+
+@test "--help and -h print usage on stdout and exit 0" {
+	for opt in --help -h; do
+		run -0 --separate-stderr "$RLOCK" "$opt"
+		assert_equal "$stderr" ""
+		for cmd in run acquire release extend status; do
+			assert_output --partial "$cmd"
+		done
+	done
+}
+
+@test "help lists the exit statuses and the environment" {
+	run -0 --separate-stderr "$RLOCK" --help
+	for code in 64 69 70 75 76 126 127; do
+		assert_output --partial "$code"
+	done
+	for var in RLOCK_URL REDIS_URL RLOCK_PREFIX REDISCLI_AUTH; do
+		assert_output --partial "$var"
+	done
+}
+
+@test "every subcommand has --help, -h and help CMD on stdout with exit 0" {
+	for cmd in run acquire release extend status; do
+		run -0 --separate-stderr "$RLOCK" "$cmd" --help
+		assert_equal "$stderr" ""
+		assert_output --partial "rlock $cmd"
+		local long=$output
+		run -0 --separate-stderr "$RLOCK" "$cmd" -h
+		assert_equal "$stderr" ""
+		assert_equal "$output" "$long"
+		run -0 --separate-stderr "$RLOCK" help "$cmd"
+		assert_equal "$stderr" ""
+		assert_equal "$output" "$long"
+	done
+	run -0 "$RLOCK" --help
+	local top=$output
+	run -0 --separate-stderr "$RLOCK" help
+	assert_equal "$stderr" ""
+	assert_equal "$output" "$top"
+}
+
+@test "subcommand help documents its options" {
+	run -0 "$RLOCK" run --help
+	for o in --ttl --nonblock --timeout --conflict-exit-code --min-hold \
+		--label --command --on-lost --kill-after --max-time; do
+		assert_output --partial -- "$o"
+	done
+	run -0 "$RLOCK" acquire --help
+	for o in --ttl --nonblock --timeout --renew --pid --format; do
+		assert_output --partial -- "$o"
+	done
+	run -0 "$RLOCK" release --help
+	assert_output --partial -- --force
+}
+
+@test "--version and -V print the version and exit 0" {
+	local version
+	version=$(sed -n 's/^#define RLOCK_VERSION "\(.*\)"/\1/p' "$REPO_DIR/lib/rlock.h")
+	[[ -n $version ]]
+	for opt in --version -V; do
+		run -0 --separate-stderr "$RLOCK" "$opt"
+		assert_equal "$stderr" ""
+		assert_output --partial "$version"
+	done
+	run -0 --separate-stderr "$RLOCK" run --version
+	assert_output --partial "$version"
+}
+
+@test "no arguments at all is a usage error" {
+	run -64 --separate-stderr "$RLOCK"
+	assert_equal "${stderr_lines[-1]}" "Try 'rlock --help'."
+}
+
+@test "unknown command exits 64" {
+	run -64 --separate-stderr "$RLOCK" foo
+	assert_usage "" "rlock: unknown command 'foo'"
+	run -64 --separate-stderr "$RLOCK" help foo
+	assert_stderr_line --partial "foo"
+}
+
+@test "unknown option exits 64, top level and per subcommand" {
+	run -64 --separate-stderr "$RLOCK" --foo status
+	assert_try ""
+	assert_stderr_line --index 0 --partial "'--foo'"
+
+	run -64 --separate-stderr "$RLOCK" run --foo x -- true
+	assert_usage run "rlock: run: unknown option '--foo'"
+
+	for cmd in acquire release extend status; do
+		run -64 --separate-stderr "$RLOCK" "$cmd" --foo x
+		assert_usage "$cmd" "rlock: $cmd: unknown option '--foo'"
+	done
+}
+
+@test "unknown short option exits 64 with the Try line" {
+	run -64 --separate-stderr "$RLOCK" run -Z x -- true
+	assert_try run
+	run -64 --separate-stderr "$RLOCK" acquire -Z x
+	assert_try acquire
+}
+
+@test "option without its value exits 64" {
+	run -64 --separate-stderr "$RLOCK" run --ttl
+	assert_usage run "rlock: run: option '--ttl' requires a value"
+	run -64 --separate-stderr "$RLOCK" acquire --ttl
+	assert_usage acquire "rlock: acquire: option '--ttl' requires a value"
+	run -64 --separate-stderr "$RLOCK" run -t
+	assert_try run
+	run -64 --separate-stderr "$RLOCK" --url
+	assert_try ""
+}
+
+@test "--ttl outside 10ms..30d exits 64 with the range" {
+	for ttl in 5ms 9ms 721h 2592001s 43201m; do
+		run -64 --separate-stderr "$RLOCK" run --ttl "$ttl" x -- true
+		assert_usage run "rlock: run: invalid --ttl '$ttl': must be between 10ms and 30d"
+	done
+	run -64 --separate-stderr "$RLOCK" run -t 5ms x -- true
+	assert_usage run "rlock: run: invalid --ttl '5ms': must be between 10ms and 30d"
+	run -64 --separate-stderr "$RLOCK" acquire --ttl 5ms x
+	assert_usage acquire "rlock: acquire: invalid --ttl '5ms': must be between 10ms and 30d"
+	run -64 --separate-stderr "$RLOCK" extend --ttl 5ms x 0123456789abcdef0123456789abcdef
+	assert_usage extend "rlock: extend: invalid --ttl '5ms': must be between 10ms and 30d"
+}
+
+@test "the ttl bounds themselves are accepted" {
+	export RLOCK_URL=$R_URL
+	run -0 "$RLOCK" run --ttl 10ms lo -- true
+	run -0 "$RLOCK" run --ttl 720h hi -- true
+	run -0 "$RLOCK" run --ttl 43200m hi -- true
+	run -0 "$RLOCK" run --ttl 2592000 hi -- true
+}
+
+@test "zero, negative and malformed durations exit 64" {
+	for ttl in 0 0s 0ms -1 -1s abc 1e3 '' ' 1s' '1s ' 1.5.2 1d 31d 5sec s ms 0x10 1,5 inf nan; do
+		run -64 --separate-stderr "$RLOCK" run --ttl "$ttl" x -- true
+		assert_try run
+		assert_stderr_line --index 0 --partial "rlock: run: invalid --ttl '$ttl': "
+	done
+	run -64 --separate-stderr "$RLOCK" run --timeout abc x -- true
+	assert_usage run "rlock: run: invalid --timeout 'abc': not a duration"
+	run -64 --separate-stderr "$RLOCK" run -w abc x -- true
+	assert_usage run "rlock: run: invalid --timeout 'abc': not a duration"
+}
+
+@test "every duration option rejects garbage" {
+	for opt in --timeout --min-hold --kill-after --max-time; do
+		for bad in abc -1 1e3 ''; do
+			run -64 --separate-stderr "$RLOCK" run "$opt" "$bad" x -- true
+			assert_stderr_line --index 0 --partial "rlock: run: invalid $opt '$bad'"
+			assert_try run
+		done
+	done
+	for opt in --connect-timeout --io-timeout; do
+		for bad in abc -1 ''; do
+			run -64 --separate-stderr "$RLOCK" "$opt" "$bad" status
+			assert_stderr_line --index 0 --partial "invalid $opt '$bad'"
+		done
+	done
+	run -64 --separate-stderr "$RLOCK" acquire --timeout abc x
+	assert_usage acquire "rlock: acquire: invalid --timeout 'abc': not a duration"
+}
+
+@test "-w 0 means -n and is accepted; decimal seconds are accepted" {
+	export RLOCK_URL=$R_URL
+	run -0 "$RLOCK" run -w 0 x -- true
+	run -0 "$RLOCK" run -w 1.5 -t 2.5 x -- true
+	run -0 "$RLOCK" run -w 500ms -t 1m x -- true
+	run -0 "$RLOCK" run -t 1h x -- true
+}
+
+@test "bad --conflict-exit-code exits 64" {
+	run -64 --separate-stderr "$RLOCK" run -E 300 x -- true
+	assert_usage run "rlock: run: invalid --conflict-exit-code '300': must be 0..255"
+	run -64 --separate-stderr "$RLOCK" run --conflict-exit-code 256 x -- true
+	assert_usage run "rlock: run: invalid --conflict-exit-code '256': must be 0..255"
+	for bad in -1 x '' 1x 2.5; do
+		run -64 --separate-stderr "$RLOCK" run -E "$bad" x -- true
+		assert_stderr_line --index 0 --partial "rlock: run: invalid --conflict-exit-code '$bad'"
+		assert_try run
+	done
+	run -64 --separate-stderr "$RLOCK" acquire -E 256 x
+	assert_usage acquire "rlock: acquire: invalid --conflict-exit-code '256': must be 0..255"
+}
+
+@test "missing NAME exits 64" {
+	for cmd in run acquire release extend; do
+		run -64 --separate-stderr "$RLOCK" "$cmd"
+		assert_usage "$cmd" "rlock: $cmd: missing lock NAME"
+	done
+	run -64 --separate-stderr "$RLOCK" run -n -t 1s
+	assert_usage run "rlock: run: missing lock NAME"
+}
+
+@test "missing COMMAND exits 64" {
+	run -64 --separate-stderr "$RLOCK" run x
+	assert_usage run "rlock: run: missing COMMAND"
+	run -64 --separate-stderr "$RLOCK" run x --
+	assert_usage run "rlock: run: missing COMMAND"
+	run -64 --separate-stderr "$RLOCK" run -n x --
+	assert_usage run "rlock: run: missing COMMAND"
+}
+
+@test "-c and a COMMAND together are a usage error" {
+	run -64 --separate-stderr "$RLOCK" run -c 'true' x -- true
+	assert_try run
+}
+
+@test "bad lock names exit 64" {
+	local long
+	long=$(printf 'a%.0s' {1..1025})
+	for cmd in run acquire; do
+		local -a tail=()
+		[[ $cmd == run ]] && tail=(-- true)
+		run -64 --separate-stderr "$RLOCK" "$cmd" '' "${tail[@]}"
+		assert_usage "$cmd" "rlock: $cmd: invalid lock name: empty"
+		run -64 --separate-stderr "$RLOCK" "$cmd" "$long" "${tail[@]}"
+		assert_usage "$cmd" "rlock: $cmd: invalid lock name: longer than 1024 bytes"
+		run -64 --separate-stderr "$RLOCK" "$cmd" $'a\x01b' "${tail[@]}"
+		assert_usage "$cmd" "rlock: $cmd: invalid lock name: contains a control character"
+		run -64 --separate-stderr "$RLOCK" "$cmd" $'a\nb' "${tail[@]}"
+		assert_usage "$cmd" "rlock: $cmd: invalid lock name: contains a control character"
+		run -64 --separate-stderr "$RLOCK" "$cmd" $'a\x7fb' "${tail[@]}"
+		assert_usage "$cmd" "rlock: $cmd: invalid lock name: contains a control character"
+	done
+	run -64 --separate-stderr "$RLOCK" release '' 0123456789abcdef0123456789abcdef
+	assert_usage release "rlock: release: invalid lock name: empty"
+	run -64 --separate-stderr "$RLOCK" status $'a\x01b'
+	assert_usage status "rlock: status: invalid lock name: contains a control character"
+}
+
+@test "a 1024-byte name, spaces, unicode and braces are fine" {
+	export RLOCK_URL=$R_URL
+	local long
+	long=$(printf 'b%.0s' {1..1024})
+	run -0 "$RLOCK" run "$long" -- true
+	run -0 "$RLOCK" run 'a name with spaces' -- true
+	run -0 "$RLOCK" run 'verrou-été-ロック' -- true
+	run -0 "$RLOCK" run -t 5s 'br{ace}s' -- sh -c 'test "$RLOCK_KEY" = "${RLOCK_PREFIX}{br{ace}s}"'
+}
+
+@test "-- ends the options: a name may start with a dash" {
+	export RLOCK_URL=$R_URL
+	run -0 "$RLOCK" run -- -dash true
+	run -0 "$RLOCK" run -n -- -dash -- true
+	run -1 "$RLOCK" status -- -notheld
+}
+
+@test "release and extend without a token exit 64" {
+	run -64 --separate-stderr "$RLOCK" release x
+	assert_usage release "rlock: release: missing TOKEN (give it or set RLOCK_TOKEN)"
+	run -64 --separate-stderr "$RLOCK" extend x
+	assert_usage extend "rlock: extend: missing TOKEN (give it or set RLOCK_TOKEN)"
+	RLOCK_TOKEN= run -64 --separate-stderr "$RLOCK" release x
+	assert_try release
+}
+
+@test "extra arguments exit 64" {
+	run -64 --separate-stderr "$RLOCK" acquire x y
+	assert_try acquire
+	run -64 --separate-stderr "$RLOCK" release x tok extra
+	assert_try release
+	run -64 --separate-stderr "$RLOCK" extend x tok extra
+	assert_try extend
+}
+
+@test "a failed write to stdout is an error" {
+	export RLOCK_URL=$R_URL
+	# run captures stdout itself; do it by hand.
+	local status=0
+	"$RLOCK" acquire full >/dev/full 2>err || status=$?
+	((status != 0))
+	((status != 64))
+	grep -q '^rlock: acquire: ' err
+	grep -qi 'No space left on device' err
+
+	status=0
+	"$RLOCK" --help >/dev/full 2>err || status=$?
+	((status != 0))
+
+	"$RLOCK" acquire held >/dev/null
+	status=0
+	"$RLOCK" status >/dev/full 2>err || status=$?
+	((status != 0))
+	grep -q '^rlock: status: ' err
+}
+
+@test "acquire that cannot print its token does not leave the lock held" {
+	export RLOCK_URL=$R_URL
+	local status=0
+	"$RLOCK" acquire -t 30s full2 >/dev/full 2>err || status=$?
+	((status != 0))
+	lock_free full2
+}
+
+@test "bad URLs exit 64" {
+	for url in http://127.0.0.1:1 ftp://x 'redis://127.0.0.1:notaport' \
+		'redis://127.0.0.1:99999' 'redis://127.0.0.1:0' \
+		'redis://127.0.0.1/notadb' 'unix://' ''; do
+		run -64 --separate-stderr "$RLOCK" -u "$url" acquire x
+		assert_try acquire
+		run -64 --separate-stderr "$RLOCK" acquire --url "$url" x
+		assert_try acquire
+	done
+	RLOCK_URL=http://x run -64 --separate-stderr "$RLOCK" acquire x
+	assert_try acquire
+	REDIS_URL=http://x run -64 --separate-stderr env -u RLOCK_URL "$RLOCK" acquire x
+	assert_try acquire
+}
+
+@test "bad --on-lost, --format and --pid values exit 64" {
+	run -64 --separate-stderr "$RLOCK" run --on-lost stop x -- true
+	assert_try run
+	assert_stderr_line --index 0 --partial "--on-lost"
+	run -64 --separate-stderr "$RLOCK" acquire --format xml x
+	assert_try acquire
+	assert_stderr_line --index 0 --partial "--format"
+	for bad in abc -5 1x ''; do
+		run -64 --separate-stderr "$RLOCK" acquire --renew --pid "$bad" x
+		assert_try acquire
+		assert_stderr_line --index 0 --partial "--pid"
+	done
+}
+
+@test "the valid --on-lost and --format values are accepted" {
+	export RLOCK_URL=$R_URL
+	for v in term kill ignore; do
+		run -0 "$RLOCK" run --on-lost "$v" x -- true
+	done
+	for v in token json env; do
+		run -0 "$RLOCK" acquire --format "$v" "f-$v"
+	done
+}
+
+@test "global options work before and after the subcommand" {
+	export RLOCK_URL="redis://127.0.0.1:$T_CLOSED_PORT"
+	run -0 "$RLOCK" --url "$R_URL" --prefix "$RLOCK_PREFIX" run g1 -- true
+	run -0 "$RLOCK" run --url "$R_URL" --prefix "$RLOCK_PREFIX" g2 -- true
+	run -0 "$RLOCK" -u "$R_URL" -q --io-timeout 1s --connect-timeout 1s \
+		status
+	run -0 "$RLOCK" status -u "$R_URL" -v --json
+}
