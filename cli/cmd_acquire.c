@@ -96,7 +96,7 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 	rl = cli_open(g);
 	rc = rlock_keepalive(rl, name, l, pfd);
 	if (rc == RLOCK_OK)
-		rlock_release(rl, name, l->token);
+		rlock_release(rl, name, l->token, l);
 	rlock_free(rl);
 	close(pfd);
 	_exit(rc == RLOCK_OK ? EX_OK : EX_LOST);
@@ -230,7 +230,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	print_lease(fmt, name, key, &lease);
 	if (cli_flush_stdout(g) != 0) {
 		/* Nobody has the token: do not leave the lock behind. */
-		rlock_release(rl, name, lease.token);
+		rlock_release(rl, name, lease.token, &lease);
 		rlock_free(rl);
 		return EX_OSERR;
 	}

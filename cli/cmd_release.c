@@ -59,7 +59,7 @@ int cmd_release(int argc, char **argv, struct cli *g)
 			rc = RLOCK_OK;
 		}
 	} else {
-		rc = rlock_release(rl, name, token);
+		rc = rlock_release(rl, name, token, NULL);
 		if (rc == RLOCK_OK && g->verbose > 0)
 			cli_warn(g, "%s: released", name);
 	}

@@ -395,6 +395,46 @@ static void signal_group(pid_t pid, int sig)
 		kill(pid, sig);
 }
 
+/* Reap every child that has changed state: ours, and the orphans of the
+ * command that were handed to us as subreaper.  Returns 1 when the
+ * command itself has ended (its status in *status). */
+static int reap(pid_t pid, int tty, int *status)
+{
+	int st, done = 0;
+	pid_t w;
+
+	while ((w = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+		if (w != pid)
+			continue;
+		if (WIFSTOPPED(st)) {
+			if (tty >= 0)
+				suspend(tty, pid);
+			continue;
+		}
+		*status = st;
+		done = 1;
+	}
+	return done;
+}
+
+/*
+ * When to SIGKILL a command that was sent SIGTERM on a loss: after
+ * --kill-after, but never later than the moment the server may give the
+ * lock to another (the lease's end less the clock drift allowance), so
+ * that a command ignoring SIGTERM is gone before a rival starts.
+ */
+static int64_t loss_kill_at(const struct run *r, const struct renewer *rn)
+{
+	int64_t at = rlock_mono_ms() + r->kill_after_ms, end;
+
+	if (rn->result != RLOCK_LOST)
+		return at;
+	end = rn->lease.renewed_boot_ms + rn->lease.ttl_ms -
+	      (rn->lease.ttl_ms / 100 + 2);
+	end = rlock_mono_ms() + (end - rlock_boot_ms());
+	return end < at ? end : at;
+}
+
 /*
  * Wait for the child while forwarding signals, watching the renewal
  * thread and the --max-time deadline.  Returns the wait status; *lost
@@ -404,7 +444,7 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 		     struct renewer *rn, int *lost)
 {
 	int64_t max_at = INT64_MAX, kill_at = INT64_MAX, now;
-	int status = 0, timed_out = 0;
+	int status = 0;
 	struct signalfd_siginfo si;
 	struct pollfd p[2];
 	char tb[32];
@@ -417,13 +457,12 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 		int timeout;
 
 		now = rlock_mono_ms();
-		if (wake != INT64_MAX && now >= kill_at) {
+		if (now >= kill_at) {
 			signal_group(pid, SIGKILL);
 			kill_at = INT64_MAX;
 			continue;
 		}
-		if (wake != INT64_MAX && now >= max_at) {
-			timed_out = 1;
+		if (now >= max_at) {
 			max_at = INT64_MAX;
 			if (r->g->verbose >= 0)
 				cli_warn(r->g, "%s: command ran longer than "
@@ -431,7 +470,8 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 					 r->name, rlock_fmt_ms(r->max_time_ms,
 							       tb, sizeof(tb)));
 			signal_group(pid, SIGTERM);
-			kill_at = now + r->kill_after_ms;
+			kill_at = min_deadline(kill_at,
+					       now + r->kill_after_ms);
 			continue;
 		}
 		timeout = wake == INT64_MAX ? -1 :
@@ -448,7 +488,6 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 
 			if (read(rn->done[0], &b, 1) < 0)
 				b = 0;
-			p[1].fd = -1;
 			pthread_join(rn->th, NULL);
 			rn->started = 0;
 			if (rn->result == RLOCK_LOST ||
@@ -456,8 +495,8 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 				*lost = 1;
 				if (r->on_lost == LOST_TERM) {
 					signal_group(pid, SIGTERM);
-					kill_at = rlock_mono_ms() +
-						r->kill_after_ms;
+					kill_at = min_deadline(kill_at,
+						loss_kill_at(r, rn));
 				} else if (r->on_lost == LOST_KILL) {
 					signal_group(pid, SIGKILL);
 				}
@@ -466,30 +505,30 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			int sig = (int)si.ssi_signo;
 
-			if (sig != SIGCHLD) {
-				/* To the command, once: a terminal's Ctrl-C
-				 * reaches the foreground group directly and
-				 * never passes through here. */
+			/* To the command, once: a terminal's Ctrl-C reaches
+			 * the foreground group directly and never passes
+			 * through here. */
+			if (sig != SIGCHLD)
 				kill(pid, sig);
-				continue;
-			}
 		}
-		if (waitpid(pid, &status, WNOHANG | WUNTRACED) == pid) {
-			if (!WIFSTOPPED(status))
-				break;
-			if (tty >= 0)
-				suspend(tty, pid);
-		}
+		if (reap(pid, tty, &status))
+			break;
 	}
-	/* After a loss, what is left of the group goes too. */
+	/* After a loss, what is left of the group goes too; as subreaper we
+	 * reap those processes ourselves instead of waiting on init. */
 	if (*lost && r->on_lost != LOST_IGNORE) {
 		if (kill_at == INT64_MAX)
-			kill_at = rlock_mono_ms() + r->kill_after_ms;
-		while (kill(-pid, 0) == 0 && rlock_mono_ms() < kill_at)
-			usleep(10000);
+			kill_at = loss_kill_at(r, rn);
+		while (kill(-pid, 0) == 0 && rlock_mono_ms() < kill_at) {
+			usleep(5000);
+			reap(pid, -1, &(int){ 0 });
+		}
 		kill(-pid, SIGKILL);
+		for (int i = 0; i < 200 && kill(-pid, 0) == 0; i++) {
+			usleep(5000);
+			reap(pid, -1, &(int){ 0 });
+		}
 	}
-	(void)timed_out;
 	return status;
 }
 
@@ -633,6 +672,9 @@ int cmd_run(int argc, char **argv, struct cli *g)
 		goto release;
 	}
 	set_child_env(&r, r.reentrant ? NULL : &lease);
+	/* Orphans of the command come to us, so that after a loss we can
+	 * tell when the whole group is gone. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	tty = foreground_tty();
 	pid = spawn(&r, &oldmask, tty, &exec_errno);
 	if (pid < 0) {
@@ -649,13 +691,11 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	status = supervise(&r, pid, sfd, tty, r.reentrant ? NULL : &rn, &lost);
 	if (tty >= 0)
 		tcsetpgrp(tty, getpgrp());
-	if (!r.reentrant) {
-		if (!lost)
-			renewer_stop(&rn);
-		else {
-			snprintf(lease.token, sizeof(lease.token), "%s",
-				 rn.lease.token);
-		}
+	if (!r.reentrant && !lost) {
+		renewer_stop(&rn);
+		/* The last renewal, for judging a release whose reply was
+		 * lost. */
+		lease = rn.lease;
 	}
 	ret = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
 		WEXITSTATUS(status);
@@ -672,7 +712,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	}
 release:
 	if (!r.reentrant) {
-		rc = rlock_release(rl, r.name, lease.token);
+		rc = rlock_release(rl, r.name, lease.token, &lease);
 		if (rc == RLOCK_NOTOURS) {
 			cli_warn(g, "%s: lock lost before the command ended: "
 				 "token no longer holds it", r.name);
@@ -681,7 +721,10 @@ release:
 			cli_warn(g, "%s: cannot release: %s", r.name,
 				 rlock_errstr(rl));
 		} else if (g->verbose > 0) {
-			cli_warn(g, "%s: released", r.name);
+			if (rlock_errstr(rl)[0] != '\0')
+				cli_warn(g, "%s", rlock_errstr(rl));
+			else
+				cli_warn(g, "%s: released", r.name);
 		}
 	}
 out:

@@ -441,6 +441,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
 	int rc, subscribed = 0;
 
+	rl->err[0] = '\0';
 	if (holder == NULL)
 		holder = &h;
 	rc = make_names(rl, name, &n);
@@ -563,13 +564,15 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 	return rc;
 }
 
-int rlock_release(struct rlock *rl, const char *name, const char *token)
+int rlock_release(struct rlock *rl, const char *name, const char *token,
+		  const struct rlock_lease *lease)
 {
 	struct rlock_result res[RLOCK_MAX_SERVERS];
 	struct names n;
 	const char *keys[2], *args[2];
 	int rc;
 
+	rl->err[0] = '\0';
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
@@ -579,9 +582,19 @@ int rlock_release(struct rlock *rl, const char *name, const char *token)
 	args[1] = n.chan;
 	rlock_eval_all(rl, RLOCK_SCRIPT_RELEASE, 2, keys, 2, args, res);
 	rc = tally(rl, res, "release", NULL);
-	if (rc == RLOCK_NOTOURS)
+	if (rc == RLOCK_NOTOURS && rl->resent > 0 && lease != NULL &&
+	    rlock_boot_ms() < lease->renewed_boot_ms + lease->ttl_ms -
+	    rlock_safety_margin_ms(lease->ttl_ms)) {
+		/* Nobody else could have taken a lease that was still ours:
+		 * the request whose reply was lost did the release. */
+		rlock_seterr(rl->err, sizeof(rl->err), "%s: released (the "
+			     "reply was lost; the retry found the lock "
+			     "free)", name);
+		rc = RLOCK_OK;
+	} else if (rc == RLOCK_NOTOURS) {
 		rlock_seterr(rl->err, sizeof(rl->err),
 			     "%s: token does not hold the lock", name);
+	}
 	rlock_results_free(rl, res);
 	return rc;
 }

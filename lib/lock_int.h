@@ -42,6 +42,7 @@ struct rlock {
 	size_t quorum;
 	struct rlock_conn_opts copts;
 	int64_t hard_deadline;		/* monotonic ms bounding all I/O; 0 none */
+	size_t resent;			/* requests sent again by the last call */
 	char password[512];
 	char prefix[256];
 	char host[256];

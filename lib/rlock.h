@@ -131,10 +131,14 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 /*
  * Give up the lock held by token.  A lease taken with min_hold_ms is left
  * to expire at the end of that time instead of being deleted; the server
- * judges this, so any client's release honours it.  Returns RLOCK_OK,
- * RLOCK_NOTOURS when token does not hold it, or an error.
+ * judges this, so any client's release honours it.  lease, when given, is
+ * the lease token holds: if the connection dropped after the request was
+ * sent and the retry finds the lock gone while the lease was still ours by
+ * our clock, the first request did the release and RLOCK_OK is returned.
+ * Returns RLOCK_OK, RLOCK_NOTOURS when token does not hold it, or an error.
  */
-int rlock_release(struct rlock *rl, const char *name, const char *token);
+int rlock_release(struct rlock *rl, const char *name, const char *token,
+		  const struct rlock_lease *lease);
 
 /*
  * Remove the lock whoever holds it; was gets the holder it had.  Returns

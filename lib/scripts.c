@@ -228,6 +228,7 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 	size_t i, left;
 
 	rlock_scripts_init();
+	rl->resent = 0;
 	deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms);
 	for (i = 0; i < rl->nsrv; i++) {
 		memset(&res[i], 0, sizeof(res[i]));
@@ -291,6 +292,7 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 				if (tries[i] < 3 && now < deadline) {
 					state[i] = ST_RETRY;
 					retry_at[i] = now + 10;
+					rl->resent++;
 					left++;
 					if (retry_at[i] < wake)
 						wake = retry_at[i];
@@ -353,6 +355,7 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 				if (tries[i] < 3 && rlock_mono_ms() < deadline) {
 					state[i] = ST_RETRY;
 					retry_at[i] = rlock_mono_ms() + 10;
+					rl->resent++;
 					continue;
 				}
 				res[i].rc = RLOCK_EUNAVAIL;
