@@ -40,7 +40,7 @@ HELPERS = $(HELPER_SRC:.c=)
 # Debian packages the build and the tests need (make deps installs them).
 DEB_PKGS = gcc make pkg-config libhiredis-dev libssl-dev redis-server \
 	   redis-tools redis-sentinel bats bats-support bats-assert mandoc \
-	   openssl procps
+	   openssl procps python3 iproute2 bsdutils zsh fish
 
 all: rlock
 
