@@ -707,6 +707,10 @@ int cmd_run(int argc, char **argv, struct cli *g)
 			 "command not stopped (--on-lost ignore)" :
 			 "command stopped");
 		renewer_stop(&rn);
+		/* If only the replies were lost, the server may still hold
+		 * our token: free it now rather than at its expiry.  The
+		 * script deletes nothing but our own token. */
+		rlock_release(rl, r.name, lease.token, NULL);
 		ret = EX_LOST;
 		goto out;
 	}

@@ -439,7 +439,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	struct names n;
 	char token[RLOCK_TOKEN_LEN + 1];
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
-	int rc, subscribed = 0;
+	int64_t backoff = 0;
+	int rc, subscribed = 0, seen_busy = 0;
 
 	rl->err[0] = '\0';
 	if (holder == NULL)
@@ -457,9 +458,28 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
 	for (;;) {
 		rc = try_acquire(rl, &n, o, token, lease, holder);
+		now = rlock_mono_ms();
+		if (rc == RLOCK_EUNAVAIL && seen_busy && now < deadline) {
+			/* The servers answered before: a restart or a dropped
+			 * connection must not end a wait of minutes.  Back off
+			 * and try again while the wait lasts; a server that
+			 * never answered fails at once, above. */
+			if (backoff < 1000)
+				backoff = backoff == 0 ? 100 : backoff * 2;
+			wake = now + backoff + jitter((unsigned)backoff / 2);
+			if (wake > deadline)
+				wake = deadline;
+			unsubscribe(rl);
+			subscribed = 0;
+			rc = wait_release(rl, wake, o->cancel_fd);
+			if (rc == RLOCK_CANCELED)
+				break;
+			continue;
+		}
 		if (rc != RLOCK_BUSY || o->wait_ms == 0)
 			break;
-		now = rlock_mono_ms();
+		seen_busy = 1;
+		backoff = 0;
 		if (now >= deadline)
 			break;
 		if (!subscribed) {
