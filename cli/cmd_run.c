@@ -203,6 +203,9 @@ static void *renew_main(void *arg)
 static int renewer_start(struct run *r, struct renewer *rn,
 			 const struct rlock_lease *lease)
 {
+	pthread_attr_t attr;
+	int rc;
+
 	memset(rn, 0, sizeof(*rn));
 	rn->stop[0] = rn->stop[1] = rn->done[0] = rn->done[1] = -1;
 	rn->name = r->name;
@@ -212,8 +215,17 @@ static int renewer_start(struct run *r, struct renewer *rn,
 	rn->rl = cli_open(r->g);
 	if (pipe2(rn->stop, O_CLOEXEC) != 0 || pipe2(rn->done, O_CLOEXEC) != 0)
 		return -1;
-	if (pthread_create(&rn->th, NULL, renew_main, rn) != 0)
+	/* The renewal loop needs little stack; a small one is cheaper to
+	 * map and to give back than the default 8 MiB. */
+	if (pthread_attr_init(&attr) != 0)
 		return -1;
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	rc = pthread_create(&rn->th, &attr, renew_main, rn);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
 	rn->started = 1;
 	return 0;
 }
