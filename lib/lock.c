@@ -258,12 +258,13 @@ static void undo(struct rlock *rl, const struct names *n, const char *token,
  * filled, or an error. */
 static int try_acquire(struct rlock *rl, const struct names *n,
 		       const struct rlock_acquire_opts *o, const char *token,
-		       struct rlock_lease *lease, struct rlock_holder *holder)
+		       int details, struct rlock_lease *lease,
+		       struct rlock_holder *holder)
 {
 	struct rlock_result res[RLOCK_MAX_SERVERS];
 	char ttl[32], pid[32], minhold[32], label[RLOCK_LABEL_MAX + 1];
 	const char *keys[3] = { n->key, n->meta, n->fence };
-	const char *args[7];
+	const char *args[8];
 	int granted[RLOCK_MAX_SERVERS] = { 0 };
 	size_t i, ngrant = 0, nbusy = 0, nfail = 0;
 	long long fence = 0;
@@ -283,8 +284,9 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 	snprintf(label, sizeof(label), "%s", o->label != NULL ? o->label : "");
 	args[5] = label;
 	args[6] = minhold;
+	args[7] = details ? "1" : "0";
 	t0 = rlock_boot_ms();
-	rlock_eval_all(rl, RLOCK_SCRIPT_ACQUIRE, 3, keys, 7, args, res);
+	rlock_eval_all(rl, RLOCK_SCRIPT_ACQUIRE, 3, keys, 8, args, res);
 	elapsed = rlock_boot_ms() - t0;
 	for (i = 0; i < rl->nsrv; i++) {
 		redisReply *r = res[i].r;
@@ -303,6 +305,12 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 			ngrant++;
 			if (elem_ll(r, 1) > fence)
 				fence = elem_ll(r, 1);
+		} else if (r->elements == 2) {
+			/* The cheap answer: only the lease left; the
+			 * details are those of the last detailed answer. */
+			holder->held = 1;
+			holder->ttl_ms = elem_ll(r, 1);
+			nbusy++;
 		} else if (parse_holder(r, holder) == 0) {
 			nbusy++;
 		} else {
@@ -440,11 +448,12 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	char token[RLOCK_TOKEN_LEN + 1];
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
 	int64_t backoff = 0;
-	int rc, subscribed = 0, seen_busy = 0;
+	int rc, subscribed = 0, seen_busy = 0, attempts = 0;
 
 	rl->err[0] = '\0';
 	if (holder == NULL)
 		holder = &h;
+	memset(holder, 0, sizeof(*holder));
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
@@ -457,7 +466,9 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	}
 	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
 	for (;;) {
-		rc = try_acquire(rl, &n, o, token, lease, holder);
+		rc = try_acquire(rl, &n, o, token,
+				 attempts++ == 0 || o->wait_cb != NULL, lease,
+				 holder);
 		now = rlock_mono_ms();
 		if (rc == RLOCK_EUNAVAIL && seen_busy && now < deadline) {
 			/* The servers answered before: a restart or a dropped

@@ -13,35 +13,37 @@
 
 /*
  * Acquire.  KEYS: lock, meta, fence.  ARGV: token, ttl, host, pid, user,
- * command, min-hold.  Our own token already there means a retry after a
- * lost reply: renew it and report the grant again.  GET comes first so a
- * key of another type is an error (SET NX alone would answer nil and the
- * caller would wait for ever).
+ * command, min-hold, details.  Our own token already there means a retry
+ * after a lost reply: renew it and report the grant again.  GET comes
+ * first so a key of another type is an error (SET NX alone would answer
+ * nil and the caller would wait for ever).  A busy answer carries the
+ * holder's details only when asked: every waiter retries on every release,
+ * so the busy path must stay cheap.  Every field of meta is written, so
+ * nothing of an earlier holder survives into ours.
  */
 static const char acquire_lua[] =
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"local t = redis.call('TIME')\n"
-	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 	"if cur == ARGV[1] then\n"
 	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-	"  local f = redis.call('HGET', KEYS[2], 'fence')\n"
-	"  return {1, tonumber(f) or 0}\n"
+	"  return {1, tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0}\n"
 	"end\n"
 	"if cur then\n"
+	"  if ARGV[8] == '0' then return {0, redis.call('PTTL', KEYS[1])} end\n"
 	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
+	"  local t = redis.call('TIME')\n"
 	"  return {0, redis.call('PTTL', KEYS[1]), m[1] or '', m[2] or '', m[3] or '',\n"
 	"          m[4] or '', m[5] or '', m[6] or '', string.sub(cur, 1, 8),\n"
-	"          string.format('%.0f', now)}\n"
+	"          t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))}\n"
 	"end\n"
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"local hold = tonumber(ARGV[7])\n"
 	"local f = redis.call('INCR', KEYS[3])\n"
 	"redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-	"redis.call('DEL', KEYS[2])\n"
 	"redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[3], 'pid', ARGV[4],\n"
-	"           'user', ARGV[5], 'command', ARGV[6], 'since', string.format('%.0f', now))\n"
-	"if tonumber(ARGV[7]) > 0 then\n"
-	"  redis.call('HSET', KEYS[2], 'hold_until', string.format('%.0f', now + tonumber(ARGV[7])))\n"
-	"end\n"
+	"           'user', ARGV[5], 'command', ARGV[6], 'since', string.format('%.0f', now),\n"
+	"           'hold_until', hold > 0 and string.format('%.0f', now + hold) or '0')\n"
 	"redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
 	"return {1, f}\n";
 
