@@ -334,7 +334,11 @@ start_holder() {
 @test "the command gets no descriptor of rlock's and a clean signal state" {
 	run -0 --separate-stderr "$CLEANEXEC" "$RLOCK" run ss -- "$SIGSTATE"
 	assert_line "blocked 0000000000000000"
-	assert_line "ignored 0000000000000000"
+	# Signals 32 and 33 belong to the C library (thread cancellation and
+	# set*id); programs cannot change them, but an ASan runtime in rlock
+	# (make test SAN=1) may leave 32 ignored.  Every other bit must be 0.
+	ign=$(sed -n 's/^ignored //p' <<<"$output")
+	assert_equal "$(printf '%016x' $((0x$ign & ~0x180000000)))" 0000000000000000
 	assert_line "fds none"
 	run -0 --separate-stderr "$CLEANEXEC" "$RLOCK" run -c "$SIGSTATE" ss
 	assert_line "fds none"
