@@ -4,7 +4,7 @@
 # COMMAND of "rlock run" when that is loaded.
 
 # Options, by where they are accepted.  The *_args lists take a value.
-_rlock_commands='run acquire release extend status help'
+_rlock_commands='run acquire release extend status bench help'
 _rlock_global_flags='-v --verbose -q --quiet --json -h --help -V --version'
 _rlock_global_args='-u --url --prefix --connect-timeout --io-timeout --password-file'
 _rlock_lease_flags='-n --nonblock'
@@ -14,6 +14,8 @@ _rlock_acquire_flags='--renew'
 _rlock_acquire_args='--pid --format'
 _rlock_release_flags='--force'
 _rlock_extend_args='-t --ttl'
+_rlock_bench_flags='--no-ping'
+_rlock_bench_args='-c --clients -k --keys -n --cycles -d --duration -t --ttl --hold --gap'
 
 # _rlock_reply COMPGEN-ARGS...: set COMPREPLY to compgen's words, one a line.
 _rlock_reply()
@@ -21,10 +23,13 @@ _rlock_reply()
 	mapfile -t COMPREPLY < <(compgen "$@")
 }
 
-# _rlock_takes_value OPTION: succeed if OPTION is followed by a value.
+# _rlock_takes_value OPTION [SUBCOMMAND]: succeed if OPTION is followed by
+# a value.  "-n" takes one in bench only.
 _rlock_takes_value()
 {
-	case " $_rlock_global_args $_rlock_lease_args $_rlock_run_args $_rlock_acquire_args " in
+	local args="$_rlock_global_args $_rlock_lease_args $_rlock_run_args $_rlock_acquire_args"
+	[[ ${2-} == bench ]] && args="$_rlock_global_args $_rlock_bench_args"
+	case " $args " in
 	*" $1 "*) return 0 ;;
 	esac
 	return 1
@@ -140,7 +145,7 @@ _rlock()
 		_rlock_values "${cur%%=*}" "${cur#*=}"
 		return 0
 	fi
-	if _rlock_takes_value "$prev"; then
+	if _rlock_takes_value "$prev" "$sub"; then
 		_rlock_values "$prev" "$cur"
 		return 0
 	fi
@@ -163,6 +168,8 @@ _rlock()
 	extend)
 		opts+=" $_rlock_extend_args" ;;
 	status) ;;
+	bench)
+		opts+=" $_rlock_bench_flags $_rlock_bench_args" ;;
 	help)
 		if [[ $cur != -* ]]; then
 			_rlock_reply -W "$_rlock_commands" -- "$cur"

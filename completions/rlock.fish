@@ -49,8 +49,9 @@ complete -c rlock -n __rlock_needs_command -a acquire -d 'Take a lock and print 
 complete -c rlock -n __rlock_needs_command -a release -d 'Give up a lock'
 complete -c rlock -n __rlock_needs_command -a extend -d 'Push back the expiry of a held lock'
 complete -c rlock -n __rlock_needs_command -a status -d 'Show who holds locks'
+complete -c rlock -n __rlock_needs_command -a bench -d 'Measure lock throughput, latency and exclusion'
 complete -c rlock -n __rlock_needs_command -a help -d 'Show the usage of a command'
-complete -c rlock -n '__rlock_using help' -x -a 'run acquire release extend status help'
+complete -c rlock -n '__rlock_using help' -x -a 'run acquire release extend status bench help'
 
 # Global options
 complete -c rlock -s u -l url -x -d 'Redis server URL'
@@ -88,3 +89,13 @@ complete -c rlock -n '__rlock_using release' -l force -d 'Remove the lock whoeve
 
 # extend
 complete -c rlock -n '__rlock_using extend' -s t -l ttl -x -d 'New time to live, from now'
+
+# bench
+complete -c rlock -n '__rlock_using bench' -s c -l clients -x -d 'Concurrent clients'
+complete -c rlock -n '__rlock_using bench' -s k -l keys -x -d 'Lock names, 1 to clients'
+complete -c rlock -n '__rlock_using bench' -s n -l cycles -x -d 'Cycles in all'
+complete -c rlock -n '__rlock_using bench' -s d -l duration -x -d 'Run for this long'
+complete -c rlock -n '__rlock_using bench' -s t -l ttl -x -d 'Lease of each acquire'
+complete -c rlock -n '__rlock_using bench' -l hold -x -d 'Time held per cycle'
+complete -c rlock -n '__rlock_using bench' -l gap -x -d 'Pause between release and the next acquire'
+complete -c rlock -n '__rlock_using bench' -l no-ping -d 'Skip the PING baseline'

@@ -1,0 +1,1279 @@
+/*
+ * bench.c - rlock bench: one thread drives many clients through honest
+ * acquire, hold, release cycles, each over its own non-blocking connection,
+ * all under one epoll loop.  It goes through the same transport (conn.c)
+ * and the same Lua scripts (scripts.c) as rlock_acquire and rlock_release,
+ * so what it measures is what the real commands cost the server.
+ *
+ * Decisions worth knowing when reading the numbers:
+ *  - One request at a time per client; no pipelining.
+ *  - A client told "held" waits as rlock_acquire does, event-driven: it
+ *    has a second connection subscribed to the name's release channel and
+ *    tries again on each message (every waiter of a name wakes, as with
+ *    real processes); without a message it tries again when the holder's
+ *    PTTL runs out, plus jitter.  The subscriptions are made before the
+ *    run, when keys < clients, so that setting them up is not timed; a
+ *    client ignores the message of its own release.
+ *  - Mutual exclusion is checked three ways: this process knows which
+ *    client holds each name (a grant while another holds it is an
+ *    overlap); a release answered 0 means the token no longer held the
+ *    lock; and the fence a grant returns must grow.  A holder stops
+ *    holding when it sends its release, before the server can grant again.
+ *  - Latencies go into log-bucket histograms of fixed size.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lock_int.h"
+
+#define NS_PER_MS 1000000LL
+#define BACKOFF_NS (10 * NS_PER_MS)	/* after an error reply */
+#define TICK_NS (100 * NS_PER_MS)	/* timeouts, progress */
+#define MAX_EVENTS 512
+#define SOFT_ERROR_LIMIT 1000
+#define DEL_BATCH 300
+
+/* ---- clock and histogram --------------------------------------------- */
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * Values (nanoseconds) below 32 have a bucket each; above, every power of
+ * two is cut into 16 buckets, so the error is below 1/32 of the value and
+ * the whole range of a uint64_t fits in under 1000 counters.
+ */
+#define HIST_SUB_BITS 4
+#define HIST_SUB (1 << HIST_SUB_BITS)
+#define HIST_BUCKETS (HIST_SUB * (64 - HIST_SUB_BITS + 1))
+
+struct hist {
+	uint64_t n[HIST_BUCKETS];
+	uint64_t count;
+	uint64_t max;
+	double sum;
+};
+
+static unsigned hist_index(uint64_t v)
+{
+	unsigned e;
+
+	if (v < HIST_SUB)
+		return (unsigned)v;
+	e = 63 - (unsigned)__builtin_clzll(v);
+	return (e - HIST_SUB_BITS + 1) * HIST_SUB +
+	       (unsigned)((v >> (e - HIST_SUB_BITS)) & (HIST_SUB - 1));
+}
+
+/* The middle of bucket i. */
+static double hist_value(unsigned i)
+{
+	unsigned b = i / HIST_SUB, s = i % HIST_SUB;
+	uint64_t lower, width;
+
+	if (b == 0)
+		return (double)s;
+	lower = (uint64_t)(HIST_SUB + s) << (b - 1);
+	width = (uint64_t)1 << (b - 1);
+	return (double)lower + (double)(width - 1) / 2.0;
+}
+
+static void hist_add(struct hist *h, int64_t v)
+{
+	uint64_t u = v > 0 ? (uint64_t)v : 0;
+
+	h->n[hist_index(u)]++;
+	h->count++;
+	h->sum += (double)u;
+	if (u > h->max)
+		h->max = u;
+}
+
+static double hist_quantile(const struct hist *h, double q)
+{
+	uint64_t want, seen = 0;
+	unsigned i;
+
+	if (h->count == 0)
+		return 0;
+	want = (uint64_t)(q * (double)h->count);
+	if ((double)want < q * (double)h->count)
+		want++;
+	if (want == 0)
+		want = 1;
+	for (i = 0; i < HIST_BUCKETS; i++) {
+		seen += h->n[i];
+		if (seen >= want) {
+			double v = hist_value(i);
+
+			return v > (double)h->max ? (double)h->max : v;
+		}
+	}
+	return (double)h->max;
+}
+
+static void hist_report(const struct hist *h, struct rlock_bench_latency *l)
+{
+	l->count = (long long)h->count;
+	l->p50_us = hist_quantile(h, 0.50) / 1000.0;
+	l->p90_us = hist_quantile(h, 0.90) / 1000.0;
+	l->p99_us = hist_quantile(h, 0.99) / 1000.0;
+	l->p999_us = hist_quantile(h, 0.999) / 1000.0;
+	l->max_us = (double)h->max / 1000.0;
+	l->mean_us = h->count ? h->sum / (double)h->count / 1000.0 : 0;
+}
+
+/* ---- state ------------------------------------------------------------ */
+
+enum cstate {
+	CS_IDLE,
+	CS_PING,	/* PING in flight */
+	CS_ACQ,		/* acquire in flight */
+	CS_WAIT,	/* told "held": waiting for a message or the timer */
+	CS_HOLD,	/* granted, holding until the timer */
+	CS_REL,		/* release in flight */
+	CS_BACKOFF,	/* after an error reply: op again at the timer */
+	CS_DONE,
+};
+
+enum op { OP_NONE, OP_PING, OP_ACQ, OP_REL };
+
+struct bclient {
+	struct rlock_conn *cmd;
+	struct rlock_conn *sub;		/* NULL when keys == clients */
+	enum cstate state;
+	enum op op;			/* request in flight or to retry */
+	int id;
+	int name;
+	int inflight;
+	int eval;			/* next script send uses EVAL */
+	int busy_seen;			/* told "held" in this acquire */
+	int woken;			/* a release message since the send */
+	int own_pending;		/* own release messages to ignore */
+	int outwait;			/* EPOLLOUT registered */
+	int hpos;			/* index in the timer heap, -1 none */
+	int64_t timer;			/* ns, when hpos >= 0 */
+	int64_t t_sent;			/* ns, request sent */
+	int64_t t_begin;		/* ns, this acquire began */
+	uint32_t seq;
+	char token[RLOCK_TOKEN_LEN + 1];
+};
+
+struct bname {
+	char *key, *meta, *fence, *chan;
+	int holder;			/* client holding it, -1 none */
+	int releaser;			/* last client to release it */
+	int64_t released_at;		/* ns its last release was sent */
+	long long last_fence;
+};
+
+struct bench {
+	struct rlock *rl;
+	const struct rlock_bench_opts *o;
+	struct rlock_bench_result *res;
+	struct bclient *cl;
+	struct bname *nm;
+	int nc, nk;
+	int ep;
+	int *heap;
+	int nheap;
+	int active;			/* clients not CS_DONE */
+	int stopping;
+	int rc;				/* first fatal error, RLOCK_OK none */
+	enum rlock_bench_phase phase;
+	long long claimed;		/* cycles begun */
+	long long pings_sent;
+	int64_t phase_start, phase_end, last_done, next_tick, next_progress;
+	int64_t longest_wait;		/* ns, granted or cut short */
+	struct hist h_ping, h_acq, h_rel, h_wait, h_hand;
+	long long soft_errors;
+	struct rlock_result last_soft;
+	const char *acq_args[8];
+	char ttl[32], pid[32];
+	unsigned seed;
+};
+
+const char *rlock_bench_error_name(int kind)
+{
+	static const char *const names[RLOCK_BENCH_NERR] = {
+		[RLOCK_BENCH_ERR_CONNECTION] = "connection",
+		[RLOCK_BENCH_ERR_TIMEOUT] = "timeout",
+		[RLOCK_BENCH_ERR_OOM] = "oom",
+		[RLOCK_BENCH_ERR_READONLY] = "readonly",
+		[RLOCK_BENCH_ERR_LOADING] = "loading",
+		[RLOCK_BENCH_ERR_BUSY] = "busy_script",
+		[RLOCK_BENCH_ERR_WRONGTYPE] = "wrongtype",
+		[RLOCK_BENCH_ERR_OTHER] = "other",
+		[RLOCK_BENCH_ERR_UNEXPECTED] = "unexpected",
+	};
+
+	if (kind < 0 || kind >= RLOCK_BENCH_NERR)
+		return "unknown";
+	return names[kind];
+}
+
+/* ---- timer heap: at most one timer per client ------------------------- */
+
+static void heap_swap(struct bench *b, int i, int j)
+{
+	int t = b->heap[i];
+
+	b->heap[i] = b->heap[j];
+	b->heap[j] = t;
+	b->cl[b->heap[i]].hpos = i;
+	b->cl[b->heap[j]].hpos = j;
+}
+
+static int64_t heap_key(const struct bench *b, int i)
+{
+	return b->cl[b->heap[i]].timer;
+}
+
+static void heap_fix(struct bench *b, int i)
+{
+	while (i > 0 && heap_key(b, (i - 1) / 2) > heap_key(b, i)) {
+		heap_swap(b, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < b->nheap && heap_key(b, l) < heap_key(b, m))
+			m = l;
+		if (r < b->nheap && heap_key(b, r) < heap_key(b, m))
+			m = r;
+		if (m == i)
+			break;
+		heap_swap(b, i, m);
+		i = m;
+	}
+}
+
+static void timer_set(struct bench *b, struct bclient *c, int64_t when)
+{
+	c->timer = when;
+	if (c->hpos < 0) {
+		c->hpos = b->nheap;
+		b->heap[b->nheap++] = c->id;
+	}
+	heap_fix(b, c->hpos);
+}
+
+static void timer_clear(struct bench *b, struct bclient *c)
+{
+	int i = c->hpos;
+
+	if (i < 0)
+		return;
+	c->hpos = -1;
+	b->nheap--;
+	if (i == b->nheap)
+		return;
+	b->heap[i] = b->heap[b->nheap];
+	b->cl[b->heap[i]].hpos = i;
+	heap_fix(b, i);
+}
+
+/* ---- errors ----------------------------------------------------------- */
+
+/* Stop the run with code rc and message msg (the first one wins). */
+static void fatal(struct bench *b, int rc, const char *msg)
+{
+	if (b->rc != RLOCK_OK)
+		return;
+	b->rc = rc;
+	snprintf(b->rl->err, sizeof(b->rl->err), "%s", msg);
+}
+
+static void conn_failed(struct bench *b, struct rlock_conn *conn)
+{
+	b->res->errors++;
+	b->res->error_kind[RLOCK_BENCH_ERR_CONNECTION]++;
+	fatal(b, RLOCK_EUNAVAIL, conn_errstr(conn));
+}
+
+static int starts_with(const redisReply *r, const char *p)
+{
+	size_t n = strlen(p);
+
+	return r->len >= n && memcmp(r->str, p, n) == 0;
+}
+
+static int error_kind(const redisReply *r)
+{
+	if (starts_with(r, "OOM"))
+		return RLOCK_BENCH_ERR_OOM;
+	if (starts_with(r, "READONLY"))
+		return RLOCK_BENCH_ERR_READONLY;
+	if (starts_with(r, "LOADING"))
+		return RLOCK_BENCH_ERR_LOADING;
+	if (starts_with(r, "BUSY"))
+		return RLOCK_BENCH_ERR_BUSY;
+	if (starts_with(r, "WRONGTYPE"))
+		return RLOCK_BENCH_ERR_WRONGTYPE;
+	return RLOCK_BENCH_ERR_OTHER;
+}
+
+/*
+ * An error reply, or a reply of the wrong shape (r NULL): count it and
+ * try the step again after a pause.  A server that keeps refusing ends
+ * the run with its own words rather than spinning to the deadline.
+ */
+static void soft_error(struct bench *b, struct bclient *c,
+		       const redisReply *r, int64_t now)
+{
+	int kind = r != NULL ? error_kind(r) : RLOCK_BENCH_ERR_UNEXPECTED;
+
+	b->res->errors++;
+	b->res->error_kind[kind]++;
+	b->soft_errors++;
+	if (r != NULL) {
+		rlock_classify_error(r, conn_addr(c->cmd),
+				     b->nm[c->name].key, &b->last_soft);
+	} else {
+		b->last_soft.rc = RLOCK_EPROTO;
+		snprintf(b->last_soft.err, sizeof(b->last_soft.err),
+			 "%s: unexpected reply to %s", conn_addr(c->cmd),
+			 c->op == OP_ACQ ? "acquire" :
+			 c->op == OP_REL ? "release" : "PING");
+	}
+	if (b->soft_errors > SOFT_ERROR_LIMIT &&
+	    b->soft_errors > b->res->cycles) {
+		fatal(b, b->last_soft.rc, b->last_soft.err);
+		return;
+	}
+	c->state = CS_BACKOFF;
+	timer_set(b, c, now + BACKOFF_NS);
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+static void watch(struct bench *b, struct bclient *c, int out)
+{
+	struct epoll_event ev;
+
+	ev.events = EPOLLIN | (out ? EPOLLOUT : 0);
+	ev.data.u64 = (uint64_t)c->id * 2;
+	if (epoll_ctl(b->ep, EPOLL_CTL_MOD, conn_fd(c->cmd), &ev) == 0)
+		c->outwait = out;
+}
+
+/* conn_send has written the request at once (a failed write closed the
+ * connection); what the socket did not take waits for EPOLLOUT. */
+static void sent(struct bench *b, struct bclient *c, int64_t now)
+{
+	c->t_sent = now;
+	c->inflight = 1;
+	if (conn_fd(c->cmd) < 0) {
+		conn_failed(b, c->cmd);
+		return;
+	}
+	if (conn_events(c->cmd) & POLLOUT)
+		watch(b, c, 1);
+}
+
+static void send_ping(struct bench *b, struct bclient *c, int64_t now)
+{
+	const char *argv[1] = { "PING" };
+
+	b->pings_sent++;
+	c->state = CS_PING;
+	c->op = OP_PING;
+	if (conn_send(c->cmd, 1, argv, NULL) != RLOCK_OK) {
+		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
+		return;
+	}
+	sent(b, c, now);
+}
+
+static void send_acquire(struct bench *b, struct bclient *c, int64_t now)
+{
+	const struct bname *n = &b->nm[c->name];
+	const char *keys[3] = { n->key, n->meta, n->fence };
+
+	b->acq_args[0] = c->token;
+	c->state = CS_ACQ;
+	c->op = OP_ACQ;
+	c->woken = 0;
+	if (rlock_script_send(c->cmd, RLOCK_SCRIPT_ACQUIRE, c->eval, 3, keys,
+			      8, b->acq_args) != RLOCK_OK) {
+		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
+		return;
+	}
+	c->eval = 0;
+	sent(b, c, now);
+}
+
+static void send_release(struct bench *b, struct bclient *c, int64_t now)
+{
+	struct bname *n = &b->nm[c->name];
+	const char *keys[2] = { n->key, n->meta };
+	const char *args[2] = { c->token, n->chan };
+
+	if (c->state == CS_HOLD) {
+		/* The holder stops holding when it asks to release: the
+		 * server cannot grant the name to another before that. */
+		n->holder = -1;
+		n->released_at = now;
+		n->releaser = c->id;
+		if (c->sub != NULL)
+			c->own_pending++;
+	}
+	c->state = CS_REL;
+	c->op = OP_REL;
+	if (rlock_script_send(c->cmd, RLOCK_SCRIPT_RELEASE, c->eval, 2, keys,
+			      2, args) != RLOCK_OK) {
+		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
+		return;
+	}
+	c->eval = 0;
+	sent(b, c, now);
+}
+
+static void set_done(struct bench *b, struct bclient *c)
+{
+	timer_clear(b, c);
+	if (c->state != CS_DONE)
+		b->active--;
+	c->state = CS_DONE;
+	c->op = OP_NONE;
+}
+
+/* The run ends while c waits for a lock: its wait still counts towards
+ * the longest one. */
+static void abandon(struct bench *b, struct bclient *c, int64_t now)
+{
+	if (c->busy_seen) {
+		b->res->abandoned++;
+		if (now - c->t_begin > b->longest_wait)
+			b->longest_wait = now - c->t_begin;
+	}
+	set_done(b, c);
+}
+
+/* Start the next cycle of c, or stop it when the run has enough. */
+static void begin_cycle(struct bench *b, struct bclient *c, int64_t now)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint32_t s;
+	int i;
+
+	if (b->stopping || (b->o->cycles > 0 && b->claimed >= b->o->cycles)) {
+		set_done(b, c);
+		return;
+	}
+	b->claimed++;
+	/* A fresh token per cycle: a random base per client and a counter,
+	 * so that a stale release can never match a later grant. */
+	s = ++c->seq;
+	for (i = RLOCK_TOKEN_LEN - 1; i >= RLOCK_TOKEN_LEN - 8; i--) {
+		c->token[i] = hex[s & 15];
+		s >>= 4;
+	}
+	c->t_begin = now;
+	c->busy_seen = 0;
+	send_acquire(b, c, now);
+}
+
+/* ---- replies ---------------------------------------------------------- */
+
+static unsigned jitter(struct bench *b, unsigned max)
+{
+	return max > 0 ? (unsigned)rand_r(&b->seed) % max : 0;
+}
+
+static void on_granted(struct bench *b, struct bclient *c, long long fence,
+		       int64_t now)
+{
+	struct bname *n = &b->nm[c->name];
+
+	if (n->holder >= 0 && n->holder != c->id)
+		b->res->overlaps++;
+	n->holder = c->id;
+	if (fence <= n->last_fence)
+		b->res->fence_regressions++;
+	n->last_fence = fence;
+	hist_add(&b->h_wait, now - c->t_begin);
+	if (now - c->t_begin > b->longest_wait)
+		b->longest_wait = now - c->t_begin;
+	if (c->busy_seen && n->released_at > 0 && n->releaser != c->id)
+		hist_add(&b->h_hand, now - n->released_at);
+	else if (n->releaser == c->id)
+		b->res->reacquired++;
+	c->state = CS_HOLD;
+	if (b->o->hold_ms > 0)
+		timer_set(b, c, now + b->o->hold_ms * NS_PER_MS);
+	else
+		send_release(b, c, now);
+}
+
+static void on_busy(struct bench *b, struct bclient *c, long long pttl,
+		    int64_t now)
+{
+	int64_t wait_ms;
+
+	b->res->busy++;
+	c->busy_seen = 1;
+	if (b->stopping) {
+		abandon(b, c, now);
+		return;
+	}
+	if (c->woken) {
+		/* Released while our request was on its way: at once. */
+		send_acquire(b, c, now);
+		return;
+	}
+	/* As rlock_acquire: the holder's lease, plus jitter so that the
+	 * waiters of a holder that died do not all come back at once. */
+	if (pttl >= 0)
+		wait_ms = pttl + 1 + jitter(b, (unsigned)(pttl / 20 + 5));
+	else
+		wait_ms = 1000;
+	if (c->sub == NULL && wait_ms > 1000)
+		wait_ms = 1000;		/* no channel: check back */
+	c->state = CS_WAIT;
+	timer_set(b, c, now + wait_ms * NS_PER_MS);
+}
+
+static void on_acquire_reply(struct bench *b, struct bclient *c,
+			     const redisReply *r, int64_t now)
+{
+	const redisReply *flag;
+
+	if (r->type == REDIS_REPLY_ERROR) {
+		if (starts_with(r, "NOSCRIPT") && !c->eval) {
+			b->res->noscript++;
+			c->eval = 1;
+			send_acquire(b, c, now);
+			return;
+		}
+		soft_error(b, c, r, now);
+		return;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[1]->type != REDIS_REPLY_INTEGER) {
+		soft_error(b, c, NULL, now);
+		return;
+	}
+	hist_add(&b->h_acq, now - c->t_sent);
+	b->res->attempts++;
+	flag = r->element[0];
+	if (flag->integer == 1)
+		on_granted(b, c, r->element[1]->integer, now);
+	else
+		on_busy(b, c, r->element[1]->integer, now);
+}
+
+static void on_release_reply(struct bench *b, struct bclient *c,
+			     const redisReply *r, int64_t now)
+{
+	if (r->type == REDIS_REPLY_ERROR) {
+		if (starts_with(r, "NOSCRIPT") && !c->eval) {
+			b->res->noscript++;
+			c->eval = 1;
+			send_release(b, c, now);
+			return;
+		}
+		soft_error(b, c, r, now);
+		return;
+	}
+	if (r->type != REDIS_REPLY_INTEGER) {
+		soft_error(b, c, NULL, now);
+		return;
+	}
+	hist_add(&b->h_rel, now - c->t_sent);
+	if (r->integer == 0) {
+		/* The token no longer held the lock: someone else could
+		 * have taken it while we thought we held it. */
+		b->res->not_ours++;
+		if (c->own_pending > 0)
+			c->own_pending--;	/* nothing was published */
+	}
+	b->res->cycles++;
+	b->last_done = now;
+	if (b->o->gap_ms > 0 && !b->stopping) {
+		/* A process that exits and is started again. */
+		c->state = CS_IDLE;
+		timer_set(b, c, now + b->o->gap_ms * NS_PER_MS);
+		return;
+	}
+	begin_cycle(b, c, now);
+}
+
+static void on_ping_reply(struct bench *b, struct bclient *c,
+			  const redisReply *r, int64_t now)
+{
+	if (r->type == REDIS_REPLY_ERROR) {
+		struct rlock_result e;
+
+		rlock_classify_error(r, conn_addr(c->cmd), "PING", &e);
+		b->res->errors++;
+		b->res->error_kind[error_kind(r)]++;
+		fatal(b, e.rc, e.err);
+		return;
+	}
+	hist_add(&b->h_ping, now - c->t_sent);
+	b->res->pings++;
+	b->last_done = now;
+	if (b->stopping ||
+	    (b->o->ping_count > 0 && b->pings_sent >= b->o->ping_count)) {
+		set_done(b, c);
+		return;
+	}
+	send_ping(b, c, now);
+}
+
+static void on_cmd_ready(struct bench *b, struct bclient *c, short revents)
+{
+	redisReply *r;
+	int got;
+
+	if (conn_on_ready(c->cmd, revents) != RLOCK_OK) {
+		conn_failed(b, c->cmd);
+		return;
+	}
+	if (c->outwait && !(conn_events(c->cmd) & POLLOUT))
+		watch(b, c, 0);
+	while (b->rc == RLOCK_OK && (got = conn_take_reply(c->cmd, &r)) != 0) {
+		int64_t now = now_ns();
+
+		if (got < 0) {
+			conn_failed(b, c->cmd);
+			return;
+		}
+		if (!c->inflight) {
+			/* Nothing asked: a server that talks out of turn
+			 * cannot be measured. */
+			freeReplyObject(r);
+			b->res->errors++;
+			b->res->error_kind[RLOCK_BENCH_ERR_UNEXPECTED]++;
+			fatal(b, RLOCK_EPROTO, "unexpected reply");
+			return;
+		}
+		c->inflight = 0;
+		switch (c->op) {
+		case OP_PING:
+			on_ping_reply(b, c, r, now);
+			break;
+		case OP_ACQ:
+			on_acquire_reply(b, c, r, now);
+			break;
+		case OP_REL:
+			on_release_reply(b, c, r, now);
+			break;
+		default:
+			break;
+		}
+		freeReplyObject(r);
+	}
+}
+
+static int is_message(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+	       r->element[0]->type == REDIS_REPLY_STRING &&
+	       strcmp(r->element[0]->str, "message") == 0;
+}
+
+static void on_sub_ready(struct bench *b, struct bclient *c, short revents)
+{
+	redisReply *r;
+	int got, msg;
+
+	if (conn_on_ready(c->sub, revents) != RLOCK_OK) {
+		conn_failed(b, c->sub);
+		return;
+	}
+	while ((got = conn_take_reply(c->sub, &r)) == 1) {
+		msg = is_message(r);
+		freeReplyObject(r);
+		if (!msg)
+			continue;
+		if (c->own_pending > 0) {
+			c->own_pending--;
+			continue;
+		}
+		c->woken = 1;
+		if (c->state == CS_WAIT && b->phase == RLOCK_BENCH_LOCK) {
+			b->res->wakeups++;
+			timer_clear(b, c);
+			send_acquire(b, c, now_ns());
+		}
+	}
+	if (got < 0)
+		conn_failed(b, c->sub);
+}
+
+static void on_timer(struct bench *b, struct bclient *c, int64_t now)
+{
+	switch (c->state) {
+	case CS_IDLE:
+		begin_cycle(b, c, now);
+		break;
+	case CS_HOLD:
+		send_release(b, c, now);
+		break;
+	case CS_WAIT:
+		b->res->timer_wakeups++;
+		send_acquire(b, c, now);
+		break;
+	case CS_BACKOFF:
+		if (c->op == OP_ACQ)
+			send_acquire(b, c, now);
+		else if (c->op == OP_REL)
+			send_release(b, c, now);
+		else
+			send_ping(b, c, now);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The deadline passed or the run was canceled: let cycles under way end
+ * (a held lock is released), start no new ones. */
+static void stop(struct bench *b)
+{
+	int64_t now = now_ns();
+
+	if (b->stopping)
+		return;
+	b->stopping = 1;
+	for (int i = 0; i < b->nc; i++) {
+		struct bclient *c = &b->cl[i];
+
+		if (c->state == CS_WAIT ||
+		    (c->state == CS_BACKOFF && c->op == OP_ACQ))
+			abandon(b, c, now);
+		else if (c->state == CS_IDLE ||
+			 (c->state == CS_BACKOFF && c->op == OP_PING))
+			set_done(b, c);
+	}
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+static void check_timeouts(struct bench *b, int64_t now)
+{
+	int64_t limit = b->rl->copts.io_timeout_ms * NS_PER_MS;
+
+	for (int i = 0; i < b->nc; i++) {
+		struct bclient *c = &b->cl[i];
+		char msg[200], tb[32];
+
+		if (!c->inflight || now - c->t_sent <= limit)
+			continue;
+		snprintf(msg, sizeof(msg), "%s: no reply within %s",
+			 conn_addr(c->cmd),
+			 rlock_fmt_ms(b->rl->copts.io_timeout_ms, tb,
+				      sizeof(tb)));
+		b->res->errors++;
+		b->res->error_kind[RLOCK_BENCH_ERR_TIMEOUT]++;
+		fatal(b, RLOCK_EUNAVAIL, msg);
+		return;
+	}
+}
+
+static void fill_live(struct bench *b, int64_t now)
+{
+	double el = (double)(now - b->phase_start) / 1e9;
+
+	b->res->phase = b->phase;
+	if (b->phase == RLOCK_BENCH_PING) {
+		b->res->ping_elapsed_s = el;
+		b->res->pings_per_s = el > 0 ? (double)b->res->pings / el : 0;
+	} else if (b->phase == RLOCK_BENCH_LOCK) {
+		b->res->elapsed_s = el;
+		b->res->cycles_per_s = el > 0 ? (double)b->res->cycles / el : 0;
+	}
+	b->res->violations = b->res->overlaps + b->res->not_ours +
+			     b->res->fence_regressions;
+}
+
+static void on_cancel(struct bench *b)
+{
+	/* Level-triggered: stop watching it, or every wait returns at once. */
+	epoll_ctl(b->ep, EPOLL_CTL_DEL, b->o->cancel_fd, NULL);
+	b->res->canceled = 1;
+	stop(b);
+}
+
+/* Run the loop until every client is done or a fatal error.  deadline: ns
+ * to stop starting new work, 0 none. */
+static void run_loop(struct bench *b, int64_t deadline)
+{
+	struct epoll_event ev[MAX_EVENTS];
+	int64_t now = now_ns();
+
+	b->next_tick = now + TICK_NS;
+	b->next_progress = now + 2 * TICK_NS;
+	while (b->active > 0 && b->rc == RLOCK_OK) {
+		int64_t wake = b->next_tick;
+		int n, i, ms;
+
+		if (b->nheap > 0 && b->cl[b->heap[0]].timer < wake)
+			wake = b->cl[b->heap[0]].timer;
+		if (deadline > 0 && !b->stopping && deadline < wake)
+			wake = deadline;
+		now = now_ns();
+		ms = wake <= now ? 0 :
+			(int)((wake - now + NS_PER_MS - 1) / NS_PER_MS);
+		n = epoll_wait(b->ep, ev, MAX_EVENTS, ms);
+		if (n < 0 && errno != EINTR) {
+			char msg[200];
+
+			snprintf(msg, sizeof(msg), "epoll_wait: %s",
+				 strerror(errno));
+			fatal(b, RLOCK_ESYS, msg);
+			break;
+		}
+		for (i = 0; i < n && b->rc == RLOCK_OK; i++) {
+			uint64_t u = ev[i].data.u64;
+			short re = 0;
+
+			if (u == UINT64_MAX) {
+				on_cancel(b);
+				continue;
+			}
+			if (ev[i].events & EPOLLIN)
+				re |= POLLIN;
+			if (ev[i].events & EPOLLOUT)
+				re |= POLLOUT;
+			if (ev[i].events & EPOLLERR)
+				re |= POLLERR;
+			if (ev[i].events & EPOLLHUP)
+				re |= POLLHUP;
+			if (u & 1)
+				on_sub_ready(b, &b->cl[u / 2], re);
+			else
+				on_cmd_ready(b, &b->cl[u / 2], re);
+		}
+		now = now_ns();
+		while (b->rc == RLOCK_OK && b->nheap > 0 &&
+		       b->cl[b->heap[0]].timer <= now) {
+			struct bclient *c = &b->cl[b->heap[0]];
+
+			timer_clear(b, c);
+			on_timer(b, c, now);
+		}
+		if (deadline > 0 && now >= deadline)
+			stop(b);
+		if (now >= b->next_tick) {
+			b->next_tick = now + TICK_NS;
+			check_timeouts(b, now);
+		}
+		if (now >= b->next_progress) {
+			b->next_progress = now + 2 * TICK_NS;
+			fill_live(b, now);
+			if (b->o->progress != NULL)
+				b->o->progress(b->res, b->o->progress_arg);
+		}
+	}
+	b->phase_end = b->last_done > b->phase_start ? b->last_done : now_ns();
+}
+
+/* ---- setup and the phases ---------------------------------------------- */
+
+static int bench_errno(struct bench *b, const char *what)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "%s: %s", what, strerror(errno));
+	fatal(b, RLOCK_ESYS, msg);
+	return b->rc;
+}
+
+static char *key_of(const char *prefix, const char *name, const char *tail)
+{
+	size_t n = strlen(prefix) + strlen(name) + strlen(tail) + 3;
+	char *s = malloc(n);
+
+	if (s != NULL)
+		snprintf(s, n, "%s{%s}%s", prefix, name, tail);
+	return s;
+}
+
+static int make_names(struct bench *b)
+{
+	unsigned char rnd[4] = { 0 };
+	char name[64];
+
+	/* Names private to this run, so that a bench never meets a real
+	 * lock, nor another bench's. */
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return bench_errno(b, "getrandom");
+	b->seed = (unsigned)rnd[0] << 24 | (unsigned)rnd[1] << 16 |
+		  (unsigned)rnd[2] << 8 | rnd[3];
+	for (int i = 0; i < b->nk; i++) {
+		struct bname *n = &b->nm[i];
+
+		snprintf(name, sizeof(name), "bench-%02x%02x%02x%02x-%d",
+			 rnd[0], rnd[1], rnd[2], rnd[3], i);
+		n->key = key_of(b->rl->prefix, name, "");
+		n->meta = key_of(b->rl->prefix, name, ":meta");
+		n->fence = key_of(b->rl->prefix, name, ":fence");
+		n->chan = key_of(b->rl->prefix, name, ":released");
+		n->holder = -1;
+		n->releaser = -1;
+		if (n->key == NULL || n->meta == NULL || n->fence == NULL ||
+		    n->chan == NULL)
+			return bench_errno(b, "out of memory");
+	}
+	return RLOCK_OK;
+}
+
+static int open_conn(struct bench *b, struct rlock_conn **cp)
+{
+	struct rlock_conn *c;
+
+	c = conn_new(&b->rl->srv[0].url, 0, &b->rl->copts);
+	if (c == NULL)
+		return bench_errno(b, "out of memory");
+	*cp = c;
+	if (conn_open(c, rlock_mono_ms() + b->rl->copts.connect_timeout_ms) !=
+	    RLOCK_OK) {
+		fatal(b, RLOCK_EUNAVAIL, conn_errstr(c));
+		return b->rc;
+	}
+	return RLOCK_OK;
+}
+
+/*
+ * Subscribe every client's second connection to its name's release
+ * channel: all requests first, then the confirmations, so that a thousand
+ * subscriptions cost about one round trip.
+ */
+static int subscribe_all(struct bench *b)
+{
+	int64_t deadline = rlock_mono_ms() + b->rl->copts.io_timeout_ms;
+
+	for (int i = 0; i < b->nc; i++) {
+		struct bclient *c = &b->cl[i];
+		const char *argv[2] = { "SUBSCRIBE", b->nm[c->name].chan };
+
+		if (conn_send(c->sub, 2, argv, NULL) != RLOCK_OK)
+			return bench_errno(b, "out of memory");
+		if (conn_fd(c->sub) < 0) {
+			fatal(b, RLOCK_EUNAVAIL, conn_errstr(c->sub));
+			return b->rc;
+		}
+	}
+	for (int i = 0; i < b->nc; i++) {
+		struct bclient *c = &b->cl[i];
+		redisReply *r = NULL;
+		int rc;
+
+		/* conn_wait_reply also writes what the first pass left. */
+		rc = conn_wait_reply(c->sub, deadline, -1, &r);
+		if (rc != RLOCK_OK) {
+			char msg[300];
+
+			snprintf(msg, sizeof(msg), "%s: %s", conn_addr(c->sub),
+				 rc == RLOCK_TIMEDOUT ?
+				 "no reply to SUBSCRIBE" : conn_errstr(c->sub));
+			fatal(b, RLOCK_EUNAVAIL, msg);
+			return b->rc;
+		}
+		if (r->type != REDIS_REPLY_ARRAY) {
+			struct rlock_result e;
+
+			if (r->type == REDIS_REPLY_ERROR) {
+				rlock_classify_error(r, conn_addr(c->sub),
+						     "SUBSCRIBE", &e);
+			} else {
+				e.rc = RLOCK_EPROTO;
+				snprintf(e.err, sizeof(e.err),
+					 "%s: unexpected reply to SUBSCRIBE",
+					 conn_addr(c->sub));
+			}
+			freeReplyObject(r);
+			fatal(b, e.rc, e.err);
+			return b->rc;
+		}
+		freeReplyObject(r);
+	}
+	return RLOCK_OK;
+}
+
+static int setup(struct bench *b)
+{
+	struct epoll_event ev;
+	int64_t t0 = now_ns();
+	int i;
+
+	b->cl = calloc((size_t)b->nc, sizeof(*b->cl));
+	b->nm = calloc((size_t)b->nk, sizeof(*b->nm));
+	b->heap = calloc((size_t)b->nc, sizeof(*b->heap));
+	if (b->cl == NULL || b->nm == NULL || b->heap == NULL)
+		return bench_errno(b, "out of memory");
+	if (make_names(b) != RLOCK_OK)
+		return b->rc;
+	b->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (b->ep < 0)
+		return bench_errno(b, "epoll_create1");
+	for (i = 0; i < b->nc; i++) {
+		struct bclient *c = &b->cl[i];
+
+		c->id = i;
+		c->name = i % b->nk;
+		c->hpos = -1;
+		if (rlock_make_token(c->token) != 0)
+			return bench_errno(b, "getrandom");
+	}
+	for (i = 0; i < b->nc; i++) {
+		if (open_conn(b, &b->cl[i].cmd) != RLOCK_OK)
+			return b->rc;
+		if (b->nk < b->nc && open_conn(b, &b->cl[i].sub) != RLOCK_OK)
+			return b->rc;
+	}
+	snprintf(b->res->server, sizeof(b->res->server), "%s",
+		 conn_addr(b->cl[0].cmd));
+	if (b->nk < b->nc && subscribe_all(b) != RLOCK_OK)
+		return b->rc;
+	for (i = 0; i < b->nc; i++) {
+		ev.events = EPOLLIN;
+		ev.data.u64 = (uint64_t)i * 2;
+		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, conn_fd(b->cl[i].cmd),
+			      &ev) != 0)
+			return bench_errno(b, "epoll_ctl");
+		if (b->cl[i].sub == NULL)
+			continue;
+		ev.data.u64 = (uint64_t)i * 2 + 1;
+		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, conn_fd(b->cl[i].sub),
+			      &ev) != 0)
+			return bench_errno(b, "epoll_ctl");
+	}
+	if (b->o->cancel_fd >= 0) {
+		ev.events = EPOLLIN;
+		ev.data.u64 = UINT64_MAX;
+		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, b->o->cancel_fd, &ev) != 0)
+			return bench_errno(b, "epoll_ctl");
+	}
+	b->res->setup_ms = (now_ns() - t0) / NS_PER_MS;
+	return RLOCK_OK;
+}
+
+static void phase_begin(struct bench *b, enum rlock_bench_phase p)
+{
+	b->phase = p;
+	b->res->phase = p;
+	b->active = b->nc;
+	b->stopping = 0;
+	b->phase_start = now_ns();
+	b->last_done = 0;
+	for (int i = 0; i < b->nc; i++)
+		b->cl[i].state = CS_IDLE;
+}
+
+static void ping_phase(struct bench *b)
+{
+	int64_t deadline = 0;
+
+	phase_begin(b, RLOCK_BENCH_PING);
+	if (b->o->ping_count <= 0)
+		deadline = b->phase_start + b->o->ping_ms * NS_PER_MS;
+	for (int i = 0; i < b->nc && b->rc == RLOCK_OK; i++) {
+		if (b->o->ping_count > 0 && b->pings_sent >= b->o->ping_count)
+			set_done(b, &b->cl[i]);
+		else
+			send_ping(b, &b->cl[i], now_ns());
+	}
+	run_loop(b, deadline);
+	b->res->ping_elapsed_s = (double)(b->phase_end - b->phase_start) / 1e9;
+	if (b->res->ping_elapsed_s > 0)
+		b->res->pings_per_s = (double)b->res->pings /
+				      b->res->ping_elapsed_s;
+	hist_report(&b->h_ping, &b->res->ping);
+}
+
+/* The server's CPU seconds (user + system) from INFO, or -1. */
+static double server_cpu(struct bench *b)
+{
+	const char *argv[2] = { "INFO", "cpu" };
+	struct rlock_conn *c = b->cl[0].cmd;
+	redisReply *r = NULL;
+	double total = -1;
+	const char *p;
+
+	if (conn_call(c, rlock_mono_ms() + b->rl->copts.io_timeout_ms, -1, 2,
+		      argv, NULL, &r) != RLOCK_OK) {
+		fatal(b, RLOCK_EUNAVAIL, conn_errstr(c));
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_STRING) {
+		p = strstr(r->str, "used_cpu_sys:");
+		if (p != NULL)
+			total = strtod(p + 13, NULL);
+		p = strstr(r->str, "used_cpu_user:");
+		if (p != NULL && total >= 0)
+			total += strtod(p + 14, NULL);
+		else
+			total = -1;
+	}
+	freeReplyObject(r);
+	return total;
+}
+
+static double cpu_now(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void lock_phase(struct bench *b)
+{
+	int64_t deadline = 0;
+	double cpu0, scpu0, scpu1;
+
+	scpu0 = server_cpu(b);
+	if (b->rc != RLOCK_OK)
+		return;
+	cpu0 = cpu_now();
+	phase_begin(b, RLOCK_BENCH_LOCK);
+	if (b->o->cycles <= 0)
+		deadline = b->phase_start + b->o->duration_ms * NS_PER_MS;
+	for (int i = 0; i < b->nc && b->rc == RLOCK_OK; i++)
+		begin_cycle(b, &b->cl[i], now_ns());
+	run_loop(b, deadline);
+	b->res->cpu_s = cpu_now() - cpu0;
+	b->res->elapsed_s = (double)(b->phase_end - b->phase_start) / 1e9;
+	if (b->res->elapsed_s > 0)
+		b->res->cycles_per_s = (double)b->res->cycles /
+				       b->res->elapsed_s;
+	if (b->rc != RLOCK_OK)
+		return;
+	scpu1 = server_cpu(b);
+	b->res->server_cpu_s = scpu0 >= 0 && scpu1 >= 0 ? scpu1 - scpu0 : -1;
+}
+
+/* Delete the run's keys (the fence counters never expire).  Best effort:
+ * the result stands whatever happens here. */
+static void cleanup_keys(struct bench *b)
+{
+	const char **argv;
+	int i = 0;
+
+	argv = calloc(3 * DEL_BATCH + 1, sizeof(*argv));
+	if (argv == NULL)
+		return;
+	while (i < b->nk) {
+		int argc = 0;
+		redisReply *r = NULL;
+
+		argv[argc++] = "DEL";
+		for (; i < b->nk && argc < 3 * DEL_BATCH; i++) {
+			argv[argc++] = b->nm[i].key;
+			argv[argc++] = b->nm[i].meta;
+			argv[argc++] = b->nm[i].fence;
+		}
+		if (conn_call(b->cl[0].cmd, rlock_mono_ms() +
+			      b->rl->copts.io_timeout_ms, -1, argc, argv, NULL,
+			      &r) != RLOCK_OK)
+			break;
+		freeReplyObject(r);
+	}
+	free(argv);
+}
+
+static void teardown(struct bench *b)
+{
+	if (b->cl != NULL) {
+		for (int i = 0; i < b->nc; i++) {
+			conn_free(b->cl[i].cmd);
+			conn_free(b->cl[i].sub);
+		}
+	}
+	if (b->nm != NULL) {
+		for (int i = 0; i < b->nk; i++) {
+			free(b->nm[i].key);
+			free(b->nm[i].meta);
+			free(b->nm[i].fence);
+			free(b->nm[i].chan);
+		}
+	}
+	if (b->ep >= 0)
+		close(b->ep);
+	free(b->cl);
+	free(b->nm);
+	free(b->heap);
+}
+
+int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
+		struct rlock_bench_result *res)
+{
+	struct bench b;
+
+	memset(res, 0, sizeof(*res));
+	memset(&b, 0, sizeof(b));
+	res->server_cpu_s = -1;
+	rl->err[0] = '\0';
+	b.rl = rl;
+	b.o = o;
+	b.res = res;
+	b.ep = -1;
+	b.nc = o->clients;
+	b.nk = o->keys > 0 ? o->keys : o->clients;
+	if (rl->nsrv != 1) {
+		rlock_seterr(rl->err, sizeof(rl->err), "bench drives one "
+			     "server: give one --url");
+		return RLOCK_EUSAGE;
+	}
+	if (b.nc < 1 || b.nk < 1 || b.nk > b.nc || o->ttl_ms <= 0 ||
+	    o->hold_ms < 0 || o->hold_ms >= o->ttl_ms ||
+	    (o->cycles <= 0 && o->duration_ms <= 0)) {
+		rlock_seterr(rl->err, sizeof(rl->err), "invalid bench options");
+		return RLOCK_EUSAGE;
+	}
+	res->clients = b.nc;
+	res->keys = b.nk;
+	rlock_scripts_init();
+	snprintf(b.ttl, sizeof(b.ttl), "%lld", (long long)o->ttl_ms);
+	snprintf(b.pid, sizeof(b.pid), "%lld", (long long)getpid());
+	b.acq_args[1] = b.ttl;
+	b.acq_args[2] = rl->host;
+	b.acq_args[3] = b.pid;
+	b.acq_args[4] = rl->user;
+	b.acq_args[5] = "rlock bench";
+	b.acq_args[6] = "0";
+	b.acq_args[7] = "0"; /* a busy answer without details */
+	res->phase = RLOCK_BENCH_SETUP;
+	if (setup(&b) != RLOCK_OK)
+		goto out;
+	if (o->ping_count > 0 || o->ping_ms > 0)
+		ping_phase(&b);
+	if (b.rc == RLOCK_OK && !res->canceled)
+		lock_phase(&b);
+	hist_report(&b.h_acq, &res->acquire);
+	hist_report(&b.h_rel, &res->release);
+	hist_report(&b.h_wait, &res->wait);
+	hist_report(&b.h_hand, &res->handoff);
+	res->longest_wait_us = (double)b.longest_wait / 1000.0;
+	res->violations = res->overlaps + res->not_ours +
+			  res->fence_regressions;
+	if (res->pings_per_s > 0 && res->cycles > 0)
+		res->efficiency = res->cycles_per_s / (res->pings_per_s / 2);
+	if (b.rc == RLOCK_OK)
+		cleanup_keys(&b);
+	res->phase = RLOCK_BENCH_DONE;
+out:
+	teardown(&b);
+	return b.rc;
+}
