@@ -101,6 +101,20 @@ void cli_usage_error(const struct cli *g, const char *fmt, ...)
  * exits on bad values, --help prints help and exits. */
 int cli_global_option(struct cli *g, int c, const char *arg);
 
+/* The options run and acquire share; CLI_LOCK_SHORT and CLI_LOCK_LONG
+ * list them.  Returns 1 if c was one of them (exits on bad values). */
+int cli_lock_option(const struct cli *g, int c, const char *arg,
+		    struct rlock_acquire_opts *ao, int *conflict);
+
+#define CLI_LOCK_SHORT "t:nw:E:"
+#define CLI_LOCK_LONG                                                     \
+	{ "ttl", required_argument, NULL, 't' },                          \
+	{ "nonblock", no_argument, NULL, 'n' },                           \
+	{ "timeout", required_argument, NULL, 'w' },                      \
+	{ "conflict-exit-code", required_argument, NULL, 'E' },           \
+	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },            \
+	{ "label", required_argument, NULL, OPT_LABEL }
+
 /* Report a getopt failure ('?' or ':') and exit 64. */
 void cli_bad_option(struct cli *g, int c, char **argv)
 	__attribute__((noreturn));

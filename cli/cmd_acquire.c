@@ -106,12 +106,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 {
 	static const struct option longopts[] = {
 		CLI_GLOBAL_LONG,
-		{ "ttl", required_argument, NULL, 't' },
-		{ "nonblock", no_argument, NULL, 'n' },
-		{ "timeout", required_argument, NULL, 'w' },
-		{ "conflict-exit-code", required_argument, NULL, 'E' },
-		{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },
-		{ "label", required_argument, NULL, OPT_LABEL },
+		CLI_LOCK_LONG,
 		{ "renew", no_argument, NULL, OPT_RENEW },
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "format", required_argument, NULL, OPT_FORMAT },
@@ -127,43 +122,18 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	const char *name;
 	char key[RLOCK_NAME_MAX + 300], who[600], tb[32];
 	char *end;
-	long v;
 	pid_t child;
 
 	memset(&ao, 0, sizeof(ao));
 	ao.ttl_ms = 30000;
 	ao.wait_ms = -1;
 	ao.cancel_fd = -1;
-	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "t:nw:E:",
+	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT CLI_LOCK_SHORT,
 				longopts, NULL)) != -1) {
-		if (cli_global_option(g, c, optarg))
+		if (cli_global_option(g, c, optarg) ||
+		    cli_lock_option(g, c, optarg, &ao, &conflict))
 			continue;
 		switch (c) {
-		case 't':
-			ao.ttl_ms = cli_duration(g, "--ttl", optarg, 1, 0);
-			break;
-		case 'n':
-			ao.wait_ms = 0;
-			break;
-		case 'w':
-			ao.wait_ms = cli_duration(g, "--timeout", optarg, 0, 1);
-			break;
-		case 'E':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno != 0 || *optarg == '\0' || *end != '\0' ||
-			    v < 0 || v > 255)
-				cli_usage_error(g, "invalid --conflict-exit-code "
-						"'%s': must be 0..255", optarg);
-			conflict = (int)v;
-			break;
-		case OPT_MIN_HOLD:
-			ao.min_hold_ms = cli_duration(g, "--min-hold", optarg,
-						      0, 1);
-			break;
-		case OPT_LABEL:
-			ao.label = optarg;
-			break;
 		case OPT_RENEW:
 			renew = 1;
 			break;

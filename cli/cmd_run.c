@@ -62,12 +62,7 @@ static void parse(struct run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		CLI_GLOBAL_LONG,
-		{ "ttl", required_argument, NULL, 't' },
-		{ "nonblock", no_argument, NULL, 'n' },
-		{ "timeout", required_argument, NULL, 'w' },
-		{ "conflict-exit-code", required_argument, NULL, 'E' },
-		{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },
-		{ "label", required_argument, NULL, OPT_LABEL },
+		CLI_LOCK_LONG,
 		{ "command", required_argument, NULL, 'c' },
 		{ "on-lost", required_argument, NULL, OPT_ON_LOST },
 		{ "kill-after", required_argument, NULL, 'k' },
@@ -76,11 +71,10 @@ static void parse(struct run *r, int argc, char **argv)
 	};
 	struct cli *g = r->g;
 	int c, have_name = 0;
-	char *end;
-	long v;
 
 	for (;;) {
-		c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "t:nw:E:c:k:",
+		c = getopt_long(argc, argv,
+				"+:" CLI_GLOBAL_SHORT CLI_LOCK_SHORT "c:k:",
 				longopts, NULL);
 		if (c == -1) {
 			int dashdash = strcmp(argv[optind - 1], "--") == 0;
@@ -100,35 +94,10 @@ static void parse(struct run *r, int argc, char **argv)
 			}
 			continue;
 		}
-		if (cli_global_option(g, c, optarg))
+		if (cli_global_option(g, c, optarg) ||
+		    cli_lock_option(g, c, optarg, &r->ao, &r->conflict))
 			continue;
 		switch (c) {
-		case 't':
-			r->ao.ttl_ms = cli_duration(g, "--ttl", optarg, 1, 0);
-			break;
-		case 'n':
-			r->ao.wait_ms = 0;
-			break;
-		case 'w':
-			r->ao.wait_ms = cli_duration(g, "--timeout", optarg, 0,
-						     1);
-			break;
-		case 'E':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno != 0 || *optarg == '\0' || *end != '\0' ||
-			    v < 0 || v > 255)
-				cli_usage_error(g, "invalid --conflict-exit-code "
-						"'%s': must be 0..255", optarg);
-			r->conflict = (int)v;
-			break;
-		case OPT_MIN_HOLD:
-			r->ao.min_hold_ms = cli_duration(g, "--min-hold",
-							 optarg, 0, 1);
-			break;
-		case OPT_LABEL:
-			r->ao.label = optarg;
-			break;
 		case 'c':
 			r->shell_cmd = optarg;
 			break;

@@ -100,6 +100,41 @@ static void add_url(struct cli *g, const char *u)
 	g->urls[g->nurls++] = u;
 }
 
+int cli_lock_option(const struct cli *g, int c, const char *arg,
+		    struct rlock_acquire_opts *ao, int *conflict)
+{
+	char *end;
+	long v;
+
+	switch (c) {
+	case 't':
+		ao->ttl_ms = cli_duration(g, "--ttl", arg, 1, 0);
+		return 1;
+	case 'n':
+		ao->wait_ms = 0;
+		return 1;
+	case 'w':
+		ao->wait_ms = cli_duration(g, "--timeout", arg, 0, 1);
+		return 1;
+	case 'E':
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno != 0 || *arg == '\0' || *end != '\0' || v < 0 ||
+		    v > 255)
+			cli_usage_error(g, "invalid --conflict-exit-code '%s': "
+					"must be 0..255", arg);
+		*conflict = (int)v;
+		return 1;
+	case OPT_MIN_HOLD:
+		ao->min_hold_ms = cli_duration(g, "--min-hold", arg, 0, 1);
+		return 1;
+	case OPT_LABEL:
+		ao->label = arg;
+		return 1;
+	}
+	return 0;
+}
+
 int cli_global_option(struct cli *g, int c, const char *arg)
 {
 	switch (c) {
