@@ -108,3 +108,13 @@ clean: clean-objs
 .PHONY: all deps unit test demo install uninstall clean clean-objs
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)
+
+# make stress: the randomized safety checker under chaos for STRESS_SECS
+# seconds (default 300; make test runs a 20s version), then the flash-sale
+# example with 1000 buyers and 100 items.
+STRESS_SECS ?= 300
+stress: rlock tests/helpers/faultproxy
+	./tests/stress/safety.sh --duration $(STRESS_SECS)
+	./examples/seckill.sh
+
+.PHONY: stress

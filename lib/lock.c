@@ -404,7 +404,9 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 		now = rlock_mono_ms();
 		if (now >= wake)
 			return RLOCK_OK;
-		if (poll(p, np, (int)(wake - now)) <= 0)
+		/* A lease can be 30 days: more than poll's int of ms. */
+		if (poll(p, np, wake - now > 60000 ? 60000 :
+			 (int)(wake - now)) <= 0)
 			continue;
 		if (cancel_fd >= 0 && p[np - 1].revents)
 			return RLOCK_CANCELED;

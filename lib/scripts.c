@@ -293,7 +293,7 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 				/* The write failed: the connection dropped. */
 				if (tries[i] < 3 && now < deadline) {
 					state[i] = ST_RETRY;
-					retry_at[i] = now + 10;
+					retry_at[i] = rlock_mono_ms() + 10;
 					rl->resent++;
 					left++;
 					if (retry_at[i] < wake)
@@ -340,7 +340,10 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 			}
 			break;
 		}
-		if (poll(pfd, np, (int)(wake - now)) < 0)
+		/* A retry time may already have passed while this round
+		 * connected and sent: never hand poll a negative timeout,
+		 * which would wait for ever. */
+		if (poll(pfd, np, wake > now ? (int)(wake - now) : 0) < 0)
 			continue;
 		for (size_t k = 0; k < np; k++) {
 			struct rlock_conn *c;

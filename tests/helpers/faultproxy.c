@@ -49,7 +49,7 @@
 
 #define MAXCONN 256
 #define MAXCTL 8
-#define QMAX (1 << 20)		/* bytes queued in one direction */
+#define QMAX (256 << 10)	/* bytes queued in one direction */
 #define CHUNK 16384
 #define TAIL 127		/* bytes kept to match patterns across reads */
 #define PATMAX 128
