@@ -562,6 +562,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 
 	memset(&r, 0, sizeof(r));
 	memset(&rn, 0, sizeof(rn));
+	rn.stop[0] = rn.stop[1] = rn.done[0] = rn.done[1] = -1;
 	r.g = g;
 	r.ao.ttl_ms = 30000;
 	r.ao.wait_ms = -1;
