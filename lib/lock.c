@@ -369,6 +369,17 @@ static size_t subscribe(struct rlock *rl, const struct names *n,
 	return ok;
 }
 
+/* Whether any subscription is still up: one is enough to hear of a
+ * release, and a master that is down must not be retried every round. */
+static int subs_up(const struct rlock *rl)
+{
+	for (size_t i = 0; i < rl->nsrv; i++) {
+		if (conn_is_up(rl->srv[i].sub))
+			return 1;
+	}
+	return 0;
+}
+
 static void unsubscribe(struct rlock *rl)
 {
 	/* A subscribed connection cannot run commands: close it rather than
@@ -495,6 +506,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		backoff = 0;
 		if (now >= deadline)
 			break;
+		if (subscribed && !subs_up(rl))
+			subscribed = 0; /* dropped: subscribe again */
 		if (!subscribed) {
 			/* Subscribe, then try once more: a release between
 			 * the first try and the subscription is not missed. */

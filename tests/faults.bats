@@ -279,3 +279,25 @@ time.sleep(30)' >port.txt 3>&- &
 	((el < 5000)) || fail "took ${el}ms"
 	assert_stderr_line --index 0 --partial "rlock: acquire: "
 }
+
+@test "a waiter whose subscription is killed subscribes again and still wakes on the release" {
+	tok=$("$RLOCK" acquire -t 60s ks)
+	bg_start w "$RLOCK" run -w 50s ks -- echo got-it
+	local pid=$BG_PID
+	wait_until 5 eval '[[ $(rcli R PUBSUB NUMSUB "$(key ks):released" | tail -n1) -ge 1 ]]'
+	local old
+	old=$(pubsub_ids)
+	rcli R CLIENT KILL TYPE pubsub >/dev/null
+	# A new subscription, on a new connection.
+	wait_until 5 eval '[[ -n $(pubsub_ids) && $(pubsub_ids) != "$old" ]]'
+	"$RLOCK" release ks "$tok"
+	# Woken by the release message, not by the 60s lease running out.
+	bg_wait "$pid" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_out w)" got-it
+}
+
+# The ids of the server's subscribed connections.
+pubsub_ids() {
+	rcli R CLIENT LIST TYPE pubsub | sed -n 's/^id=\([0-9]*\) .*/\1/p' | sort | tr '\n' ' '
+}
