@@ -24,7 +24,15 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 
 DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags hiredis 2>/dev/null)
+# hiredis is linked statically by default (Debian's libhiredis-dev ships the
+# archive): resolving its symbols at every start costs a quarter of an
+# uncontended run.  HIREDIS_STATIC=0 links the shared library.
+HIREDIS_STATIC ?= 1
+ifeq ($(HIREDIS_STATIC),1)
+DEPS_LIBS = -Wl,-Bstatic -lhiredis -Wl,-Bdynamic
+else
 DEPS_LIBS = $(shell $(PKG_CONFIG) --libs hiredis 2>/dev/null || echo -lhiredis)
+endif
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib -MMD -MP $(CFLAGS)
 LIBS = $(DEPS_LIBS) -lpthread
 

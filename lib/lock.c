@@ -36,7 +36,10 @@ struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
 		return NULL;
 	}
 	rl = calloc(1, sizeof(*rl));
-	if (rl == NULL) {
+	if (rl != NULL)
+		rl->srv = calloc(cfg->nurls, sizeof(*rl->srv));
+	if (rl == NULL || rl->srv == NULL) {
+		free(rl);
 		rlock_seterr(err, errlen, "out of memory");
 		return NULL;
 	}
@@ -111,6 +114,7 @@ void rlock_free(struct rlock *rl)
 		conn_free(rl->srv[i].cmd);
 		conn_free(rl->srv[i].sub);
 	}
+	free(rl->srv);
 	explicit_bzero(rl->password, sizeof(rl->password));
 	free(rl);
 }

@@ -37,7 +37,7 @@ struct rlock_server {
 };
 
 struct rlock {
-	struct rlock_server srv[RLOCK_MAX_SERVERS];
+	struct rlock_server *srv;	/* nsrv of them */
 	size_t nsrv;
 	size_t quorum;
 	struct rlock_conn_opts copts;

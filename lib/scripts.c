@@ -105,21 +105,29 @@ struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua, "" },
 };
 
-static pthread_once_t sha_once = PTHREAD_ONCE_INIT;
+/* Digests are computed when a script is first sent, one by one: a plain
+ * run needs two of the five, and hashing costs more than the rest of
+ * its start-up. */
+static pthread_mutex_t sha_lock = PTHREAD_MUTEX_INITIALIZER;
+static int sha_done[RLOCK_SCRIPT_COUNT];
 
-static void compute_shas(void)
+static const char *script_sha(enum rlock_script_id id)
 {
-	for (int i = 0; i < RLOCK_SCRIPT_COUNT; i++)
-		rlock_sha1_hex(rlock_scripts[i].body,
-			       strlen(rlock_scripts[i].body),
-			       rlock_scripts[i].sha);
-}
+	struct rlock_script *s = &rlock_scripts[id];
 
-/* ---- running a script on every server ------------------------------ */
+	pthread_mutex_lock(&sha_lock);
+	if (!sha_done[id]) {
+		rlock_sha1_hex(s->body, strlen(s->body), s->sha);
+		sha_done[id] = 1;
+	}
+	pthread_mutex_unlock(&sha_lock);
+	return s->sha;
+}
 
 void rlock_scripts_init(void)
 {
-	pthread_once(&sha_once, compute_shas);
+	for (int i = 0; i < RLOCK_SCRIPT_COUNT; i++)
+		script_sha((enum rlock_script_id)i);
 }
 
 int rlock_script_send(struct rlock_conn *c, enum rlock_script_id id,
@@ -133,7 +141,7 @@ int rlock_script_send(struct rlock_conn *c, enum rlock_script_id id,
 
 	snprintf(nk, sizeof(nk), "%d", nkeys);
 	argv[argc++] = use_eval ? "EVAL" : "EVALSHA";
-	argv[argc++] = use_eval ? s->body : s->sha;
+	argv[argc++] = use_eval ? s->body : script_sha(id);
 	argv[argc++] = nk;
 	for (i = 0; i < nkeys; i++)
 		argv[argc++] = keys[i];
@@ -229,7 +237,6 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 	int64_t deadline;
 	size_t i, left;
 
-	rlock_scripts_init();
 	rl->resent = 0;
 	deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms);
 	for (i = 0; i < rl->nsrv; i++) {
