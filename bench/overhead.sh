@@ -77,47 +77,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-# poll SECS COMMAND...: every 10ms until COMMAND succeeds, at most SECS.
-poll() {
-	local tries=$(($1 * 100))
-	shift
-	while ((tries-- > 0)); do
-		"$@" && return 0
-		sleep 0.01
-	done
-	return 1
-}
-
 # ---- a private server -------------------------------------------------------
 
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-ours_up() {
-	kill -0 "$server_pid" 2>/dev/null || return 0 # let the caller notice
-	[[ $(redis-cli -h 127.0.0.1 -p "$port" INFO server 2>/dev/null) == *"process_id:$server_pid"* ]]
-}
-
-start_server() {
-	local try
-	for ((try = 0; try < 20; try++)); do
-		# 20000-31999: below the kernel's ephemeral ports, never 6379.
-		port=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
-		listening "$port" && continue
-		redis-server --port "$port" --bind 127.0.0.1 --save '' \
-			--appendonly no --daemonize no --dir "$tmp" \
-			--logfile "$tmp/redis.log" </dev/null >/dev/null 2>&1 &
-		server_pid=$!
-		if poll 5 ours_up && kill -0 "$server_pid" 2>/dev/null; then
-			return 0
-		fi
-		kill "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
-		server_pid=
-	done
-	echo "bench: could not start redis-server; log:" >&2
-	cat "$tmp/redis.log" >&2
-	return 1
-}
+who=bench
+. bench/private-redis.sh
 
 start_server || exit 1
 URL=redis://127.0.0.1:$port

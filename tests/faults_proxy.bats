@@ -218,27 +218,7 @@ assert_a_ended_before_b() {
 	# time read before that wait, and used to poll no descriptors with a
 	# negative timeout: for ever, deaf to SIGTERM (blocked for its
 	# signalfd).  It must give up with 69 within the I/O timeout.
-	command -v cc >/dev/null || skip "no C compiler for the send(2) shim"
-	cat >slowsend.c <<'EOF'
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdlib.h>
-#include <sys/socket.h>
-#include <time.h>
-
-ssize_t send(int fd, const void *buf, size_t len, int flags)
-{
-	static ssize_t (*real)(int, const void *, size_t, int);
-	struct timespec ts = { 0, 50 * 1000000L };
-
-	if (real == NULL)
-		real = (ssize_t (*)(int, const void *, size_t, int))
-			dlsym(RTLD_NEXT, "send");
-	nanosleep(&ts, NULL);
-	return real(fd, buf, len, flags);
-}
-EOF
-	cc -shared -fPIC -o slowsend.so slowsend.c -ldl
+	build_slowsend
 	# Nothing listens on port 1: the proxy accepts and resets.
 	start_proxy DEAD 1
 	local attempt
@@ -254,27 +234,7 @@ EOF
 @test "the same reset during a renewal does not hang the renewal thread: the lock is declared lost" {
 	# As above, but in the renewal thread: if its request hangs, nothing
 	# ever declares the lease lost and the command runs on unchecked.
-	command -v cc >/dev/null || skip "no C compiler for the send(2) shim"
-	cat >slowsend.c <<'EOF'
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdlib.h>
-#include <sys/socket.h>
-#include <time.h>
-
-ssize_t send(int fd, const void *buf, size_t len, int flags)
-{
-	static ssize_t (*real)(int, const void *, size_t, int);
-	struct timespec ts = { 0, 50 * 1000000L };
-
-	if (real == NULL)
-		real = (ssize_t (*)(int, const void *, size_t, int))
-			dlsym(RTLD_NEXT, "send");
-	nanosleep(&ts, NULL);
-	return real(fd, buf, len, flags);
-}
-EOF
-	cc -shared -fPIC -o slowsend.so slowsend.c -ldl
+	build_slowsend
 	start_redis S
 	start_proxy SP "$S_PORT"
 	bg_start a env LD_PRELOAD="$PWD/slowsend.so" \
@@ -293,4 +253,10 @@ EOF
 # file_has_prefix FILE TEXT: some line of FILE starts with TEXT.
 file_has_prefix() {
 	[[ -f $1 ]] && grep -q "^$2" "$1"
+}
+
+# build_slowsend: compile tests/shim/slowsend.c (every send(2) waits 50ms)
+# into ./slowsend.so for LD_PRELOAD.
+build_slowsend() {
+	cc -shared -fPIC -o slowsend.so "$BATS_TEST_DIRNAME/shim/slowsend.c" -ldl
 }

@@ -1,0 +1,49 @@
+# private-redis.sh - sourced by tests/demo.sh and bench/overhead.sh: start
+# a throwaway redis-server on a free 127.0.0.1 port, never 6379.
+#
+# The caller sets tmp (a private directory) and who (the word its messages
+# start with), and stops server_pid itself (its EXIT trap).  start_server
+# sets port and server_pid and returns 0, or prints the server's log.
+
+# poll SECS COMMAND...: run COMMAND every 10ms until it succeeds, for at
+# most SECS seconds.
+poll() {
+	local tries=$(($1 * 100))
+	shift
+	while ((tries-- > 0)); do
+		"$@" && return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Up, and the server on the port is the one we started.
+ours_up() {
+	kill -0 "$server_pid" 2>/dev/null || return 0 # let the caller notice
+	[[ $(redis-cli -h 127.0.0.1 -p "$port" INFO server 2>/dev/null) == *"process_id:$server_pid"* ]]
+}
+
+start_server() {
+	local try
+	for ((try = 0; try < 20; try++)); do
+		# 20000-31999: below the kernel's ephemeral ports, never 6379.
+		port=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+		listening "$port" && continue
+		redis-server --port "$port" --bind 127.0.0.1 --save '' \
+			--appendonly no --daemonize no --dir "$tmp" \
+			--logfile "$tmp/redis.log" </dev/null >/dev/null 2>&1 &
+		server_pid=$!
+		if poll 5 ours_up && kill -0 "$server_pid" 2>/dev/null; then
+			return 0
+		fi
+		# Someone else took the port first: try another.
+		kill "$server_pid" 2>/dev/null
+		wait "$server_pid" 2>/dev/null
+		server_pid=
+	done
+	echo "$who: could not start redis-server; log:" >&2
+	cat "$tmp/redis.log" >&2
+	return 1
+}
