@@ -145,6 +145,23 @@ char *cli_printable(char *s);
 /* Write the holder as "host pid N (command)" into buf. */
 const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len);
 
+/* The live line of a waiting acquire, on stderr. */
+struct cli_waitline {
+	const char *name;
+	int shown;
+};
+
+/* Whether a live line may be drawn: stderr is a terminal, not -q, and
+ * NO_COLOR is unset. */
+int cli_live_ok(const struct cli *g);
+
+/* An rlock_wait_cb drawing "waiting for NAME: held by ... for ...;
+ * waited ..." over itself; arg is a struct cli_waitline. */
+void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg);
+
+/* Erase the live line if one was drawn. */
+void cli_wait_line_end(struct cli_waitline *l);
+
 /* Flush stdout; on failure warn and return -1. */
 int cli_flush_stdout(const struct cli *g);
 

@@ -115,6 +115,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	struct rlock_acquire_opts ao;
 	struct rlock_lease lease;
 	struct rlock_holder h;
+	struct cli_waitline line = { NULL, 0 };
 	struct rlock *rl;
 	enum format fmt = FMT_TOKEN;
 	int c, rc, conflict = EX_TEMPFAIL, renew = 0, fmt_set = 0;
@@ -183,7 +184,13 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	if (ao.label == NULL)
 		ao.label = renew ? "rlock acquire --renew" : "rlock acquire";
 	ao.pid = pid;
+	line.name = name;
+	if (cli_live_ok(g)) {
+		ao.wait_cb = cli_wait_line;
+		ao.wait_arg = &line;
+	}
 	rc = rlock_acquire(rl, name, &ao, &lease, &h);
+	cli_wait_line_end(&line);
 	if (rc != RLOCK_OK) {
 		if (g->verbose >= 0 && rc == RLOCK_BUSY && ao.wait_ms > 0)
 			cli_warn(g, "%s: timed out after %s; held by %s", name,

@@ -37,7 +37,7 @@ struct run {
 	int64_t kill_after_ms;
 	int64_t max_time_ms;
 	int reentrant;
-	int status_line;		/* a live line is on stderr */
+	struct cli_waitline line;	/* the live line while waiting */
 };
 
 /* The renewal thread and what it reports. */
@@ -133,21 +133,6 @@ static void parse(struct run *r, int argc, char **argv)
 	if (r->shell_cmd == NULL && optind >= argc)
 		cli_usage_error(g, "missing COMMAND");
 	r->argv = argv + optind;
-}
-
-/* ---- the live status line ------------------------------------------- */
-
-static void wait_line(const struct rlock_holder *h, int64_t waited, void *arg)
-{
-	struct run *r = arg;
-	char who[600], a[32], w[32];
-
-	fprintf(stderr, "\rrlock: waiting for %s: held by %s for %s; "
-		"waited %s\033[K", r->name, cli_holder(h, who, sizeof(who)),
-		rlock_fmt_ms(h->age_ms > 0 ? h->age_ms / 1000 * 1000 : 0, a,
-			     sizeof(a)),
-		rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w)));
-	r->status_line = 1;
 }
 
 /* ---- the renewal thread ---------------------------------------------- */
@@ -607,13 +592,13 @@ int cmd_run(int argc, char **argv, struct cli *g)
 
 	if (!r.reentrant) {
 		r.ao.cancel_fd = sfd;
-		if (isatty(STDERR_FILENO) && g->verbose >= 0) {
-			r.ao.wait_cb = wait_line;
-			r.ao.wait_arg = &r;
+		r.line.name = r.name;
+		if (cli_live_ok(g)) {
+			r.ao.wait_cb = cli_wait_line;
+			r.ao.wait_arg = &r.line;
 		}
 		rc = rlock_acquire(rl, r.name, &r.ao, &lease, &holder);
-		if (r.status_line)
-			fputs("\r\033[K", stderr);
+		cli_wait_line_end(&r.line);
 		if (rc == RLOCK_CANCELED) {
 			struct signalfd_siginfo si;
 

@@ -324,3 +324,30 @@ void cli_json_str(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
+
+int cli_live_ok(const struct cli *g)
+{
+	return g->verbose >= 0 && isatty(STDERR_FILENO) &&
+	       getenv("NO_COLOR") == NULL;
+}
+
+void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg)
+{
+	struct cli_waitline *l = arg;
+	char who[600], a[32], w[32];
+
+	/* Whole seconds: the line is redrawn once a second. */
+	fprintf(stderr, "\rrlock: waiting for %s: held by %s for %s; "
+		"waited %s\033[K", l->name, cli_holder(h, who, sizeof(who)),
+		rlock_fmt_ms(h->age_ms > 0 ? h->age_ms / 1000 * 1000 : 0, a,
+			     sizeof(a)),
+		rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w)));
+	l->shown = 1;
+}
+
+void cli_wait_line_end(struct cli_waitline *l)
+{
+	if (l->shown)
+		fputs("\r\033[K", stderr);
+	l->shown = 0;
+}

@@ -102,3 +102,28 @@ tty_rc() {
 	assert_output 1
 	lock_free tty-stop
 }
+
+@test "acquire waiting on a terminal shows the live line too; NO_COLOR turns it off" {
+	tok=$("$RLOCK" acquire -t 60s --label 'db backup' tty-acq)
+	on_tty t "$RLOCK acquire -w 30s tty-acq >/dev/null; echo acquired=\$?"
+	wait_until 5 grep -q 'waiting for tty-acq: held by .* (db backup)' "$BATS_TEST_TMPDIR/t.out"
+	"$RLOCK" release tty-acq "$tok"
+	run tty_rc t
+	assert_output 0
+	run grep -c 'acquired=0' "$BATS_TEST_TMPDIR/t.out"
+	assert_output 1
+
+	tok=$("$RLOCK" acquire -t 60s tty-nc)
+	on_tty u "NO_COLOR=1 $RLOCK run -w 30s tty-nc -- echo took-it"
+	wait_until 5 eval '[[ $(rcli R PUBSUB NUMSUB "$(key tty-nc):released" | tail -n1) -ge 1 ]]'
+	# An absence cannot be polled for: watch the terminal for longer than
+	# the line's 1s redraw period, then check nothing was drawn.
+	sleep 1.5
+	"$RLOCK" release tty-nc "$tok"
+	run tty_rc u
+	assert_output 0
+	run grep -c 'waiting for' "$BATS_TEST_TMPDIR/u.out"
+	assert_output 0
+	run grep -c took-it "$BATS_TEST_TMPDIR/u.out"
+	assert_output 1
+}
