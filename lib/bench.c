@@ -1248,6 +1248,7 @@ int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
 	snprintf(b.ttl, sizeof(b.ttl), "%lld", (long long)o->ttl_ms);
 	snprintf(b.pid, sizeof(b.pid), "%lld", (long long)getpid());
 	b.acq_args[1] = b.ttl;
+	rlock_identify(rl);
 	b.acq_args[2] = rl->host;
 	b.acq_args[3] = b.pid;
 	b.acq_args[4] = rl->user;

@@ -21,8 +21,6 @@ struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
 			size_t errlen)
 {
 	struct rlock *rl;
-	struct passwd *pw;
-	const char *env;
 	size_t i;
 
 	if (cfg->nurls == 0 || cfg->nurls > RLOCK_MAX_SERVERS) {
@@ -84,26 +82,39 @@ struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
 		}
 	}
 	rl->quorum = rl->nsrv / 2 + 1;
-	if (gethostname(rl->host, sizeof(rl->host)) != 0)
-		snprintf(rl->host, sizeof(rl->host), "unknown");
-	rl->host[sizeof(rl->host) - 1] = '\0';
-	/* Shown to people only: $USER spares the NSS look-up that would
-	 * cost more than the lock itself on loopback. */
-	env = getenv("USER");
-	if (env == NULL || *env == '\0')
-		env = getenv("LOGNAME");
-	pw = env != NULL && *env != '\0' ? NULL : getpwuid(geteuid());
-	if (env != NULL && *env != '\0')
-		snprintf(rl->user, sizeof(rl->user), "%s", env);
-	else if (pw != NULL)
-		snprintf(rl->user, sizeof(rl->user), "%s", pw->pw_name);
-	else
-		snprintf(rl->user, sizeof(rl->user), "%u",
-			 (unsigned)geteuid());
 	return rl;
 fail:
 	rlock_free(rl);
 	return NULL;
+}
+
+/*
+ * Who we are, for the holder's metadata: looked up at the first acquire
+ * only, since a renewal thread, release, extend and status never need it.
+ * $USER spares the NSS look-up, which would cost more than the lock itself
+ * on loopback; the name is shown to people, never trusted.
+ */
+void rlock_identify(struct rlock *rl)
+{
+	const char *env;
+	struct passwd *pw;
+
+	if (rl->host[0] != '\0')
+		return;
+	if (gethostname(rl->host, sizeof(rl->host)) != 0)
+		snprintf(rl->host, sizeof(rl->host), "unknown");
+	rl->host[sizeof(rl->host) - 1] = '\0';
+	env = getenv("USER");
+	if (env == NULL || *env == '\0')
+		env = getenv("LOGNAME");
+	if (env != NULL && *env != '\0') {
+		snprintf(rl->user, sizeof(rl->user), "%s", env);
+	} else if ((pw = getpwuid(geteuid())) != NULL) {
+		snprintf(rl->user, sizeof(rl->user), "%s", pw->pw_name);
+	} else {
+		snprintf(rl->user, sizeof(rl->user), "%u",
+			 (unsigned)geteuid());
+	}
 }
 
 void rlock_free(struct rlock *rl)
@@ -279,6 +290,7 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 	snprintf(pid, sizeof(pid), "%lld",
 		 o->pid > 0 ? o->pid : (long long)getpid());
 	snprintf(minhold, sizeof(minhold), "%lld", (long long)o->min_hold_ms);
+	rlock_identify(rl);
 	args[0] = token;
 	args[1] = ttl;
 	args[2] = rl->host;

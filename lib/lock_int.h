@@ -70,6 +70,9 @@ int rlock_script_send(struct rlock_conn *c, enum rlock_script_id id,
 		      int use_eval, int nkeys, const char **keys, int nargs,
 		      const char **args);
 
+/* Fill rl->host and rl->user once, before they are first needed. */
+void rlock_identify(struct rlock *rl);
+
 void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 		    const char **keys, int nargs, const char **args,
 		    struct rlock_result *res);
