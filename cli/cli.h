@@ -67,6 +67,8 @@ struct cli {
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
 	const char *password_file;
+	char password[1024];		/* from the file or REDISCLI_AUTH */
+	int has_password;
 	int verbose;			/* -1 quiet, 0 normal, 1 verbose */
 	int json;
 	int help;

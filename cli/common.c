@@ -172,6 +172,24 @@ int cli_global_option(struct cli *g, int c, const char *arg)
 	return 0;
 }
 
+/* Read the password from a file into g: the first line, without its
+ * newline. */
+static void read_password(struct cli *g, const char *path)
+{
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (f == NULL) {
+		cli_warn(g, "cannot read password file %s: %s", path,
+			 strerror(errno));
+		exit(EX_USAGE);
+	}
+	n = fread(g->password, 1, sizeof(g->password) - 1, f);
+	fclose(f);
+	g->password[n] = '\0';
+	g->password[strcspn(g->password, "\r\n")] = '\0';
+}
+
 void cli_finish(struct cli *g)
 {
 	const char *v;
@@ -199,37 +217,25 @@ void cli_finish(struct cli *g)
 		v = getenv("RLOCK_PREFIX");
 		g->prefix = v != NULL && *v != '\0' ? v : "rlock:";
 	}
+	/* Once, though run opens a second handle for its renewal thread. */
+	if (g->password_file != NULL) {
+		read_password(g, g->password_file);
+		g->has_password = 1;
+	} else if ((v = getenv("REDISCLI_AUTH")) != NULL && *v != '\0') {
+		snprintf(g->password, sizeof(g->password), "%s", v);
+		g->has_password = 1;
+	}
 	if (g->verbose == -2) {
 		v = getenv("RLOCK_VERBOSE");
 		g->verbose = v != NULL && strcmp(v, "1") == 0 ? 1 : 0;
 	}
 }
 
-/* Read the password from a file: the first line, without its newline. */
-static char *read_password(const struct cli *g, const char *path)
-{
-	char buf[1024];
-	size_t n;
-	FILE *f = fopen(path, "re");
-
-	if (f == NULL) {
-		cli_warn(g, "cannot read password file %s: %s", path,
-			 strerror(errno));
-		exit(EX_USAGE);
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	return strdup(buf);
-}
-
 struct rlock *cli_open(struct cli *g)
 {
 	struct rlock_config cfg;
 	struct rlock *rl;
-	char err[512], *pw = NULL;
-	const char *env;
+	char err[512];
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.urls = g->urls;
@@ -237,16 +243,8 @@ struct rlock *cli_open(struct cli *g)
 	cfg.prefix = g->prefix;
 	cfg.connect_timeout_ms = g->connect_timeout_ms;
 	cfg.io_timeout_ms = g->io_timeout_ms;
-	if (g->password_file != NULL)
-		pw = read_password(g, g->password_file);
-	else if ((env = getenv("REDISCLI_AUTH")) != NULL && *env != '\0')
-		pw = strdup(env);
-	cfg.password = pw;
+	cfg.password = g->has_password ? g->password : NULL;
 	rl = rlock_new(&cfg, err, sizeof(err));
-	if (pw != NULL) {
-		explicit_bzero(pw, strlen(pw));
-		free(pw);
-	}
 	if (rl == NULL)
 		cli_usage_error(g, "%s", err);
 	return rl;

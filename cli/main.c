@@ -200,6 +200,7 @@ int main(int argc, char **argv)
 			optind = 0;
 			ch = c->fn(argc, argv, &g);
 			free(g.env_urls);
+			explicit_bzero(g.password, sizeof(g.password));
 			return ch;
 		}
 	}
