@@ -164,6 +164,18 @@ void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg);
 /* Erase the live line if one was drawn. */
 void cli_wait_line_end(struct cli_waitline *l);
 
+/* The NAME [TOKEN] operands of release and extend, from optind; with
+ * need_token the token defaults to $RLOCK_TOKEN.  Exits 64 on misuse.
+ * Returns the token, NULL only when none is needed nor given. */
+const char *cli_name_token(const struct cli *g, int argc, char **argv,
+			   const char **name, int need_token);
+
+/* Say why an acquire failed: the error, or (unless -q) who holds the
+ * lock, after how long a wait. */
+void cli_report_acquire(const struct cli *g, const char *name, int rc,
+			struct rlock *rl, const struct rlock_holder *h,
+			int64_t wait_ms);
+
 /* Flush stdout; on failure warn and return -1. */
 int cli_flush_stdout(const struct cli *g);
 

@@ -121,7 +121,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	int c, rc, conflict = EX_TEMPFAIL, renew = 0, fmt_set = 0;
 	long long pid = 0;
 	const char *name;
-	char key[RLOCK_NAME_MAX + 300], who[600], tb[32];
+	char key[RLOCK_NAME_MAX + 300];
 	char *end;
 	pid_t child;
 
@@ -192,15 +192,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	rc = rlock_acquire(rl, name, &ao, &lease, &h);
 	cli_wait_line_end(&line);
 	if (rc != RLOCK_OK) {
-		if (g->verbose >= 0 && rc == RLOCK_BUSY && ao.wait_ms > 0)
-			cli_warn(g, "%s: timed out after %s; held by %s", name,
-				 rlock_fmt_ms(ao.wait_ms, tb, sizeof(tb)),
-				 cli_holder(&h, who, sizeof(who)));
-		else if (g->verbose >= 0 && rc == RLOCK_BUSY)
-			cli_warn(g, "%s: held by %s", name,
-				 cli_holder(&h, who, sizeof(who)));
-		else if (rc != RLOCK_BUSY)
-			cli_warn(g, "%s", rlock_errstr(rl));
+		cli_report_acquire(g, name, rc, rl, &h, ao.wait_ms);
 		rlock_free(rl);
 		return cli_exit_code(rc, conflict);
 	}

@@ -15,7 +15,7 @@ int cmd_extend(int argc, char **argv, struct cli *g)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rlock *rl;
-	const char *name, *token = NULL;
+	const char *name, *token;
 	int64_t ttl = 30000;
 	int c, rc, ret;
 
@@ -28,20 +28,7 @@ int cmd_extend(int argc, char **argv, struct cli *g)
 		else
 			cli_bad_option(g, c, argv);
 	}
-	if (optind >= argc)
-		cli_usage_error(g, "missing lock NAME");
-	name = argv[optind++];
-	cli_check_name(g, name);
-	if (optind < argc)
-		token = argv[optind++];
-	if (optind < argc)
-		cli_usage_error(g, "too many arguments");
-	if (token == NULL) {
-		token = getenv("RLOCK_TOKEN");
-		if (token == NULL || *token == '\0')
-			cli_usage_error(g, "missing TOKEN (give it or set "
-					"RLOCK_TOKEN)");
-	}
+	token = cli_name_token(g, argc, argv, &name, 1);
 	cli_finish(g);
 	rl = cli_open(g);
 	rc = rlock_extend(rl, name, token, ttl, NULL);

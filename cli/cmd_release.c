@@ -17,7 +17,7 @@ int cmd_release(int argc, char **argv, struct cli *g)
 	};
 	struct rlock_holder was;
 	struct rlock *rl;
-	const char *name, *token = NULL;
+	const char *name, *token;
 	char who[600];
 	int c, rc, force = 0, ret;
 
@@ -30,22 +30,9 @@ int cmd_release(int argc, char **argv, struct cli *g)
 		else
 			cli_bad_option(g, c, argv);
 	}
-	if (optind >= argc)
-		cli_usage_error(g, "missing lock NAME");
-	name = argv[optind++];
-	cli_check_name(g, name);
-	if (optind < argc)
-		token = argv[optind++];
-	if (optind < argc)
-		cli_usage_error(g, "too many arguments");
+	token = cli_name_token(g, argc, argv, &name, !force);
 	if (force && token != NULL)
 		cli_usage_error(g, "--force takes no TOKEN");
-	if (!force && token == NULL) {
-		token = getenv("RLOCK_TOKEN");
-		if (token == NULL || *token == '\0')
-			cli_usage_error(g, "missing TOKEN (give it or set "
-					"RLOCK_TOKEN)");
-	}
 	cli_finish(g);
 	rl = cli_open(g);
 	if (force) {

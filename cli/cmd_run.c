@@ -511,26 +511,6 @@ static void reraise(int sig)
 	exit(128 + sig);
 }
 
-static void report_busy(struct run *r, int rc, struct rlock *rl,
-			const struct rlock_holder *h)
-{
-	char who[600], tb[32];
-
-	if (r->g->verbose < 0)
-		return;
-	if (rc != RLOCK_BUSY) {
-		cli_warn(r->g, "%s", rlock_errstr(rl));
-		return;
-	}
-	if (r->ao.wait_ms > 0)
-		cli_warn(r->g, "%s: timed out after %s; held by %s", r->name,
-			 rlock_fmt_ms(r->ao.wait_ms, tb, sizeof(tb)),
-			 cli_holder(h, who, sizeof(who)));
-	else
-		cli_warn(r->g, "%s: held by %s", r->name,
-			 cli_holder(h, who, sizeof(who)));
-}
-
 int cmd_run(int argc, char **argv, struct cli *g)
 {
 	struct run r;
@@ -608,7 +588,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 			return 128 + SIGTERM;
 		}
 		if (rc != RLOCK_OK) {
-			report_busy(&r, rc, rl, &holder);
+			cli_report_acquire(g, r.name, rc, rl, &holder, r.ao.wait_ms);
 			ret = cli_exit_code(rc, r.conflict);
 			rlock_free(rl);
 			return ret;

@@ -349,3 +349,44 @@ void cli_wait_line_end(struct cli_waitline *l)
 		fputs("\r\033[K", stderr);
 	l->shown = 0;
 }
+
+void cli_report_acquire(const struct cli *g, const char *name, int rc,
+			struct rlock *rl, const struct rlock_holder *h,
+			int64_t wait_ms)
+{
+	char who[600], tb[32];
+
+	if (rc != RLOCK_BUSY)
+		cli_warn(g, "%s", rlock_errstr(rl));
+	else if (g->verbose < 0)
+		return; /* -q: a busy lock is an answer, not a fault */
+	else if (wait_ms > 0)
+		cli_warn(g, "%s: timed out after %s; held by %s", name,
+			 rlock_fmt_ms(wait_ms, tb, sizeof(tb)),
+			 cli_holder(h, who, sizeof(who)));
+	else
+		cli_warn(g, "%s: held by %s", name,
+			 cli_holder(h, who, sizeof(who)));
+}
+
+const char *cli_name_token(const struct cli *g, int argc, char **argv,
+			   const char **name, int need_token)
+{
+	const char *token = NULL;
+
+	if (optind >= argc)
+		cli_usage_error(g, "missing lock NAME");
+	*name = argv[optind++];
+	cli_check_name(g, *name);
+	if (optind < argc)
+		token = argv[optind++];
+	if (optind < argc)
+		cli_usage_error(g, "too many arguments");
+	if (token == NULL && need_token) {
+		token = getenv("RLOCK_TOKEN");
+		if (token == NULL || *token == '\0')
+			cli_usage_error(g, "missing TOKEN (give it or set "
+					"RLOCK_TOKEN)");
+	}
+	return token;
+}
