@@ -773,17 +773,12 @@ static void check_timeouts(struct bench *b, int64_t now)
 
 	for (int i = 0; i < b->nc; i++) {
 		struct bclient *c = &b->cl[i];
-		char msg[200], tb[32];
-
 		if (!c->inflight || now - c->t_sent <= limit)
 			continue;
-		snprintf(msg, sizeof(msg), "%s: no reply within %s",
-			 conn_addr(c->cmd),
-			 rlock_fmt_ms(b->rl->copts.io_timeout_ms, tb,
-				      sizeof(tb)));
+		conn_timed_out(c->cmd);
 		b->res->errors++;
 		b->res->error_kind[RLOCK_BENCH_ERR_TIMEOUT]++;
-		fatal(b, RLOCK_EUNAVAIL, msg);
+		fatal(b, RLOCK_EUNAVAIL, conn_errstr(c->cmd));
 		return;
 	}
 }

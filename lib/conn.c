@@ -413,6 +413,16 @@ int conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 	}
 }
 
+int conn_timed_out(struct rlock_conn *c)
+{
+	char why[64], tb[32];
+
+	/* A late reply would answer the next request: start over. */
+	snprintf(why, sizeof(why), "no reply within %s",
+		 rlock_fmt_ms(c->opts.io_timeout_ms, tb, sizeof(tb)));
+	return fail(c, "%s: %s", why);
+}
+
 int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 	      int argc, const char **argv, const size_t *lens,
 	      redisReply **r)
@@ -431,14 +441,8 @@ int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 	if (rc != RLOCK_OK)
 		return rc;
 	rc = conn_wait_reply(c, deadline, cancel_fd, r);
-	if (rc == RLOCK_TIMEDOUT) {
-		char why[64], tb[32];
-
-		/* A late reply would answer the next request: start over. */
-		snprintf(why, sizeof(why), "no reply within %s",
-			 rlock_fmt_ms(c->opts.io_timeout_ms, tb, sizeof(tb)));
-		return fail(c, "%s: %s", why);
-	}
+	if (rc == RLOCK_TIMEDOUT)
+		return conn_timed_out(c);
 	if (rc == RLOCK_CANCELED)
 		conn_close(c);
 	return rc;

@@ -96,6 +96,11 @@ int conn_take_reply(struct rlock_conn *c, redisReply **r);
 int conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 		    redisReply **r);
 
+/* A request went unanswered for the I/O timeout: close the connection
+ * (a late reply would answer the next request) and say so in errstr.
+ * Returns RLOCK_EUNAVAIL. */
+int conn_timed_out(struct rlock_conn *c);
+
 /* Send one command and wait for its reply before deadline.  Opens the
  * connection if needed.  Returns RLOCK_OK with *r set (may be an error
  * reply), or RLOCK_EUNAVAIL / RLOCK_CANCELED with the reason in errstr. */

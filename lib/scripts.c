@@ -323,8 +323,6 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 			break;
 		now = rlock_mono_ms();
 		if (now >= deadline) {
-			char tb[32];
-
 			for (i = 0; i < rl->nsrv; i++) {
 				if (state[i] != ST_WAIT && state[i] != ST_RETRY)
 					continue;
@@ -334,14 +332,9 @@ void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
 						 "%s: server is loading its data (LOADING)",
 						 conn_addr(rl->srv[i].cmd));
 				} else {
+					conn_timed_out(rl->srv[i].cmd);
 					snprintf(res[i].err, sizeof(res[i].err),
-						 "%s: no reply within %s",
-						 conn_addr(rl->srv[i].cmd),
-						 rlock_fmt_ms(rl->copts.io_timeout_ms,
-							      tb, sizeof(tb)));
-					/* A late reply would answer the next
-					 * request: start over next time. */
-					conn_close(rl->srv[i].cmd);
+						 "%s", conn_errstr(rl->srv[i].cmd));
 				}
 				state[i] = ST_DONE;
 			}
