@@ -67,20 +67,14 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rlock-bench.XXXXXX") || exit 1
 server_pid=
 
-cleanup() {
-	if [[ -n $server_pid ]]; then
-		kill "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+. bench/private-redis.sh
+
+trap stop_server EXIT
 trap 'exit 130' INT TERM HUP
 
 # ---- a private server -------------------------------------------------------
 
 who=bench
-. bench/private-redis.sh
 
 start_server || exit 1
 URL=redis://127.0.0.1:$port

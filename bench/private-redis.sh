@@ -2,8 +2,9 @@
 # a throwaway redis-server on a free 127.0.0.1 port, never 6379.
 #
 # The caller sets tmp (a private directory) and who (the word its messages
-# start with), and stops server_pid itself (its EXIT trap).  start_server
-# sets port and server_pid and returns 0, or prints the server's log.
+# start with).  start_server sets port and server_pid and returns 0, or
+# prints the server's log; stop_server (for the caller's EXIT trap) stops
+# it by PID and removes tmp.
 
 # poll SECS COMMAND...: run COMMAND every 10ms until it succeeds, for at
 # most SECS seconds.
@@ -46,4 +47,12 @@ start_server() {
 	echo "$who: could not start redis-server; log:" >&2
 	cat "$tmp/redis.log" >&2
 	return 1
+}
+
+stop_server() {
+	if [[ -n ${server_pid:-} ]]; then
+		kill "$server_pid" 2>/dev/null
+		wait "$server_pid" 2>/dev/null
+	fi
+	rm -rf "$tmp"
 }

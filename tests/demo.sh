@@ -29,17 +29,15 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/rlock-demo.XXXXXX") || exit 1
 server_pid=
 jobs_started=()
 
+. bench/private-redis.sh
+
 cleanup() {
 	local pid
 	for pid in "${jobs_started[@]}"; do
 		kill "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	done
-	if [[ -n $server_pid ]]; then
-		kill "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
-	fi
-	rm -rf "$tmp"
+	stop_server
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
@@ -59,7 +57,6 @@ ms_now() { date +%s%3N; }
 # ---- a private server -------------------------------------------------------
 
 who=demo
-. bench/private-redis.sh
 
 start_server || exit 1
 export RLOCK_URL=redis://127.0.0.1:$port

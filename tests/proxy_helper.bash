@@ -112,26 +112,11 @@ proxy_stat_is() {
 	[[ $(proxy_stat "$1" "$2") == "$3" ]]
 }
 
-_rp_stop_dir() {
-	local dir=$1 pid
-	[[ -f $dir/pid ]] || return 0
-	pid=$(cat "$dir/pid")
-	if pid_alive "$pid"; then
-		kill -TERM "$pid" 2>/dev/null
-		if ! wait_until 5 pid_gone "$pid" 2>/dev/null; then
-			kill -KILL "$pid" 2>/dev/null
-			wait_until 5 pid_gone "$pid" || true
-		fi
-	fi
-	wait "$pid" 2>/dev/null || true
-	rm -f "$dir/pid"
-}
-
 # stop_proxy NAME
 stop_proxy() {
 	local dir
 	dir=$(_rp_dir_of "$1") || return 1
-	_rp_stop_dir "$dir"
+	_rl_stop_dir "$dir"
 }
 
 # proxy_log NAME: what the proxy did (for failure messages).
@@ -146,7 +131,7 @@ _rp_stop_in() {
 	[[ -f $base/dirs ]] || return 0
 	while read -r dir; do
 		[[ $dir == /tmp/rlp.* ]] || continue
-		_rp_stop_dir "$dir"
+		_rl_stop_dir "$dir"
 		# Keep the log next to the test's files for a post-mortem.
 		cp "$dir/log" "$base/$(basename "$dir").log" 2>/dev/null
 		rm -rf "$dir"

@@ -382,17 +382,26 @@ _rl_export_server() {
 	fi
 }
 
-# start_redis NAME [redis-server args...]
-start_redis() {
-	local name=$1 dir try port a prev=
+# _rl_save_args DIR ARGS...: keep a server's arguments for restarts, and its
+# --requirepass for rcli.
+_rl_save_args() {
+	local dir=$1 a prev=
 	shift
-	dir=$(_rl_server_dir "$name")
 	printf '%s\n' "$@" >"$dir/args"
 	[[ $# -gt 0 ]] || : >"$dir/args"
 	for a in "$@"; do
 		[[ $prev == --requirepass ]] && printf '%s' "$a" >"$dir/pass"
 		prev=$a
 	done
+	return 0
+}
+
+# start_redis NAME [redis-server args...]
+start_redis() {
+	local name=$1 dir try port
+	shift
+	dir=$(_rl_server_dir "$name")
+	_rl_save_args "$dir" "$@"
 	for ((try = 0; try < 20; try++)); do
 		# 20000-31999: below the kernel's ephemeral range, never 6379.
 		port=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
@@ -410,15 +419,10 @@ start_redis() {
 
 # start_redis_unix NAME [redis-server args...]
 start_redis_unix() {
-	local name=$1 dir a prev=
+	local name=$1 dir
 	shift
 	dir=$(_rl_server_dir "$name")
-	printf '%s\n' "$@" >"$dir/args"
-	[[ $# -gt 0 ]] || : >"$dir/args"
-	for a in "$@"; do
-		[[ $prev == --requirepass ]] && printf '%s' "$a" >"$dir/pass"
-		prev=$a
-	done
+	_rl_save_args "$dir" "$@"
 	echo "$dir/redis.sock" >"$dir/sock"
 	if ! _rl_spawn_redis "$dir"; then
 		echo "start_redis_unix $name: could not start redis-server; log:" >&2
