@@ -34,8 +34,6 @@ static void sh_quote(const char *s)
 static void print_lease(enum format fmt, const char *name, const char *key,
 			const struct rlock_lease *l)
 {
-	char num[32];
-
 	switch (fmt) {
 	case FMT_TOKEN:
 		printf("%s\n", l->token);
@@ -55,8 +53,7 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 		sh_quote(key);
 		printf("; export RLOCK_KEY\nRLOCK_TOKEN='%s'; export RLOCK_TOKEN\n",
 		       l->token);
-		snprintf(num, sizeof(num), "%lld", l->fence);
-		printf("RLOCK_FENCE='%s'; export RLOCK_FENCE\n", num);
+		printf("RLOCK_FENCE='%lld'; export RLOCK_FENCE\n", l->fence);
 		printf("RLOCK_TTL_MS='%lld'; export RLOCK_TTL_MS\n",
 		       (long long)l->ttl_ms);
 		break;
