@@ -1239,7 +1239,6 @@ int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
 	}
 	res->clients = b.nc;
 	res->keys = b.nk;
-	rlock_scripts_init();
 	snprintf(b.ttl, sizeof(b.ttl), "%lld", (long long)o->ttl_ms);
 	snprintf(b.pid, sizeof(b.pid), "%lld", (long long)getpid());
 	b.acq_args[1] = b.ttl;

@@ -23,10 +23,10 @@ enum rlock_script_id {
 struct rlock_script {
 	const char *name;
 	const char *body;
-	char sha[41];
+	const char *sha;		/* SHA-1 of body, for EVALSHA */
 };
 
-extern struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT];
+extern const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT];
 
 /* One server of a lock: a command connection and, while waiting, a
  * second one subscribed to the release channel. */
@@ -57,9 +57,6 @@ struct rlock_result {
 	redisReply *r;
 	char err[512];
 };
-
-/* Compute the scripts' SHA1 digests once (thread-safe). */
-void rlock_scripts_init(void);
 
 /*
  * Queue script id on c as EVALSHA (or EVAL with use_eval, after a NOSCRIPT

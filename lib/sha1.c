@@ -1,7 +1,6 @@
 /*
- * sha1.c - SHA-1 (FIPS 180-4), only to name our Lua scripts for EVALSHA.
- * Written here so that a plain run does not load and initialise libcrypto
- * (a millisecond of start-up, the price of the whole command on loopback).
+ * sha1.c - SHA-1 (FIPS 180-4), to check that the digests written next to
+ * our Lua scripts (scripts.c) are theirs: EVALSHA names a script by it.
  * Not for anything that needs collision resistance.
  */
 #include <stdint.h>

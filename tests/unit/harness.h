@@ -42,5 +42,6 @@ void test_name(void);
 void test_util(void);
 void test_resp(void);
 void test_sha1(void);
+void test_scripts(void);
 
 #endif /* UNIT_HARNESS_H */

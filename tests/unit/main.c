@@ -25,6 +25,7 @@ static const struct group {
 	{ "util", test_util },
 	{ "resp", test_resp },
 	{ "sha1", test_sha1 },
+	{ "scripts", test_scripts },
 };
 
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
