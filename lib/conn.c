@@ -20,7 +20,7 @@
 #include "rlock_int.h"
 
 struct rlock_conn {
-	struct rlock_url url;
+	const struct rlock_url *url;	/* the caller's, outlives us */
 	int hostidx;
 	struct rlock_conn_opts opts;
 	char password[512];
@@ -41,7 +41,7 @@ struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 
 	if (c == NULL)
 		return NULL;
-	c->url = *u;
+	c->url = u;
 	c->hostidx = hostidx;
 	c->opts = *o;
 	c->fd = -1;
@@ -192,15 +192,15 @@ static int connect_any(struct rlock_conn *c, int64_t deadline)
 	char port[16];
 	int e = 0, gai;
 
-	if (c->url.kind == RLOCK_URL_UNIX) {
+	if (c->url->kind == RLOCK_URL_UNIX) {
 		struct sockaddr_un sun;
 
 		memset(&sun, 0, sizeof(sun));
 		sun.sun_family = AF_UNIX;
-		if (strlen(c->url.path) >= sizeof(sun.sun_path))
+		if (strlen(c->url->path) >= sizeof(sun.sun_path))
 			return fail(c, "cannot connect to %s: %s",
 				    "socket path too long");
-		memcpy(sun.sun_path, c->url.path, strlen(c->url.path) + 1);
+		memcpy(sun.sun_path, c->url->path, strlen(c->url->path) + 1);
 		e = connect_addr(c, (struct sockaddr *)&sun, sizeof(sun),
 				 deadline);
 		if (e != 0)
@@ -213,11 +213,11 @@ static int connect_any(struct rlock_conn *c, int64_t deadline)
 	hints.ai_socktype = SOCK_STREAM;
 	/* An IP literal must never cost a DNS query. */
 	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-	snprintf(port, sizeof(port), "%d", c->url.hosts[c->hostidx].port);
-	gai = getaddrinfo(c->url.hosts[c->hostidx].host, port, &hints, &res);
+	snprintf(port, sizeof(port), "%d", c->url->hosts[c->hostidx].port);
+	gai = getaddrinfo(c->url->hosts[c->hostidx].host, port, &hints, &res);
 	if (gai == EAI_NONAME) {
 		hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
-		gai = getaddrinfo(c->url.hosts[c->hostidx].host, port, &hints,
+		gai = getaddrinfo(c->url->hosts[c->hostidx].host, port, &hints,
 				  &res);
 	}
 	if (gai != 0)
@@ -275,19 +275,19 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 		int argc = 0;
 
 		argv[argc++] = "AUTH";
-		if (c->url.user[0] != '\0')
-			argv[argc++] = c->url.user;
+		if (c->url->user[0] != '\0')
+			argv[argc++] = c->url->user;
 		argv[argc++] = c->password;
 		rc = handshake_call(c, io_deadline, argc, argv,
 				    "authentication failed");
 		if (rc != RLOCK_OK)
 			return rc;
 	}
-	if (c->url.db != 0) {
+	if (c->url->db != 0) {
 		char db[16];
 		const char *argv[2] = { "SELECT", db };
 
-		snprintf(db, sizeof(db), "%d", c->url.db);
+		snprintf(db, sizeof(db), "%d", c->url->db);
 		rc = handshake_call(c, io_deadline, 2, argv, "cannot select db");
 		if (rc != RLOCK_OK)
 			return rc;

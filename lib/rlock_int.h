@@ -61,6 +61,8 @@ struct rlock_conn_opts {
 	const char *password;		/* beats the URL's when non-NULL */
 };
 
+/* A connection to host hostidx of u, not yet opened.  u is not copied:
+ * it must outlive the connection. */
 struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 			    const struct rlock_conn_opts *o);
 void conn_free(struct rlock_conn *c);
