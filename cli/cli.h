@@ -42,6 +42,12 @@ enum {
 	OPT_PID,
 	OPT_FORMAT,
 	OPT_FORCE,
+	OPT_CACERT,
+	OPT_CACERTDIR,
+	OPT_CERT,
+	OPT_KEY,
+	OPT_SNI,
+	OPT_INSECURE,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -51,6 +57,12 @@ enum {
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT }, \
 	{ "io-timeout", required_argument, NULL, OPT_IO_TIMEOUT },        \
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },  \
+	{ "cacert", required_argument, NULL, OPT_CACERT },                \
+	{ "cacertdir", required_argument, NULL, OPT_CACERTDIR },          \
+	{ "cert", required_argument, NULL, OPT_CERT },                    \
+	{ "key", required_argument, NULL, OPT_KEY },                      \
+	{ "sni", required_argument, NULL, OPT_SNI },                      \
+	{ "insecure", no_argument, NULL, OPT_INSECURE },                  \
 	{ "verbose", no_argument, NULL, 'v' },                            \
 	{ "quiet", no_argument, NULL, 'q' },                              \
 	{ "json", no_argument, NULL, OPT_JSON },                          \
@@ -69,6 +81,10 @@ struct cli {
 	const char *password_file;
 	char password[1024];		/* from the file or REDISCLI_AUTH */
 	int has_password;
+	/* TLS, for rediss:// URLs; NULL for the defaults. */
+	const char *cacert, *cacertdir, *cert, *key, *sni;
+	int insecure;
+	int warned_insecure;		/* said once, though run opens two handles */
 	int verbose;			/* -1 quiet, 0 normal, 1 verbose */
 	int json;
 	int help;

@@ -648,6 +648,13 @@ static void on_cmd_ready(struct bench *b, struct bclient *c, short revents)
 	}
 	if (c->outwait && !(conn_events(c->cmd) & POLLOUT))
 		watch(b, c, 0);
+	/* Input held inside the transport (TLS) is invisible to epoll. */
+	while (conn_buffered(c->cmd)) {
+		if (conn_on_ready(c->cmd, POLLIN) != RLOCK_OK) {
+			conn_failed(b, c->cmd);
+			return;
+		}
+	}
 	while (b->rc == RLOCK_OK && (got = conn_take_reply(c->cmd, &r)) != 0) {
 		int64_t now = now_ns();
 
@@ -697,6 +704,12 @@ static void on_sub_ready(struct bench *b, struct bclient *c, short revents)
 	if (conn_on_ready(c->sub, revents) != RLOCK_OK) {
 		conn_failed(b, c->sub);
 		return;
+	}
+	while (conn_buffered(c->sub)) {
+		if (conn_on_ready(c->sub, POLLIN) != RLOCK_OK) {
+			conn_failed(b, c->sub);
+			return;
+		}
 	}
 	while ((got = conn_take_reply(c->sub, &r)) == 1) {
 		msg = is_message(r);

@@ -17,12 +17,35 @@
 
 /* ---- handle --------------------------------------------------------- */
 
-struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
+/* Make the TLS context when a URL asks for TLS. */
+static int setup_tls(struct rlock *rl, const struct rlock_config *cfg,
+		     char *err, size_t errlen)
+{
+	struct tls_opts o;
+	size_t i;
+
+	for (i = 0; i < rl->nsrv; i++) {
+		if (rl->srv[i].url.kind == RLOCK_URL_TLS)
+			break;
+	}
+	if (i == rl->nsrv)
+		return RLOCK_OK;
+	o.cacert = cfg->tls_cacert;
+	o.cacertdir = cfg->tls_cacertdir;
+	o.cert = cfg->tls_cert;
+	o.key = cfg->tls_key;
+	o.sni = cfg->tls_sni;
+	o.insecure = cfg->tls_insecure;
+	return tls_ctx_get(&o, &rl->copts.tls, err, errlen);
+}
+
+struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 			size_t errlen)
 {
 	struct rlock *rl;
 	size_t i;
 
+	*code = RLOCK_EUSAGE;
 	if (cfg->nurls == 0 || cfg->nurls > RLOCK_MAX_SERVERS) {
 		rlock_seterr(err, errlen, "between 1 and %d servers needed",
 			     RLOCK_MAX_SERVERS);
@@ -33,13 +56,17 @@ struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
 			     "give one URL, or three or more independent masters");
 		return NULL;
 	}
+	if (cfg->prefix != NULL && strlen(cfg->prefix) >= sizeof(rl->prefix)) {
+		rlock_seterr(err, errlen, "prefix longer than %zu bytes",
+			     sizeof(rl->prefix) - 1);
+		return NULL;
+	}
 	rl = calloc(1, sizeof(*rl));
 	if (rl != NULL)
 		rl->srv = calloc(cfg->nurls, sizeof(*rl->srv));
 	if (rl == NULL || rl->srv == NULL) {
 		free(rl);
-		rlock_seterr(err, errlen, "out of memory");
-		return NULL;
+		goto oom;
 	}
 	rl->copts.connect_timeout_ms = cfg->connect_timeout_ms > 0 ?
 		cfg->connect_timeout_ms : 2000;
@@ -52,11 +79,6 @@ struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
 	}
 	snprintf(rl->prefix, sizeof(rl->prefix), "%s",
 		 cfg->prefix != NULL ? cfg->prefix : "rlock:");
-	if (cfg->prefix != NULL && strlen(cfg->prefix) >= sizeof(rl->prefix)) {
-		rlock_seterr(err, errlen, "prefix longer than %zu bytes",
-			     sizeof(rl->prefix) - 1);
-		goto fail;
-	}
 	for (i = 0; i < cfg->nurls; i++) {
 		const char *why = NULL;
 		struct rlock_url *u = &rl->srv[i].url;
@@ -66,23 +88,30 @@ struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
 				     cfg->urls[i], why);
 			goto fail;
 		}
-		if (u->kind == RLOCK_URL_TLS || u->kind == RLOCK_URL_SENTINEL) {
-			rlock_seterr(err, errlen, "%s: %s URLs are not "
-				     "supported yet", cfg->urls[i],
-				     u->kind == RLOCK_URL_TLS ? "rediss://" :
-				     "redis-sentinel://");
+		if (u->kind == RLOCK_URL_SENTINEL) {
+			rlock_seterr(err, errlen, "%s: redis-sentinel:// URLs "
+				     "are not supported yet", cfg->urls[i]);
 			goto fail;
 		}
-		rl->srv[i].cmd = conn_new(u, 0, &rl->copts);
-		rl->srv[i].sub = conn_new(u, 0, &rl->copts);
 		rl->nsrv++;
+	}
+	*code = setup_tls(rl, cfg, err, errlen);
+	if (*code != RLOCK_OK)
+		goto fail;
+	for (i = 0; i < rl->nsrv; i++) {
+		rl->srv[i].cmd = conn_new(&rl->srv[i].url, 0, &rl->copts);
+		rl->srv[i].sub = conn_new(&rl->srv[i].url, 0, &rl->copts);
 		if (rl->srv[i].cmd == NULL || rl->srv[i].sub == NULL) {
-			rlock_seterr(err, errlen, "out of memory");
-			goto fail;
+			rlock_free(rl);
+			goto oom;
 		}
 	}
 	rl->quorum = rl->nsrv / 2 + 1;
 	return rl;
+oom:
+	*code = RLOCK_ESYS;
+	rlock_seterr(err, errlen, "out of memory");
+	return NULL;
 fail:
 	rlock_free(rl);
 	return NULL;
@@ -126,6 +155,7 @@ void rlock_free(struct rlock *rl)
 		conn_free(rl->srv[i].sub);
 	}
 	free(rl->srv);
+	tls_ctx_put(rl->copts.tls);
 	explicit_bzero(rl->password, sizeof(rl->password));
 	free(rl);
 }
@@ -411,15 +441,25 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 	struct pollfd p[RLOCK_MAX_SERVERS + 1];
 	size_t i, np;
 	int64_t now;
+	int ready;
 
 	for (;;) {
 		np = 0;
+		ready = 0;
 		for (i = 0; i < rl->nsrv; i++) {
-			if (!conn_is_up(rl->srv[i].sub))
+			struct rlock_conn *c = rl->srv[i].sub;
+
+			if (!conn_is_up(c))
 				continue;
-			p[np].fd = conn_fd(rl->srv[i].sub);
-			p[np].events = POLLIN;
+			p[np].fd = conn_fd(c);
+			p[np].events = conn_events(c);
 			p[np].revents = 0;
+			/* Input held inside the transport (TLS) is invisible
+			 * to poll: take it now. */
+			if (conn_buffered(c)) {
+				p[np].revents = POLLIN;
+				ready = 1;
+			}
 			np++;
 		}
 		if (cancel_fd >= 0) {
@@ -432,8 +472,8 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 		if (now >= wake)
 			return RLOCK_OK;
 		/* A lease can be 30 days: more than poll's int of ms. */
-		if (poll(p, np, wake - now > 60000 ? 60000 :
-			 (int)(wake - now)) <= 0)
+		if (!ready && poll(p, np, wake - now > 60000 ? 60000 :
+				   (int)(wake - now)) <= 0)
 			continue;
 		if (cancel_fd >= 0 && p[np - 1].revents)
 			return RLOCK_CANCELED;
@@ -447,7 +487,7 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 				continue;
 			if (p[np++].revents == 0)
 				continue;
-			if (conn_on_ready(c, POLLIN) != RLOCK_OK)
+			if (conn_on_ready(c, p[np - 1].revents) != RLOCK_OK)
 				return RLOCK_OK; /* retry at once */
 			while (conn_take_reply(c, &r) == 1) {
 				woke = 1;

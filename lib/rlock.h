@@ -39,9 +39,11 @@ struct rlock_config {
 	int64_t connect_timeout_ms;	/* <= 0 for 2000 */
 	int64_t io_timeout_ms;		/* <= 0 for 2000 */
 	const char *password;		/* beats the URL's password when set */
-	/* TLS for rediss:// URLs (later) */
-	const char *tls_cacert, *tls_cert, *tls_key, *tls_sni;
-	int tls_insecure;
+	/* TLS for rediss:// URLs; NULL for the defaults (the system's
+	 * trust store, no client certificate, the URL's host as name). */
+	const char *tls_cacert, *tls_cacertdir, *tls_cert, *tls_key;
+	const char *tls_sni;
+	int tls_insecure;		/* verify neither chain nor name */
 };
 
 /* What a server says of a lock, for status and for a waiter's live line. */
@@ -89,9 +91,12 @@ struct rlock;
 
 /*
  * Create a handle for cfg.  No connection is made until the first call that
- * needs one.  On failure returns NULL and writes a one-line reason to err.
+ * needs one; a rediss:// URL loads OpenSSL and its certificates here.  On
+ * failure returns NULL, sets *code (RLOCK_EUSAGE for a bad URL or prefix,
+ * RLOCK_EUNAVAIL for TLS set-up, RLOCK_ESYS) and writes a one-line reason
+ * to err.
  */
-struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
+struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 			size_t errlen);
 
 /* Close the handle's connections and free it.  Accepts NULL. */
