@@ -305,12 +305,9 @@ void cli_finish(struct cli *g)
 	}
 }
 
-struct rlock *cli_open(struct cli *g)
+struct rlock *cli_try_open(struct cli *g, int *rc, char *err, size_t errlen)
 {
 	struct rlock_config cfg;
-	struct rlock *rl;
-	char err[512];
-	int rc;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.urls = g->urls;
@@ -330,7 +327,16 @@ struct rlock *cli_open(struct cli *g)
 			 "not verified");
 		g->warned_insecure = 1;
 	}
-	rl = rlock_new(&cfg, &rc, err, sizeof(err));
+	return rlock_new(&cfg, rc, err, errlen);
+}
+
+struct rlock *cli_open(struct cli *g)
+{
+	struct rlock *rl;
+	char err[512];
+	int rc;
+
+	rl = cli_try_open(g, &rc, err, sizeof(err));
 	if (rl == NULL && rc == RLOCK_EUSAGE)
 		cli_usage_error(g, "%s", err);
 	if (rl == NULL) {
