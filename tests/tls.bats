@@ -2,7 +2,9 @@
 # tls.bats - rediss://: verification of the chain and of the name, mutual
 # TLS, passwords, the wrong scheme on either side, and every subcommand
 # (run and its renewals, waiting on pub/sub, acquire --renew, status, bench,
-# Redlock) over TLS; libssl is loaded only when a rediss:// URL is used.
+# Redlock) over TLS, a server killed and restarted, a TCP proxy that
+# blackholes the TLS bytes; libssl is loaded only when a rediss:// URL is
+# used.
 #
 # Servers for the whole file (tls_helper.bash):
 #	T	TLS only, client certificates optional (the default URL)
@@ -14,6 +16,7 @@
 bats_require_minimum_version 1.5.0
 load test_helper
 load tls_helper
+load proxy_helper
 
 export CA=$CERTS/ca.crt
 
@@ -31,7 +34,10 @@ setup_file() {
 
 teardown_file() { rl_teardown_file; }
 setup() { rl_setup; }
-teardown() { rl_teardown; }
+teardown() {
+	stop_all_proxies
+	rl_teardown
+}
 
 # json_check JSON PYTHON-EXPRESSIONS...: assert each expression over d.
 json_check() {
@@ -382,6 +388,50 @@ assert all(l["held"] for l in d["locks"])
 	assert_equal "$BG_STATUS" 76
 	run bg_err r
 	assert_output --partial "rlock: run: away: lock lost"
+	wait_until 5 pid_gone "$(cat child.pid)"
+}
+
+@test "a waiter over TLS keeps waiting through a kill -9 and restart of the server" {
+	start_redis_tls K
+	"$RLOCK" -u "$K_URL" --cacert "$CA" acquire -t 30s wr >/dev/null
+	bg_start w "$RLOCK" -u "$K_URL" --cacert "$CA" run -w 20s wr -- echo got-it
+	local pid=$BG_PID
+	wait_until 5 thas_waiters wr 1 K
+	# The restart (same certificates) drops the waiter's TLS connections
+	# and, without persistence, the holder's key: the waiter takes the lock.
+	kill -KILL "$K_PID"
+	wait_until 5 pid_gone "$K_PID"
+	restart_redis_tls K
+	bg_wait "$pid" 15
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_out w)" got-it
+}
+
+@test "TLS through a TCP proxy; a blackhole in the handshake or during a hold is bounded" {
+	start_proxy X "$T_PORT"
+	local url="rediss://localhost:$X_PORT" t0 el pid
+	run -0 --separate-stderr "$RLOCK" --cacert "$CA" -u "$url" run px -- true
+	assert_equal "$stderr" ""
+	# nothing gets through: the handshake is bounded by --connect-timeout
+	proxy_cmd X hold both
+	t0=$(now_ms)
+	run -69 --separate-stderr timeout 20 "$RLOCK" --cacert "$CA" -u "$url" --connect-timeout 1s acquire px
+	el=$(($(now_ms) - t0))
+	assert_stderr --regexp "^rlock: acquire: localhost:$X_PORT: TLS: "
+	((el < 10000)) || fail "took ${el}ms"
+	proxy_cmd X normal
+	# a blackhole after the handshake: the renewals time out, 76
+	bg_start r "$RLOCK" --cacert "$CA" -u "$url" --io-timeout 300ms run -t 1s px -- sh -c \
+		'echo $$ > child.pid; exec sleep 60'
+	pid=$BG_PID
+	wait_until 5 file_nonempty child.pid
+	track_pid "$(cat child.pid)"
+	tlock_held px
+	proxy_cmd X hold both
+	bg_wait "$pid" 15
+	assert_equal "$BG_STATUS" 76
+	run bg_err r
+	assert_output --partial "rlock: run: px: lock lost"
 	wait_until 5 pid_gone "$(cat child.pid)"
 }
 
