@@ -293,13 +293,14 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 	return RLOCK_OK;
 }
 
-int conn_send(struct rlock_conn *c, int argc, const char **argv,
+int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
 	      const size_t *lens)
 {
 	char *cmd = NULL;
 	int n;
 
-	n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	/* hiredis 0.14 does not write through argv, only declares so. */
+	n = redisFormatCommandArgv(&cmd, argc, (const char **)argv, lens);
 	if (n < 0) {
 		rlock_seterr(c->err, sizeof(c->err), "%s: out of memory",
 			     c->addr);

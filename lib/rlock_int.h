@@ -80,7 +80,7 @@ void conn_close(struct rlock_conn *c);
 int conn_open(struct rlock_conn *c, int64_t deadline);
 
 /* Queue one command.  Returns RLOCK_OK or RLOCK_ESYS. */
-int conn_send(struct rlock_conn *c, int argc, const char **argv,
+int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
 	      const size_t *lens);
 
 /* Poll events the connection wants now (POLLIN, plus POLLOUT while output
