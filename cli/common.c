@@ -251,7 +251,10 @@ static void finish_tls(struct cli *g)
 	if (g->cert == NULL && (v = getenv("RLOCK_CERT")) != NULL &&
 	    *v != '\0')
 		g->cert = v;
-	if (g->key == NULL && (v = getenv("RLOCK_KEY")) != NULL && *v != '\0')
+	/* Not RLOCK_KEY: run gives its command that name for the lock's
+	 * key, and a nested rlock would read it as a file. */
+	if (g->key == NULL && (v = getenv("RLOCK_CERT_KEY")) != NULL &&
+	    *v != '\0')
 		g->key = v;
 	if (!uses_tls(g))
 		return;
@@ -305,12 +308,9 @@ void cli_finish(struct cli *g)
 	}
 }
 
-struct rlock *cli_open(struct cli *g)
+struct rlock *cli_try_open(struct cli *g, int *rc, char *err, size_t errlen)
 {
 	struct rlock_config cfg;
-	struct rlock *rl;
-	char err[512];
-	int rc;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.urls = g->urls;
@@ -330,7 +330,16 @@ struct rlock *cli_open(struct cli *g)
 			 "not verified");
 		g->warned_insecure = 1;
 	}
-	rl = rlock_new(&cfg, &rc, err, sizeof(err));
+	return rlock_new(&cfg, rc, err, errlen);
+}
+
+struct rlock *cli_open(struct cli *g)
+{
+	struct rlock *rl;
+	char err[512];
+	int rc;
+
+	rl = cli_try_open(g, &rc, err, sizeof(err));
 	if (rl == NULL && rc == RLOCK_EUSAGE)
 		cli_usage_error(g, "%s", err);
 	if (rl == NULL) {

@@ -362,6 +362,12 @@ static void soft_error(struct bench *b, struct bclient *c,
 
 /* ---- sending ---------------------------------------------------------- */
 
+/* What the transport wants to be woken for, in epoll's words. */
+static uint32_t epoll_events(const struct rlock_conn *c)
+{
+	return EPOLLIN | (conn_events(c) & POLLOUT ? EPOLLOUT : 0);
+}
+
 static void watch(struct bench *b, struct bclient *c, int out)
 {
 	struct epoll_event ev;
@@ -1056,13 +1062,14 @@ static int setup(struct bench *b)
 	if (b->nk < b->nc && subscribe_all(b) != RLOCK_OK)
 		return b->rc;
 	for (i = 0; i < b->nc; i++) {
-		ev.events = EPOLLIN;
+		ev.events = epoll_events(b->cl[i].cmd);
 		ev.data.u64 = (uint64_t)i * 2;
 		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, conn_fd(b->cl[i].cmd),
 			      &ev) != 0)
 			return bench_errno(b, "epoll_ctl");
 		if (b->cl[i].sub == NULL)
 			continue;
+		ev.events = epoll_events(b->cl[i].sub);
 		ev.data.u64 = (uint64_t)i * 2 + 1;
 		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, conn_fd(b->cl[i].sub),
 			      &ev) != 0)
