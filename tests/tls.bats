@@ -86,7 +86,7 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 	run -1 "$RLOCK" --cacert "$CA" status a1
 }
 
-@test "RLOCK_CACERT, RLOCK_CERT and RLOCK_KEY stand in for the flags; a flag beats the variable" {
+@test "RLOCK_CACERT, RLOCK_CERT and RLOCK_CERT_KEY stand in for the flags; a flag beats the variable" {
 	RLOCK_CACERT=$CA run -0 "$RLOCK" run e1 -- true
 	# the flag wins in both directions
 	RLOCK_CACERT=$CERTS/untrusted.crt run -0 "$RLOCK" --cacert "$CA" run e1 -- true
@@ -94,17 +94,28 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 	assert_stderr --partial "TLS: certificate not trusted"
 
 	# mutual TLS from the environment: a cert and a key, or one PEM with both
-	RLOCK_CACERT=$CA RLOCK_CERT=$CERTS/client.crt RLOCK_KEY=$CERTS/client.key \
+	RLOCK_CACERT=$CA RLOCK_CERT=$CERTS/client.crt RLOCK_CERT_KEY=$CERTS/client.key \
 		run -0 "$RLOCK" -u "$M_URL" run e2 -- true
 	RLOCK_CACERT=$CA RLOCK_CERT=$CERTS/client.pem run -0 "$RLOCK" -u "$M_URL" run e2 -- true
-	RLOCK_CACERT=$CA RLOCK_CERT=$CERTS/untrusted.crt RLOCK_KEY=$CERTS/untrusted.key \
+	RLOCK_CACERT=$CA RLOCK_CERT=$CERTS/untrusted.crt RLOCK_CERT_KEY=$CERTS/untrusted.key \
 		run -0 "$RLOCK" -u "$M_URL" "${MTLS[@]}" run e2 -- true
-	RLOCK_CACERT=$CA RLOCK_CERT=$CERTS/client.crt RLOCK_KEY=$CERTS/client.key \
+	RLOCK_CACERT=$CA RLOCK_CERT=$CERTS/client.crt RLOCK_CERT_KEY=$CERTS/client.key \
 		run -69 --separate-stderr "$RLOCK" -u "$M_URL" --cert "$CERTS/untrusted.crt" \
 		--key "$CERTS/untrusted.key" run e2 -- true
 	assert_stderr --partial "TLS: the server rejected our client certificate"
 	run -0 tcli M GET "$(key e2):fence"
 	assert_output 3
+}
+
+@test "RLOCK_KEY, the lock's key that run gives its command, is not read as a TLS key" {
+	# a nested rlock over mutual TLS inherits RLOCK_KEY=<the outer lock's key>
+	RLOCK_CACERT=$CA RLOCK_CERT=$CERTS/client.pem run -0 --separate-stderr \
+		"$RLOCK" -u "$M_URL" run outer -- "$RLOCK" -u "$M_URL" run inner -- sh -c 'echo "$RLOCK_KEY"'
+	assert_equal "$stderr" ""
+	assert_output "$(key inner)"
+	RLOCK_CACERT=$CA RLOCK_CERT=$CERTS/client.pem RLOCK_KEY=/nonexistent run -0 \
+		"$RLOCK" -u "$M_URL" run nk -- true
+	RLOCK_CACERT=$CA RLOCK_KEY=/nonexistent run -0 "$RLOCK" run nk -- true
 }
 
 @test "--cacertdir: a hashed directory of CA certificates" {
@@ -189,7 +200,7 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 @test "--key without --cert is a usage error" {
 	run -64 --separate-stderr "$RLOCK" --cacert "$CA" -u "$M_URL" --key "$CERTS/client.key" acquire mk
 	assert_usage acquire "rlock: acquire: --key needs --cert"
-	RLOCK_KEY=$CERTS/client.key run -64 --separate-stderr "$RLOCK" --cacert "$CA" -u "$M_URL" run mk -- true
+	RLOCK_CERT_KEY=$CERTS/client.key run -64 --separate-stderr "$RLOCK" --cacert "$CA" -u "$M_URL" run mk -- true
 	assert_usage run "rlock: run: --key needs --cert"
 }
 
@@ -202,6 +213,18 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 	assert_stderr --regexp "^rlock: run: localhost:$M_PORT: TLS: the server rejected our client certificate \(.+\)$"
 	[[ ! -e ran ]]
 	tlock_free mk M
+}
+
+@test "an encrypted client key is refused with a clear line, no passphrase prompt" {
+	run -69 --separate-stderr timeout 10 "$RLOCK" --cacert "$CA" -u "$M_URL" \
+		--cert "$CERTS/client.crt" --key "$CERTS/client-enc.key" run ek -- touch ran </dev/null
+	assert_stderr "rlock: run: TLS: --key $CERTS/client-enc.key is encrypted and rlock reads no passphrase (decrypt it with openssl pkey)"
+	[[ ! -e ran ]]
+	# the same key inside the --cert file
+	cat "$CERTS/client.crt" "$CERTS/client-enc.key" >enc.pem
+	run -69 --separate-stderr timeout 10 "$RLOCK" --cacert "$CA" -u "$M_URL" --cert enc.pem acquire ek </dev/null
+	assert_stderr "rlock: acquire: TLS: --cert enc.pem is encrypted and rlock reads no passphrase (decrypt it with openssl pkey)"
+	tlock_free ek M
 }
 
 @test "a missing --cacert, --cacertdir, --cert or --key: 64 naming the option and the file" {

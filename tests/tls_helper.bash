@@ -12,6 +12,7 @@
 #	wrongname.crt/.key	a server cert for wrong.example only
 #	untrusted.crt/.key	self-signed, chains to nothing we trust
 #	other.key		a key that does not match client.crt
+#	client-enc.key		client.key encrypted (passphrase "secret")
 #
 # Servers (files, pid and arguments in the server dir like start_redis's;
 # stopped by PID by rl_teardown/rl_teardown_file like every other server):
@@ -70,6 +71,8 @@ tls_make_certs() {
 			_tls_self untrusted &&
 			openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
 				-out "$CERTS/other.key" 2>/dev/null &&
+			openssl pkey -in "$CERTS/client.key" -aes256 -passout pass:secret \
+				-out "$CERTS/client-enc.key" 2>/dev/null &&
 			cat "$CERTS/client.crt" "$CERTS/client.key" >"$CERTS/client.pem"
 	} || {
 		echo "tls_make_certs: openssl failed" >&2
