@@ -23,7 +23,10 @@ CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags hiredis 2>/dev/null)
+# OpenSSL's headers only: libssl is loaded with dlopen on the first
+# rediss:// URL (lib/tls.c), so a plain run never maps it.
+DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags hiredis 2>/dev/null) \
+	      $(shell $(PKG_CONFIG) --cflags openssl 2>/dev/null)
 # hiredis is linked statically by default (Debian's libhiredis-dev ships the
 # archive): resolving its symbols at every start costs a quarter of an
 # uncontended run.  HIREDIS_STATIC=0 links the shared library.

@@ -7,6 +7,7 @@
 #define RLOCK_CLI_H
 
 #include <getopt.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -42,6 +43,12 @@ enum {
 	OPT_PID,
 	OPT_FORMAT,
 	OPT_FORCE,
+	OPT_CACERT,
+	OPT_CACERTDIR,
+	OPT_CERT,
+	OPT_KEY,
+	OPT_SNI,
+	OPT_INSECURE,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -51,6 +58,12 @@ enum {
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT }, \
 	{ "io-timeout", required_argument, NULL, OPT_IO_TIMEOUT },        \
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },  \
+	{ "cacert", required_argument, NULL, OPT_CACERT },                \
+	{ "cacertdir", required_argument, NULL, OPT_CACERTDIR },          \
+	{ "cert", required_argument, NULL, OPT_CERT },                    \
+	{ "key", required_argument, NULL, OPT_KEY },                      \
+	{ "sni", required_argument, NULL, OPT_SNI },                      \
+	{ "insecure", no_argument, NULL, OPT_INSECURE },                  \
 	{ "verbose", no_argument, NULL, 'v' },                            \
 	{ "quiet", no_argument, NULL, 'q' },                              \
 	{ "json", no_argument, NULL, OPT_JSON },                          \
@@ -69,6 +82,10 @@ struct cli {
 	const char *password_file;
 	char password[1024];		/* from the file or REDISCLI_AUTH */
 	int has_password;
+	/* TLS, for rediss:// URLs; NULL for the defaults. */
+	const char *cacert, *cacertdir, *cert, *key, *sni;
+	int insecure;
+	int warned_insecure;		/* said once, though run opens two handles */
 	int verbose;			/* -1 quiet, 0 normal, 1 verbose */
 	int json;
 	int help;
@@ -134,6 +151,44 @@ void cli_finish(struct cli *g);
 
 /* Make a library handle for g, or exit with a message. */
 struct rlock *cli_open(struct cli *g);
+
+/* Make a library handle for g; NULL with *rc and err set when it cannot
+ * be made. */
+struct rlock *cli_try_open(struct cli *g, int *rc, char *err, size_t errlen);
+
+/* ---- run's renewal thread (renewer.c) ---- */
+
+struct renewer {
+	struct rlock *rl;		/* its own handle and connection */
+	const char *name;
+	struct rlock_lease lease;	/* the thread's copy, renewed */
+	int stop[2];			/* main -> thread: stop */
+	int done[2];			/* thread -> main: finished */
+	int result;			/* rlock_keepalive's code */
+	char err[600];
+	pthread_t th;
+	int started;
+};
+
+void renewer_init(struct renewer *rn);
+
+/* Make the thread's handle and pipes: before the lock is taken.  Returns
+ * RLOCK_OK or a code with err set. */
+int renewer_open(struct renewer *rn, struct cli *g, char *err, size_t errlen);
+
+/* Start keeping lease of name alive.  Returns 0, or -1 with errno set. */
+int renewer_start(struct renewer *rn, const char *name,
+		  const struct rlock_lease *lease);
+
+/* The descriptor that becomes readable when the thread has finished (the
+ * lock lost), or -1 when it is not running. */
+int renewer_fd(const struct renewer *rn);
+
+/* Reap a thread whose descriptor became readable; returns its result. */
+int renewer_join(struct renewer *rn);
+
+/* Stop the thread if it runs and free what renewer_open made. */
+void renewer_stop(struct renewer *rn);
 
 /* The exit status for a library code (conflict: the code for BUSY). */
 int cli_exit_code(int rc, int conflict);

@@ -118,7 +118,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	int c, rc, conflict = EX_TEMPFAIL, renew = 0, fmt_set = 0;
 	long long pid = 0;
 	const char *name;
-	char key[RLOCK_NAME_MAX + 300];
+	char key[RLOCK_KEY_MAX];
 	char *end;
 	pid_t child;
 

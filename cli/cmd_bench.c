@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rlock_bench.h"
 
 #define MAX_CLIENTS 100000
 

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +27,7 @@ enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
 struct run {
 	struct cli *g;
 	const char *name;
-	char key[RLOCK_NAME_MAX + 300];
+	char key[RLOCK_KEY_MAX];
 	struct rlock_acquire_opts ao;
 	int conflict;
 	const char *shell_cmd;
@@ -38,19 +37,6 @@ struct run {
 	int64_t max_time_ms;
 	int reentrant;
 	struct cli_waitline line;	/* the live line while waiting */
-};
-
-/* The renewal thread and what it reports. */
-struct renewer {
-	struct rlock *rl;
-	const char *name;
-	struct rlock_lease lease;
-	int stop[2];			/* main -> thread: stop */
-	int done[2];			/* thread -> main: finished */
-	int result;
-	char err[600];
-	pthread_t th;
-	int started;
 };
 
 /* Signals forwarded to the command.  WINCH is not in the wait set: its
@@ -133,75 +119,6 @@ static void parse(struct run *r, int argc, char **argv)
 	if (r->shell_cmd == NULL && optind >= argc)
 		cli_usage_error(g, "missing COMMAND");
 	r->argv = argv + optind;
-}
-
-/* ---- the renewal thread ---------------------------------------------- */
-
-static void *renew_main(void *arg)
-{
-	struct renewer *rn = arg;
-	sigset_t all;
-	char b = 'x';
-
-	/* Signals are the main thread's business. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	rn->result = rlock_keepalive(rn->rl, rn->name, &rn->lease,
-				     rn->stop[0]);
-	snprintf(rn->err, sizeof(rn->err), "%s", rlock_errstr(rn->rl));
-	while (write(rn->done[1], &b, 1) < 0 && errno == EINTR)
-		;
-	return NULL;
-}
-
-static int renewer_start(struct run *r, struct renewer *rn,
-			 const struct rlock_lease *lease)
-{
-	pthread_attr_t attr;
-	int rc;
-
-	memset(rn, 0, sizeof(*rn));
-	rn->stop[0] = rn->stop[1] = rn->done[0] = rn->done[1] = -1;
-	rn->name = r->name;
-	rn->lease = *lease;
-	/* The thread gets its own connection: a connection belongs to one
-	 * thread. */
-	rn->rl = cli_open(r->g);
-	if (pipe2(rn->stop, O_CLOEXEC) != 0 || pipe2(rn->done, O_CLOEXEC) != 0)
-		return -1;
-	/* The renewal loop needs little stack; a small one is cheaper to
-	 * map and to give back than the default 8 MiB. */
-	if (pthread_attr_init(&attr) != 0)
-		return -1;
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	rc = pthread_create(&rn->th, &attr, renew_main, rn);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
-		errno = rc;
-		return -1;
-	}
-	rn->started = 1;
-	return 0;
-}
-
-static void renewer_stop(struct renewer *rn)
-{
-	char b = 'x';
-
-	if (rn->started) {
-		while (write(rn->stop[1], &b, 1) < 0 && errno == EINTR)
-			;
-		pthread_join(rn->th, NULL);
-		rn->started = 0;
-	}
-	for (int i = 0; i < 2; i++) {
-		if (rn->stop[i] >= 0)
-			close(rn->stop[i]);
-		if (rn->done[i] >= 0)
-			close(rn->done[i]);
-	}
-	rlock_free(rn->rl);
-	rn->rl = NULL;
 }
 
 /* ---- the child ------------------------------------------------------- */
@@ -396,9 +313,46 @@ static int64_t loss_kill_at(const struct run *r, const struct renewer *rn)
 	if (rn->result != RLOCK_LOST)
 		return at;
 	end = rn->lease.renewed_boot_ms + rn->lease.ttl_ms -
-	      (rn->lease.ttl_ms / 100 + 2);
+	      rlock_drift_ms(rn->lease.ttl_ms);
 	end = rlock_mono_ms() + (end - rlock_boot_ms());
 	return end < at ? end : at;
+}
+
+/*
+ * After a loss, wait for the rest of the command's process group to end,
+ * woken by SIGCHLD on the signalfd (as subreaper we are told of every
+ * member's end), and SIGKILL what is left at kill_at; give up a second
+ * after that.  Signals sent to us meanwhile still reach the command.
+ */
+static void drain_group(pid_t pid, int sfd, int64_t kill_at)
+{
+	struct signalfd_siginfo si;
+	struct pollfd p = { .fd = sfd, .events = POLLIN };
+	int64_t stop_at = INT64_MAX, now, until;
+	int killed = 0;
+
+	for (;;) {
+		reap(pid, -1, &(int){ 0 });
+		if (kill(-pid, 0) != 0)
+			return;
+		now = rlock_mono_ms();
+		if (!killed && now >= kill_at) {
+			kill(-pid, SIGKILL);
+			killed = 1;
+			stop_at = now + 1000;
+		}
+		if (now >= stop_at)
+			return;
+		until = killed ? stop_at : kill_at;
+		/* A member reaped by a parent of its own tells us nothing:
+		 * look again now and then. */
+		if (poll(&p, 1, (int)min_deadline(until - now, 100)) > 0) {
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo != SIGCHLD)
+					kill(-pid, (int)si.ssi_signo);
+			}
+		}
+	}
 }
 
 /*
@@ -444,20 +398,15 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 			(int)min_deadline(wake - now, 60000);
 		p[0].fd = sfd;
 		p[0].events = POLLIN;
-		p[1].fd = rn != NULL && rn->started ? rn->done[0] : -1;
+		p[1].fd = rn != NULL ? renewer_fd(rn) : -1;
 		p[1].events = POLLIN;
 		p[0].revents = p[1].revents = 0;
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents) {
-			char b;
+			int res = renewer_join(rn);
 
-			if (read(rn->done[0], &b, 1) < 0)
-				b = 0;
-			pthread_join(rn->th, NULL);
-			rn->started = 0;
-			if (rn->result == RLOCK_LOST ||
-			    rn->result == RLOCK_NOTOURS) {
+			if (res == RLOCK_LOST || res == RLOCK_NOTOURS) {
 				*lost = 1;
 				if (r->on_lost == LOST_TERM) {
 					signal_group(pid, SIGTERM);
@@ -480,21 +429,10 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 		if (reap(pid, tty, &status))
 			break;
 	}
-	/* After a loss, what is left of the group goes too; as subreaper we
-	 * reap those processes ourselves instead of waiting on init. */
-	if (*lost && r->on_lost != LOST_IGNORE) {
-		if (kill_at == INT64_MAX)
-			kill_at = loss_kill_at(r, rn);
-		while (kill(-pid, 0) == 0 && rlock_mono_ms() < kill_at) {
-			usleep(5000);
-			reap(pid, -1, &(int){ 0 });
-		}
-		kill(-pid, SIGKILL);
-		for (int i = 0; i < 200 && kill(-pid, 0) == 0; i++) {
-			usleep(5000);
-			reap(pid, -1, &(int){ 0 });
-		}
-	}
+	/* After a loss, what is left of the group goes too. */
+	if (*lost && r->on_lost != LOST_IGNORE)
+		drain_group(pid, sfd, kill_at == INT64_MAX ?
+			    loss_kill_at(r, rn) : kill_at);
 	return status;
 }
 
@@ -511,23 +449,161 @@ static void reraise(int sig)
 	exit(128 + sig);
 }
 
+/* The label: what status shows of us, cut at 256 bytes. */
+static void make_label(struct run *r, char *label)
+{
+	size_t len = 0;
+
+	if (r->ao.label != NULL)
+		return;
+	label[0] = '\0';
+	if (r->shell_cmd != NULL) {
+		snprintf(label, RLOCK_LABEL_MAX + 1, "%s", r->shell_cmd);
+	} else {
+		for (size_t i = 0; r->argv[i] != NULL && len < RLOCK_LABEL_MAX;
+		     i++)
+			len += (size_t)snprintf(label + len,
+						RLOCK_LABEL_MAX + 1 - len,
+						"%s%s", i ? " " : "",
+						r->argv[i]);
+	}
+	r->ao.label = cli_printable(label);
+}
+
+/*
+ * Take the lock, waiting as the options say; signals that would stop us
+ * end the wait (they are read from sfd).  Returns -1 when held, else the
+ * exit status (after a signal, we die of it as the shell expects).
+ */
+static int take(struct run *r, struct rlock *rl, int sfd,
+		struct rlock_lease *lease)
+{
+	struct rlock_holder holder;
+	int rc;
+
+	r->ao.cancel_fd = sfd;
+	r->line.name = r->name;
+	if (cli_live_ok(r->g)) {
+		r->ao.wait_cb = cli_wait_line;
+		r->ao.wait_arg = &r->line;
+	}
+	rc = rlock_acquire(rl, r->name, &r->ao, lease, &holder);
+	cli_wait_line_end(&r->line);
+	if (rc == RLOCK_CANCELED) {
+		struct signalfd_siginfo si;
+
+		if (read(sfd, &si, sizeof(si)) == sizeof(si))
+			reraise((int)si.ssi_signo);
+		return 128 + SIGTERM;
+	}
+	if (rc != RLOCK_OK) {
+		cli_report_acquire(r->g, r->name, rc, rl, &holder,
+				   r->ao.wait_ms);
+		return cli_exit_code(rc, r->conflict);
+	}
+	if (r->g->verbose > 0) {
+		char tb[32];
+
+		cli_warn(r->g, "%s: acquired (fence %lld, ttl %s)", r->name,
+			 lease->fence, rlock_fmt_ms(lease->ttl_ms, tb,
+						    sizeof(tb)));
+	}
+	return -1;
+}
+
+/*
+ * Give the lock up after the command ended.  lost: the renewal thread
+ * reported a loss.  Returns the exit status, ret unless the release says
+ * otherwise.
+ */
+static int release(struct run *r, struct rlock *rl, struct renewer *rn,
+		   const struct rlock_lease *lease, int lost, int ret)
+{
+	int rc;
+
+	if (lost) {
+		cli_warn(r->g, "%s: lock lost: %s; %s", r->name, rn->err,
+			 r->on_lost == LOST_IGNORE ?
+			 "command not stopped (--on-lost ignore)" :
+			 "command stopped");
+		/* If only the replies were lost, the server may still hold
+		 * our token: free it now rather than at its expiry.  The
+		 * script deletes nothing but our own token. */
+		rlock_release(rl, r->name, lease->token, NULL);
+		return EX_LOST;
+	}
+	rc = rlock_release(rl, r->name, lease->token, lease);
+	if (rc == RLOCK_NOTOURS) {
+		cli_warn(r->g, "%s: lock lost before the command ended: "
+			 "token no longer holds it", r->name);
+		return EX_LOST;
+	}
+	if (rc != RLOCK_OK) {
+		cli_warn(r->g, "%s: cannot release: %s", r->name,
+			 rlock_errstr(rl));
+	} else if (r->g->verbose > 0) {
+		if (rlock_errstr(rl)[0] != '\0')
+			cli_warn(r->g, "%s", rlock_errstr(rl));
+		else
+			cli_warn(r->g, "%s: released", r->name);
+	}
+	return ret;
+}
+
+/*
+ * Start the command with the lease (NULL when an ancestor holds the lock)
+ * in its environment and supervise it to its end.  Returns its exit
+ * status, or -1 (with a message) when it could not be started; *lost
+ * tells whether the renewal thread reported a loss.
+ */
+static int run_command(struct run *r, int sfd, const sigset_t *oldmask,
+		       struct renewer *rn, const struct rlock_lease *lease,
+		       int *lost)
+{
+	int status, tty, exec_errno;
+	pid_t pid;
+
+	*lost = 0;
+	if (rn != NULL && renewer_start(rn, r->name, lease) != 0) {
+		cli_warn(r->g, "cannot start the renewal thread: %s",
+			 strerror(errno));
+		return -1;
+	}
+	set_child_env(r, lease);
+	/* Orphans of the command come to us, so that after a loss we can
+	 * tell when the whole group is gone. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	tty = foreground_tty();
+	pid = spawn(r, oldmask, tty, &exec_errno);
+	if (pid < 0) {
+		cli_warn(r->g, "cannot fork: %s", strerror(errno));
+		return -1;
+	}
+	if (exec_errno != 0)
+		cli_warn(r->g, "cannot run '%s': %s",
+			 r->shell_cmd != NULL ? "$SHELL" : r->argv[0],
+			 strerror(exec_errno));
+	status = supervise(r, pid, sfd, tty, rn, lost);
+	if (tty >= 0)
+		tcsetpgrp(tty, getpgrp());
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
+		WEXITSTATUS(status);
+}
+
 int cmd_run(int argc, char **argv, struct cli *g)
 {
 	struct run r;
-	struct rlock *rl = NULL;
+	struct rlock *rl;
 	struct rlock_lease lease;
-	struct rlock_holder holder;
 	struct renewer rn;
 	sigset_t waitset, runset, oldmask;
 	const char *held;
-	char label[RLOCK_LABEL_MAX + 1];
-	int sfd, rc, status, lost, tty, exec_errno, ret;
+	char label[RLOCK_LABEL_MAX + 1], err[512];
+	int sfd, rc, lost = 0, ret;
 	size_t i;
-	pid_t pid;
 
 	memset(&r, 0, sizeof(r));
-	memset(&rn, 0, sizeof(rn));
-	rn.stop[0] = rn.stop[1] = rn.done[0] = rn.done[1] = -1;
+	renewer_init(&rn);
 	r.g = g;
 	r.ao.ttl_ms = 30000;
 	r.ao.wait_ms = -1;
@@ -540,145 +616,58 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	snprintf(r.key, sizeof(r.key), "%s", rlock_key(rl, r.name));
 	held = getenv("RLOCK_HELD");
 	r.reentrant = held != NULL && holds(held, r.key);
+	make_label(&r, label);
 
-	/* The label: what status shows of us, cut at 256 bytes. */
-	if (r.ao.label == NULL) {
-		size_t len = 0;
-
-		label[0] = '\0';
-		if (r.shell_cmd != NULL) {
-			snprintf(label, sizeof(label), "%s", r.shell_cmd);
-		} else {
-			for (i = 0; r.argv[i] != NULL && len < RLOCK_LABEL_MAX;
-			     i++)
-				len += (size_t)snprintf(label + len,
-					sizeof(label) - len, "%s%s",
-					i ? " " : "", r.argv[i]);
-		}
-		r.ao.label = cli_printable(label);
-	}
-
+	/* Signals that would stop us end a wait; they are read from sfd. */
 	sigemptyset(&waitset);
 	for (i = 0; i < sizeof(wait_signals) / sizeof(wait_signals[0]); i++)
 		sigaddset(&waitset, wait_signals[i]);
-	runset = waitset;
-	sigaddset(&runset, SIGWINCH);
-	sigaddset(&runset, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &waitset, &oldmask) != 0 ||
 	    (sfd = signalfd(-1, &waitset, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		cli_warn(g, "cannot set up signals: %s", strerror(errno));
+		rlock_free(rl);
 		return EX_OSERR;
 	}
-
 	if (!r.reentrant) {
-		r.ao.cancel_fd = sfd;
-		r.line.name = r.name;
-		if (cli_live_ok(g)) {
-			r.ao.wait_cb = cli_wait_line;
-			r.ao.wait_arg = &r.line;
-		}
-		rc = rlock_acquire(rl, r.name, &r.ao, &lease, &holder);
-		cli_wait_line_end(&r.line);
-		if (rc == RLOCK_CANCELED) {
-			struct signalfd_siginfo si;
-
-			rlock_free(rl);
-			if (read(sfd, &si, sizeof(si)) == sizeof(si))
-				reraise((int)si.ssi_signo);
-			return 128 + SIGTERM;
-		}
+		rc = renewer_open(&rn, g, err, sizeof(err));
 		if (rc != RLOCK_OK) {
-			cli_report_acquire(g, r.name, rc, rl, &holder, r.ao.wait_ms);
+			cli_warn(g, "%s", err);
 			ret = cli_exit_code(rc, r.conflict);
-			rlock_free(rl);
-			return ret;
+			goto out;
 		}
-		if (g->verbose > 0) {
-			char tb[32];
-
-			cli_warn(g, "%s: acquired (fence %lld, ttl %s)", r.name,
-				 lease.fence, rlock_fmt_ms(lease.ttl_ms, tb,
-							   sizeof(tb)));
-		}
+		ret = take(&r, rl, sfd, &lease);
+		if (ret >= 0)
+			goto out;
 	}
 
 	/* From here on the command owns the terminal's signals; ours are
 	 * read from sfd.  SIGTTOU is blocked across the hand-over of the
 	 * terminal (tcsetpgrp from a background group would stop us). */
+	runset = waitset;
+	sigaddset(&runset, SIGWINCH);
+	sigaddset(&runset, SIGCHLD);
 	sigaddset(&runset, SIGTTOU);
 	if (sigprocmask(SIG_BLOCK, &runset, NULL) != 0 ||
 	    signalfd(sfd, &runset, 0) < 0) {
 		cli_warn(g, "cannot set up signals: %s", strerror(errno));
 		ret = EX_OSERR;
-		goto release;
+	} else {
+		ret = run_command(&r, sfd, &oldmask, r.reentrant ? NULL : &rn,
+				  r.reentrant ? NULL : &lease, &lost);
+		if (ret < 0)
+			ret = EX_OSERR;
 	}
-	if (!r.reentrant && renewer_start(&r, &rn, &lease) != 0) {
-		cli_warn(g, "cannot start the renewal thread: %s",
-			 strerror(errno));
-		ret = EX_OSERR;
-		goto release;
-	}
-	set_child_env(&r, r.reentrant ? NULL : &lease);
-	/* Orphans of the command come to us, so that after a loss we can
-	 * tell when the whole group is gone. */
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	tty = foreground_tty();
-	pid = spawn(&r, &oldmask, tty, &exec_errno);
-	if (pid < 0) {
-		cli_warn(g, "cannot fork: %s", strerror(errno));
-		renewer_stop(&rn);
-		ret = EX_OSERR;
-		goto release;
-	}
-	if (exec_errno != 0) {
-		cli_warn(g, "cannot run '%s': %s",
-			 r.shell_cmd != NULL ? "$SHELL" : r.argv[0],
-			 strerror(exec_errno));
-	}
-	status = supervise(&r, pid, sfd, tty, r.reentrant ? NULL : &rn, &lost);
-	if (tty >= 0)
-		tcsetpgrp(tty, getpgrp());
-	if (!r.reentrant && !lost) {
-		renewer_stop(&rn);
-		/* The last renewal, for judging a release whose reply was
-		 * lost. */
-		lease = rn.lease;
-	}
-	ret = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
-		WEXITSTATUS(status);
-	if (r.reentrant)
-		goto out;
-	if (lost) {
-		cli_warn(g, "%s: lock lost: %s; %s", r.name, rn.err,
-			 r.on_lost == LOST_IGNORE ?
-			 "command not stopped (--on-lost ignore)" :
-			 "command stopped");
-		renewer_stop(&rn);
-		/* If only the replies were lost, the server may still hold
-		 * our token: free it now rather than at its expiry.  The
-		 * script deletes nothing but our own token. */
-		rlock_release(rl, r.name, lease.token, NULL);
-		ret = EX_LOST;
-		goto out;
-	}
-release:
 	if (!r.reentrant) {
-		rc = rlock_release(rl, r.name, lease.token, &lease);
-		if (rc == RLOCK_NOTOURS) {
-			cli_warn(g, "%s: lock lost before the command ended: "
-				 "token no longer holds it", r.name);
-			ret = EX_LOST;
-		} else if (rc != RLOCK_OK) {
-			cli_warn(g, "%s: cannot release: %s", r.name,
-				 rlock_errstr(rl));
-		} else if (g->verbose > 0) {
-			if (rlock_errstr(rl)[0] != '\0')
-				cli_warn(g, "%s", rlock_errstr(rl));
-			else
-				cli_warn(g, "%s: released", r.name);
+		/* The thread's copy has the last renewal, for judging a
+		 * release whose reply was lost. */
+		if (renewer_fd(&rn) >= 0) {
+			renewer_stop(&rn);
+			lease = rn.lease;
 		}
+		ret = release(&r, rl, &rn, &lease, lost, ret);
 	}
 out:
+	renewer_stop(&rn);
 	rlock_free(rl);
 	close(sfd);
 	return ret;

@@ -11,10 +11,70 @@
 struct status {
 	struct cli *g;
 	struct rlock *rl;
+	struct rlock_view view[CLI_MAX_URLS];	/* each server's, this lock */
 	int rows;
 	int any_free;
 	int rc;
 };
+
+static void print_json_views(const struct status *s)
+{
+	fputs(",\"servers\":[", stdout);
+	for (size_t i = 0; i < rlock_nservers(s->rl); i++) {
+		const struct rlock_view *v = &s->view[i];
+		const struct rlock_holder *h = &v->holder;
+
+		fputs(i ? ",{\"addr\":" : "{\"addr\":", stdout);
+		cli_json_str(stdout, v->addr);
+		if (v->state == RLOCK_VIEW_HELD) {
+			fputs(",\"held\":true,\"token_prefix\":", stdout);
+			cli_json_str(stdout, h->token_prefix);
+			fputs(",\"host\":", stdout);
+			cli_json_str(stdout, h->host);
+			printf(",\"pid\":%lld,\"ttl_ms\":%lld,\"error\":null}",
+			       h->pid, h->ttl_ms);
+		} else if (v->state == RLOCK_VIEW_FREE) {
+			fputs(",\"held\":false,\"token_prefix\":null,"
+			      "\"host\":null,\"pid\":null,\"ttl_ms\":null,"
+			      "\"error\":null}", stdout);
+		} else {
+			fputs(",\"held\":null,\"token_prefix\":null,"
+			      "\"host\":null,\"pid\":null,\"ttl_ms\":null,"
+			      "\"error\":", stdout);
+			cli_json_str(stdout, v->error);
+			fputs("}", stdout);
+		}
+	}
+	fputs("]", stdout);
+}
+
+/* With several servers (Redlock), one line per server under the lock's
+ * row: what each one says. */
+static void print_views(const struct status *s)
+{
+	char ttl[32], who[600];
+
+	if (rlock_nservers(s->rl) < 2)
+		return;
+	for (size_t i = 0; i < rlock_nservers(s->rl); i++) {
+		const struct rlock_view *v = &s->view[i];
+		const struct rlock_holder *h = &v->holder;
+
+		if (v->state == RLOCK_VIEW_HELD) {
+			snprintf(who, sizeof(who), "%s@%s:%lld", h->user,
+				 h->host, h->pid);
+			printf("  %-22s %-6s ttl %s  %s %s\n", v->addr, "held",
+			       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl,
+							     sizeof(ttl)) :
+			       "none", h->token_prefix, cli_printable(who));
+		} else if (v->state == RLOCK_VIEW_FREE) {
+			printf("  %-22s %s\n", v->addr, "free");
+		} else {
+			printf("  %-22s %-6s %s\n", v->addr, "error",
+			       v->error);
+		}
+	}
+}
 
 static void print_json(struct status *s, const char *name,
 		       const struct rlock_holder *h)
@@ -34,15 +94,17 @@ static void print_json(struct status *s, const char *name,
 		fputs(",\"command\":", stdout);
 		cli_json_str(stdout, h->command);
 		printf(",\"fence\":%lld,\"since_ms\":%lld,\"age_ms\":%lld,"
-		       "\"ttl_ms\":%lld,\"waiters\":%lld}", h->fence,
+		       "\"ttl_ms\":%lld,\"waiters\":%lld", h->fence,
 		       h->since_ms, h->age_ms, h->ttl_ms, h->waiters);
 	} else {
 		printf(",\"held\":false,\"token_prefix\":null,\"host\":null,"
 		       "\"pid\":null,\"user\":null,\"command\":null,"
 		       "\"fence\":%lld,\"since_ms\":null,\"age_ms\":null,"
-		       "\"ttl_ms\":null,\"waiters\":%lld}", h->fence,
+		       "\"ttl_ms\":null,\"waiters\":%lld", h->fence,
 		       h->waiters);
 	}
+	print_json_views(s);
+	fputs("}", stdout);
 }
 
 static void print_row(struct status *s, const char *name,
@@ -57,6 +119,7 @@ static void print_row(struct status *s, const char *name,
 	if (!h->held) {
 		printf("%-20s %-5s %6lld %8s %8s %7lld  %-24s %s\n", name,
 		       "free", h->fence, "-", "-", h->waiters, "-", "-");
+		print_views(s);
 		return;
 	}
 	if (h->host[0] != '\0')
@@ -70,6 +133,7 @@ static void print_row(struct status *s, const char *name,
 	       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :
 	       "none", h->waiters, cli_printable(holder),
 	       cli_printable(strcpy(cmd, h->command)));
+	print_views(s);
 }
 
 static int show(const char *name, void *arg)
@@ -78,7 +142,7 @@ static int show(const char *name, void *arg)
 	struct rlock_holder h;
 	int rc;
 
-	rc = rlock_status(s->rl, name, &h);
+	rc = rlock_status(s->rl, name, &h, s->view);
 	if (rc != RLOCK_OK) {
 		s->rc = rc;
 		return 1;
@@ -100,7 +164,7 @@ static int show_held(const char *name, void *arg)
 	struct rlock_holder h;
 	int rc;
 
-	rc = rlock_status(s->rl, name, &h);
+	rc = rlock_status(s->rl, name, &h, s->view);
 	if (rc != RLOCK_OK) {
 		s->rc = rc;
 		return 1;

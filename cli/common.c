@@ -3,6 +3,7 @@
  * subcommand.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +155,26 @@ int cli_global_option(struct cli *g, int c, const char *arg)
 	case OPT_PASSWORD_FILE:
 		g->password_file = arg;
 		return 1;
+	case OPT_CACERT:
+		g->cacert = arg;
+		return 1;
+	case OPT_CACERTDIR:
+		g->cacertdir = arg;
+		return 1;
+	case OPT_CERT:
+		g->cert = arg;
+		return 1;
+	case OPT_KEY:
+		g->key = arg;
+		return 1;
+	case OPT_SNI:
+		if (*arg == '\0')
+			cli_usage_error(g, "invalid --sni '': must be a name");
+		g->sni = arg;
+		return 1;
+	case OPT_INSECURE:
+		g->insecure = 1;
+		return 1;
 	case 'v':
 		g->verbose = 1;
 		return 1;
@@ -190,6 +211,58 @@ static void read_password(struct cli *g, const char *path)
 	g->password[strcspn(g->password, "\r\n")] = '\0';
 }
 
+/* A TLS file must be readable: say which option named it, now, rather
+ * than as a handshake failure later. */
+static void check_readable(const struct cli *g, const char *opt,
+			   const char *path, int dir)
+{
+	int fd;
+
+	if (path == NULL)
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
+	if (fd < 0) {
+		cli_warn(g, "cannot read %s %s: %s", opt, path,
+			 strerror(errno));
+		exit(EX_USAGE);
+	}
+	close(fd);
+}
+
+static int uses_tls(const struct cli *g)
+{
+	for (size_t i = 0; i < g->nurls; i++) {
+		if (strncmp(g->urls[i], "rediss://", 9) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The TLS options from the environment where the command line gave none;
+ * checked only when a URL asks for TLS, so that a variable set for one
+ * server does not break commands against another. */
+static void finish_tls(struct cli *g)
+{
+	const char *v;
+
+	if (g->cacert == NULL && (v = getenv("RLOCK_CACERT")) != NULL &&
+	    *v != '\0')
+		g->cacert = v;
+	if (g->cert == NULL && (v = getenv("RLOCK_CERT")) != NULL &&
+	    *v != '\0')
+		g->cert = v;
+	if (g->key == NULL && (v = getenv("RLOCK_KEY")) != NULL && *v != '\0')
+		g->key = v;
+	if (!uses_tls(g))
+		return;
+	if (g->key != NULL && g->cert == NULL)
+		cli_usage_error(g, "--key needs --cert");
+	check_readable(g, "--cacert", g->cacert, 0);
+	check_readable(g, "--cacertdir", g->cacertdir, 1);
+	check_readable(g, "--cert", g->cert, 0);
+	check_readable(g, "--key", g->key, 0);
+}
+
 void cli_finish(struct cli *g)
 {
 	const char *v;
@@ -213,6 +286,7 @@ void cli_finish(struct cli *g)
 		if (g->nurls == 0)
 			add_url(g, "redis://127.0.0.1:6379");
 	}
+	finish_tls(g);
 	if (g->prefix == NULL) {
 		v = getenv("RLOCK_PREFIX");
 		g->prefix = v != NULL && *v != '\0' ? v : "rlock:";
@@ -231,11 +305,9 @@ void cli_finish(struct cli *g)
 	}
 }
 
-struct rlock *cli_open(struct cli *g)
+struct rlock *cli_try_open(struct cli *g, int *rc, char *err, size_t errlen)
 {
 	struct rlock_config cfg;
-	struct rlock *rl;
-	char err[512];
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.urls = g->urls;
@@ -244,9 +316,33 @@ struct rlock *cli_open(struct cli *g)
 	cfg.connect_timeout_ms = g->connect_timeout_ms;
 	cfg.io_timeout_ms = g->io_timeout_ms;
 	cfg.password = g->has_password ? g->password : NULL;
-	rl = rlock_new(&cfg, err, sizeof(err));
-	if (rl == NULL)
+	cfg.tls_cacert = g->cacert;
+	cfg.tls_cacertdir = g->cacertdir;
+	cfg.tls_cert = g->cert;
+	cfg.tls_key = g->key;
+	cfg.tls_sni = g->sni;
+	cfg.tls_insecure = g->insecure;
+	if (g->insecure && g->verbose > 0 && uses_tls(g) && !g->warned_insecure) {
+		cli_warn(g, "warning: --insecure: the server's certificate is "
+			 "not verified");
+		g->warned_insecure = 1;
+	}
+	return rlock_new(&cfg, rc, err, errlen);
+}
+
+struct rlock *cli_open(struct cli *g)
+{
+	struct rlock *rl;
+	char err[512];
+	int rc;
+
+	rl = cli_try_open(g, &rc, err, sizeof(err));
+	if (rl == NULL && rc == RLOCK_EUSAGE)
 		cli_usage_error(g, "%s", err);
+	if (rl == NULL) {
+		cli_warn(g, "%s", err);
+		exit(cli_exit_code(rc, EX_TEMPFAIL));
+	}
 	return rl;
 }
 

@@ -5,8 +5,9 @@
 
 # Options, by where they are accepted.  The *_args lists take a value.
 _rlock_commands='run acquire release extend status bench help'
-_rlock_global_flags='-v --verbose -q --quiet --json -h --help -V --version'
+_rlock_global_flags='--insecure -v --verbose -q --quiet --json -h --help -V --version'
 _rlock_global_args='-u --url --prefix --connect-timeout --io-timeout --password-file'
+_rlock_global_args+=' --cacert --cacertdir --cert --key --sni'
 _rlock_lease_flags='-n --nonblock'
 _rlock_lease_args='-t --ttl -w --timeout -E --conflict-exit-code --min-hold --label'
 _rlock_run_args='-c --command --on-lost -k --kill-after --max-time'
@@ -43,9 +44,12 @@ _rlock_values()
 		_rlock_reply -W 'term kill ignore' -- "$2" ;;
 	--format)
 		_rlock_reply -W 'token json env' -- "$2" ;;
-	--password-file)
+	--password-file|--cacert|--cert|--key)
 		compopt -o filenames 2>/dev/null
 		_rlock_reply -f -- "$2" ;;
+	--cacertdir)
+		compopt -o filenames 2>/dev/null
+		_rlock_reply -d -- "$2" ;;
 	--pid)
 		_rlock_reply -W "$(command ps -axo pid= 2>/dev/null)" -- "$2" ;;
 	*)

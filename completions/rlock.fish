@@ -17,7 +17,8 @@ function __rlock_subcommand
             continue
         end
         switch $t
-            case -u --url --prefix --connect-timeout --io-timeout --password-file
+            case -u --url --prefix --connect-timeout --io-timeout --password-file \
+                    --cacert --cacertdir --cert --key --sni
                 set skip 1
             case '-*'
             case '*'
@@ -59,6 +60,12 @@ complete -c rlock -l prefix -x -d 'Key prefix'
 complete -c rlock -l connect-timeout -x -d 'Time allowed to connect'
 complete -c rlock -l io-timeout -x -d 'Time allowed for each reply'
 complete -c rlock -l password-file -r -F -d 'Read the password from a file'
+complete -c rlock -l cacert -r -F -d 'CA certificates for rediss://'
+complete -c rlock -l cacertdir -x -a '(__fish_complete_directories (commandline -ct))' -d 'Directory of hashed CA certificates'
+complete -c rlock -l cert -r -F -d 'Client certificate for mutual TLS'
+complete -c rlock -l key -r -F -d 'Private key of the client certificate'
+complete -c rlock -l sni -x -d 'Server name to send and to verify'
+complete -c rlock -l insecure -d "Do not verify the server's certificate nor its name"
 complete -c rlock -s v -l verbose -d 'Say more on stderr'
 complete -c rlock -s q -l quiet -d 'Say less on stderr'
 complete -c rlock -l json -d 'Machine-readable output'

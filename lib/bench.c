@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "lock_int.h"
+#include "rlock_bench.h"
 
 #define NS_PER_MS 1000000LL
 #define BACKOFF_NS (10 * NS_PER_MS)	/* after an error reply */
@@ -174,6 +175,7 @@ struct bclient {
 
 struct bname {
 	char *key, *meta, *fence, *chan;
+	struct lock_names v;		/* the four, for the builders */
 	int holder;			/* client holding it, -1 none */
 	int releaser;			/* last client to release it */
 	int64_t released_at;		/* ns its last release was sent */
@@ -201,8 +203,7 @@ struct bench {
 	struct hist h_ping, h_acq, h_rel, h_wait, h_hand;
 	long long soft_errors;
 	struct rlock_result last_soft;
-	const char *acq_args[8];
-	char ttl[32], pid[32];
+	struct acquirer who;		/* the holder's metadata of every grant */
 	unsigned seed;
 };
 
@@ -341,7 +342,7 @@ static void soft_error(struct bench *b, struct bclient *c,
 	b->res->error_kind[kind]++;
 	b->soft_errors++;
 	if (r != NULL) {
-		rlock_classify_error(r, conn_addr(c->cmd),
+		classify_error(r, conn_addr(c->cmd),
 				     b->nm[c->name].key, &b->last_soft);
 	} else {
 		b->last_soft.rc = RLOCK_EPROTO;
@@ -360,6 +361,12 @@ static void soft_error(struct bench *b, struct bclient *c,
 }
 
 /* ---- sending ---------------------------------------------------------- */
+
+/* What the transport wants to be woken for, in epoll's words. */
+static uint32_t epoll_events(const struct rlock_conn *c)
+{
+	return EPOLLIN | (conn_events(c) & POLLOUT ? EPOLLOUT : 0);
+}
 
 static void watch(struct bench *b, struct bclient *c, int out)
 {
@@ -401,15 +408,14 @@ static void send_ping(struct bench *b, struct bclient *c, int64_t now)
 
 static void send_acquire(struct bench *b, struct bclient *c, int64_t now)
 {
-	const struct bname *n = &b->nm[c->name];
-	const char *keys[3] = { n->key, n->meta, n->fence };
+	struct request q;
 
-	b->acq_args[0] = c->token;
+	/* A busy answer without details: every waiter retries. */
+	req_acquire(&q, &b->nm[c->name].v, c->token, b->o->ttl_ms, &b->who, 0);
 	c->state = CS_ACQ;
 	c->op = OP_ACQ;
 	c->woken = 0;
-	if (rlock_script_send(c->cmd, RLOCK_SCRIPT_ACQUIRE, c->eval, 3, keys,
-			      8, b->acq_args) != RLOCK_OK) {
+	if (req_send(c->cmd, &q, c->eval) != RLOCK_OK) {
 		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
 		return;
 	}
@@ -420,8 +426,7 @@ static void send_acquire(struct bench *b, struct bclient *c, int64_t now)
 static void send_release(struct bench *b, struct bclient *c, int64_t now)
 {
 	struct bname *n = &b->nm[c->name];
-	const char *keys[2] = { n->key, n->meta };
-	const char *args[2] = { c->token, n->chan };
+	struct request q;
 
 	if (c->state == CS_HOLD) {
 		/* The holder stops holding when it asks to release: the
@@ -434,8 +439,8 @@ static void send_release(struct bench *b, struct bclient *c, int64_t now)
 	}
 	c->state = CS_REL;
 	c->op = OP_REL;
-	if (rlock_script_send(c->cmd, RLOCK_SCRIPT_RELEASE, c->eval, 2, keys,
-			      2, args) != RLOCK_OK) {
+	req_release(&q, &n->v, c->token);
+	if (req_send(c->cmd, &q, c->eval) != RLOCK_OK) {
 		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
 		return;
 	}
@@ -620,7 +625,7 @@ static void on_ping_reply(struct bench *b, struct bclient *c,
 	if (r->type == REDIS_REPLY_ERROR) {
 		struct rlock_result e;
 
-		rlock_classify_error(r, conn_addr(c->cmd), "PING", &e);
+		classify_error(r, conn_addr(c->cmd), "PING", &e);
 		b->res->errors++;
 		b->res->error_kind[error_kind(r)]++;
 		fatal(b, e.rc, e.err);
@@ -648,6 +653,13 @@ static void on_cmd_ready(struct bench *b, struct bclient *c, short revents)
 	}
 	if (c->outwait && !(conn_events(c->cmd) & POLLOUT))
 		watch(b, c, 0);
+	/* Input held inside the transport (TLS) is invisible to epoll. */
+	while (conn_buffered(c->cmd)) {
+		if (conn_on_ready(c->cmd, POLLIN) != RLOCK_OK) {
+			conn_failed(b, c->cmd);
+			return;
+		}
+	}
 	while (b->rc == RLOCK_OK && (got = conn_take_reply(c->cmd, &r)) != 0) {
 		int64_t now = now_ns();
 
@@ -697,6 +709,12 @@ static void on_sub_ready(struct bench *b, struct bclient *c, short revents)
 	if (conn_on_ready(c->sub, revents) != RLOCK_OK) {
 		conn_failed(b, c->sub);
 		return;
+	}
+	while (conn_buffered(c->sub)) {
+		if (conn_on_ready(c->sub, POLLIN) != RLOCK_OK) {
+			conn_failed(b, c->sub);
+			return;
+		}
 	}
 	while ((got = conn_take_reply(c->sub, &r)) == 1) {
 		msg = is_message(r);
@@ -898,7 +916,7 @@ static char *key_of(const char *prefix, const char *name, const char *tail)
 	char *s = malloc(n);
 
 	if (s != NULL)
-		snprintf(s, n, "%s{%s}%s", prefix, name, tail);
+		lock_key(s, n, prefix, name, tail);
 	return s;
 }
 
@@ -919,9 +937,13 @@ static int make_names(struct bench *b)
 		snprintf(name, sizeof(name), "bench-%02x%02x%02x%02x-%d",
 			 rnd[0], rnd[1], rnd[2], rnd[3], i);
 		n->key = key_of(b->rl->prefix, name, "");
-		n->meta = key_of(b->rl->prefix, name, ":meta");
-		n->fence = key_of(b->rl->prefix, name, ":fence");
-		n->chan = key_of(b->rl->prefix, name, ":released");
+		n->meta = key_of(b->rl->prefix, name, KEY_META);
+		n->fence = key_of(b->rl->prefix, name, KEY_FENCE);
+		n->chan = key_of(b->rl->prefix, name, KEY_CHANNEL);
+		n->v.key = n->key;
+		n->v.meta = n->meta;
+		n->v.fence = n->fence;
+		n->v.chan = n->chan;
 		n->holder = -1;
 		n->releaser = -1;
 		if (n->key == NULL || n->meta == NULL || n->fence == NULL ||
@@ -935,7 +957,7 @@ static int open_conn(struct bench *b, struct rlock_conn **cp)
 {
 	struct rlock_conn *c;
 
-	c = conn_new(&b->rl->srv[0].url, 0, &b->rl->copts);
+	c = conn_new(&b->rl->node[0].url, 0, &b->rl->copts);
 	if (c == NULL)
 		return bench_errno(b, "out of memory");
 	*cp = c;
@@ -987,7 +1009,7 @@ static int subscribe_all(struct bench *b)
 			struct rlock_result e;
 
 			if (r->type == REDIS_REPLY_ERROR) {
-				rlock_classify_error(r, conn_addr(c->sub),
+				classify_error(r, conn_addr(c->sub),
 						     "SUBSCRIBE", &e);
 			} else {
 				e.rc = RLOCK_EPROTO;
@@ -1040,13 +1062,14 @@ static int setup(struct bench *b)
 	if (b->nk < b->nc && subscribe_all(b) != RLOCK_OK)
 		return b->rc;
 	for (i = 0; i < b->nc; i++) {
-		ev.events = EPOLLIN;
+		ev.events = epoll_events(b->cl[i].cmd);
 		ev.data.u64 = (uint64_t)i * 2;
 		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, conn_fd(b->cl[i].cmd),
 			      &ev) != 0)
 			return bench_errno(b, "epoll_ctl");
 		if (b->cl[i].sub == NULL)
 			continue;
+		ev.events = epoll_events(b->cl[i].sub);
 		ev.data.u64 = (uint64_t)i * 2 + 1;
 		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, conn_fd(b->cl[i].sub),
 			      &ev) != 0)
@@ -1226,7 +1249,7 @@ int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
 	b.ep = -1;
 	b.nc = o->clients;
 	b.nk = o->keys > 0 ? o->keys : o->clients;
-	if (rl->nsrv != 1) {
+	if (rl->nnode != 1) {
 		rlock_seterr(rl->err, sizeof(rl->err), "bench drives one "
 			     "server: give one --url");
 		return RLOCK_EUSAGE;
@@ -1239,16 +1262,12 @@ int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
 	}
 	res->clients = b.nc;
 	res->keys = b.nk;
-	snprintf(b.ttl, sizeof(b.ttl), "%lld", (long long)o->ttl_ms);
-	snprintf(b.pid, sizeof(b.pid), "%lld", (long long)getpid());
-	b.acq_args[1] = b.ttl;
-	rlock_identify(rl);
-	b.acq_args[2] = rl->host;
-	b.acq_args[3] = b.pid;
-	b.acq_args[4] = rl->user;
-	b.acq_args[5] = "rlock bench";
-	b.acq_args[6] = "0";
-	b.acq_args[7] = "0"; /* a busy answer without details */
+	identify(rl);
+	b.who.host = rl->host;
+	b.who.user = rl->user;
+	b.who.label = "rlock bench";
+	b.who.pid = (long long)getpid();
+	b.who.min_hold_ms = 0;
 	res->phase = RLOCK_BENCH_SETUP;
 	if (setup(&b) != RLOCK_OK)
 		goto out;

@@ -1,8 +1,9 @@
 /*
  * conn.c - the transport: one non-blocking connection to one Redis server
- * over TCP or a unix socket.  hiredis only formats commands and parses
- * replies; the socket, the buffers and the timeouts are ours, so that TLS
- * can be added here without anything above this file knowing.
+ * over TCP or a unix socket, in plain text or TLS (tls.c).  hiredis only
+ * formats commands and parses replies; the socket, the buffers and the
+ * timeouts are ours.  What differs between plain and TLS sits behind
+ * struct transport; nothing above this file knows which one it talks to.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,22 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "rlock_int.h"
-
-struct rlock_conn {
-	const struct rlock_url *url;	/* the caller's, outlives us */
-	int hostidx;
-	struct rlock_conn_opts opts;
-	char password[512];
-	int has_password;
-	int fd;
-	int up;
-	redisReader *reader;
-	char *obuf;
-	size_t olen, ocap;
-	char addr[600];
-	char err[512];
-};
+#include "conn_int.h"
 
 struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 			    const struct rlock_conn_opts *o)
@@ -44,6 +30,8 @@ struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 	c->url = u;
 	c->hostidx = hostidx;
 	c->opts = *o;
+	c->tp = u->kind == RLOCK_URL_TLS ? &rlock_tls_transport :
+		&rlock_plain_transport;
 	c->fd = -1;
 	if (o->password != NULL) {
 		snprintf(c->password, sizeof(c->password), "%s", o->password);
@@ -65,6 +53,7 @@ struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 
 void conn_close(struct rlock_conn *c)
 {
+	c->tp->close(c);
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -73,6 +62,7 @@ void conn_close(struct rlock_conn *c)
 		redisReaderFree(c->reader);
 	c->reader = NULL;
 	c->olen = 0;
+	c->replies = 0;
 }
 
 void conn_free(struct rlock_conn *c)
@@ -106,16 +96,21 @@ int conn_is_up(const struct rlock_conn *c)
 	return c->up;
 }
 
-static int fail(struct rlock_conn *c, const char *fmt, const char *why)
+const char *conn_host(const struct rlock_conn *c)
+{
+	const char *sni = tls_ctx_sni(c->opts.tls);
+
+	return sni != NULL ? sni : c->url->hosts[c->hostidx].host;
+}
+
+int conn_fail(struct rlock_conn *c, const char *fmt, const char *why)
 {
 	rlock_seterr(c->err, sizeof(c->err), fmt, c->addr, why);
 	conn_close(c);
 	return RLOCK_EUNAVAIL;
 }
 
-/* Wait until fd is ready for events or deadline passes.  Returns the
- * revents, 0 on timeout, -1 when cancel_fd became readable. */
-static int wait_fd(int fd, short events, int64_t deadline, int cancel_fd)
+int conn_wait_fd(int fd, short events, int64_t deadline, int cancel_fd)
 {
 	struct pollfd p[2];
 	int n, timeout;
@@ -163,7 +158,7 @@ static int connect_addr(struct rlock_conn *c, const struct sockaddr *sa,
 		return soerr;
 	}
 	if (rc < 0) {
-		rc = wait_fd(fd, POLLOUT, deadline, -1);
+		rc = conn_wait_fd(fd, POLLOUT, deadline, -1);
 		if (rc == 0) {
 			close(fd);
 			return ETIMEDOUT;
@@ -198,13 +193,13 @@ static int connect_any(struct rlock_conn *c, int64_t deadline)
 		memset(&sun, 0, sizeof(sun));
 		sun.sun_family = AF_UNIX;
 		if (strlen(c->url->path) >= sizeof(sun.sun_path))
-			return fail(c, "cannot connect to %s: %s",
+			return conn_fail(c, "cannot connect to %s: %s",
 				    "socket path too long");
 		memcpy(sun.sun_path, c->url->path, strlen(c->url->path) + 1);
 		e = connect_addr(c, (struct sockaddr *)&sun, sizeof(sun),
 				 deadline);
 		if (e != 0)
-			return fail(c, "cannot connect to %s: %s",
+			return conn_fail(c, "cannot connect to %s: %s",
 				    e == ETIMEDOUT ? "timed out" : strerror(e));
 		return RLOCK_OK;
 	}
@@ -221,7 +216,7 @@ static int connect_any(struct rlock_conn *c, int64_t deadline)
 				  &res);
 	}
 	if (gai != 0)
-		return fail(c, "cannot connect to %s: %s", gai_strerror(gai));
+		return conn_fail(c, "cannot connect to %s: %s", gai_strerror(gai));
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		e = connect_addr(c, ai->ai_addr, ai->ai_addrlen, deadline);
 		if (e == 0 || e == ETIMEDOUT)
@@ -229,7 +224,7 @@ static int connect_any(struct rlock_conn *c, int64_t deadline)
 	}
 	freeaddrinfo(res);
 	if (e != 0)
-		return fail(c, "cannot connect to %s: %s",
+		return conn_fail(c, "cannot connect to %s: %s",
 			    e == ETIMEDOUT ? "timed out" : strerror(e));
 	return RLOCK_OK;
 }
@@ -251,7 +246,7 @@ static int handshake_call(struct rlock_conn *c, int64_t deadline, int argc,
 		snprintf(why, sizeof(why), "%s: %.*s", what, (int)r->len,
 			 r->str);
 		freeReplyObject(r);
-		return fail(c, "%s: %s", why);
+		return conn_fail(c, "%s: %s", why);
 	}
 	freeReplyObject(r);
 	return RLOCK_OK;
@@ -264,11 +259,13 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 
 	conn_close(c);
 	rc = connect_any(c, deadline);
+	if (rc == RLOCK_OK && c->tp->start != NULL)
+		rc = c->tp->start(c, deadline);
 	if (rc != RLOCK_OK)
 		return rc;
 	c->reader = redisReaderCreate();
 	if (c->reader == NULL)
-		return fail(c, "%s: %s", "out of memory");
+		return conn_fail(c, "%s: %s", "out of memory");
 	io_deadline = rlock_mono_ms() + c->opts.io_timeout_ms;
 	if (c->has_password) {
 		const char *argv[3];
@@ -296,13 +293,14 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 	return RLOCK_OK;
 }
 
-int conn_send(struct rlock_conn *c, int argc, const char **argv,
+int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
 	      const size_t *lens)
 {
 	char *cmd = NULL;
 	int n;
 
-	n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	/* hiredis 0.14 does not write through argv, only declares so. */
+	n = redisFormatCommandArgv(&cmd, argc, (const char **)argv, lens);
 	if (n < 0) {
 		rlock_seterr(c->err, sizeof(c->err), "%s: out of memory",
 			     c->addr);
@@ -334,38 +332,101 @@ int conn_send(struct rlock_conn *c, int argc, const char **argv,
 
 short conn_events(const struct rlock_conn *c)
 {
-	return POLLIN | (c->olen > 0 ? POLLOUT : 0);
+	return POLLIN | (c->tp->out_pending(c) ? POLLOUT : 0);
+}
+
+int conn_buffered(const struct rlock_conn *c)
+{
+	return c->fd >= 0 && c->tp->in_buffered(c);
+}
+
+int conn_feed(struct rlock_conn *c, const char *buf, size_t n)
+{
+	if (redisReaderFeed(c->reader, buf, n) != 0)
+		return conn_fail(c, "%s: %s", "out of memory");
+	return RLOCK_OK;
 }
 
 int conn_on_ready(struct rlock_conn *c, short revents)
 {
-	char buf[16384];
-	ssize_t n;
+	int rc;
 
 	if (c->fd < 0)
-		return fail(c, "%s: %s", "not connected");
-	if ((revents & POLLOUT) && c->olen > 0) {
-		n = send(c->fd, c->obuf, c->olen, MSG_NOSIGNAL);
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return fail(c, "%s: connection lost: %s",
-				    strerror(errno));
-		if (n > 0) {
-			memmove(c->obuf, c->obuf + n, c->olen - (size_t)n);
-			c->olen -= (size_t)n;
-		}
+		return conn_fail(c, "%s: %s", "not connected");
+	if ((revents & POLLOUT) && c->tp->out_pending(c)) {
+		rc = c->tp->flush(c);
+		if (rc != RLOCK_OK)
+			return rc;
 	}
-	if (revents & (POLLIN | POLLERR | POLLHUP)) {
-		n = recv(c->fd, buf, sizeof(buf), 0);
-		if (n == 0)
-			return fail(c, "%s: %s", "connection closed by server");
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return fail(c, "%s: connection lost: %s",
-				    strerror(errno));
-		if (n > 0 && redisReaderFeed(c->reader, buf, (size_t)n) != 0)
-			return fail(c, "%s: %s", "out of memory");
+	if (revents & (POLLIN | POLLERR | POLLHUP))
+		return c->tp->fill(c);
+	return RLOCK_OK;
+}
+
+/* ---- plain sockets ---------------------------------------------------- */
+
+static int plain_flush(struct rlock_conn *c)
+{
+	ssize_t n = send(c->fd, c->obuf, c->olen, MSG_NOSIGNAL);
+
+	if (n < 0 && errno != EAGAIN && errno != EINTR)
+		return conn_fail(c, "%s: connection lost: %s", strerror(errno));
+	if (n > 0) {
+		memmove(c->obuf, c->obuf + n, c->olen - (size_t)n);
+		c->olen -= (size_t)n;
 	}
 	return RLOCK_OK;
 }
+
+static int plain_fill(struct rlock_conn *c)
+{
+	char buf[16384];
+	ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+	/* A TLS port drops a plain client at its first request without a
+	 * word: the one hint such a client can get. */
+	const char *hint = c->replies == 0 && c->url->kind != RLOCK_URL_UNIX ?
+		" (does it require TLS? use rediss://)" : "";
+	char why[200];
+
+	if (n == 0) {
+		snprintf(why, sizeof(why), "connection closed by server%s",
+			 hint);
+		return conn_fail(c, "%s: %s", why);
+	}
+	if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		snprintf(why, sizeof(why), "connection lost: %s%s",
+			 strerror(errno), hint);
+		return conn_fail(c, "%s: %s", why);
+	}
+	if (n > 0)
+		return conn_feed(c, buf, (size_t)n);
+	return RLOCK_OK;
+}
+
+static int plain_out_pending(const struct rlock_conn *c)
+{
+	return c->olen > 0;
+}
+
+static int plain_in_buffered(const struct rlock_conn *c)
+{
+	(void)c;
+	return 0;
+}
+
+static void plain_close(struct rlock_conn *c)
+{
+	(void)c;
+}
+
+const struct transport rlock_plain_transport = {
+	.start = NULL,
+	.flush = plain_flush,
+	.fill = plain_fill,
+	.out_pending = plain_out_pending,
+	.in_buffered = plain_in_buffered,
+	.close = plain_close,
+};
 
 int conn_take_reply(struct rlock_conn *c, redisReply **r)
 {
@@ -379,11 +440,12 @@ int conn_take_reply(struct rlock_conn *c, redisReply **r)
 
 		snprintf(why, sizeof(why), "protocol error: %s",
 			 c->reader->errstr);
-		fail(c, "%s: %s", why);
+		conn_fail(c, "%s: %s", why);
 		return -1;
 	}
 	if (reply == NULL)
 		return 0;
+	c->replies++;
 	*r = reply;
 	return 1;
 }
@@ -399,7 +461,13 @@ int conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 			return RLOCK_OK;
 		if (rc < 0 || c->fd < 0)
 			return RLOCK_EUNAVAIL;
-		ev = wait_fd(c->fd, conn_events(c), deadline, cancel_fd);
+		if (conn_buffered(c)) {
+			rc = conn_on_ready(c, POLLIN);
+			if (rc != RLOCK_OK)
+				return rc;
+			continue;
+		}
+		ev = conn_wait_fd(c->fd, conn_events(c), deadline, cancel_fd);
 		if (ev < 0) {
 			rlock_seterr(c->err, sizeof(c->err), "%s: canceled",
 				     c->addr);
@@ -420,7 +488,7 @@ int conn_timed_out(struct rlock_conn *c)
 	/* A late reply would answer the next request: start over. */
 	snprintf(why, sizeof(why), "no reply within %s",
 		 rlock_fmt_ms(c->opts.io_timeout_ms, tb, sizeof(tb)));
-	return fail(c, "%s: %s", why);
+	return conn_fail(c, "%s: %s", why);
 }
 
 int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,

@@ -17,12 +17,35 @@
 
 /* ---- handle --------------------------------------------------------- */
 
-struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
+/* Make the TLS context when a URL asks for TLS. */
+static int setup_tls(struct rlock *rl, const struct rlock_config *cfg,
+		     char *err, size_t errlen)
+{
+	struct tls_opts o;
+	size_t i;
+
+	for (i = 0; i < rl->nnode; i++) {
+		if (rl->node[i].url.kind == RLOCK_URL_TLS)
+			break;
+	}
+	if (i == rl->nnode)
+		return RLOCK_OK;
+	o.cacert = cfg->tls_cacert;
+	o.cacertdir = cfg->tls_cacertdir;
+	o.cert = cfg->tls_cert;
+	o.key = cfg->tls_key;
+	o.sni = cfg->tls_sni;
+	o.insecure = cfg->tls_insecure;
+	return tls_ctx_get(&o, &rl->copts.tls, err, errlen);
+}
+
+struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 			size_t errlen)
 {
 	struct rlock *rl;
 	size_t i;
 
+	*code = RLOCK_EUSAGE;
 	if (cfg->nurls == 0 || cfg->nurls > RLOCK_MAX_SERVERS) {
 		rlock_seterr(err, errlen, "between 1 and %d servers needed",
 			     RLOCK_MAX_SERVERS);
@@ -33,13 +56,17 @@ struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
 			     "give one URL, or three or more independent masters");
 		return NULL;
 	}
+	if (cfg->prefix != NULL && strlen(cfg->prefix) >= sizeof(rl->prefix)) {
+		rlock_seterr(err, errlen, "prefix longer than %zu bytes",
+			     sizeof(rl->prefix) - 1);
+		return NULL;
+	}
 	rl = calloc(1, sizeof(*rl));
 	if (rl != NULL)
-		rl->srv = calloc(cfg->nurls, sizeof(*rl->srv));
-	if (rl == NULL || rl->srv == NULL) {
+		rl->node = calloc(cfg->nurls, sizeof(*rl->node));
+	if (rl == NULL || rl->node == NULL) {
 		free(rl);
-		rlock_seterr(err, errlen, "out of memory");
-		return NULL;
+		goto oom;
 	}
 	rl->copts.connect_timeout_ms = cfg->connect_timeout_ms > 0 ?
 		cfg->connect_timeout_ms : 2000;
@@ -52,37 +79,39 @@ struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
 	}
 	snprintf(rl->prefix, sizeof(rl->prefix), "%s",
 		 cfg->prefix != NULL ? cfg->prefix : "rlock:");
-	if (cfg->prefix != NULL && strlen(cfg->prefix) >= sizeof(rl->prefix)) {
-		rlock_seterr(err, errlen, "prefix longer than %zu bytes",
-			     sizeof(rl->prefix) - 1);
-		goto fail;
-	}
 	for (i = 0; i < cfg->nurls; i++) {
 		const char *why = NULL;
-		struct rlock_url *u = &rl->srv[i].url;
+		struct rlock_url *u = &rl->node[i].url;
 
 		if (rlock_url_parse(cfg->urls[i], u, &why) != 0) {
 			rlock_seterr(err, errlen, "invalid URL '%s': %s",
 				     cfg->urls[i], why);
 			goto fail;
 		}
-		if (u->kind == RLOCK_URL_TLS || u->kind == RLOCK_URL_SENTINEL) {
-			rlock_seterr(err, errlen, "%s: %s URLs are not "
-				     "supported yet", cfg->urls[i],
-				     u->kind == RLOCK_URL_TLS ? "rediss://" :
-				     "redis-sentinel://");
+		if (u->kind == RLOCK_URL_SENTINEL) {
+			rlock_seterr(err, errlen, "%s: redis-sentinel:// URLs "
+				     "are not supported yet", cfg->urls[i]);
 			goto fail;
 		}
-		rl->srv[i].cmd = conn_new(u, 0, &rl->copts);
-		rl->srv[i].sub = conn_new(u, 0, &rl->copts);
-		rl->nsrv++;
-		if (rl->srv[i].cmd == NULL || rl->srv[i].sub == NULL) {
-			rlock_seterr(err, errlen, "out of memory");
-			goto fail;
+		rl->nnode++;
+	}
+	*code = setup_tls(rl, cfg, err, errlen);
+	if (*code != RLOCK_OK)
+		goto fail;
+	for (i = 0; i < rl->nnode; i++) {
+		rl->node[i].cmd = conn_new(&rl->node[i].url, 0, &rl->copts);
+		rl->node[i].sub = conn_new(&rl->node[i].url, 0, &rl->copts);
+		if (rl->node[i].cmd == NULL || rl->node[i].sub == NULL) {
+			rlock_free(rl);
+			goto oom;
 		}
 	}
-	rl->quorum = rl->nsrv / 2 + 1;
+	rl->quorum = rl->nnode / 2 + 1;
 	return rl;
+oom:
+	*code = RLOCK_ESYS;
+	rlock_seterr(err, errlen, "out of memory");
+	return NULL;
 fail:
 	rlock_free(rl);
 	return NULL;
@@ -94,7 +123,7 @@ fail:
  * $USER spares the NSS look-up, which would cost more than the lock itself
  * on loopback; the name is shown to people, never trusted.
  */
-void rlock_identify(struct rlock *rl)
+void identify(struct rlock *rl)
 {
 	const char *env;
 	struct passwd *pw;
@@ -121,11 +150,12 @@ void rlock_free(struct rlock *rl)
 {
 	if (rl == NULL)
 		return;
-	for (size_t i = 0; i < rl->nsrv; i++) {
-		conn_free(rl->srv[i].cmd);
-		conn_free(rl->srv[i].sub);
+	for (size_t i = 0; i < rl->nnode; i++) {
+		conn_free(rl->node[i].cmd);
+		conn_free(rl->node[i].sub);
 	}
-	free(rl->srv);
+	free(rl->node);
+	tls_ctx_put(rl->copts.tls);
 	explicit_bzero(rl->password, sizeof(rl->password));
 	free(rl);
 }
@@ -137,8 +167,13 @@ const char *rlock_errstr(const struct rlock *rl)
 
 const char *rlock_key(struct rlock *rl, const char *name)
 {
-	snprintf(rl->keybuf, sizeof(rl->keybuf), "%s{%s}", rl->prefix, name);
+	lock_key(rl->keybuf, sizeof(rl->keybuf), rl->prefix, name, "");
 	return rl->keybuf;
+}
+
+size_t rlock_nservers(const struct rlock *rl)
+{
+	return rl->nnode;
 }
 
 /* The four names of lock name: key, meta, fence counter and channel. */
@@ -147,6 +182,7 @@ struct names {
 	char meta[RLOCK_KEY_MAX + 16];
 	char fence[RLOCK_KEY_MAX + 16];
 	char chan[RLOCK_KEY_MAX + 16];
+	struct lock_names v;		/* the four, for the builders */
 };
 
 static int make_names(struct rlock *rl, const char *name, struct names *n)
@@ -158,18 +194,26 @@ static int make_names(struct rlock *rl, const char *name, struct names *n)
 			     "invalid lock name: %s", why);
 		return RLOCK_EUSAGE;
 	}
-	snprintf(n->key, sizeof(n->key), "%s{%s}", rl->prefix, name);
-	snprintf(n->meta, sizeof(n->meta), "%s:meta", n->key);
-	snprintf(n->fence, sizeof(n->fence), "%s:fence", n->key);
-	snprintf(n->chan, sizeof(n->chan), "%s:released", n->key);
+	/* A checked name and a bounded prefix always fit. */
+	lock_key(n->key, sizeof(n->key), rl->prefix, name, "");
+	lock_key(n->meta, sizeof(n->meta), rl->prefix, name, KEY_META);
+	lock_key(n->fence, sizeof(n->fence), rl->prefix, name, KEY_FENCE);
+	lock_key(n->chan, sizeof(n->chan), rl->prefix, name, KEY_CHANNEL);
+	n->v.key = n->key;
+	n->v.meta = n->meta;
+	n->v.fence = n->fence;
+	n->v.chan = n->chan;
 	return RLOCK_OK;
+}
+
+int64_t rlock_drift_ms(int64_t ttl_ms)
+{
+	return ttl_ms / 100 + 2;
 }
 
 int64_t rlock_safety_margin_ms(int64_t ttl_ms)
 {
-	/* Clock drift between us and the server (1%, as Redlock assumes)
-	 * plus time to stop the command before the server frees the key. */
-	return ttl_ms / 10 + 2;
+	return rlock_drift_ms(ttl_ms) + ttl_ms * 9 / 100;
 }
 
 /* ---- reading replies ------------------------------------------------ */
@@ -224,50 +268,7 @@ static int parse_holder(const redisReply *r, struct rlock_holder *h)
 	return 0;
 }
 
-/* Copy the first error among res into rl->err and return its code; with
- * nsrv > 1 say how many servers failed. */
-static int first_error(struct rlock *rl, struct rlock_result *res,
-		       size_t failed)
-{
-	for (size_t i = 0; i < rl->nsrv; i++) {
-		if (res[i].rc == RLOCK_OK)
-			continue;
-		if (rl->nsrv == 1)
-			snprintf(rl->err, sizeof(rl->err), "%s", res[i].err);
-		else
-			snprintf(rl->err, sizeof(rl->err),
-				 "no quorum: %zu of %zu servers failed (%s)",
-				 failed, rl->nsrv, res[i].err);
-		return rl->nsrv == 1 ? res[i].rc : RLOCK_EUNAVAIL;
-	}
-	snprintf(rl->err, sizeof(rl->err), "no quorum");
-	return RLOCK_EUNAVAIL;
-}
-
-static void unexpected(struct rlock_result *res, const char *what)
-{
-	res->rc = RLOCK_EPROTO;
-	snprintf(res->err, sizeof(res->err), "unexpected reply to %s", what);
-}
-
 /* ---- acquire -------------------------------------------------------- */
-
-/* Undo a partial grant on the servers that gave it. */
-static void undo(struct rlock *rl, const struct names *n, const char *token,
-		 const int *granted)
-{
-	struct rlock_result res[RLOCK_MAX_SERVERS];
-	const char *keys[2] = { n->key, n->meta };
-	const char *args[2] = { token, n->chan };
-	size_t i, any = 0;
-
-	for (i = 0; i < rl->nsrv; i++)
-		any += granted[i];
-	if (any == 0)
-		return;
-	rlock_eval_all(rl, RLOCK_SCRIPT_RELEASE, 2, keys, 2, args, res);
-	rlock_results_free(rl, res);
-}
 
 /* One attempt on every server.  Returns RLOCK_OK, RLOCK_BUSY with holder
  * filled, or an error. */
@@ -276,48 +277,39 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 		       int details, struct rlock_lease *lease,
 		       struct rlock_holder *holder)
 {
-	struct rlock_result res[RLOCK_MAX_SERVERS];
-	char ttl[32], pid[32], minhold[32], label[RLOCK_LABEL_MAX + 1];
-	const char *keys[3] = { n->key, n->meta, n->fence };
-	const char *args[8];
-	int granted[RLOCK_MAX_SERVERS] = { 0 };
+	struct acquirer who;
+	struct request q;
+	struct fan f;
 	size_t i, ngrant = 0, nbusy = 0, nfail = 0;
 	long long fence = 0;
-	int64_t t0, elapsed, drift;
+	int64_t t0, elapsed;
 	int rc;
 
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)o->ttl_ms);
-	snprintf(pid, sizeof(pid), "%lld",
-		 o->pid > 0 ? o->pid : (long long)getpid());
-	snprintf(minhold, sizeof(minhold), "%lld", (long long)o->min_hold_ms);
-	rlock_identify(rl);
-	args[0] = token;
-	args[1] = ttl;
-	args[2] = rl->host;
-	args[3] = pid;
-	args[4] = rl->user;
-	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
-	snprintf(label, sizeof(label), "%s", o->label != NULL ? o->label : "");
-	args[5] = label;
-	args[6] = minhold;
-	args[7] = details ? "1" : "0";
+	identify(rl);
+	who.host = rl->host;
+	who.user = rl->user;
+	who.label = o->label;
+	who.pid = o->pid > 0 ? o->pid : (long long)getpid();
+	who.min_hold_ms = o->min_hold_ms;
+	req_acquire(&q, &n->v, token, o->ttl_ms, &who, details);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
 	t0 = rlock_boot_ms();
-	rlock_eval_all(rl, RLOCK_SCRIPT_ACQUIRE, 3, keys, 8, args, res);
+	fan_run(rl, &f);
 	elapsed = rlock_boot_ms() - t0;
-	for (i = 0; i < rl->nsrv; i++) {
-		redisReply *r = res[i].r;
+	for (i = 0; i < f.n; i++) {
+		redisReply *r = f.slot[i].res.r;
 
-		if (res[i].rc != RLOCK_OK) {
+		if (f.slot[i].res.rc != RLOCK_OK) {
 			nfail++;
 			continue;
 		}
 		if (r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
-			unexpected(&res[i], "acquire");
+			fan_unexpected(&f, i, "acquire");
 			nfail++;
 			continue;
 		}
 		if (elem_ll(r, 0) == 1) {
-			granted[i] = 1;
 			ngrant++;
 			if (elem_ll(r, 1) > fence)
 				fence = elem_ll(r, 1);
@@ -330,12 +322,11 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 		} else if (parse_holder(r, holder) == 0) {
 			nbusy++;
 		} else {
-			unexpected(&res[i], "acquire");
+			fan_unexpected(&f, i, "acquire");
 			nfail++;
 		}
 	}
-	drift = o->ttl_ms / 100 + 2;
-	if (ngrant >= rl->quorum && elapsed < o->ttl_ms - drift) {
+	if (ngrant >= rl->quorum && lease_valid(o->ttl_ms, elapsed)) {
 		snprintf(lease->token, sizeof(lease->token), "%s", token);
 		lease->fence = fence;
 		lease->ttl_ms = o->ttl_ms;
@@ -344,12 +335,12 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 		rc = RLOCK_OK;
 	} else {
 		if (ngrant > 0)
-			undo(rl, n, token, granted);
-		if (nbusy > 0 && nbusy + nfail > rl->nsrv - rl->quorum &&
-		    nfail <= rl->nsrv - rl->quorum) {
+			fan_undo(rl, &n->v, token);
+		if (nbusy > 0 && nbusy + nfail > rl->nnode - rl->quorum &&
+		    nfail <= rl->nnode - rl->quorum) {
 			rc = RLOCK_BUSY;
 		} else if (nfail > 0) {
-			rc = first_error(rl, res, nfail);
+			rc = fan_first_error(rl, &f, nfail);
 		} else {
 			/* Granted by a quorum, too late to be of use. */
 			rlock_seterr(rl->err, sizeof(rl->err), "acquire took "
@@ -357,7 +348,7 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 			rc = RLOCK_BUSY;
 		}
 	}
-	rlock_results_free(rl, res);
+	fan_done(&f);
 	return rc;
 }
 
@@ -368,8 +359,8 @@ static size_t subscribe(struct rlock *rl, const struct names *n,
 {
 	size_t i, ok = 0;
 
-	for (i = 0; i < rl->nsrv; i++) {
-		struct rlock_conn *c = rl->srv[i].sub;
+	for (i = 0; i < rl->nnode; i++) {
+		struct rlock_conn *c = rl->node[i].sub;
 		const char *argv[2] = { "SUBSCRIBE", n->chan };
 		redisReply *r = NULL;
 
@@ -389,8 +380,8 @@ static size_t subscribe(struct rlock *rl, const struct names *n,
  * release, and a master that is down must not be retried every round. */
 static int subs_up(const struct rlock *rl)
 {
-	for (size_t i = 0; i < rl->nsrv; i++) {
-		if (conn_is_up(rl->srv[i].sub))
+	for (size_t i = 0; i < rl->nnode; i++) {
+		if (conn_is_up(rl->node[i].sub))
 			return 1;
 	}
 	return 0;
@@ -400,8 +391,8 @@ static void unsubscribe(struct rlock *rl)
 {
 	/* A subscribed connection cannot run commands: close it rather than
 	 * track the UNSUBSCRIBE reply. */
-	for (size_t i = 0; i < rl->nsrv; i++)
-		conn_close(rl->srv[i].sub);
+	for (size_t i = 0; i < rl->nnode; i++)
+		conn_close(rl->node[i].sub);
 }
 
 /* Wait until a release message arrives, cancel_fd is readable, or wake
@@ -411,15 +402,25 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 	struct pollfd p[RLOCK_MAX_SERVERS + 1];
 	size_t i, np;
 	int64_t now;
+	int ready;
 
 	for (;;) {
 		np = 0;
-		for (i = 0; i < rl->nsrv; i++) {
-			if (!conn_is_up(rl->srv[i].sub))
+		ready = 0;
+		for (i = 0; i < rl->nnode; i++) {
+			struct rlock_conn *c = rl->node[i].sub;
+
+			if (!conn_is_up(c))
 				continue;
-			p[np].fd = conn_fd(rl->srv[i].sub);
-			p[np].events = POLLIN;
+			p[np].fd = conn_fd(c);
+			p[np].events = conn_events(c);
 			p[np].revents = 0;
+			/* Input held inside the transport (TLS) is invisible
+			 * to poll: take it now. */
+			if (conn_buffered(c)) {
+				p[np].revents = POLLIN;
+				ready = 1;
+			}
 			np++;
 		}
 		if (cancel_fd >= 0) {
@@ -432,14 +433,14 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 		if (now >= wake)
 			return RLOCK_OK;
 		/* A lease can be 30 days: more than poll's int of ms. */
-		if (poll(p, np, wake - now > 60000 ? 60000 :
-			 (int)(wake - now)) <= 0)
+		if (!ready && poll(p, np, wake - now > 60000 ? 60000 :
+				   (int)(wake - now)) <= 0)
 			continue;
 		if (cancel_fd >= 0 && p[np - 1].revents)
 			return RLOCK_CANCELED;
 		np = 0;
-		for (i = 0; i < rl->nsrv; i++) {
-			struct rlock_conn *c = rl->srv[i].sub;
+		for (i = 0; i < rl->nnode; i++) {
+			struct rlock_conn *c = rl->node[i].sub;
 			redisReply *r;
 			int woke = 0;
 
@@ -447,7 +448,7 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 				continue;
 			if (p[np++].revents == 0)
 				continue;
-			if (conn_on_ready(c, POLLIN) != RLOCK_OK)
+			if (conn_on_ready(c, p[np - 1].revents) != RLOCK_OK)
 				return RLOCK_OK; /* retry at once */
 			while (conn_take_reply(c, &r) == 1) {
 				woke = 1;
@@ -567,53 +568,24 @@ int rlock_acquire(struct rlock *rl, const char *name,
 
 /* ---- extend, release, force ---------------------------------------- */
 
-/* Count a quorum among integer replies: positive is yes, zero is no. */
-static int tally(struct rlock *rl, struct rlock_result *res,
-		 const char *what, size_t *yes_out)
-{
-	size_t i, yes = 0, no = 0, fail = 0;
-
-	for (i = 0; i < rl->nsrv; i++) {
-		if (res[i].rc == RLOCK_OK &&
-		    res[i].r->type != REDIS_REPLY_INTEGER)
-			unexpected(&res[i], what);
-		if (res[i].rc != RLOCK_OK)
-			fail++;
-		else if (res[i].r->integer > 0)
-			yes++;
-		else
-			no++;
-	}
-	if (yes_out != NULL)
-		*yes_out = yes;
-	if (yes >= rl->quorum)
-		return RLOCK_OK;
-	if (no > rl->nsrv - rl->quorum)
-		return RLOCK_NOTOURS;
-	return first_error(rl, res, fail);
-}
-
 int rlock_extend(struct rlock *rl, const char *name, const char *token,
 		 int64_t ttl_ms, struct rlock_lease *lease)
 {
-	struct rlock_result res[RLOCK_MAX_SERVERS];
+	struct request q;
+	struct fan f;
 	struct names n;
-	char ttl[32];
-	const char *keys[2], *args[2];
 	int64_t t0;
 	int rc;
 
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
-	keys[0] = n.key;
-	keys[1] = n.meta;
-	args[0] = token;
-	args[1] = ttl;
+	req_extend(&q, &n.v, token, ttl_ms);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
 	t0 = rlock_boot_ms();
-	rlock_eval_all(rl, RLOCK_SCRIPT_EXTEND, 2, keys, 2, args, res);
-	rc = tally(rl, res, "extend", NULL);
+	fan_run(rl, &f);
+	rc = fan_tally(rl, &f, "extend", NULL);
 	if (rc == RLOCK_OK && lease != NULL) {
 		/* The server restarted its clock no earlier than we sent. */
 		lease->renewed_boot_ms = t0;
@@ -622,29 +594,28 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 	if (rc == RLOCK_NOTOURS)
 		rlock_seterr(rl->err, sizeof(rl->err),
 			     "%s: token does not hold the lock", name);
-	rlock_results_free(rl, res);
+	fan_done(&f);
 	return rc;
 }
 
 int rlock_release(struct rlock *rl, const char *name, const char *token,
 		  const struct rlock_lease *lease)
 {
-	struct rlock_result res[RLOCK_MAX_SERVERS];
+	struct request q;
+	struct fan f;
 	struct names n;
-	const char *keys[2], *args[2];
 	int rc;
 
 	rl->err[0] = '\0';
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
-	keys[0] = n.key;
-	keys[1] = n.meta;
-	args[0] = token;
-	args[1] = n.chan;
-	rlock_eval_all(rl, RLOCK_SCRIPT_RELEASE, 2, keys, 2, args, res);
-	rc = tally(rl, res, "release", NULL);
-	if (rc == RLOCK_NOTOURS && rl->resent > 0 && lease != NULL &&
+	req_release(&q, &n.v, token);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
+	fan_run(rl, &f);
+	rc = fan_tally(rl, &f, "release", NULL);
+	if (rc == RLOCK_NOTOURS && f.resent > 0 && lease != NULL &&
 	    rlock_boot_ms() < lease->renewed_boot_ms + lease->ttl_ms -
 	    rlock_safety_margin_ms(lease->ttl_ms)) {
 		/* Nobody else could have taken a lease that was still ours:
@@ -657,16 +628,16 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 		rlock_seterr(rl->err, sizeof(rl->err),
 			     "%s: token does not hold the lock", name);
 	}
-	rlock_results_free(rl, res);
+	fan_done(&f);
 	return rc;
 }
 
 int rlock_force_release(struct rlock *rl, const char *name,
 			struct rlock_holder *was)
 {
-	struct rlock_result res[RLOCK_MAX_SERVERS];
+	struct request q;
+	struct fan f;
 	struct names n;
-	const char *keys[2], *args[1];
 	size_t i, removed = 0, fail = 0;
 	int rc;
 
@@ -674,22 +645,20 @@ int rlock_force_release(struct rlock *rl, const char *name,
 	if (rc != RLOCK_OK)
 		return rc;
 	memset(was, 0, sizeof(*was));
-	keys[0] = n.key;
-	keys[1] = n.meta;
-	args[0] = n.chan;
-	rlock_eval_all(rl, RLOCK_SCRIPT_FORCE, 2, keys, 1, args, res);
-	for (i = 0; i < rl->nsrv; i++) {
-		if (res[i].rc != RLOCK_OK) {
+	req_force(&q, &n.v);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
+	fan_run(rl, &f);
+	for (i = 0; i < f.n; i++) {
+		struct rlock_result *res = &f.slot[i].res;
+
+		if (res->rc == RLOCK_OK && res->r->type != REDIS_REPLY_ARRAY)
+			fan_unexpected(&f, i, "release");
+		if (res->rc != RLOCK_OK) {
 			fail++;
 			continue;
 		}
-		if (res[i].r->type != REDIS_REPLY_ARRAY) {
-			unexpected(&res[i], "release");
-			fail++;
-			continue;
-		}
-		if (elem_ll(res[i].r, 0) == 1 &&
-		    parse_holder(res[i].r, was) == 0)
+		if (elem_ll(res->r, 0) == 1 && parse_holder(res->r, was) == 0)
 			removed++;
 	}
 	/* Removing is forceful: any server that removed counts, but every
@@ -697,21 +666,63 @@ int rlock_force_release(struct rlock *rl, const char *name,
 	if (removed > 0)
 		rc = RLOCK_OK;
 	else if (fail > 0)
-		rc = first_error(rl, res, fail);
+		rc = fan_first_error(rl, &f, fail);
 	else
 		rc = RLOCK_NOTOURS;
-	rlock_results_free(rl, res);
+	fan_done(&f);
 	return rc;
 }
 
 /* ---- status and list ------------------------------------------------ */
 
-int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out)
+/* What server i said of the lock, for status's per-server view. */
+static void fill_view(struct rlock *rl, struct fan *f, size_t i,
+		      struct rlock_view *v)
 {
-	struct rlock_result res[RLOCK_MAX_SERVERS];
+	const struct rlock_result *res = &f->slot[i].res;
+
+	memset(v, 0, sizeof(*v));
+	snprintf(v->addr, sizeof(v->addr), "%s", conn_addr(rl->node[i].cmd));
+	if (res->rc != RLOCK_OK) {
+		v->state = RLOCK_VIEW_ERROR;
+		snprintf(v->error, sizeof(v->error), "%s", res->err);
+		return;
+	}
+	parse_holder(res->r, &v->holder);
+	v->state = v->holder.held ? RLOCK_VIEW_HELD : RLOCK_VIEW_FREE;
+}
+
+/* The most subscribers of the release channel on any server. */
+static long long count_waiters(struct rlock *rl, const struct names *n)
+{
+	const char *argv[3] = { "PUBSUB", "NUMSUB", n->chan };
+	struct request q;
+	struct fan f;
+	long long most = 0;
+
+	req_command(&q, 3, argv);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
+	fan_run(rl, &f);
+	for (size_t i = 0; i < f.n; i++) {
+		const redisReply *r = f.slot[i].res.r;
+
+		if (f.slot[i].res.rc == RLOCK_OK &&
+		    r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		    elem_ll(r, 1) > most)
+			most = elem_ll(r, 1);
+	}
+	fan_done(&f);
+	return most;
+}
+
+int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
+		 struct rlock_view *each)
+{
 	struct rlock_holder h;
+	struct request q;
+	struct fan f;
 	struct names n;
-	const char *keys[3];
 	size_t i, held = 0, fail = 0, ok = 0;
 	int rc;
 
@@ -719,14 +730,17 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out)
 	if (rc != RLOCK_OK)
 		return rc;
 	memset(out, 0, sizeof(*out));
-	keys[0] = n.key;
-	keys[1] = n.meta;
-	keys[2] = n.fence;
-	rlock_eval_all(rl, RLOCK_SCRIPT_STATUS, 3, keys, 0, NULL, res);
-	for (i = 0; i < rl->nsrv; i++) {
-		if (res[i].rc == RLOCK_OK && parse_holder(res[i].r, &h) != 0)
-			unexpected(&res[i], "status");
-		if (res[i].rc != RLOCK_OK) {
+	req_status(&q, &n.v);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
+	fan_run(rl, &f);
+	for (i = 0; i < f.n; i++) {
+		if (f.slot[i].res.rc == RLOCK_OK &&
+		    parse_holder(f.slot[i].res.r, &h) != 0)
+			fan_unexpected(&f, i, "status");
+		if (each != NULL)
+			fill_view(rl, &f, i, &each[i]);
+		if (f.slot[i].res.rc != RLOCK_OK) {
 			fail++;
 			continue;
 		}
@@ -739,9 +753,12 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out)
 			out->fence = h.fence;
 		}
 	}
-	rlock_results_free(rl, res);
-	if (ok < rl->quorum)
-		return first_error(rl, res, fail);
+	if (ok < rl->quorum) {
+		rc = fan_first_error(rl, &f, fail);
+		fan_done(&f);
+		return rc;
+	}
+	fan_done(&f);
 	out->held = held >= rl->quorum;
 	if (!out->held) {
 		long long fence = out->fence;
@@ -750,21 +767,7 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out)
 		out->fence = fence;
 		out->ttl_ms = -2;
 	}
-	/* Waiters are the subscribers of the release channel. */
-	out->waiters = 0;
-	for (i = 0; i < rl->nsrv; i++) {
-		const char *argv[3] = { "PUBSUB", "NUMSUB", n.chan };
-		redisReply *r = NULL;
-
-		if (conn_call(rl->srv[i].cmd, rlock_mono_ms() +
-			      rl->copts.io_timeout_ms, -1, 3, argv, NULL,
-			      &r) != RLOCK_OK)
-			continue;
-		if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-		    elem_ll(r, 1) > out->waiters)
-			out->waiters = elem_ll(r, 1);
-		freeReplyObject(r);
-	}
+	out->waiters = count_waiters(rl, &n);
 	return RLOCK_OK;
 }
 
@@ -773,12 +776,53 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The lock names in one SCAN reply, appended to *names.  Returns RLOCK_OK,
+ * RLOCK_EPROTO for a reply of the wrong shape or RLOCK_ESYS. */
+static int take_names(const redisReply *r, size_t plen, char cursor[32],
+		      char ***names, size_t *nnames, size_t *cap)
+{
+	const redisReply *keys;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING ||
+	    r->element[1]->type != REDIS_REPLY_ARRAY)
+		return RLOCK_EPROTO;
+	snprintf(cursor, 32, "%s", r->element[0]->str);
+	keys = r->element[1];
+	for (size_t k = 0; k < keys->elements; k++) {
+		const redisReply *e = keys->element[k];
+		char *nm;
+
+		if (e->type != REDIS_REPLY_STRING || e->len < plen + 2)
+			continue;
+		if (*nnames == *cap) {
+			size_t nc = *cap ? *cap * 2 : 64;
+			char **nn = realloc(*names, nc * sizeof(*nn));
+
+			if (nn == NULL)
+				return RLOCK_ESYS;
+			*names = nn;
+			*cap = nc;
+		}
+		/* prefix{NAME}: the name between the braces. */
+		nm = strndup(e->str + plen + 1, e->len - plen - 2);
+		if (nm == NULL)
+			return RLOCK_ESYS;
+		(*names)[(*nnames)++] = nm;
+	}
+	return RLOCK_OK;
+}
+
 int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 	       void *arg)
 {
 	char pattern[sizeof(rl->prefix) * 2 + 8];
+	char cursor[RLOCK_MAX_SERVERS][32];
+	struct request q[RLOCK_MAX_SERVERS];
+	int active[RLOCK_MAX_SERVERS];
 	char **names = NULL;
 	size_t nnames = 0, cap = 0, plen = strlen(rl->prefix), i, j = 0;
+	size_t left = rl->nnode, failed = 0;
 	int rc = RLOCK_OK;
 
 	/* The prefix is literal: escape the glob characters SCAN knows. */
@@ -788,80 +832,55 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 		pattern[j++] = rl->prefix[i];
 	}
 	memcpy(pattern + j, "{*}", 4);
-	for (i = 0; i < rl->nsrv && rc == RLOCK_OK; i++) {
-		char cursor[32] = "0";
+	for (i = 0; i < rl->nnode; i++) {
+		snprintf(cursor[i], sizeof(cursor[i]), "0");
+		active[i] = 1;
+	}
+	/* Every server is scanned at once, each at its own cursor.  A lock
+	 * held by a quorum is on a majority: with the others up, a server
+	 * that fails hides none of them. */
+	while (left > 0 && rc == RLOCK_OK) {
+		struct fan f;
 
-		do {
+		fan_init(&f, rl);
+		for (i = 0; i < rl->nnode; i++) {
 			/* Only strings: a key of another type under the
 			 * prefix is not a lock (Redis 6 and later). */
-			const char *argv[8] = { "SCAN", cursor, "MATCH",
+			const char *argv[8] = { "SCAN", cursor[i], "MATCH",
 						pattern, "COUNT", "1000",
 						"TYPE", "string" };
-			redisReply *r = NULL, *keys;
 
-			rc = conn_call(rl->srv[i].cmd, rlock_mono_ms() +
-				       rl->copts.io_timeout_ms, -1, 8, argv,
-				       NULL, &r);
-			if (rc != RLOCK_OK) {
-				snprintf(rl->err, sizeof(rl->err), "%s",
-					 conn_errstr(rl->srv[i].cmd));
-				break;
-			}
-			if (r->type == REDIS_REPLY_ERROR) {
-				struct rlock_result e;
+			if (!active[i])
+				continue;
+			req_command(&q[i], 8, argv);
+			f.slot[i].req = &q[i];
+		}
+		fan_run(rl, &f);
+		for (i = 0; i < rl->nnode && rc == RLOCK_OK; i++) {
+			struct rlock_result *res = &f.slot[i].res;
 
-				rlock_classify_error(r,
-						     conn_addr(rl->srv[i].cmd),
-						     pattern, &e);
-				snprintf(rl->err, sizeof(rl->err), "%s", e.err);
-				rc = e.rc;
-				freeReplyObject(r);
-				break;
-			}
-			if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-			    r->element[0]->type != REDIS_REPLY_STRING ||
-			    r->element[1]->type != REDIS_REPLY_ARRAY) {
-				snprintf(rl->err, sizeof(rl->err),
-					 "%s: unexpected reply to SCAN",
-					 conn_addr(rl->srv[i].cmd));
-				rc = RLOCK_EPROTO;
-				freeReplyObject(r);
-				break;
-			}
-			snprintf(cursor, sizeof(cursor), "%s",
-				 r->element[0]->str);
-			keys = r->element[1];
-			for (size_t k = 0; k < keys->elements; k++) {
-				const redisReply *e = keys->element[k];
-				char *nm;
-
-				if (e->type != REDIS_REPLY_STRING ||
-				    e->len < plen + 2)
-					continue;
-				if (nnames == cap) {
-					char **nn;
-
-					cap = cap ? cap * 2 : 64;
-					nn = realloc(names, cap * sizeof(*nn));
-					if (nn == NULL) {
-						rc = RLOCK_ESYS;
-						break;
-					}
-					names = nn;
-				}
-				nm = strndup(e->str + plen + 1,
-					     e->len - plen - 2);
-				if (nm == NULL) {
-					rc = RLOCK_ESYS;
-					break;
-				}
-				names[nnames++] = nm;
-			}
-			freeReplyObject(r);
-			if (rc == RLOCK_ESYS)
+			if (!active[i])
+				continue;
+			if (res->rc == RLOCK_OK)
+				res->rc = take_names(res->r, plen, cursor[i],
+						     &names, &nnames, &cap);
+			if (res->rc == RLOCK_EPROTO)
+				fan_unexpected(&f, i, "SCAN");
+			if (res->rc == RLOCK_ESYS) {
 				rlock_seterr(rl->err, sizeof(rl->err),
 					     "out of memory");
-		} while (rc == RLOCK_OK && strcmp(cursor, "0") != 0);
+				rc = RLOCK_ESYS;
+			} else if (res->rc != RLOCK_OK) {
+				active[i] = 0;
+				left--;
+				if (++failed > rl->nnode - rl->quorum)
+					rc = fan_first_error(rl, &f, failed);
+			} else if (strcmp(cursor[i], "0") == 0) {
+				active[i] = 0;
+				left--;
+			}
+		}
+		fan_done(&f);
 	}
 	if (rc == RLOCK_OK && nnames > 0) {
 		/* SCAN may return a key twice, and N servers N times. */

@@ -14,6 +14,7 @@
 
 #define RLOCK_TOKEN_LEN 32		/* 128 bits as lower-case hex */
 #define RLOCK_NAME_MAX 1024		/* bytes in a lock name */
+#define RLOCK_KEY_MAX (RLOCK_NAME_MAX + 300)	/* prefix{name}: the lock's key */
 #define RLOCK_LABEL_MAX 256		/* bytes of the command shown by status */
 #define RLOCK_TTL_MIN_MS 10
 #define RLOCK_TTL_MAX_MS (30LL * 24 * 3600 * 1000)
@@ -39,9 +40,11 @@ struct rlock_config {
 	int64_t connect_timeout_ms;	/* <= 0 for 2000 */
 	int64_t io_timeout_ms;		/* <= 0 for 2000 */
 	const char *password;		/* beats the URL's password when set */
-	/* TLS for rediss:// URLs (later) */
-	const char *tls_cacert, *tls_cert, *tls_key, *tls_sni;
-	int tls_insecure;
+	/* TLS for rediss:// URLs; NULL for the defaults (the system's
+	 * trust store, no client certificate, the URL's host as name). */
+	const char *tls_cacert, *tls_cacertdir, *tls_cert, *tls_key;
+	const char *tls_sni;
+	int tls_insecure;		/* verify neither chain nor name */
 };
 
 /* What a server says of a lock, for status and for a waiter's live line. */
@@ -89,9 +92,12 @@ struct rlock;
 
 /*
  * Create a handle for cfg.  No connection is made until the first call that
- * needs one.  On failure returns NULL and writes a one-line reason to err.
+ * needs one; a rediss:// URL loads OpenSSL and its certificates here.  On
+ * failure returns NULL, sets *code (RLOCK_EUSAGE for a bad URL or prefix,
+ * RLOCK_EUNAVAIL for TLS set-up, RLOCK_ESYS) and writes a one-line reason
+ * to err.
  */
-struct rlock *rlock_new(const struct rlock_config *cfg, char *err,
+struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 			size_t errlen);
 
 /* Close the handle's connections and free it.  Accepts NULL. */
@@ -147,9 +153,28 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 int rlock_force_release(struct rlock *rl, const char *name,
 			struct rlock_holder *was);
 
-/* Fill out with what the server says of lock name.  Returns RLOCK_OK or an
- * error; a free lock is RLOCK_OK with out->held == 0. */
-int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out);
+/* What one server says of a lock, for status with several servers. */
+struct rlock_view {
+	char addr[256];			/* host:port or socket path */
+	int state;			/* RLOCK_VIEW_* */
+	struct rlock_holder holder;	/* held: its holder; free: the fence */
+	char error[512];		/* RLOCK_VIEW_ERROR: why */
+};
+
+enum { RLOCK_VIEW_FREE, RLOCK_VIEW_HELD, RLOCK_VIEW_ERROR };
+
+/* The number of servers of the handle (1, or N >= 3 for Redlock). */
+size_t rlock_nservers(const struct rlock *rl);
+
+/*
+ * Fill out with what the servers say of lock name: held when a quorum
+ * holds it, with the holder of the highest fence.  each, when not NULL,
+ * gets rlock_nservers() views, one per server in URL order.  Returns
+ * RLOCK_OK or an error when no quorum answered; a free lock is RLOCK_OK
+ * with out->held == 0.
+ */
+int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
+		 struct rlock_view *each);
 
 /*
  * Call cb for the name of every lock held under the prefix (SCAN, never
@@ -171,7 +196,19 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 int rlock_keepalive(struct rlock *rl, const char *name,
 		    struct rlock_lease *lease, int stop_fd);
 
-/* The margin taken off a lease of ttl_ms before it is judged lost. */
+/*
+ * The clock drift allowed between us and a server over a lease of ttl_ms
+ * (1% plus 2ms, as Redlock assumes): a grant is of use only while more
+ * than this is left, and a command that ignores SIGTERM after a loss is
+ * killed this long before the server may give the lock to another.
+ */
+int64_t rlock_drift_ms(int64_t ttl_ms);
+
+/*
+ * The margin taken off a lease of ttl_ms before the renewer judges it
+ * lost: the drift allowance, plus time (about 9% of the TTL) to stop the
+ * command before the server can free the key.
+ */
 int64_t rlock_safety_margin_ms(int64_t ttl_ms);
 
 /* Write ms for people ("250ms", "2s", "1.5s", "3m", "2h") into buf and
@@ -195,118 +232,5 @@ int rlock_parse_duration(const char *s, int64_t *ms);
 /* Fill buf (at least RLOCK_TOKEN_LEN + 1 bytes) with 128 random bits in
  * hex from getrandom(2).  Returns 0, or -1 with errno set. */
 int rlock_make_token(char *buf);
-
-/* ---- bench ----------------------------------------------------------- */
-
-/* What a bench run is doing when its progress callback is called. */
-enum rlock_bench_phase {
-	RLOCK_BENCH_SETUP,	/* opening connections */
-	RLOCK_BENCH_PING,	/* the PING baseline */
-	RLOCK_BENCH_LOCK,	/* acquire/hold/release cycles */
-	RLOCK_BENCH_DONE,
-};
-
-/*
- * Errors a bench run counts, by kind.  Losing a connection and a request
- * left without a reply for the I/O timeout end the run (RLOCK_EUNAVAIL);
- * error replies are counted and the step is tried again 10ms later.
- */
-enum rlock_bench_error {
-	RLOCK_BENCH_ERR_CONNECTION,	/* connection lost or closed */
-	RLOCK_BENCH_ERR_TIMEOUT,	/* no reply within the I/O timeout */
-	RLOCK_BENCH_ERR_OOM,
-	RLOCK_BENCH_ERR_READONLY,
-	RLOCK_BENCH_ERR_LOADING,
-	RLOCK_BENCH_ERR_BUSY,		/* a script ran too long (BUSY) */
-	RLOCK_BENCH_ERR_WRONGTYPE,
-	RLOCK_BENCH_ERR_OTHER,		/* any other error reply */
-	RLOCK_BENCH_ERR_UNEXPECTED,	/* a reply of the wrong shape */
-	RLOCK_BENCH_NERR
-};
-
-/* Percentiles of one latency, from a log-bucket histogram (16 buckets per
- * power of two: a value is off by at most 1/32 of itself). */
-struct rlock_bench_latency {
-	long long count;
-	double p50_us, p90_us, p99_us, p999_us, max_us, mean_us;
-};
-
-/* What a bench run measured.  Filled as the run goes, for progress. */
-struct rlock_bench_result {
-	enum rlock_bench_phase phase;
-	char server[600];		/* address of the server driven */
-	int clients, keys;
-	int64_t setup_ms;		/* opening and subscribing */
-	/* The PING baseline: bare round trips with the same clients. */
-	long long pings;
-	double ping_elapsed_s, pings_per_s;
-	struct rlock_bench_latency ping;
-	/* The lock phase. */
-	long long cycles;		/* acquire, hold, release completed */
-	double elapsed_s, cycles_per_s;
-	double efficiency;		/* cycles/s / (PING/s / 2); 0 unknown */
-	long long attempts;		/* acquire requests answered */
-	long long busy;			/* of those, answered "held" */
-	long long wakeups;		/* release messages that woke a waiter */
-	long long timer_wakeups;	/* waits that ended on the holder's TTL */
-	long long noscript;		/* EVALSHA answered NOSCRIPT, sent EVAL */
-	struct rlock_bench_latency acquire;	/* one acquire round trip */
-	struct rlock_bench_latency release;	/* one release round trip */
-	struct rlock_bench_latency wait;	/* start of acquire to grant */
-	struct rlock_bench_latency handoff;	/* release sent to the next
-						 * waiter's grant, same name */
-	long long reacquired;		/* grants to the name's last releaser */
-	long long abandoned;		/* waits cut short by the end */
-	double longest_wait_us;		/* granted or cut short */
-	long long errors;
-	long long error_kind[RLOCK_BENCH_NERR];
-	/* Mutual exclusion.  overlaps: a grant while another client of this
-	 * process held the name; not_ours: a release answered "token does
-	 * not hold the lock"; fence: a grant whose fence did not increase. */
-	long long violations, overlaps, not_ours, fence_regressions;
-	double cpu_s;			/* this process, lock phase */
-	double server_cpu_s;		/* the server (INFO cpu); < 0 unknown */
-	int canceled;			/* cancel_fd stopped the run early */
-};
-
-typedef void (*rlock_bench_cb)(const struct rlock_bench_result *now,
-			       void *arg);
-
-struct rlock_bench_opts {
-	int clients;			/* concurrent clients, >= 1 */
-	int keys;			/* lock names, 1..clients; 0: clients */
-	long long cycles;		/* total cycles; 0: run for duration_ms */
-	int64_t duration_ms;
-	int64_t ttl_ms;
-	int64_t hold_ms;		/* time held per cycle, below ttl_ms */
-	int64_t gap_ms;			/* pause between release and the next
-					 * acquire of a client */
-	long long ping_count;		/* PING round trips in the baseline, */
-	int64_t ping_ms;		/* or its length; both 0: no baseline */
-	int cancel_fd;			/* stop early when readable; -1 none */
-	rlock_bench_cb progress;	/* about every 200ms; may be NULL */
-	void *progress_arg;
-};
-
-/*
- * Drive opts->clients clients from this one thread, each with its own
- * non-blocking connection to the handle's server, under one epoll loop:
- * first the PING baseline, then cycles of acquire, hold and release on
- * opts->keys lock names (client i uses name i mod keys) with the same
- * scripts as rlock_acquire and rlock_release, one request at a time per
- * client.  A client told "held" waits as rlock_acquire does: on a second
- * connection subscribed to the release channel (made before the run when
- * keys < clients), or for the holder's PTTL plus jitter.  Names are private
- * to the run and their keys are deleted at the end.  Needs a handle with
- * one server.  Returns RLOCK_OK with res filled (violations are reported
- * there, not as a code), RLOCK_EUSAGE, RLOCK_EUNAVAIL when the server
- * cannot be reached or goes away, RLOCK_EPROTO after too many error
- * replies, or RLOCK_ESYS.
- */
-int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *opts,
-		struct rlock_bench_result *res);
-
-/* A short lower-case name for an rlock_bench_error ("connection"). */
-const char *rlock_bench_error_name(int kind);
 
 #endif /* RLOCK_H */

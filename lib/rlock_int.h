@@ -55,10 +55,13 @@ int rlock_url_parse(const char *s, struct rlock_url *u, const char **why);
  */
 struct rlock_conn;
 
+struct tls_ctx;
+
 struct rlock_conn_opts {
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
 	const char *password;		/* beats the URL's when non-NULL */
+	struct tls_ctx *tls;		/* for rediss:// URLs */
 };
 
 /* A connection to host hostidx of u, not yet opened.  u is not copied:
@@ -77,12 +80,17 @@ void conn_close(struct rlock_conn *c);
 int conn_open(struct rlock_conn *c, int64_t deadline);
 
 /* Queue one command.  Returns RLOCK_OK or RLOCK_ESYS. */
-int conn_send(struct rlock_conn *c, int argc, const char **argv,
+int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
 	      const size_t *lens);
 
 /* Poll events the connection wants now (POLLIN, plus POLLOUT while output
- * is pending). */
+ * is pending).  Callers poll for these, never for a fixed POLLIN. */
 short conn_events(const struct rlock_conn *c);
+
+/* Whether conn_on_ready should be called without waiting for poll: input
+ * already read sits inside the transport (TLS), where poll cannot see
+ * it. */
+int conn_buffered(const struct rlock_conn *c);
 
 /* Do the I/O that revents allows.  Returns RLOCK_OK or RLOCK_EUNAVAIL when
  * the connection failed (it is then closed). */
@@ -112,6 +120,31 @@ int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 
 /* A result code private to lib/: a wait ran out of time. */
 #define RLOCK_TIMEDOUT 100
+
+/* ---- TLS ------------------------------------------------------------ */
+
+/* What a TLS client context is made of: the rlock_config's tls_ fields. */
+struct tls_opts {
+	const char *cacert, *cacertdir, *cert, *key, *sni;
+	int insecure;
+};
+
+/*
+ * A client context for opts, shared by every handle of the process that
+ * asks for the same opts (run's renewal thread): OpenSSL is loaded
+ * (dlopen of libssl.so.3) and the trust store read only the first time.
+ * Returns RLOCK_OK with *out set, RLOCK_EUNAVAIL (no libssl, a file that
+ * OpenSSL refuses, a key that does not match its certificate) or
+ * RLOCK_ESYS, with a one-line reason in err.
+ */
+int tls_ctx_get(const struct tls_opts *opts, struct tls_ctx **out, char *err,
+		size_t errlen);
+
+/* Drop a reference taken by tls_ctx_get.  Accepts NULL. */
+void tls_ctx_put(struct tls_ctx *t);
+
+/* The --sni name of the context, or NULL. */
+const char *tls_ctx_sni(const struct tls_ctx *t);
 
 /* SHA-1 of data as 40 lower-case hex digits and a NUL (EVALSHA names). */
 void rlock_sha1_hex(const void *data, size_t len, char out[41]);

@@ -1,9 +1,9 @@
 /*
- * scripts.c - the Lua scripts that make acquire, extend and release one
- * round trip each, and the call that runs one of them on every server of
- * a lock at once (EVALSHA, EVAL on NOSCRIPT, retry on LOADING).
+ * scripts.c - the protocol: the Lua scripts that make acquire, extend and
+ * release one round trip each, the key names, one argument builder per
+ * script (the only place that knows its argument order, for lock.c and
+ * bench.c alike), and what an error reply means to users.
  */
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,27 +115,113 @@ const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 				  "2fff7f8cda4f3a5613b78ffc6b10480bfdf9374c" },
 };
 
-/* ---- running a script on every server ------------------------------ */
+/* ---- key names and argument builders ---------------------------------- */
 
-int rlock_script_send(struct rlock_conn *c, enum rlock_script_id id,
-		      int use_eval, int nkeys, const char **keys, int nargs,
-		      const char **args)
+int lock_key(char *buf, size_t len, const char *prefix, const char *name,
+	     const char *suffix)
 {
-	const struct rlock_script *s = &rlock_scripts[id];
-	const char *argv[3 + RLOCK_EVAL_MAXARGS];
+	int n = snprintf(buf, len, "%s{%s}%s", prefix, name, suffix);
+
+	return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+static void begin(struct request *q, int script, int nkeys,
+		  const struct lock_names *n)
+{
+	const char *keys[3] = { n->key, n->meta, n->fence };
+
+	q->script = script;
+	q->nkeys = nkeys;
+	for (q->argc = 0; q->argc < nkeys; q->argc++)
+		q->argv[q->argc] = keys[q->argc];
+}
+
+static const char *num(struct request *q, int slot, long long v)
+{
+	snprintf(q->num[slot], sizeof(q->num[slot]), "%lld", v);
+	return q->num[slot];
+}
+
+/* KEYS: lock, meta, fence.  ARGV: token, ttl, host, pid, user, command,
+ * min-hold, details. */
+void req_acquire(struct request *q, const struct lock_names *n,
+		 const char *token, int64_t ttl_ms, const struct acquirer *who,
+		 int details)
+{
+	begin(q, RLOCK_SCRIPT_ACQUIRE, 3, n);
+	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
+	snprintf(q->label, sizeof(q->label), "%s",
+		 who->label != NULL ? who->label : "");
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = num(q, 0, ttl_ms);
+	q->argv[q->argc++] = who->host;
+	q->argv[q->argc++] = num(q, 1, who->pid);
+	q->argv[q->argc++] = who->user;
+	q->argv[q->argc++] = q->label;
+	q->argv[q->argc++] = num(q, 2, who->min_hold_ms);
+	q->argv[q->argc++] = details ? "1" : "0";
+}
+
+/* KEYS: lock, meta.  ARGV: token, ttl. */
+void req_extend(struct request *q, const struct lock_names *n,
+		const char *token, int64_t ttl_ms)
+{
+	begin(q, RLOCK_SCRIPT_EXTEND, 2, n);
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = num(q, 0, ttl_ms);
+}
+
+/* KEYS: lock, meta.  ARGV: token, channel. */
+void req_release(struct request *q, const struct lock_names *n,
+		 const char *token)
+{
+	begin(q, RLOCK_SCRIPT_RELEASE, 2, n);
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = n->chan;
+}
+
+/* KEYS: lock, meta.  ARGV: channel. */
+void req_force(struct request *q, const struct lock_names *n)
+{
+	begin(q, RLOCK_SCRIPT_FORCE, 2, n);
+	q->argv[q->argc++] = n->chan;
+}
+
+/* KEYS: lock, meta, fence. */
+void req_status(struct request *q, const struct lock_names *n)
+{
+	begin(q, RLOCK_SCRIPT_STATUS, 3, n);
+}
+
+void req_command(struct request *q, int argc, const char *const *argv)
+{
+	q->script = REQ_COMMAND;
+	q->nkeys = 0;
+	for (q->argc = 0; q->argc < argc && q->argc < RLOCK_REQ_MAXARGS;
+	     q->argc++)
+		q->argv[q->argc] = argv[q->argc];
+}
+
+int req_send(struct rlock_conn *c, const struct request *q, int use_eval)
+{
+	const struct rlock_script *s;
+	const char *argv[3 + RLOCK_REQ_MAXARGS];
 	char nk[8];
 	int argc = 0, i;
 
-	snprintf(nk, sizeof(nk), "%d", nkeys);
+	if (q->script == REQ_COMMAND)
+		return conn_send(c, q->argc, q->argv, NULL);
+	s = &rlock_scripts[q->script];
+	snprintf(nk, sizeof(nk), "%d", q->nkeys);
 	argv[argc++] = use_eval ? "EVAL" : "EVALSHA";
 	argv[argc++] = use_eval ? s->body : s->sha;
 	argv[argc++] = nk;
-	for (i = 0; i < nkeys; i++)
-		argv[argc++] = keys[i];
-	for (i = 0; i < nargs; i++)
-		argv[argc++] = args[i];
+	for (i = 0; i < q->argc; i++)
+		argv[argc++] = q->argv[i];
 	return conn_send(c, argc, argv, NULL);
 }
+
+/* ---- error replies ---------------------------------------------------- */
 
 static int starts_with(const redisReply *r, const char *p)
 {
@@ -149,8 +235,8 @@ static int starts_with(const redisReply *r, const char *p)
  * on.  Script errors carry a " script: ..." tail that means nothing to
  * them, so only the first words are kept.
  */
-void rlock_classify_error(const redisReply *r, const char *addr,
-			  const char *key, struct rlock_result *res)
+void classify_error(const redisReply *r, const char *addr, const char *key,
+		    struct rlock_result *res)
 {
 	int n = (int)r->len;
 	const char *tail = memmem(r->str, r->len, " script:", 8);
@@ -192,213 +278,5 @@ void rlock_classify_error(const redisReply *r, const char *addr,
 		res->rc = RLOCK_EPROTO;
 		snprintf(res->err, sizeof(res->err), "%s: %.*s", addr, n,
 			 r->str);
-	}
-}
-
-enum { ST_SEND, ST_WAIT, ST_RETRY, ST_DONE };
-
-/* Cut a deadline to the handle's hard deadline (a lease's end). */
-static int64_t bound(const struct rlock *rl, int64_t deadline)
-{
-	if (rl->hard_deadline > 0 && deadline > rl->hard_deadline)
-		return rl->hard_deadline;
-	return deadline;
-}
-
-/*
- * Run script s on every server of rl at once and wait for all replies
- * within the I/O timeout.  NOSCRIPT (after SCRIPT FLUSH or a restart) is
- * answered with EVAL, which loads the script again; LOADING is retried
- * every 100ms; a connection that drops is reopened and the request sent
- * again, which every script tolerates (acquire finds its own token).
- * res[i] gets the reply or an error for server i.
- */
-void rlock_eval_all(struct rlock *rl, enum rlock_script_id id, int nkeys,
-		    const char **keys, int nargs, const char **args,
-		    struct rlock_result *res)
-{
-	struct pollfd pfd[RLOCK_MAX_SERVERS];
-	int state[RLOCK_MAX_SERVERS], use_eval[RLOCK_MAX_SERVERS];
-	int tries[RLOCK_MAX_SERVERS];
-	int64_t retry_at[RLOCK_MAX_SERVERS];
-	int64_t deadline;
-	size_t i, left;
-
-	rl->resent = 0;
-	deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms);
-	for (i = 0; i < rl->nsrv; i++) {
-		memset(&res[i], 0, sizeof(res[i]));
-		state[i] = ST_SEND;
-		use_eval[i] = 0;
-		tries[i] = 0;
-		retry_at[i] = 0;
-	}
-	for (;;) {
-		int64_t now = rlock_mono_ms(), wake = deadline;
-		size_t np = 0;
-		int idx[RLOCK_MAX_SERVERS];
-
-		left = 0;
-		for (i = 0; i < rl->nsrv; i++) {
-			struct rlock_conn *c = rl->srv[i].cmd;
-
-			if (state[i] == ST_RETRY && now >= retry_at[i])
-				state[i] = ST_SEND;
-			if (state[i] == ST_SEND) {
-				if (!conn_is_up(c)) {
-					int64_t cd = now +
-						rl->copts.connect_timeout_ms;
-
-					if (tries[i] > 0 && now >= deadline)
-						cd = now;
-					cd = bound(rl, cd);
-					if (conn_open(c, cd) != RLOCK_OK) {
-						res[i].rc = RLOCK_EUNAVAIL;
-						snprintf(res[i].err,
-							 sizeof(res[i].err),
-							 "%s", conn_errstr(c));
-						state[i] = ST_DONE;
-						continue;
-					}
-					/* A fresh connection restarts the
-					 * I/O clock for the first attempt. */
-					if (tries[i] == 0)
-						deadline = bound(rl,
-							rlock_mono_ms() +
-							rl->copts.io_timeout_ms);
-				}
-				tries[i]++;
-				if (rlock_script_send(c, id, use_eval[i], nkeys,
-						      keys, nargs, args) !=
-				    RLOCK_OK) {
-					res[i].rc = RLOCK_ESYS;
-					snprintf(res[i].err, sizeof(res[i].err),
-						 "%s", conn_errstr(c));
-					state[i] = ST_DONE;
-					continue;
-				}
-				state[i] = ST_WAIT;
-			}
-			if (state[i] == ST_RETRY) {
-				left++;
-				if (retry_at[i] < wake)
-					wake = retry_at[i];
-			} else if (state[i] == ST_WAIT && !conn_is_up(c)) {
-				/* The write failed: the connection dropped. */
-				if (tries[i] < 3 && now < deadline) {
-					state[i] = ST_RETRY;
-					retry_at[i] = rlock_mono_ms() + 10;
-					rl->resent++;
-					left++;
-					if (retry_at[i] < wake)
-						wake = retry_at[i];
-				} else {
-					res[i].rc = RLOCK_EUNAVAIL;
-					snprintf(res[i].err, sizeof(res[i].err),
-						 "%s", conn_errstr(c));
-					state[i] = ST_DONE;
-				}
-			} else if (state[i] == ST_WAIT) {
-				left++;
-				pfd[np].fd = conn_fd(c);
-				pfd[np].events = conn_events(c);
-				pfd[np].revents = 0;
-				idx[np++] = (int)i;
-			}
-		}
-		if (left == 0)
-			break;
-		now = rlock_mono_ms();
-		if (now >= deadline) {
-			for (i = 0; i < rl->nsrv; i++) {
-				if (state[i] != ST_WAIT && state[i] != ST_RETRY)
-					continue;
-				res[i].rc = RLOCK_EUNAVAIL;
-				if (state[i] == ST_RETRY) {
-					snprintf(res[i].err, sizeof(res[i].err),
-						 "%s: server is loading its data (LOADING)",
-						 conn_addr(rl->srv[i].cmd));
-				} else {
-					conn_timed_out(rl->srv[i].cmd);
-					snprintf(res[i].err, sizeof(res[i].err),
-						 "%s", conn_errstr(rl->srv[i].cmd));
-				}
-				state[i] = ST_DONE;
-			}
-			break;
-		}
-		/* A retry time may already have passed while this round
-		 * connected and sent: never hand poll a negative timeout,
-		 * which would wait for ever. */
-		if (poll(pfd, np, wake > now ? (int)(wake - now) : 0) < 0)
-			continue;
-		for (size_t k = 0; k < np; k++) {
-			struct rlock_conn *c;
-			redisReply *r = NULL;
-			int got;
-
-			i = (size_t)idx[k];
-			c = rl->srv[i].cmd;
-			if (pfd[k].revents == 0)
-				continue;
-			if (conn_on_ready(c, pfd[k].revents) != RLOCK_OK) {
-				/* Dropped: send again on a new connection
-				 * while there is time. */
-				if (tries[i] < 3 && rlock_mono_ms() < deadline) {
-					state[i] = ST_RETRY;
-					retry_at[i] = rlock_mono_ms() + 10;
-					rl->resent++;
-					continue;
-				}
-				res[i].rc = RLOCK_EUNAVAIL;
-				snprintf(res[i].err, sizeof(res[i].err), "%s",
-					 conn_errstr(c));
-				state[i] = ST_DONE;
-				continue;
-			}
-			got = conn_take_reply(c, &r);
-			if (got < 0) {
-				res[i].rc = RLOCK_EPROTO;
-				snprintf(res[i].err, sizeof(res[i].err), "%s",
-					 conn_errstr(c));
-				state[i] = ST_DONE;
-				continue;
-			}
-			if (got == 0)
-				continue;
-			if (r->type == REDIS_REPLY_ERROR &&
-			    starts_with(r, "NOSCRIPT") && !use_eval[i]) {
-				freeReplyObject(r);
-				use_eval[i] = 1;
-				state[i] = ST_SEND;
-				continue;
-			}
-			if (r->type == REDIS_REPLY_ERROR &&
-			    starts_with(r, "LOADING")) {
-				freeReplyObject(r);
-				state[i] = ST_RETRY;
-				retry_at[i] = rlock_mono_ms() + 100;
-				continue;
-			}
-			if (r->type == REDIS_REPLY_ERROR) {
-				rlock_classify_error(r, conn_addr(c), keys[0],
-						     &res[i]);
-				freeReplyObject(r);
-				state[i] = ST_DONE;
-				continue;
-			}
-			res[i].rc = RLOCK_OK;
-			res[i].r = r;
-			state[i] = ST_DONE;
-		}
-	}
-}
-
-void rlock_results_free(struct rlock *rl, struct rlock_result *res)
-{
-	for (size_t i = 0; i < rl->nsrv; i++) {
-		if (res[i].r != NULL)
-			freeReplyObject(res[i].r);
-		res[i].r = NULL;
 	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # exitcodes.bats - one test per row of the exit-status table (DESIGN.md
-# section 2).  71 (fork/thread/pipe failure) cannot be provoked from a test
-# without interposing on libc, so it is not here.
+# section 2).  71 (system error) is provoked by interposing on libc: a shim
+# (tests/shim/failcalloc.c) makes one chosen allocation fail.
 
 bats_require_minimum_version 1.5.0
 load test_helper
@@ -132,4 +132,33 @@ load test_helper
 
 @test "127: the command was not found" {
 	run -127 "$RLOCK" run x -- ./does-not-exist
+}
+
+# fail_handle N CMD...: run CMD with the Nth allocation of a library handle
+# failing (1: the first handle; 2: run's renewal handle).
+fail_handle() {
+	local nth=$1
+	shift
+	cc -shared -fPIC -o failcalloc.so "$BATS_TEST_DIRNAME/shim/failcalloc.c" -ldl
+	run --separate-stderr env LD_PRELOAD="$PWD/failcalloc.so" \
+		ASAN_OPTIONS=verify_asan_link_order=0 \
+		FAIL_CALLOC_SIZE="$("$HELPERS/sizes" rlock)" FAIL_CALLOC_NTH="$nth" "$@"
+}
+
+@test "71: out of memory making the handle is a system error, not a usage error" {
+	fail_handle 1 "$RLOCK" run x -- true
+	assert_equal "$status" 71
+	assert_stderr "rlock: run: out of memory"
+	fail_handle 1 "$RLOCK" acquire x
+	assert_equal "$status" 71
+	lock_free x
+}
+
+@test "71: run whose renewal handle cannot be made exits 71 holding nothing" {
+	fail_handle 2 "$RLOCK" run x -- touch ran
+	assert_equal "$status" 71
+	assert_stderr "rlock: run: out of memory"
+	[[ ! -e ran ]]
+	lock_free x
+	run -0 "$RLOCK" run -n x -- true
 }

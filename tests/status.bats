@@ -98,7 +98,7 @@ for expr in sys.argv[2:]:
 	json_check "$output" \
 		'list(d) == ["locks"]' \
 		'len(d["locks"]) == 1' \
-		'set(d["locks"][0]) == {"name","key","held","token_prefix","host","pid","user","command","fence","since_ms","age_ms","ttl_ms","waiters"}' \
+		'set(d["locks"][0]) == {"name","key","held","token_prefix","host","pid","user","command","fence","since_ms","age_ms","ttl_ms","waiters","servers"}' \
 		'd["locks"][0]["name"] == "js"' \
 		"d['locks'][0]['key'] == '$(key js)'" \
 		'd["locks"][0]["held"] is True' \
@@ -111,7 +111,9 @@ for expr in sys.argv[2:]:
 		"d['locks'][0]['since_ms'] == $(meta js since)" \
 		'0 <= d["locks"][0]["age_ms"] < 60000' \
 		'0 < d["locks"][0]["ttl_ms"] <= 20000' \
-		'd["locks"][0]["waiters"] == 0'
+		'd["locks"][0]["waiters"] == 0' \
+		'len(d["locks"][0]["servers"]) == 1' \
+		"d['locks'][0]['servers'][0] == {'addr': '127.0.0.1:$R_PORT', 'held': True, 'token_prefix': '${HOLDER_TOKEN:0:8}', 'host': '$(meta js host)', 'pid': $HOLDER_PID, 'ttl_ms': d['locks'][0]['ttl_ms'], 'error': None}"
 	# --json as a global option, before the subcommand
 	run -0 "$RLOCK" --json status js
 	json_check "$output" 'd["locks"][0]["held"] is True'

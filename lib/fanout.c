@@ -1,0 +1,343 @@
+/*
+ * fanout.c - one request to every server of a lock at once, and the rules
+ * that turn their answers into one: the quorum (N/2 + 1, so one server is
+ * the case N = 1), the first error worth showing, the undo of a minority
+ * grant, and the validity of a lease after the time it took to get it.
+ *
+ * Each server has a slot that goes SEND -> WAIT -> DONE, or through RETRY
+ * when its connection dropped or it is loading; what a reply means for the
+ * slot is decided in one place (on_reply), and so is what a drop means
+ * (on_drop).  Where a server's connection comes from is its node's
+ * business (node_open, node_heard).
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lock_int.h"
+
+enum { ST_IDLE, ST_SEND, ST_WAIT, ST_RETRY, ST_DONE };
+
+#define MAX_TRIES 3		/* sends per slot, the first included */
+#define DROP_RETRY_MS 10
+#define LOADING_RETRY_MS 100
+
+/* ---- nodes ------------------------------------------------------------ */
+
+int node_open(struct rlock_node *n, int64_t deadline)
+{
+	if (conn_is_up(n->cmd))
+		return RLOCK_OK;
+	return conn_open(n->cmd, deadline);
+}
+
+static int starts_with(const redisReply *r, const char *p)
+{
+	size_t n = strlen(p);
+
+	return r->len >= n && memcmp(r->str, p, n) == 0;
+}
+
+enum node_next node_heard(struct rlock_node *n, const redisReply *r)
+{
+	(void)n;
+	/* A direct node: a dropped connection is opened again, a server
+	 * loading its data is asked again; anything else is the answer. */
+	if (r == NULL)
+		return NODE_RETRY;
+	if (r->type != REDIS_REPLY_ERROR)
+		return NODE_OK;
+	if (starts_with(r, "LOADING"))
+		return NODE_RETRY;
+	return NODE_FAIL;
+}
+
+/* ---- the fan-out -------------------------------------------------------- */
+
+void fan_init(struct fan *f, const struct rlock *rl)
+{
+	memset(f, 0, sizeof(*f));
+	f->n = rl->nnode;
+}
+
+void fan_all(struct fan *f, const struct request *q)
+{
+	for (size_t i = 0; i < f->n; i++)
+		f->slot[i].req = q;
+}
+
+/* Cut a deadline to the handle's hard deadline (a lease's end). */
+static int64_t bound(const struct rlock *rl, int64_t deadline)
+{
+	if (rl->hard_deadline > 0 && deadline > rl->hard_deadline)
+		return rl->hard_deadline;
+	return deadline;
+}
+
+static void finish(struct fan_slot *s, int rc, const char *err)
+{
+	s->res.rc = rc;
+	if (err != NULL)
+		snprintf(s->res.err, sizeof(s->res.err), "%s", err);
+	s->state = ST_DONE;
+}
+
+static void retry_later(struct fan_slot *s, int64_t ms)
+{
+	s->state = ST_RETRY;
+	s->retry_at = rlock_mono_ms() + ms;
+}
+
+/* The connection dropped while the request was out: send it again on a
+ * new one while there are tries and time left. */
+static void on_drop(struct fan *f, struct rlock_node *n, struct fan_slot *s,
+		    int64_t deadline)
+{
+	if (node_heard(n, NULL) == NODE_RETRY && s->tries < MAX_TRIES &&
+	    rlock_mono_ms() < deadline) {
+		retry_later(s, DROP_RETRY_MS);
+		f->resent++;
+		return;
+	}
+	finish(s, RLOCK_EUNAVAIL, conn_errstr(n->cmd));
+}
+
+/* One reply came for slot s. */
+static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
+{
+	/* NOSCRIPT (after SCRIPT FLUSH or a restart): EVAL loads it. */
+	if (r->type == REDIS_REPLY_ERROR && starts_with(r, "NOSCRIPT") &&
+	    s->req->script != REQ_COMMAND && !s->use_eval) {
+		freeReplyObject(r);
+		s->use_eval = 1;
+		s->state = ST_SEND;
+		return;
+	}
+	switch (node_heard(n, r)) {
+	case NODE_OK:
+		s->res.r = r;
+		finish(s, RLOCK_OK, NULL);
+		return;
+	case NODE_RETRY:
+		freeReplyObject(r);
+		retry_later(s, LOADING_RETRY_MS);
+		return;
+	default:
+		classify_error(r, conn_addr(n->cmd), s->req->argc > 0 ?
+			       s->req->argv[0] : "", &s->res);
+		freeReplyObject(r);
+		s->state = ST_DONE;
+		return;
+	}
+}
+
+/* Open the node's connection if needed and send the slot's request. */
+static void send_slot(struct rlock *rl, struct rlock_node *n,
+		      struct fan_slot *s, int64_t *deadline)
+{
+	int64_t now = rlock_mono_ms(), cd = now + rl->copts.connect_timeout_ms;
+	int fresh = !conn_is_up(n->cmd);
+
+	/* A retry past the deadline gets one immediate chance only. */
+	if (s->tries > 0 && now >= *deadline)
+		cd = now;
+	if (node_open(n, bound(rl, cd)) != RLOCK_OK) {
+		finish(s, RLOCK_EUNAVAIL, conn_errstr(n->cmd));
+		return;
+	}
+	/* A fresh connection restarts the I/O clock for the first attempt. */
+	if (fresh && s->tries == 0)
+		*deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms);
+	s->tries++;
+	if (req_send(n->cmd, s->req, s->use_eval) != RLOCK_OK) {
+		finish(s, RLOCK_ESYS, conn_errstr(n->cmd));
+		return;
+	}
+	s->state = ST_WAIT;
+}
+
+/* The I/O timeout ran out: every slot still out fails. */
+static void time_out(struct rlock *rl, struct fan *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		struct fan_slot *s = &f->slot[i];
+		struct rlock_conn *c = rl->node[i].cmd;
+
+		if (s->state == ST_RETRY && conn_is_up(c)) {
+			char why[sizeof(s->res.err)];
+
+			snprintf(why, sizeof(why), "%.400s: server is loading "
+				 "its data (LOADING)", conn_addr(c));
+			finish(s, RLOCK_EUNAVAIL, why);
+		} else if (s->state == ST_RETRY) {
+			finish(s, RLOCK_EUNAVAIL, conn_errstr(c));
+		} else if (s->state == ST_WAIT) {
+			conn_timed_out(c);
+			finish(s, RLOCK_EUNAVAIL, conn_errstr(c));
+		}
+	}
+}
+
+void fan_run(struct rlock *rl, struct fan *f)
+{
+	struct pollfd pfd[RLOCK_MAX_SERVERS];
+	size_t idx[RLOCK_MAX_SERVERS], i, np, left;
+	int64_t deadline, now, wake;
+	int ready;
+
+	f->resent = 0;
+	deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms);
+	for (i = 0; i < f->n; i++) {
+		struct fan_slot *s = &f->slot[i];
+
+		memset(&s->res, 0, sizeof(s->res));
+		s->state = s->req != NULL ? ST_SEND : ST_IDLE;
+		s->use_eval = 0;
+		s->tries = 0;
+	}
+	for (;;) {
+		now = rlock_mono_ms();
+		wake = deadline;
+		np = 0;
+		left = 0;
+		ready = 0;
+		for (i = 0; i < f->n; i++) {
+			struct fan_slot *s = &f->slot[i];
+			struct rlock_node *n = &rl->node[i];
+
+			if (s->state == ST_RETRY && now >= s->retry_at)
+				s->state = ST_SEND;
+			if (s->state == ST_SEND)
+				send_slot(rl, n, s, &deadline);
+			/* A write that failed closed the connection. */
+			if (s->state == ST_WAIT && !conn_is_up(n->cmd))
+				on_drop(f, n, s, deadline);
+			if (s->state == ST_RETRY) {
+				left++;
+				if (s->retry_at < wake)
+					wake = s->retry_at;
+			} else if (s->state == ST_WAIT) {
+				left++;
+				pfd[np].fd = conn_fd(n->cmd);
+				pfd[np].events = conn_events(n->cmd);
+				pfd[np].revents = 0;
+				if (conn_buffered(n->cmd)) {
+					pfd[np].revents = POLLIN;
+					ready = 1;
+				}
+				idx[np++] = i;
+			}
+		}
+		if (left == 0)
+			return;
+		now = rlock_mono_ms();
+		if (now >= deadline) {
+			time_out(rl, f);
+			return;
+		}
+		/* A retry time may already have passed while this round
+		 * connected and sent: never hand poll a negative timeout,
+		 * which would wait for ever. */
+		if (!ready && poll(pfd, np, wake > now ? (int)(wake - now) : 0) < 0)
+			continue;
+		for (size_t k = 0; k < np; k++) {
+			struct fan_slot *s = &f->slot[idx[k]];
+			struct rlock_node *n = &rl->node[idx[k]];
+			redisReply *r = NULL;
+			int got;
+
+			if (pfd[k].revents == 0)
+				continue;
+			if (conn_on_ready(n->cmd, pfd[k].revents) != RLOCK_OK) {
+				on_drop(f, n, s, deadline);
+				continue;
+			}
+			got = conn_take_reply(n->cmd, &r);
+			if (got < 0)
+				finish(s, RLOCK_EPROTO, conn_errstr(n->cmd));
+			else if (got > 0)
+				on_reply(n, s, r);
+		}
+	}
+}
+
+void fan_done(struct fan *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->slot[i].res.r != NULL)
+			freeReplyObject(f->slot[i].res.r);
+		f->slot[i].res.r = NULL;
+	}
+}
+
+/* ---- the quorum ------------------------------------------------------- */
+
+void fan_unexpected(struct fan *f, size_t i, const char *what)
+{
+	f->slot[i].res.rc = RLOCK_EPROTO;
+	snprintf(f->slot[i].res.err, sizeof(f->slot[i].res.err),
+		 "unexpected reply to %s", what);
+}
+
+int fan_first_error(struct rlock *rl, struct fan *f, size_t failed)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		const struct rlock_result *res = &f->slot[i].res;
+
+		if (f->slot[i].req == NULL || res->rc == RLOCK_OK)
+			continue;
+		if (rl->nnode == 1)
+			snprintf(rl->err, sizeof(rl->err), "%s", res->err);
+		else
+			snprintf(rl->err, sizeof(rl->err),
+				 "no quorum: %zu of %zu servers failed (%s)",
+				 failed, rl->nnode, res->err);
+		return rl->nnode == 1 ? res->rc : RLOCK_EUNAVAIL;
+	}
+	snprintf(rl->err, sizeof(rl->err), "no quorum");
+	return RLOCK_EUNAVAIL;
+}
+
+int fan_tally(struct rlock *rl, struct fan *f, const char *what, size_t *yes_out)
+{
+	size_t i, yes = 0, no = 0, fail = 0;
+
+	for (i = 0; i < f->n; i++) {
+		struct rlock_result *res = &f->slot[i].res;
+
+		if (res->rc == RLOCK_OK && res->r->type != REDIS_REPLY_INTEGER)
+			fan_unexpected(f, i, what);
+		if (res->rc != RLOCK_OK)
+			fail++;
+		else if (res->r->integer > 0)
+			yes++;
+		else
+			no++;
+	}
+	if (yes_out != NULL)
+		*yes_out = yes;
+	if (yes >= rl->quorum)
+		return RLOCK_OK;
+	if (no > rl->nnode - rl->quorum)
+		return RLOCK_NOTOURS;
+	return fan_first_error(rl, f, fail);
+}
+
+void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token)
+{
+	struct request q;
+	struct fan f;
+
+	/* To every server, not only those that said yes: a grant whose reply
+	 * was lost is undone too, and the script deletes only our token. */
+	fan_init(&f, rl);
+	req_release(&q, n, token);
+	fan_all(&f, &q);
+	fan_run(rl, &f);
+	fan_done(&f);
+}
+
+int lease_valid(int64_t ttl_ms, int64_t elapsed_ms)
+{
+	return elapsed_ms < ttl_ms - rlock_drift_ms(ttl_ms);
+}

@@ -1,0 +1,20 @@
+/*
+ * sizes.c - print the size of one of librlock's private structures, for
+ * tests that make one chosen allocation fail (tests/shim/failcalloc.c).
+ *
+ *	sizes rlock	the handle that rlock_new allocates
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lock_int.h"
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "rlock") == 0) {
+		printf("%zu\n", sizeof(struct rlock));
+		return 0;
+	}
+	fprintf(stderr, "usage: sizes rlock\n");
+	return 64;
+}
