@@ -251,7 +251,10 @@ static void finish_tls(struct cli *g)
 	if (g->cert == NULL && (v = getenv("RLOCK_CERT")) != NULL &&
 	    *v != '\0')
 		g->cert = v;
-	if (g->key == NULL && (v = getenv("RLOCK_KEY")) != NULL && *v != '\0')
+	/* Not RLOCK_KEY: run gives its command that name for the lock's
+	 * key, and a nested rlock would read it as a file. */
+	if (g->key == NULL && (v = getenv("RLOCK_CERT_KEY")) != NULL &&
+	    *v != '\0')
 		g->key = v;
 	if (!uses_tls(g))
 		return;

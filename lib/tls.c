@@ -36,7 +36,7 @@
 	X(SSL_CTX_set_verify) X(SSL_CTX_load_verify_locations)             \
 	X(SSL_CTX_load_verify_dir) X(SSL_CTX_set_default_verify_paths)     \
 	X(SSL_CTX_use_certificate_chain_file)                              \
-	X(SSL_CTX_use_PrivateKey_file) X(SSL_CTX_check_private_key)        \
+	X(SSL_CTX_use_PrivateKey_file) X(SSL_CTX_check_private_key) X(SSL_CTX_set_default_passwd_cb)        \
 	X(SSL_new) X(SSL_free) X(SSL_set_bio) X(SSL_set_connect_state)     \
 	X(SSL_ctrl) X(SSL_do_handshake) X(SSL_read) X(SSL_write)           \
 	X(SSL_get_error) X(SSL_get_verify_result) X(SSL_pending)           \
@@ -196,6 +196,21 @@ static int load_trust(struct tls_ctx *t, const struct tls_opts *o, char *err,
 	return RLOCK_OK;
 }
 
+/* Set when OpenSSL asked for a passphrase (under tls_lock). */
+static int asked_passphrase;
+
+/* An encrypted key: say so instead of letting OpenSSL prompt on the
+ * terminal, which cron does not have. */
+static int no_passphrase(char *buf, int size, int rwflag, void *arg)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)arg;
+	asked_passphrase = 1;
+	return -1;
+}
+
 static int load_client_cert(struct tls_ctx *t, const struct tls_opts *o,
 			    char *err, size_t errlen)
 {
@@ -203,6 +218,8 @@ static int load_client_cert(struct tls_ctx *t, const struct tls_opts *o,
 
 	if (o->cert == NULL)
 		return RLOCK_OK;
+	asked_passphrase = 0;
+	ossl.SSL_CTX_set_default_passwd_cb(t->ctx, no_passphrase);
 	if (ossl.SSL_CTX_use_certificate_chain_file(t->ctx, o->cert) != 1) {
 		rlock_seterr(err, errlen, "TLS: cannot load --cert %s: %s",
 			     o->cert, ossl_reason());
@@ -210,7 +227,12 @@ static int load_client_cert(struct tls_ctx *t, const struct tls_opts *o,
 	}
 	if (ossl.SSL_CTX_use_PrivateKey_file(t->ctx, key, SSL_FILETYPE_PEM) !=
 	    1) {
-		if (ERR_GET_REASON(ossl.ERR_peek_error()) ==
+		if (asked_passphrase)
+			rlock_seterr(err, errlen, "TLS: %s %s is encrypted and "
+				     "rlock reads no passphrase (decrypt it with "
+				     "openssl pkey)",
+				     o->key != NULL ? "--key" : "--cert", key);
+		else if (ERR_GET_REASON(ossl.ERR_peek_error()) ==
 		    X509_R_KEY_VALUES_MISMATCH)
 			rlock_seterr(err, errlen, "TLS: --key %s does not "
 				     "match --cert %s", key, o->cert);
