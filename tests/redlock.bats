@@ -593,9 +593,14 @@ start_run() {
 	other_holds minority M2
 	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status
 	assert_equal "$stderr" ""
-	assert_equal "${#lines[@]}" 3
-	assert_regex "${lines[1]}" '^la +held '
-	assert_regex "${lines[2]}" '^lb +held '
+	# The locks' rows, without each master's lines under them.
+	local rows=() line
+	for line in "${lines[@]}"; do
+		[[ $line == "  "* ]] || rows+=("$line")
+	done
+	assert_equal "${#rows[@]}" 3
+	assert_regex "${rows[1]}" '^la +held '
+	assert_regex "${rows[2]}" '^lb +held '
 }
 
 @test "status with one master of three down still answers: 0 when held by a quorum" {
@@ -647,4 +652,172 @@ start_run() {
 	assert_usage acquire "rlock: acquire: invalid URL 'http://127.0.0.1:1': unknown scheme"
 	gone_on big M1
 	gone_on bad M1 M2
+}
+
+# ---- status: each master's view ----------------------------------------------
+
+# json_check JSON PYTHON-EXPRESSIONS...: assert each expression over d (the
+# document) and a (the arguments after --).
+json_check() {
+	local json=$1
+	shift
+	python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+i = sys.argv.index("--")
+exprs, a = sys.argv[2:i], sys.argv[i + 1:]
+for expr in exprs:
+    if not eval(expr):
+        sys.exit("false: %s\nargs: %s\njson: %s" % (expr, a, sys.argv[1]))
+' "$json" "$@"
+}
+
+# addr M: master M's address as status shows it.
+addr() {
+	local port="${1}_PORT"
+	echo "127.0.0.1:${!port}"
+}
+
+# master_line LINE M STATE [REST]: LINE is status's line for master M:
+# two spaces, the address padded to 22, the state padded to 6, and REST
+# (held: "TOKEN8 USER@HOST:PID" after "ttl DUR  ", checked apart).
+master_line() {
+	local line=$1 m=$2 state=$3 rest=${4:-} want ttl
+	while [[ $line == *" " ]]; do
+		line=${line% }
+	done
+	if [[ $state == held ]]; then
+		printf -v want '  %-22s %-6s ttl ' "$(addr "$m")" held
+		[[ $line == "$want"* ]] || {
+			echo "line '$line' does not start with '$want'" >&2
+			return 1
+		}
+		line=${line#"$want"}
+		ttl=${line%%  *}
+		[[ $ttl =~ ^[0-9][0-9.]*(ms|s|m)$ ]] || {
+			echo "ttl '$ttl' in '$1'" >&2
+			return 1
+		}
+		line=${line#"$ttl  "}
+		[[ $line == "$rest" ]] || {
+			echo "'$line' after the ttl, not '$rest'" >&2
+			return 1
+		}
+		return 0
+	fi
+	printf -v want '  %-22s %-6s %s' "$(addr "$m")" "$state" "$rest"
+	while [[ $want == *" " ]]; do
+		want=${want% }
+	done
+	[[ $line == "$want" ]] || {
+		echo "line '$line', not '$want'" >&2
+		return 1
+	}
+}
+
+# holder_of NAME M: "TOKEN8 USER@HOST:PID" of lock NAME as master M has it.
+holder_of() {
+	rq "$2" GET "$(key "$1")"
+	local tok=${RQ:0:8}
+	rq "$2" HMGET "$(key "$1"):meta" user host pid
+	echo "$tok ${RQA[0]}@${RQA[1]}:${RQA[2]}"
+}
+
+@test "status over three masters shows each master's view under the lock's row, in --url order" {
+	local t who
+	t=$("$RLOCK" "${U3[@]}" acquire -t 30s pm)
+	rq M3 DEL "$(key pm)"
+	who=$(holder_of pm M1)
+	assert_regex "$who" "^${t:0:8} [^ ]+@[^ ]+:[0-9]+\$"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status pm
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 5
+	assert_regex "${lines[1]}" '^pm +held +1 '
+	master_line "${lines[2]}" M1 held "$who"
+	master_line "${lines[3]}" M2 held "$who"
+	master_line "${lines[4]}" M3 free
+
+	run -0 --separate-stderr "$RLOCK" -u "$M3_URL" -u "$M1_URL" -u "$M2_URL" status pm
+	assert_equal "${#lines[@]}" 5
+	master_line "${lines[2]}" M3 free
+	master_line "${lines[3]}" M1 held "$who"
+	master_line "${lines[4]}" M2 held "$who"
+
+	# Each lock gets its lines, a free one too.
+	run -1 --separate-stderr "$RLOCK" "${U3[@]}" status pm nobody
+	assert_equal "${#lines[@]}" 9
+	assert_regex "${lines[5]}" '^nobody +free '
+	master_line "${lines[6]}" M1 free
+	master_line "${lines[7]}" M2 free
+	master_line "${lines[8]}" M3 free
+}
+
+@test "status --json over three masters gives every lock a servers array, one object per master" {
+	local t pid
+	t=$("$RLOCK" "${U3[@]}" acquire -t 30s pj)
+	rq M2 DEL "$(key pj)"
+	rq M1 HGET "$(key pj):meta" pid
+	pid=$RQ
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status --json pj
+	assert_equal "$stderr" ""
+	json_check "$output" \
+		'len(d["locks"]) == 1 and d["locks"][0]["held"] is True' \
+		'[s["addr"] for s in d["locks"][0]["servers"]] == a[0:3]' \
+		'all(s["held"] is True and s["token_prefix"] == a[3][:8] and s["pid"] == int(a[4])
+		     and isinstance(s["host"], str) and s["host"] and 0 < s["ttl_ms"] <= 30000
+		     and s["error"] is None for s in [d["locks"][0]["servers"][i] for i in (0, 2)])' \
+		'd["locks"][0]["servers"][1] == {"addr": a[1], "held": False, "token_prefix": None,
+		     "host": None, "pid": None, "ttl_ms": None, "error": None}' \
+		-- "$(addr M1)" "$(addr M2)" "$(addr M3)" "$t" "$pid"
+}
+
+@test "status with one master of three down shows its error and still answers: 0 when held, 1 when free" {
+	local t who msg
+	t=$("$RLOCK" "${U3[@]}" acquire -t 30s pe)
+	who=$(holder_of pe M1)
+	stop_redis M2
+	msg="cannot connect to $(addr M2): Connection refused"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status pe
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 5
+	assert_regex "${lines[1]}" '^pe +held +1 '
+	master_line "${lines[2]}" M1 held "$who"
+	master_line "${lines[3]}" M2 error "$msg"
+	master_line "${lines[4]}" M3 held "$who"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status --json pe
+	json_check "$output" \
+		'd["locks"][0]["held"] is True' \
+		'[s["held"] for s in d["locks"][0]["servers"]] == [True, None, True]' \
+		'd["locks"][0]["servers"][1] == {"addr": a[0], "held": None, "token_prefix": None,
+		     "host": None, "pid": None, "ttl_ms": None, "error": a[1]}' \
+		-- "$(addr M2)" "$msg"
+
+	"$RLOCK" "${U3[@]}" --connect-timeout 1s release pe "$t"
+	run -1 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status pe
+	assert_equal "$stderr" ""
+	assert_regex "${lines[1]}" '^pe +free '
+	master_line "${lines[2]}" M1 free
+	master_line "${lines[3]}" M2 error "$msg"
+	master_line "${lines[4]}" M3 free
+}
+
+@test "status with one master frozen shows the timeout on its line" {
+	"$RLOCK" "${U3[@]}" acquire -t 30s pf >/dev/null
+	kill_master STOP M3
+	run -0 --separate-stderr timeout 20 "$RLOCK" "${U3[@]}" --io-timeout 500ms status pf
+	assert_equal "$stderr" ""
+	assert_regex "${lines[1]}" '^pf +held '
+	master_line "${lines[4]}" M3 error "$(addr M3): no reply within 500ms"
+}
+
+@test "status with one server keeps its table; its JSON has a servers array of one" {
+	"$RLOCK" -u "$M1_URL" acquire -t 30s p1 >/dev/null
+	run -0 --separate-stderr "$RLOCK" -u "$M1_URL" status p1
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" '^p1 +held +1 '
+	run -0 --separate-stderr "$RLOCK" -u "$M1_URL" status --json p1
+	json_check "$output" \
+		'[s["addr"] for s in d["locks"][0]["servers"]] == [a[0]]' \
+		'd["locks"][0]["servers"][0]["held"] is True' \
+		-- "$(addr M1)"
 }
