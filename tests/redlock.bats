@@ -6,10 +6,12 @@
 # for the file; the three-master tests use M1..M3, the others all five.
 # A test that stops, freezes or kills a master leaves it to teardown to
 # bring it back (masters_up), so that a failed test cannot take the next
-# one's servers down with it.
+# one's servers down with it.  Fault proxies (a lost reply, slow replies)
+# are started by the tests that need them, in front of a master.
 
 bats_require_minimum_version 1.5.0
 load test_helper
+load proxy_helper
 
 MASTERS=(M1 M2 M3 M4 M5)
 
@@ -34,9 +36,12 @@ setup() {
 	# setup_file, the URLs are).
 	U3=(-u "$M1_URL" -u "$M2_URL" -u "$M3_URL")
 	U5=("${U3[@]}" -u "$M4_URL" -u "$M5_URL")
+	# The masters of start_run (a test may put a proxy in front of one).
+	URLS=("${U3[@]}")
 }
 
 teardown() {
+	stop_all_proxies
 	rl_teardown
 	masters_up
 }
@@ -248,13 +253,13 @@ watched_cmd() {
 		exit 0"
 }
 
-# start_run NAME [rlock run options...]: `rlock run NAME` over the three
-# masters in the background with watched_cmd; RUN_PID is rlock's pid,
-# TOKEN the child's RLOCK_TOKEN, once the child runs.
+# start_run NAME [rlock run options...]: `rlock run NAME` over URLS (the
+# three masters) in the background with watched_cmd; RUN_PID is rlock's
+# pid, TOKEN the child's RLOCK_TOKEN, once the child runs.
 start_run() {
 	local name=$1
 	shift
-	bg_start run "$RLOCK" "${U3[@]}" run "$@" "$name" -- sh -c "$(watched_cmd)"
+	bg_start run "$RLOCK" "${URLS[@]}" run "$@" "$name" -- sh -c "$(watched_cmd)"
 	RUN_PID=$BG_PID
 	wait_until 5 file_nonempty tok
 	TOKEN=$(cat tok)
@@ -522,6 +527,45 @@ start_run() {
 	assert_equal "$(cat got-term)" TERM
 	wait_until 5 pid_gone "$(cat child.pid)"
 	gone_on k2 M3
+}
+
+# ---- lost and slow replies ---------------------------------------------------
+
+@test "a master whose acquire reply is lost: the other two are a quorum, renewals and the release still reach it" {
+	# The scripts cached first, so that the cut hits the script's reply
+	# and not a NOSCRIPT answer (a restarted master has none).
+	"$RLOCK" "${U3[@]}" run -n warmup -- true
+	start_proxy P1 "$M1_PORT"
+	URLS=(-u "$P1_URL" -u "$M2_URL" -u "$M3_URL")
+	proxy_cmd P1 cut "$(proxy_pattern_acquire)"
+	start_run cut -t 600ms
+	assert_equal "$(proxy_stat P1 cuts)" 1
+	# M1 granted it although rlock never heard so.
+	held_on cut "$TOKEN" M1 M2 M3
+	saw_renewals 3 cut M1 10
+	touch go
+	bg_wait "$RUN_PID" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err run)" ""
+	gone_on cut M1 M2 M3
+}
+
+@test "a majority that grants later than the TTL allows is no lock: 75, the command never runs" {
+	start_proxy P1 "$M1_PORT"
+	start_proxy P2 "$M2_PORT"
+	proxy_cmd P1 delay down 300
+	proxy_cmd P2 delay down 300
+	run -75 --separate-stderr timeout 20 "$RLOCK" -u "$P1_URL" -u "$P2_URL" -u "$M3_URL" \
+		run -n -t 200ms late -- touch ran
+	[[ ! -e ran ]] || fail "the command ran"
+	# All three granted it (each counted an acquisition) ...
+	wait_until 5 fence_is late 1 M1 M2 M3
+	# ... and the next run, on time, takes it.
+	proxy_cmd P1 normal
+	proxy_cmd P2 normal
+	run -0 --separate-stderr "$RLOCK" -u "$P1_URL" -u "$P2_URL" -u "$M3_URL" run -n late -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 2
+	gone_on late M1 M2 M3
 }
 
 # ---- contention ------------------------------------------------------------
