@@ -96,6 +96,7 @@ static void on_drop(struct fan *f, struct rlock_node *n, struct fan_slot *s,
 	if (node_heard(n, NULL) == NODE_RETRY && s->tries < MAX_TRIES &&
 	    rlock_mono_ms() < deadline) {
 		retry_later(s, DROP_RETRY_MS);
+		s->dropped = 1;
 		f->resent++;
 		return;
 	}
@@ -135,12 +136,9 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 static void send_slot(struct rlock *rl, struct rlock_node *n,
 		      struct fan_slot *s, int64_t *deadline)
 {
-	int64_t now = rlock_mono_ms(), cd = now + rl->copts.connect_timeout_ms;
+	int64_t cd = rlock_mono_ms() + rl->copts.connect_timeout_ms;
 	int fresh = !conn_is_up(n->cmd);
 
-	/* A retry past the deadline gets one immediate chance only. */
-	if (s->tries > 0 && now >= *deadline)
-		cd = now;
 	if (node_open(n, bound(rl, cd)) != RLOCK_OK) {
 		finish(s, RLOCK_EUNAVAIL, conn_errstr(n->cmd));
 		return;
@@ -194,6 +192,7 @@ void fan_run(struct rlock *rl, struct fan *f)
 		s->state = s->req != NULL ? ST_SEND : ST_IDLE;
 		s->use_eval = 0;
 		s->tries = 0;
+		s->dropped = 0;
 	}
 	for (;;) {
 		now = rlock_mono_ms();
@@ -205,7 +204,12 @@ void fan_run(struct rlock *rl, struct fan *f)
 			struct fan_slot *s = &f->slot[i];
 			struct rlock_node *n = &rl->node[i];
 
-			if (s->state == ST_RETRY && now >= s->retry_at)
+			/* A retry due at or after the deadline is never
+			 * sent: its reply could not be waited for, and an
+			 * acquire abandoned that way would go unnoticed and
+			 * hold until its TTL.  time_out says why. */
+			if (s->state == ST_RETRY && now >= s->retry_at &&
+			    s->retry_at < deadline)
 				s->state = ST_SEND;
 			if (s->state == ST_SEND)
 				send_slot(rl, n, s, &deadline);
@@ -305,6 +309,8 @@ int fan_tally(struct rlock *rl, struct fan *f, const char *what, size_t *yes_out
 	for (i = 0; i < f->n; i++) {
 		struct rlock_result *res = &f->slot[i].res;
 
+		if (f->slot[i].req == NULL)
+			continue;
 		if (res->rc == RLOCK_OK && res->r->type != REDIS_REPLY_INTEGER)
 			fan_unexpected(f, i, what);
 		if (res->rc != RLOCK_OK)

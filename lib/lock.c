@@ -598,12 +598,38 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 	return rc;
 }
 
+/*
+ * A server whose connection dropped after the release was sent, and that
+ * says "not ours" to the resend, most likely did the release the first
+ * time: while the lease is still ours by our own clock, nobody else can
+ * have taken the lock there.  Count those as released.  Returns how many.
+ */
+static size_t count_lost_replies(struct fan *f, const struct rlock_lease *lease)
+{
+	size_t i, n = 0;
+
+	if (lease == NULL || rlock_boot_ms() >= lease->renewed_boot_ms +
+	    lease->ttl_ms - rlock_safety_margin_ms(lease->ttl_ms))
+		return 0;
+	for (i = 0; i < f->n; i++) {
+		redisReply *r = f->slot[i].res.r;
+
+		if (f->slot[i].dropped && f->slot[i].res.rc == RLOCK_OK &&
+		    r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+			r->integer = 1;
+			n++;
+		}
+	}
+	return n;
+}
+
 int rlock_release(struct rlock *rl, const char *name, const char *token,
 		  const struct rlock_lease *lease)
 {
 	struct request q;
 	struct fan f;
 	struct names n;
+	size_t lost;
 	int rc;
 
 	rl->err[0] = '\0';
@@ -614,20 +640,15 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	fan_run(rl, &f);
+	lost = count_lost_replies(&f, lease);
 	rc = fan_tally(rl, &f, "release", NULL);
-	if (rc == RLOCK_NOTOURS && f.resent > 0 && lease != NULL &&
-	    rlock_boot_ms() < lease->renewed_boot_ms + lease->ttl_ms -
-	    rlock_safety_margin_ms(lease->ttl_ms)) {
-		/* Nobody else could have taken a lease that was still ours:
-		 * the request whose reply was lost did the release. */
+	if (rc == RLOCK_OK && lost > 0)
 		rlock_seterr(rl->err, sizeof(rl->err), "%s: released (the "
 			     "reply was lost; the retry found the lock "
 			     "free)", name);
-		rc = RLOCK_OK;
-	} else if (rc == RLOCK_NOTOURS) {
+	else if (rc == RLOCK_NOTOURS)
 		rlock_seterr(rl->err, sizeof(rl->err),
 			     "%s: token does not hold the lock", name);
-	}
 	fan_done(&f);
 	return rc;
 }

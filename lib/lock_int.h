@@ -154,6 +154,7 @@ struct fan_slot {
 	int state;
 	int use_eval;			/* NOSCRIPT came back: send EVAL */
 	int tries;
+	int dropped;			/* sent again after a drop */
 	int64_t retry_at;
 	struct rlock_result res;
 };

@@ -694,11 +694,13 @@ static int tls_out_pending(const struct rlock_conn *c)
 	return c->olen > 0 || (c->tls != NULL && c->tls->clen > 0);
 }
 
+/* Decrypted bytes that SSL_read has not handed out.  Ciphertext left in
+ * rbio is not: it is the start of a record whose rest is still on the
+ * way, and poll will say when it comes. */
 static int tls_in_buffered(const struct rlock_conn *c)
 {
 	return c->tls != NULL && c->tls->ssl != NULL &&
-	       (ossl.SSL_pending(c->tls->ssl) > 0 ||
-		ossl.BIO_ctrl_pending(c->tls->rbio) > 0);
+	       ossl.SSL_pending(c->tls->ssl) > 0;
 }
 
 const struct transport rlock_tls_transport = {

@@ -26,6 +26,7 @@ static const struct group {
 	{ "resp", test_resp },
 	{ "sha1", test_sha1 },
 	{ "scripts", test_scripts },
+	{ "fanout", test_fanout },
 };
 
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
