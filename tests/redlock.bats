@@ -1,0 +1,867 @@
+#!/usr/bin/env bats
+# redlock.bats - rlock over several independent masters (Redlock, DESIGN
+# section 4): the acquire script goes to every master and needs a majority,
+# renewals and release go to every master, the lock is lost when a majority
+# no longer confirms it.  Five real redis-server processes are started once
+# for the file; the three-master tests use M1..M3, the others all five.
+# A test that stops, freezes or kills a master leaves it to teardown to
+# bring it back (masters_up), so that a failed test cannot take the next
+# one's servers down with it.  Fault proxies (a lost reply, slow replies)
+# are started by the tests that need them, in front of a master.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+load proxy_helper
+
+MASTERS=(M1 M2 M3 M4 M5)
+
+setup_file() {
+	local m
+	for m in "${MASTERS[@]}"; do
+		start_redis "$m"
+		# Tests SIGKILL masters: no "Killed" notice from this shell.
+		local pid="${m}_PID"
+		disown "${!pid}"
+	done
+}
+
+teardown_file() {
+	rl_teardown_file
+}
+
+setup() {
+	rl_setup
+	masters_up
+	# -u for three and for five masters (arrays are not exported from
+	# setup_file, the URLs are).
+	U3=(-u "$M1_URL" -u "$M2_URL" -u "$M3_URL")
+	U5=("${U3[@]}" -u "$M4_URL" -u "$M5_URL")
+	# The masters of start_run (a test may put a proxy in front of one).
+	URLS=("${U3[@]}")
+}
+
+teardown() {
+	stop_all_proxies
+	rl_teardown
+	masters_up
+}
+
+# ---- masters -------------------------------------------------------------
+
+# master_pid M: the pid of master M now (a restart changes it; M_PID is the
+# one setup_file saw).
+master_pid() {
+	local dir="${1}_DIR" pid=
+	{ read -r pid <"${!dir}/pid"; } 2>/dev/null
+	echo "$pid"
+}
+
+# masters_up: thaw a frozen master and start again one that a test stopped
+# or killed, on its port (empty: persistence is off).
+masters_up() {
+	local m pid dir
+	for m in "${MASTERS[@]}"; do
+		dir="${m}_DIR"
+		pid=
+		{ read -r pid <"${!dir}/pid"; } 2>/dev/null
+		if [[ -n $pid ]] && pid_stopped "$pid"; then
+			kill -CONT "$pid"
+		fi
+		if [[ -z $pid ]] || pid_gone "$pid"; then
+			restart_redis "$m" || return 1
+		fi
+	done
+}
+
+# kill_master SIGNAL M...: send SIGNAL to masters by pid and wait until
+# they are gone (or stopped, for STOP).
+kill_master() {
+	local sig=$1 m pid
+	shift
+	for m in "$@"; do
+		pid=$(master_pid "$m")
+		[[ -n $pid ]] || fail "no pid for $m"
+		kill "-$sig" "$pid"
+		if [[ $sig == STOP ]]; then
+			wait_until 5 pid_stopped "$pid"
+		else
+			wait_until 5 pid_gone "$pid"
+		fi
+	done
+}
+
+# ---- locks on each master --------------------------------------------------
+
+# rq M ARG...: one command to master M over bash's /dev/tcp, with no fork
+# (the checks and polls below make hundreds, and a fork costs tens of ms on
+# a loaded machine).  RQ is the reply: an integer, a status, a bulk string
+# (empty for nil), or for an array of those the last one (all in RQA).  An
+# error reply fails.
+rq() {
+	local port="${1}_PORT" fd a line n i
+	shift
+	RQ=
+	RQA=()
+	exec {fd}<>"/dev/tcp/127.0.0.1/${!port}" || return 1
+	{
+		printf '*%d\r\n' "$#"
+		for a in "$@"; do
+			printf '$%d\r\n%s\r\n' "${#a}" "$a"
+		done
+	} >&"$fd"
+	n=1
+	IFS= read -r -t 5 line <&"$fd" && line=${line%$'\r'}
+	if [[ $line == [*]* ]]; then
+		n=${line:1}
+		IFS= read -r -t 5 line <&"$fd" && line=${line%$'\r'}
+	fi
+	for ((i = 0; i < n; i++)); do
+		((i == 0)) || { IFS= read -r -t 5 line <&"$fd" && line=${line%$'\r'}; }
+		case $line in
+		:* | +*) RQ=${line:1} ;;
+		'$-1') RQ= ;;
+		'$'*)
+			IFS= read -r -t 5 RQ <&"$fd"
+			RQ=${RQ%$'\r'}
+			;;
+		*)
+			exec {fd}>&-
+			echo "rq $*: '$line'" >&2
+			return 1
+			;;
+		esac
+		RQA+=("$RQ")
+	done
+	exec {fd}>&-
+}
+
+# held_on NAME TOKEN M...: lock NAME's key holds TOKEN on each master.
+held_on() {
+	local name=$1 token=$2 m
+	shift 2
+	for m in "$@"; do
+		rq "$m" GET "${RLOCK_PREFIX}{$name}" || return 1
+		[[ $RQ == "$token" ]] || {
+			echo "$name on $m: '$RQ', not '$token'" >&2
+			return 1
+		}
+	done
+}
+
+# gone_on NAME M...: neither lock NAME's key nor its meta hash on each master.
+gone_on() {
+	local name=$1 m
+	shift
+	for m in "$@"; do
+		rq "$m" EXISTS "${RLOCK_PREFIX}{$name}" "$(key "$name"):meta" || return 1
+		[[ $RQ == 0 ]] || {
+			echo "$name: $RQ of key and meta still on $m" >&2
+			return 1
+		}
+	done
+}
+
+# pttl_between NAME LOW HIGH M...: lock NAME's PTTL on each master.
+pttl_between() {
+	local name=$1 low=$2 high=$3 m
+	shift 3
+	for m in "$@"; do
+		rq "$m" PTTL "${RLOCK_PREFIX}{$name}" || return 1
+		((RQ >= low && RQ <= high)) || {
+			echo "$name on $m: pttl $RQ, not in $low..$high" >&2
+			return 1
+		}
+	done
+}
+
+# meta_on NAME FIELD VALUE M...: a field of lock NAME's meta on each master.
+meta_on() {
+	local name=$1 field=$2 value=$3 m
+	shift 3
+	for m in "$@"; do
+		rq "$m" HGET "$(key "$name"):meta" "$field" || return 1
+		[[ $RQ == "$value" ]] || {
+			echo "$name's $field on $m: '$RQ', not '$value'" >&2
+			return 1
+		}
+	done
+}
+
+# fence_is NAME N M...: lock NAME's fence counter is N on each master.
+fence_is() {
+	local name=$1 n=$2 m
+	shift 2
+	for m in "$@"; do
+		rq "$m" GET "${RLOCK_PREFIX}{$name}:fence" || return 1
+		[[ $RQ == "$n" ]] || return 1
+	done
+}
+
+# other_holds NAME M...: another client's lock (a plain SET PX, as redis-py
+# or redsync would leave) on each master.
+other_holds() {
+	local name=$1 m
+	shift
+	for m in "$@"; do
+		rq "$m" SET "${RLOCK_PREFIX}{$name}" othertok PX 60000 || return 1
+	done
+}
+
+# waiting_on M NAME N: at least N processes wait for lock NAME on master M
+# (subscribers of its release channel).
+waiting_on() {
+	rq "$1" PUBSUB NUMSUB "${RLOCK_PREFIX}{$2}:released" && ((RQ >= $3))
+}
+
+# saw_renewals N NAME M SECS: watch lock NAME's PTTL on master M until it
+# has gone back up N times (each one a renewal); fail if the key goes away
+# or after SECS.
+saw_renewals() {
+	local want=$1 name=$2 m=$3 secs=$4 seen=0 last=-1 end t
+	t=${EPOCHREALTIME/[.,]/}
+	end=$((t / 1000 + $(secs_to_ms "$secs")))
+	while ((seen < want)); do
+		t=${EPOCHREALTIME/[.,]/}
+		if ((t / 1000 >= end)); then
+			echo "saw_renewals: $seen of $want renewals of $name on $m in ${secs}s" >&2
+			return 1
+		fi
+		rq "$m" PTTL "${RLOCK_PREFIX}{$name}" || return 1
+		if ((RQ <= 0)); then
+			echo "saw_renewals: $name gone from $m (pttl $RQ) after $seen renewals" >&2
+			return 1
+		fi
+		((last >= 0 && RQ > last)) && seen=$((seen + 1))
+		last=$RQ
+		sleep 0.02
+	done
+}
+
+# ---- runs watched from outside ---------------------------------------------
+
+# The command of a watched run: it notes a SIGTERM in got-term, writes its
+# pid, fence and token (tok last), then waits for the file `go` and exits 0.
+# Its stderr goes to child.err, so that run.err is rlock's alone (sh says
+# "Terminated" when the TERM for the group kills its sleep).
+watched_cmd() {
+	echo "exec 2>child.err
+		trap 'echo TERM > got-term; exit 143' TERM
+		echo \$\$ > child.pid
+		echo \"\$RLOCK_FENCE\" > fence
+		echo \"\$RLOCK_TOKEN\" > tok
+		$(gate "$BATS_TEST_TMPDIR/go")
+		exit 0"
+}
+
+# start_run NAME [rlock run options...]: `rlock run NAME` over URLS (the
+# three masters) in the background with watched_cmd; RUN_PID is rlock's
+# pid, TOKEN the child's RLOCK_TOKEN, once the child runs.
+start_run() {
+	local name=$1
+	shift
+	bg_start run "$RLOCK" "${URLS[@]}" run "$@" "$name" -- sh -c "$(watched_cmd)"
+	RUN_PID=$BG_PID
+	wait_until 5 file_nonempty tok
+	TOKEN=$(cat tok)
+	track_pid "$(cat child.pid)"
+}
+
+# ---- all masters up ----------------------------------------------------------
+
+@test "three masters: run puts its token and meta on all three, and takes them off all three" {
+	start_run tri
+	assert_regex "$TOKEN" '^[0-9a-f]{32}$'
+	assert_equal "$(cat fence)" 1
+	held_on tri "$TOKEN" M1 M2 M3
+	pttl_between tri 1 30000 M1 M2 M3
+	meta_on tri fence 1 M1 M2 M3
+	meta_on tri pid "$RUN_PID" M1 M2 M3
+	touch go
+	bg_wait "$RUN_PID" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err run)" ""
+	gone_on tri M1 M2 M3
+	# The fence counters never expire: one acquisition counted on each.
+	local m
+	for m in M1 M2 M3; do
+		rq "$m" GET "$(key tri):fence"
+		assert_equal "$RQ" 1
+	done
+}
+
+@test "three masters: the fence increases, every run has a fresh token, the command's status is kept" {
+	local a b
+	a=$("$RLOCK" "${U3[@]}" run fx -- sh -c 'echo "$RLOCK_FENCE $RLOCK_TOKEN"')
+	b=$("$RLOCK" "${U3[@]}" run fx -- sh -c 'echo "$RLOCK_FENCE $RLOCK_TOKEN"')
+	assert_equal "${a%% *}" 1
+	assert_equal "${b%% *}" 2
+	assert_not_equal "${a#* }" "${b#* }"
+	run -7 --separate-stderr "$RLOCK" "${U3[@]}" run fx -- sh -c 'echo "$RLOCK_FENCE"; exit 7'
+	assert_output 3
+	assert_equal "$stderr" ""
+	gone_on fx M1 M2 M3
+}
+
+@test "three masters: acquire, extend and release reach every master; a wrong token exits 76 and changes nothing" {
+	local t
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" acquire --json -t 10s ae
+	assert_regex "$output" '"token":"[0-9a-f]{32}","fence":1,'
+	[[ $output =~ \"token\":\"([0-9a-f]{32})\" ]]
+	t=${BASH_REMATCH[1]}
+	held_on ae "$t" M1 M2 M3
+	pttl_between ae 1 10000 M1 M2 M3
+
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" extend -t 60s ae "$t"
+	assert_equal "$stderr" ""
+	pttl_between ae 10001 60000 M1 M2 M3
+	held_on ae "$t" M1 M2 M3
+
+	run -76 --separate-stderr "$RLOCK" "${U3[@]}" release ae 0123456789abcdef0123456789abcdef
+	assert_stderr "rlock: release: ae: token does not hold the lock"
+	run -76 --separate-stderr "$RLOCK" "${U3[@]}" extend -t 5s ae 0123456789abcdef0123456789abcdef
+	assert_stderr "rlock: extend: ae: token does not hold the lock"
+	held_on ae "$t" M1 M2 M3
+	pttl_between ae 10001 60000 M1 M2 M3
+
+	# The token from the environment, as a script holding it would.
+	RLOCK_TOKEN=$t run -0 --separate-stderr "$RLOCK" "${U3[@]}" release ae
+	assert_equal "$stderr" ""
+	gone_on ae M1 M2 M3
+	run -76 --separate-stderr "$RLOCK" "${U3[@]}" release ae "$t"
+	assert_stderr "rlock: release: ae: token does not hold the lock"
+}
+
+@test "three masters from RLOCK_URL, comma-separated, are a Redlock too" {
+	RLOCK_URL="$M1_URL,$M2_URL,$M3_URL" run -0 --separate-stderr "$RLOCK" run env3 -- sh -c '
+		for p in "$M1_PORT" "$M2_PORT" "$M3_PORT"; do
+			[ "$(redis-cli -p "$p" GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && echo "on $p"
+		done'
+	assert_equal "${#lines[@]}" 3
+	gone_on env3 M1 M2 M3
+}
+
+# ---- masters down --------------------------------------------------------------
+
+@test "one master of three down: run and acquire still get a quorum of the other two" {
+	# The first URL's master, so that no URL is special.
+	stop_redis M1
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s run one -- sh -c '
+		echo "$RLOCK_FENCE"
+		redis-cli -p "$M2_PORT" GET "$RLOCK_KEY"
+		redis-cli -p "$M3_PORT" GET "$RLOCK_KEY"'
+	assert_equal "$stderr" ""
+	assert_equal "${lines[0]}" 1
+	assert_regex "${lines[1]}" '^[0-9a-f]{32}$'
+	assert_equal "${lines[2]}" "${lines[1]}"
+	gone_on one M2 M3
+
+	local t
+	t=$("$RLOCK" "${U3[@]}" --connect-timeout 1s acquire -t 30s one)
+	held_on one "$t" M2 M3
+	run -0 "$RLOCK" "${U3[@]}" --connect-timeout 1s release one "$t"
+	gone_on one M2 M3
+}
+
+@test "two masters of three down: 69 at once with one line about the quorum, nothing left on the live one" {
+	stop_redis M2
+	stop_redis M3
+	local t0 el
+	t0=$(now_ms)
+	run -69 --separate-stderr timeout 10 "$RLOCK" "${U3[@]}" --connect-timeout 1s run two -- touch ran
+	el=$(($(now_ms) - t0))
+	((el < 5000)) || fail "took ${el}ms"
+	assert_equal "$output" ""
+	assert_stderr "rlock: run: no quorum: 2 of 3 servers failed (cannot connect to 127.0.0.1:$M2_PORT: Connection refused)"
+	[[ ! -e ran ]] || fail "the command ran"
+	gone_on two M1
+
+	run -69 --separate-stderr timeout 10 "$RLOCK" "${U3[@]}" --connect-timeout 1s acquire -t 30s two
+	assert_equal "$output" ""
+	assert_stderr "rlock: acquire: no quorum: 2 of 3 servers failed (cannot connect to 127.0.0.1:$M2_PORT: Connection refused)"
+	gone_on two M1
+	# A waiter does not wait for masters that never answered.
+	run -69 --separate-stderr timeout 10 "$RLOCK" "${U3[@]}" --connect-timeout 1s run -w 30s two -- touch ran
+	assert_stderr --partial "no quorum"
+	[[ ! -e ran ]] || fail "the command ran"
+	gone_on two M1
+}
+
+@test "two masters of three frozen: 69 within the timeouts, and no grant survives on any master once they thaw" {
+	# The scripts in the masters' cache (a restart empties it), so that
+	# the frozen masters run our EVALSHA when they thaw.
+	run -0 "$RLOCK" "${U3[@]}" run frz -- true
+	kill_master STOP M2 M3
+	local t0 el
+	t0=$(now_ms)
+	run -69 --separate-stderr timeout 20 "$RLOCK" "${U3[@]}" --connect-timeout 1s --io-timeout 1s \
+		acquire -t 30s frz
+	el=$(($(now_ms) - t0))
+	((el < 8000)) || fail "took ${el}ms"
+	assert_equal "$output" ""
+	assert_stderr "rlock: acquire: no quorum: 2 of 3 servers failed (127.0.0.1:$M2_PORT: no reply within 1s)"
+	gone_on frz M1
+	kill -CONT "$(master_pid M2)" "$(master_pid M3)"
+	# The acquire the frozen masters had queued has run once their fence
+	# counter moved on; the grant it made must be undone after it, not
+	# left to block the lock for its 30s.
+	wait_until 5 fence_is frz 2 M2 M3
+	wait_until 5 gone_on frz M1 M2 M3 2>/dev/null || gone_on frz M1 M2 M3
+}
+
+@test "five masters: two down still make a quorum, three down is 69" {
+	stop_redis M4
+	stop_redis M5
+	run -0 --separate-stderr "$RLOCK" "${U5[@]}" --connect-timeout 1s run five -- sh -c '
+		for p in "$M1_PORT" "$M2_PORT" "$M3_PORT"; do
+			redis-cli -p "$p" GET "$RLOCK_KEY"
+		done
+		echo "$RLOCK_TOKEN"'
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 4
+	assert_equal "${lines[0]}" "${lines[3]}"
+	assert_equal "${lines[1]}" "${lines[3]}"
+	assert_equal "${lines[2]}" "${lines[3]}"
+	gone_on five M1 M2 M3
+
+	stop_redis M3
+	run -69 --separate-stderr timeout 10 "$RLOCK" "${U5[@]}" --connect-timeout 1s run five -- touch ran
+	assert_stderr "rlock: run: no quorum: 3 of 5 servers failed (cannot connect to 127.0.0.1:$M3_PORT: Connection refused)"
+	[[ ! -e ran ]] || fail "the command ran"
+	gone_on five M1 M2
+}
+
+# ---- held by another client ------------------------------------------------
+
+@test "held by another client on two masters of three: -n exits 75, our grant on the third is undone, theirs untouched" {
+	other_holds oth M1 M2
+	run -75 --separate-stderr "$RLOCK" "${U3[@]}" run -n oth -- touch ran
+	assert_stderr "rlock: run: oth: held by another client (no rlock metadata)"
+	[[ ! -e ran ]] || fail "the command ran"
+	gone_on oth M3
+	held_on oth othertok M1 M2
+	pttl_between oth 1 60000 M1 M2
+
+	run -75 --separate-stderr "$RLOCK" "${U3[@]}" acquire -n -t 30s oth
+	assert_equal "$output" ""
+	assert_stderr "rlock: acquire: oth: held by another client (no rlock metadata)"
+	gone_on oth M3
+
+	# Waiting gives up at -w the same way.
+	run -75 --separate-stderr "$RLOCK" "${U3[@]}" run -w 500ms oth -- touch ran
+	assert_stderr "rlock: run: oth: timed out after 500ms; held by another client (no rlock metadata)"
+	[[ ! -e ran ]] || fail "the command ran"
+	gone_on oth M3
+	held_on oth othertok M1 M2
+}
+
+@test "held by another client on one master of three: the other two are a quorum, and its key is left alone" {
+	other_holds one M2
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" run -n one -- sh -c '
+		redis-cli -p "$M1_PORT" GET "$RLOCK_KEY"
+		redis-cli -p "$M3_PORT" GET "$RLOCK_KEY"
+		echo "$RLOCK_TOKEN"'
+	assert_equal "$stderr" ""
+	assert_equal "${lines[0]}" "${lines[2]}"
+	assert_equal "${lines[1]}" "${lines[2]}"
+	gone_on one M1 M3
+	held_on one othertok M2
+}
+
+# ---- losing keys mid-run ---------------------------------------------------
+
+@test "the key lost on one master mid-run: renewals go on and the run exits with the command's status" {
+	start_run l1 -t 600ms
+	held_on l1 "$TOKEN" M1 M2 M3
+	rq M2 DEL "$(key l1)"
+	# Several renewals (every 200ms) after the loss, on both other masters.
+	saw_renewals 3 l1 M1 10
+	saw_renewals 2 l1 M3 10
+	held_on l1 "$TOKEN" M1 M3
+	pid_alive "$RUN_PID"
+	[[ ! -e got-term ]] || fail "the command got SIGTERM"
+	touch go
+	bg_wait "$RUN_PID" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err run)" ""
+	gone_on l1 M1 M2 M3
+}
+
+@test "the key taken by another token on two masters mid-run: the command gets SIGTERM, 76, their keys stay" {
+	start_run l2 -t 600ms -k 5s
+	held_on l2 "$TOKEN" M1 M2 M3
+	other_holds l2 M1 M2
+	bg_wait "$RUN_PID" 10
+	assert_equal "$BG_STATUS" 76
+	assert_equal "$(bg_err run)" "rlock: run: l2: lock lost: the token no longer holds it; command stopped"
+	assert_equal "$(cat got-term)" TERM
+	wait_until 5 pid_gone "$(cat child.pid)"
+	held_on l2 othertok M1 M2
+	pttl_between l2 1 60000 M1 M2
+	# Our minority key is given back, not left to expire.
+	gone_on l2 M3
+}
+
+@test "a master SIGKILLed mid-run of three: the run goes on and exits 0" {
+	start_run k1 -t 600ms
+	held_on k1 "$TOKEN" M1 M2 M3
+	kill_master KILL M3
+	saw_renewals 3 k1 M1 10
+	saw_renewals 2 k1 M2 10
+	pid_alive "$RUN_PID"
+	touch go
+	bg_wait "$RUN_PID" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err run)" ""
+	gone_on k1 M1 M2
+}
+
+@test "two masters SIGKILLed mid-run of three: the lock is lost, the command stopped, 76" {
+	start_run k2 -t 600ms -k 5s
+	held_on k2 "$TOKEN" M1 M2 M3
+	kill_master KILL M1 M2
+	bg_wait "$RUN_PID" 10
+	assert_equal "$BG_STATUS" 76
+	run bg_err run
+	assert_output --regexp '^rlock: run: k2: lock lost: .*; command stopped$'
+	assert_equal "${#lines[@]}" 1
+	assert_equal "$(cat got-term)" TERM
+	wait_until 5 pid_gone "$(cat child.pid)"
+	gone_on k2 M3
+}
+
+# ---- lost and slow replies ---------------------------------------------------
+
+@test "a master whose acquire reply is lost: the other two are a quorum, renewals and the release still reach it" {
+	# The scripts cached first, so that the cut hits the script's reply
+	# and not a NOSCRIPT answer (a restarted master has none).
+	"$RLOCK" "${U3[@]}" run -n warmup -- true
+	start_proxy P1 "$M1_PORT"
+	URLS=(-u "$P1_URL" -u "$M2_URL" -u "$M3_URL")
+	proxy_cmd P1 cut "$(proxy_pattern_acquire)"
+	start_run cut -t 600ms
+	assert_equal "$(proxy_stat P1 cuts)" 1
+	# M1 granted it although rlock never heard so.
+	held_on cut "$TOKEN" M1 M2 M3
+	saw_renewals 3 cut M1 10
+	touch go
+	bg_wait "$RUN_PID" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err run)" ""
+	gone_on cut M1 M2 M3
+}
+
+@test "a majority that grants later than the TTL allows is no lock: 75, the command never runs" {
+	start_proxy P1 "$M1_PORT"
+	start_proxy P2 "$M2_PORT"
+	proxy_cmd P1 delay down 300
+	proxy_cmd P2 delay down 300
+	run -75 --separate-stderr timeout 20 "$RLOCK" -u "$P1_URL" -u "$P2_URL" -u "$M3_URL" \
+		run -n -t 200ms late -- touch ran
+	[[ ! -e ran ]] || fail "the command ran"
+	# All three granted it (each counted an acquisition) ...
+	wait_until 5 fence_is late 1 M1 M2 M3
+	# ... and the next run, on time, takes it.
+	proxy_cmd P1 normal
+	proxy_cmd P2 normal
+	run -0 --separate-stderr "$RLOCK" -u "$P1_URL" -u "$P2_URL" -u "$M3_URL" run -n late -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 2
+	gone_on late M1 M2 M3
+}
+
+# ---- contention ------------------------------------------------------------
+
+@test "40 contending runs over five masters: no lost updates" {
+	local i bad=()
+	echo 0 >counter
+	# Hold the lock until all 40 wait for it, so that they really contend.
+	bg_start h "$RLOCK" "${U5[@]}" run -t 30s ctr -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
+	local hpid=$BG_PID
+	wait_until 5 eval 'rq M5 EXISTS "$(key ctr)" && [[ $RQ == 1 ]]'
+	# One shell starts them all, each noting its status in st.I.
+	bg_start all sh -c '
+		i=0
+		while [ $i -lt 40 ]; do
+			( "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$M3_URL" -u "$M4_URL" -u "$M5_URL" \
+				run -w 60 ctr -- sh -c '\''v=$(cat counter); echo $((v + 1)) > counter'\''
+			echo $? > st.$i ) &
+			i=$((i + 1))
+		done
+		wait'
+	local all=$BG_PID
+	wait_until 30 waiting_on M1 ctr 40
+	touch go
+	bg_wait "$hpid" 10
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$all" 60
+	for ((i = 0; i < 40; i++)); do
+		[[ $(cat "st.$i") == 0 ]] || bad+=("$i:$(cat "st.$i")")
+	done
+	assert_equal "${bad[*]}" ""
+	assert_equal "$(cat counter)" 40
+	gone_on ctr M1 M2 M3 M4 M5
+}
+
+# ---- status ----------------------------------------------------------------
+
+@test "status over three masters: held exits 0, free exits 1, a key on one master only is not held" {
+	local t
+	t=$("$RLOCK" "${U3[@]}" acquire -t 30s st)
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status st
+	assert_equal "$stderr" ""
+	assert_regex "${lines[0]}" '^NAME +STATE +FENCE +AGE +TTL +WAITERS +HOLDER +COMMAND *$'
+	assert_regex "${lines[1]}" '^st +held +1 '
+	local who
+	rq M1 HMGET "$(key st):meta" user host pid
+	who="${RQA[0]}@${RQA[1]}:${RQA[2]}"
+	assert_output --partial "$who"
+	run -0 "$RLOCK" "${U3[@]}" status --json st
+	assert_regex "$output" '"held":true,"token_prefix":"'"${t:0:8}"'"'
+	assert_regex "$output" '"fence":1,'
+
+	"$RLOCK" "${U3[@]}" release st "$t"
+	run -1 --separate-stderr "$RLOCK" "${U3[@]}" status st
+	assert_equal "$stderr" ""
+	assert_regex "${lines[1]}" '^st +free +1 '
+
+	other_holds st M3
+	run -1 --separate-stderr "$RLOCK" "${U3[@]}" status st
+	assert_regex "${lines[1]}" '^st +free '
+	other_holds st M1
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status st
+	assert_regex "${lines[1]}" '^st +held '
+}
+
+@test "status over three masters with no NAME lists each held lock once, and not a key on one master only" {
+	"$RLOCK" "${U3[@]}" acquire -t 30s la >/dev/null
+	"$RLOCK" "${U3[@]}" acquire -t 30s lb >/dev/null
+	other_holds minority M2
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status
+	assert_equal "$stderr" ""
+	# The locks' rows, without each master's lines under them.
+	local rows=() line
+	for line in "${lines[@]}"; do
+		[[ $line == "  "* ]] || rows+=("$line")
+	done
+	assert_equal "${#rows[@]}" 3
+	assert_regex "${rows[1]}" '^la +held '
+	assert_regex "${rows[2]}" '^lb +held '
+}
+
+@test "status with one master of three down still answers: 0 when held by a quorum" {
+	local t
+	t=$("$RLOCK" "${U3[@]}" acquire -t 30s sd)
+	stop_redis M2
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status sd
+	assert_regex "${lines[1]}" '^sd +held +1 '
+	"$RLOCK" "${U3[@]}" --connect-timeout 1s release sd "$t"
+	run -1 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status sd
+	assert_regex "${lines[1]}" '^sd +free '
+	stop_redis M3
+	run -69 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status sd
+	assert_equal "$output" ""
+	assert_stderr --partial "no quorum"
+}
+
+# ---- bad input ---------------------------------------------------------------
+
+@test "two URLs are a usage error for every command: two servers cannot form a quorum" {
+	local two=(-u "$M1_URL" -u "$M2_URL") cmd
+	local msg="two servers cannot form a quorum: give one URL, or three or more independent masters"
+	run -64 --separate-stderr "$RLOCK" "${two[@]}" run q -- touch ran
+	assert_usage run "rlock: run: $msg"
+	[[ ! -e ran ]] || fail "the command ran"
+	run -64 --separate-stderr "$RLOCK" "${two[@]}" acquire q
+	assert_usage acquire "rlock: acquire: $msg"
+	run -64 --separate-stderr "$RLOCK" "${two[@]}" release q 0123456789abcdef0123456789abcdef
+	assert_usage release "rlock: release: $msg"
+	run -64 --separate-stderr "$RLOCK" "${two[@]}" extend q 0123456789abcdef0123456789abcdef
+	assert_usage extend "rlock: extend: $msg"
+	run -64 --separate-stderr "$RLOCK" "${two[@]}" status q
+	assert_usage status "rlock: status: $msg"
+	RLOCK_URL="$M1_URL,$M2_URL" run -64 --separate-stderr "$RLOCK" acquire q
+	assert_usage acquire "rlock: acquire: $msg"
+	for cmd in M1 M2; do
+		gone_on q "$cmd"
+	done
+}
+
+@test "more than 16 masters, or a bad URL among three, are usage errors" {
+	local many=() i
+	for ((i = 0; i < 17; i++)); do
+		many+=(-u "redis://127.0.0.1:$((M1_PORT))")
+	done
+	run -64 --separate-stderr "$RLOCK" "${many[@]}" acquire big
+	assert_usage "" "rlock: too many servers (at most 16)"
+	run -64 --separate-stderr "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u http://127.0.0.1:1 acquire bad
+	assert_usage acquire "rlock: acquire: invalid URL 'http://127.0.0.1:1': unknown scheme"
+	gone_on big M1
+	gone_on bad M1 M2
+}
+
+# ---- status: each master's view ----------------------------------------------
+
+# json_check JSON PYTHON-EXPRESSIONS...: assert each expression over d (the
+# document) and a (the arguments after --).
+json_check() {
+	local json=$1
+	shift
+	python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+i = sys.argv.index("--")
+exprs, a = sys.argv[2:i], sys.argv[i + 1:]
+for expr in exprs:
+    if not eval(expr):
+        sys.exit("false: %s\nargs: %s\njson: %s" % (expr, a, sys.argv[1]))
+' "$json" "$@"
+}
+
+# addr M: master M's address as status shows it.
+addr() {
+	local port="${1}_PORT"
+	echo "127.0.0.1:${!port}"
+}
+
+# master_line LINE M STATE [REST]: LINE is status's line for master M:
+# two spaces, the address padded to 22, the state padded to 6, and REST
+# (held: "TOKEN8 USER@HOST:PID" after "ttl DUR  ", checked apart).
+master_line() {
+	local line=$1 m=$2 state=$3 rest=${4:-} want ttl
+	while [[ $line == *" " ]]; do
+		line=${line% }
+	done
+	if [[ $state == held ]]; then
+		printf -v want '  %-22s %-6s ttl ' "$(addr "$m")" held
+		[[ $line == "$want"* ]] || {
+			echo "line '$line' does not start with '$want'" >&2
+			return 1
+		}
+		line=${line#"$want"}
+		ttl=${line%%  *}
+		[[ $ttl =~ ^[0-9][0-9.]*(ms|s|m)$ ]] || {
+			echo "ttl '$ttl' in '$1'" >&2
+			return 1
+		}
+		line=${line#"$ttl  "}
+		[[ $line == "$rest" ]] || {
+			echo "'$line' after the ttl, not '$rest'" >&2
+			return 1
+		}
+		return 0
+	fi
+	printf -v want '  %-22s %-6s %s' "$(addr "$m")" "$state" "$rest"
+	while [[ $want == *" " ]]; do
+		want=${want% }
+	done
+	[[ $line == "$want" ]] || {
+		echo "line '$line', not '$want'" >&2
+		return 1
+	}
+}
+
+# holder_of NAME M: "TOKEN8 USER@HOST:PID" of lock NAME as master M has it.
+holder_of() {
+	rq "$2" GET "$(key "$1")"
+	local tok=${RQ:0:8}
+	rq "$2" HMGET "$(key "$1"):meta" user host pid
+	echo "$tok ${RQA[0]}@${RQA[1]}:${RQA[2]}"
+}
+
+@test "status over three masters shows each master's view under the lock's row, in --url order" {
+	local t who
+	t=$("$RLOCK" "${U3[@]}" acquire -t 30s pm)
+	rq M3 DEL "$(key pm)"
+	who=$(holder_of pm M1)
+	assert_regex "$who" "^${t:0:8} [^ ]+@[^ ]+:[0-9]+\$"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status pm
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 5
+	assert_regex "${lines[1]}" '^pm +held +1 '
+	master_line "${lines[2]}" M1 held "$who"
+	master_line "${lines[3]}" M2 held "$who"
+	master_line "${lines[4]}" M3 free
+
+	run -0 --separate-stderr "$RLOCK" -u "$M3_URL" -u "$M1_URL" -u "$M2_URL" status pm
+	assert_equal "${#lines[@]}" 5
+	master_line "${lines[2]}" M3 free
+	master_line "${lines[3]}" M1 held "$who"
+	master_line "${lines[4]}" M2 held "$who"
+
+	# Each lock gets its lines, a free one too.
+	run -1 --separate-stderr "$RLOCK" "${U3[@]}" status pm nobody
+	assert_equal "${#lines[@]}" 9
+	assert_regex "${lines[5]}" '^nobody +free '
+	master_line "${lines[6]}" M1 free
+	master_line "${lines[7]}" M2 free
+	master_line "${lines[8]}" M3 free
+}
+
+@test "status --json over three masters gives every lock a servers array, one object per master" {
+	local t pid
+	t=$("$RLOCK" "${U3[@]}" acquire -t 30s pj)
+	rq M2 DEL "$(key pj)"
+	rq M1 HGET "$(key pj):meta" pid
+	pid=$RQ
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status --json pj
+	assert_equal "$stderr" ""
+	json_check "$output" \
+		'len(d["locks"]) == 1 and d["locks"][0]["held"] is True' \
+		'[s["addr"] for s in d["locks"][0]["servers"]] == a[0:3]' \
+		'all(s["held"] is True and s["token_prefix"] == a[3][:8] and s["pid"] == int(a[4])
+		     and isinstance(s["host"], str) and s["host"] and 0 < s["ttl_ms"] <= 30000
+		     and s["error"] is None for s in [d["locks"][0]["servers"][i] for i in (0, 2)])' \
+		'd["locks"][0]["servers"][1] == {"addr": a[1], "held": False, "token_prefix": None,
+		     "host": None, "pid": None, "ttl_ms": None, "error": None}' \
+		-- "$(addr M1)" "$(addr M2)" "$(addr M3)" "$t" "$pid"
+}
+
+@test "status with one master of three down shows its error and still answers: 0 when held, 1 when free" {
+	local t who msg
+	t=$("$RLOCK" "${U3[@]}" acquire -t 30s pe)
+	who=$(holder_of pe M1)
+	stop_redis M2
+	msg="cannot connect to $(addr M2): Connection refused"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status pe
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 5
+	assert_regex "${lines[1]}" '^pe +held +1 '
+	master_line "${lines[2]}" M1 held "$who"
+	master_line "${lines[3]}" M2 error "$msg"
+	master_line "${lines[4]}" M3 held "$who"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status --json pe
+	json_check "$output" \
+		'd["locks"][0]["held"] is True' \
+		'[s["held"] for s in d["locks"][0]["servers"]] == [True, None, True]' \
+		'd["locks"][0]["servers"][1] == {"addr": a[0], "held": None, "token_prefix": None,
+		     "host": None, "pid": None, "ttl_ms": None, "error": a[1]}' \
+		-- "$(addr M2)" "$msg"
+
+	"$RLOCK" "${U3[@]}" --connect-timeout 1s release pe "$t"
+	run -1 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status pe
+	assert_equal "$stderr" ""
+	assert_regex "${lines[1]}" '^pe +free '
+	master_line "${lines[2]}" M1 free
+	master_line "${lines[3]}" M2 error "$msg"
+	master_line "${lines[4]}" M3 free
+}
+
+@test "status with one master frozen shows the timeout on its line" {
+	"$RLOCK" "${U3[@]}" acquire -t 30s pf >/dev/null
+	kill_master STOP M3
+	run -0 --separate-stderr timeout 20 "$RLOCK" "${U3[@]}" --io-timeout 500ms status pf
+	assert_equal "$stderr" ""
+	assert_regex "${lines[1]}" '^pf +held '
+	master_line "${lines[4]}" M3 error "$(addr M3): no reply within 500ms"
+}
+
+@test "status with one server keeps its table; its JSON has a servers array of one" {
+	"$RLOCK" -u "$M1_URL" acquire -t 30s p1 >/dev/null
+	run -0 --separate-stderr "$RLOCK" -u "$M1_URL" status p1
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" '^p1 +held +1 '
+	run -0 --separate-stderr "$RLOCK" -u "$M1_URL" status --json p1
+	json_check "$output" \
+		'[s["addr"] for s in d["locks"][0]["servers"]] == [a[0]]' \
+		'd["locks"][0]["servers"][0]["held"] is True' \
+		-- "$(addr M1)"
+}
