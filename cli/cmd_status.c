@@ -12,6 +12,9 @@ struct status {
 	struct cli *g;
 	struct rlock *rl;
 	struct rlock_view view[CLI_MAX_URLS];	/* each server's, this lock */
+	FILE *out;			/* the answer, written out once whole */
+	char *buf;
+	size_t len;
 	int rows;
 	int any_free;
 	int rc;
@@ -19,33 +22,33 @@ struct status {
 
 static void print_json_views(const struct status *s)
 {
-	fputs(",\"servers\":[", stdout);
+	fputs(",\"servers\":[", s->out);
 	for (size_t i = 0; i < rlock_nservers(s->rl); i++) {
 		const struct rlock_view *v = &s->view[i];
 		const struct rlock_holder *h = &v->holder;
 
-		fputs(i ? ",{\"addr\":" : "{\"addr\":", stdout);
-		cli_json_str(stdout, v->addr);
+		fputs(i ? ",{\"addr\":" : "{\"addr\":", s->out);
+		cli_json_str(s->out, v->addr);
 		if (v->state == RLOCK_VIEW_HELD) {
-			fputs(",\"held\":true,\"token_prefix\":", stdout);
-			cli_json_str(stdout, h->token_prefix);
-			fputs(",\"host\":", stdout);
-			cli_json_str(stdout, h->host);
-			printf(",\"pid\":%lld,\"ttl_ms\":%lld,\"error\":null}",
+			fputs(",\"held\":true,\"token_prefix\":", s->out);
+			cli_json_str(s->out, h->token_prefix);
+			fputs(",\"host\":", s->out);
+			cli_json_str(s->out, h->host);
+			fprintf(s->out, ",\"pid\":%lld,\"ttl_ms\":%lld,\"error\":null}",
 			       h->pid, h->ttl_ms);
 		} else if (v->state == RLOCK_VIEW_FREE) {
 			fputs(",\"held\":false,\"token_prefix\":null,"
 			      "\"host\":null,\"pid\":null,\"ttl_ms\":null,"
-			      "\"error\":null}", stdout);
+			      "\"error\":null}", s->out);
 		} else {
 			fputs(",\"held\":null,\"token_prefix\":null,"
 			      "\"host\":null,\"pid\":null,\"ttl_ms\":null,"
-			      "\"error\":", stdout);
-			cli_json_str(stdout, v->error);
-			fputs("}", stdout);
+			      "\"error\":", s->out);
+			cli_json_str(s->out, v->error);
+			fputs("}", s->out);
 		}
 	}
-	fputs("]", stdout);
+	fputs("]", s->out);
 }
 
 /* With several servers (Redlock), one line per server under the lock's
@@ -63,14 +66,14 @@ static void print_views(const struct status *s)
 		if (v->state == RLOCK_VIEW_HELD) {
 			snprintf(who, sizeof(who), "%s@%s:%lld", h->user,
 				 h->host, h->pid);
-			printf("  %-22s %-6s ttl %s  %s %s\n", v->addr, "held",
+			fprintf(s->out, "  %-22s %-6s ttl %s  %s %s\n", v->addr, "held",
 			       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl,
 							     sizeof(ttl)) :
 			       "none", h->token_prefix, cli_printable(who));
 		} else if (v->state == RLOCK_VIEW_FREE) {
-			printf("  %-22s %s\n", v->addr, "free");
+			fprintf(s->out, "  %-22s %s\n", v->addr, "free");
 		} else {
-			printf("  %-22s %-6s %s\n", v->addr, "error",
+			fprintf(s->out, "  %-22s %-6s %s\n", v->addr, "error",
 			       v->error);
 		}
 	}
@@ -79,32 +82,32 @@ static void print_views(const struct status *s)
 static void print_json(struct status *s, const char *name,
 		       const struct rlock_holder *h)
 {
-	fputs(s->rows++ ? ",{" : "{", stdout);
-	fputs("\"name\":", stdout);
-	cli_json_str(stdout, name);
-	fputs(",\"key\":", stdout);
-	cli_json_str(stdout, rlock_key(s->rl, name));
+	fputs(s->rows++ ? ",{" : "{", s->out);
+	fputs("\"name\":", s->out);
+	cli_json_str(s->out, name);
+	fputs(",\"key\":", s->out);
+	cli_json_str(s->out, rlock_key(s->rl, name));
 	if (h->held) {
-		fputs(",\"held\":true,\"token_prefix\":", stdout);
-		cli_json_str(stdout, h->token_prefix);
-		fputs(",\"host\":", stdout);
-		cli_json_str(stdout, h->host);
-		printf(",\"pid\":%lld,\"user\":", h->pid);
-		cli_json_str(stdout, h->user);
-		fputs(",\"command\":", stdout);
-		cli_json_str(stdout, h->command);
-		printf(",\"fence\":%lld,\"since_ms\":%lld,\"age_ms\":%lld,"
+		fputs(",\"held\":true,\"token_prefix\":", s->out);
+		cli_json_str(s->out, h->token_prefix);
+		fputs(",\"host\":", s->out);
+		cli_json_str(s->out, h->host);
+		fprintf(s->out, ",\"pid\":%lld,\"user\":", h->pid);
+		cli_json_str(s->out, h->user);
+		fputs(",\"command\":", s->out);
+		cli_json_str(s->out, h->command);
+		fprintf(s->out, ",\"fence\":%lld,\"since_ms\":%lld,\"age_ms\":%lld,"
 		       "\"ttl_ms\":%lld,\"waiters\":%lld", h->fence,
 		       h->since_ms, h->age_ms, h->ttl_ms, h->waiters);
 	} else {
-		printf(",\"held\":false,\"token_prefix\":null,\"host\":null,"
+		fprintf(s->out, ",\"held\":false,\"token_prefix\":null,\"host\":null,"
 		       "\"pid\":null,\"user\":null,\"command\":null,"
 		       "\"fence\":%lld,\"since_ms\":null,\"age_ms\":null,"
 		       "\"ttl_ms\":null,\"waiters\":%lld", h->fence,
 		       h->waiters);
 	}
 	print_json_views(s);
-	fputs("}", stdout);
+	fputs("}", s->out);
 }
 
 static void print_row(struct status *s, const char *name,
@@ -113,11 +116,11 @@ static void print_row(struct status *s, const char *name,
 	char age[32], ttl[32], holder[400], cmd[RLOCK_LABEL_MAX + 1];
 
 	if (s->rows++ == 0)
-		printf("%-20s %-5s %6s %8s %8s %7s  %-24s %s\n", "NAME",
+		fprintf(s->out, "%-20s %-5s %6s %8s %8s %7s  %-24s %s\n", "NAME",
 		       "STATE", "FENCE", "AGE", "TTL", "WAITERS", "HOLDER",
 		       "COMMAND");
 	if (!h->held) {
-		printf("%-20s %-5s %6lld %8s %8s %7lld  %-24s %s\n", name,
+		fprintf(s->out, "%-20s %-5s %6lld %8s %8s %7lld  %-24s %s\n", name,
 		       "free", h->fence, "-", "-", h->waiters, "-", "-");
 		print_views(s);
 		return;
@@ -127,7 +130,7 @@ static void print_row(struct status *s, const char *name,
 			 h->host, h->pid);
 	else
 		snprintf(holder, sizeof(holder), "?");
-	printf("%-20s %-5s %6lld %8s %8s %7lld  %-24s %s\n", name, "held",
+	fprintf(s->out, "%-20s %-5s %6lld %8s %8s %7lld  %-24s %s\n", name, "held",
 	       h->fence, h->since_ms > 0 ?
 	       rlock_fmt_ms(h->age_ms, age, sizeof(age)) : "-",
 	       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :
@@ -196,8 +199,16 @@ int cmd_status(int argc, char **argv, struct cli *g)
 	memset(&s, 0, sizeof(s));
 	s.g = g;
 	s.rl = cli_open(g);
+	/* The answer is gathered first: a failure half-way must leave no
+	 * half table or broken JSON on stdout. */
+	s.out = open_memstream(&s.buf, &s.len);
+	if (s.out == NULL) {
+		cli_warn(g, "out of memory");
+		rlock_free(s.rl);
+		return EX_OSERR;
+	}
 	if (g->json)
-		fputs("{\"locks\":[", stdout);
+		fputs("{\"locks\":[", s.out);
 	if (optind < argc) {
 		for (i = optind; i < argc && s.rc == RLOCK_OK; i++)
 			show(argv[i], &s);
@@ -207,16 +218,18 @@ int cmd_status(int argc, char **argv, struct cli *g)
 		if (rc == RLOCK_OK)
 			rc = s.rc;
 	}
+	if (g->json)
+		fputs("]}\n", s.out);
+	fclose(s.out);
 	if (rc != RLOCK_OK) {
-		/* Nothing half-written on stdout pretends to be an answer. */
-		fflush(stdout);
 		cli_warn(g, "%s", rlock_errstr(s.rl));
+		free(s.buf);
 		rlock_free(s.rl);
 		return cli_exit_code(rc, EX_TEMPFAIL);
 	}
-	if (g->json)
-		fputs("]}\n", stdout);
-	else if (s.rows == 0 && optind >= argc && g->verbose >= 0)
+	fwrite(s.buf, 1, s.len, stdout);
+	free(s.buf);
+	if (!g->json && s.rows == 0 && optind >= argc && g->verbose >= 0)
 		fprintf(stderr, "rlock: status: no locks held under '%s'\n",
 			g->prefix);
 	rlock_free(s.rl);

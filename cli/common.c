@@ -455,7 +455,8 @@ void cli_report_acquire(const struct cli *g, const char *name, int rc,
 {
 	char who[600], tb[32];
 
-	if (rc != RLOCK_BUSY)
+	/* Busy with nobody holding it: a quorum granted, too late. */
+	if (rc != RLOCK_BUSY || !h->held)
 		cli_warn(g, "%s", rlock_errstr(rl));
 	else if (g->verbose < 0)
 		return; /* -q: a busy lock is an answer, not a fault */

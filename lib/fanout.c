@@ -106,6 +106,7 @@ static void on_drop(struct fan *f, struct rlock_node *n, struct fan_slot *s,
 /* One reply came for slot s. */
 static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 {
+	s->answered = 1;
 	/* NOSCRIPT (after SCRIPT FLUSH or a restart): EVAL loads it. */
 	if (r->type == REDIS_REPLY_ERROR && starts_with(r, "NOSCRIPT") &&
 	    s->req->script != REQ_COMMAND && !s->use_eval) {
@@ -147,6 +148,7 @@ static void send_slot(struct rlock *rl, struct rlock_node *n,
 	if (fresh && s->tries == 0)
 		*deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms);
 	s->tries++;
+	s->answered = 0;
 	if (req_send(n->cmd, s->req, s->use_eval) != RLOCK_OK) {
 		finish(s, RLOCK_ESYS, conn_errstr(n->cmd));
 		return;
@@ -193,6 +195,7 @@ void fan_run(struct rlock *rl, struct fan *f)
 		s->use_eval = 0;
 		s->tries = 0;
 		s->dropped = 0;
+		s->answered = 0;
 	}
 	for (;;) {
 		now = rlock_mono_ms();

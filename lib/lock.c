@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,17 @@ static int setup_tls(struct rlock *rl, const struct rlock_config *cfg,
 	o.sni = cfg->tls_sni;
 	o.insecure = cfg->tls_insecure;
 	return tls_ctx_get(&o, &rl->copts.tls, err, errlen);
+}
+
+/* Whether two URLs name one server (whatever their db or scheme). */
+static int same_server(const struct rlock_url *a, const struct rlock_url *b)
+{
+	if ((a->kind == RLOCK_URL_UNIX) != (b->kind == RLOCK_URL_UNIX))
+		return 0;
+	if (a->kind == RLOCK_URL_UNIX)
+		return strcmp(a->path, b->path) == 0;
+	return a->hosts[0].port == b->hosts[0].port &&
+	       strcasecmp(a->hosts[0].host, b->hosts[0].host) == 0;
 }
 
 struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
@@ -94,6 +106,17 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 			goto fail;
 		}
 		rl->nnode++;
+	}
+	for (i = 0; i < rl->nnode; i++) {
+		for (size_t j = 0; j < i; j++) {
+			if (same_server(&rl->node[i].url, &rl->node[j].url)) {
+				rlock_seterr(err, errlen, "%s and %s are the "
+					     "same server: a quorum needs "
+					     "independent masters",
+					     cfg->urls[j], cfg->urls[i]);
+				goto fail;
+			}
+		}
 	}
 	*code = setup_tls(rl, cfg, err, errlen);
 	if (*code != RLOCK_OK)
@@ -270,6 +293,41 @@ static int parse_holder(const redisReply *r, struct rlock_holder *h)
 
 /* ---- acquire -------------------------------------------------------- */
 
+/*
+ * With several masters, make the fence handed out durable: raise the
+ * counters of the granting masters that are below it, until a quorum
+ * holds a counter at least that high (majorities intersect, so the next
+ * grant counts above it).  got[i] is the fence master i granted, 0 none.
+ * Returns the number of masters known to be at fence or above.
+ */
+static size_t raise_fence(struct rlock *rl, const struct names *n,
+			  const char *token, long long fence,
+			  const long long *got)
+{
+	struct request q;
+	struct fan f;
+	size_t i, at = 0, low = 0;
+
+	fan_init(&f, rl);
+	req_fence(&q, &n->v, token, fence);
+	for (i = 0; i < f.n; i++) {
+		if (got[i] == fence)
+			at++;
+		else if (got[i] > 0 && ++low)
+			f.slot[i].req = &q;
+	}
+	if (at >= rl->quorum || low == 0)
+		return at;
+	fan_run(rl, &f);
+	for (i = 0; i < f.n; i++) {
+		if (f.slot[i].req != NULL && f.slot[i].res.rc == RLOCK_OK &&
+		    f.slot[i].res.r->type == REDIS_REPLY_INTEGER)
+			at++;
+	}
+	fan_done(&f);
+	return at;
+}
+
 /* One attempt on every server.  Returns RLOCK_OK, RLOCK_BUSY with holder
  * filled, or an error. */
 static int try_acquire(struct rlock *rl, const struct names *n,
@@ -280,8 +338,8 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 	struct acquirer who;
 	struct request q;
 	struct fan f;
-	size_t i, ngrant = 0, nbusy = 0, nfail = 0;
-	long long fence = 0;
+	size_t i, ngrant = 0, nbusy = 0, nfail = 0, unsure = 0;
+	long long fence = 0, got[RLOCK_MAX_SERVERS] = { 0 };
 	int64_t t0, elapsed;
 	int rc;
 
@@ -301,6 +359,9 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 		redisReply *r = f.slot[i].res.r;
 
 		if (f.slot[i].res.rc != RLOCK_OK) {
+			/* Sent, then no answer: it may have been granted. */
+			if (f.slot[i].tries > 0 && !f.slot[i].answered)
+				unsure++;
 			nfail++;
 			continue;
 		}
@@ -311,8 +372,9 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 		}
 		if (elem_ll(r, 0) == 1) {
 			ngrant++;
-			if (elem_ll(r, 1) > fence)
-				fence = elem_ll(r, 1);
+			got[i] = elem_ll(r, 1);
+			if (got[i] > fence)
+				fence = got[i];
 		} else if (r->elements == 2) {
 			/* The cheap answer: only the lease left; the
 			 * details are those of the last detailed answer. */
@@ -320,12 +382,22 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 			holder->ttl_ms = elem_ll(r, 1);
 			nbusy++;
 		} else if (parse_holder(r, holder) == 0) {
+			holder->held = 1;
 			nbusy++;
 		} else {
 			fan_unexpected(&f, i, "acquire");
 			nfail++;
 		}
 	}
+	if (ngrant >= rl->quorum && rl->nnode > 1 &&
+	    raise_fence(rl, n, token, fence, got) < rl->quorum) {
+		rlock_seterr(rl->err, sizeof(rl->err), "no quorum: the fence "
+			     "could not be raised on a majority");
+		fan_undo(rl, &n->v, token);
+		fan_done(&f);
+		return RLOCK_EUNAVAIL;
+	}
+	elapsed = rlock_boot_ms() - t0;
 	if (ngrant >= rl->quorum && lease_valid(o->ttl_ms, elapsed)) {
 		snprintf(lease->token, sizeof(lease->token), "%s", token);
 		lease->fence = fence;
@@ -334,7 +406,11 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 		lease->renewed_boot_ms = t0;
 		rc = RLOCK_OK;
 	} else {
-		if (ngrant > 0)
+		/* Undo on all, as Redlock says: a grant that was counted, and
+		 * one that may have happened unseen (a server that froze or
+		 * dropped the connection after the request went out would
+		 * otherwise keep a dead token until its TTL). */
+		if (ngrant > 0 || unsure > 0)
 			fan_undo(rl, &n->v, token);
 		if (nbusy > 0 && nbusy + nfail > rl->nnode - rl->quorum &&
 		    nfail <= rl->nnode - rl->quorum) {
@@ -740,11 +816,12 @@ static long long count_waiters(struct rlock *rl, const struct names *n)
 int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 		 struct rlock_view *each)
 {
-	struct rlock_holder h;
+	struct rlock_holder h[RLOCK_MAX_SERVERS];
 	struct request q;
 	struct fan f;
 	struct names n;
-	size_t i, held = 0, fail = 0, ok = 0;
+	size_t i, fail = 0, ok = 0;
+	long long fence = 0;
 	int rc;
 
 	rc = make_names(rl, name, &n);
@@ -757,7 +834,7 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	fan_run(rl, &f);
 	for (i = 0; i < f.n; i++) {
 		if (f.slot[i].res.rc == RLOCK_OK &&
-		    parse_holder(f.slot[i].res.r, &h) != 0)
+		    parse_holder(f.slot[i].res.r, &h[i]) != 0)
 			fan_unexpected(&f, i, "status");
 		if (each != NULL)
 			fill_view(rl, &f, i, &each[i]);
@@ -766,27 +843,34 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 			continue;
 		}
 		ok++;
-		if (h.held) {
-			if (held == 0 || h.fence > out->fence)
-				*out = h;
-			held++;
-		} else if (held == 0 && h.fence > out->fence) {
-			out->fence = h.fence;
-		}
+		if (h[i].fence > fence)
+			fence = h[i].fence;
 	}
 	if (ok < rl->quorum) {
 		rc = fan_first_error(rl, &f, fail);
 		fan_done(&f);
 		return rc;
 	}
-	fan_done(&f);
-	out->held = held >= rl->quorum;
-	if (!out->held) {
-		long long fence = out->fence;
+	/* Held when one token holds it on a quorum; shown is that holder
+	 * as the server with the highest fence knows it. */
+	for (i = 0; i < f.n; i++) {
+		size_t same = 0;
 
+		if (f.slot[i].res.rc != RLOCK_OK || !h[i].held)
+			continue;
+		for (size_t j = 0; j < f.n; j++) {
+			if (f.slot[j].res.rc == RLOCK_OK && h[j].held &&
+			    strcmp(h[j].token_prefix, h[i].token_prefix) == 0)
+				same++;
+		}
+		if (same >= rl->quorum && (!out->held || h[i].fence > out->fence))
+			*out = h[i];
+	}
+	fan_done(&f);
+	if (!out->held) {
 		memset(out, 0, sizeof(*out));
-		out->fence = fence;
 		out->ttl_ms = -2;
+		out->fence = fence;
 	}
 	out->waiters = count_waiters(rl, &n);
 	return RLOCK_OK;

@@ -35,6 +35,7 @@ enum rlock_script_id {
 	RLOCK_SCRIPT_EXTEND,
 	RLOCK_SCRIPT_RELEASE,
 	RLOCK_SCRIPT_FORCE,
+	RLOCK_SCRIPT_FENCE,
 	RLOCK_SCRIPT_STATUS,
 	RLOCK_SCRIPT_COUNT
 };
@@ -80,6 +81,9 @@ void req_release(struct request *q, const struct lock_names *n,
 		 const char *token);
 void req_force(struct request *q, const struct lock_names *n);
 void req_status(struct request *q, const struct lock_names *n);
+/* Raise the fence counter to fence (several masters). */
+void req_fence(struct request *q, const struct lock_names *n,
+	       const char *token, long long fence);
 /* A plain command of argc words. */
 void req_command(struct request *q, int argc, const char *const *argv);
 
@@ -155,6 +159,7 @@ struct fan_slot {
 	int use_eval;			/* NOSCRIPT came back: send EVAL */
 	int tries;
 	int dropped;			/* sent again after a drop */
+	int answered;			/* the last send got a reply */
 	int64_t retry_at;
 	struct rlock_result res;
 };

@@ -85,6 +85,22 @@ static const char force_lua[] =
 	"return {1, 0, m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '',\n"
 	"        m[6] or '', string.sub(cur, 1, 8), '0'}\n";
 
+/*
+ * Fence.  KEYS: lock, meta, fence.  ARGV: token, fence.  With several
+ * masters the fence handed out is the highest of the majority's counters;
+ * raising the others to it (never lowering one) makes every later
+ * majority, which shares a master with this one, count above it.  A
+ * minority grant that was undone still moved its master's counter, so
+ * without this the next fence could be lower than the last.
+ */
+static const char fence_lua[] =
+	"local c = tonumber(redis.call('GET', KEYS[3]) or '0') or 0\n"
+	"if c < tonumber(ARGV[2]) then redis.call('SET', KEYS[3], ARGV[2]) end\n"
+	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+	"  redis.call('HSET', KEYS[2], 'fence', ARGV[2])\n"
+	"end\n"
+	"return 1\n";
+
 /* Status.  KEYS: lock, meta, fence.  Same holder layout as acquire. */
 static const char status_lua[] =
 	"local cur = redis.call('GET', KEYS[1])\n"
@@ -111,6 +127,8 @@ const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 				   "2266d7f8aff72b9cd15fd9aeba05f58fc270af6d" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "9d26df5ba92bd49ab132f83d31604833ebfbec43" },
+	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
+				 "a3a2ce407637b107b8ddedc20e8a0070fefb76bd" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
 				  "2fff7f8cda4f3a5613b78ffc6b10480bfdf9374c" },
 };
@@ -185,6 +203,15 @@ void req_force(struct request *q, const struct lock_names *n)
 {
 	begin(q, RLOCK_SCRIPT_FORCE, 2, n);
 	q->argv[q->argc++] = n->chan;
+}
+
+/* KEYS: lock, meta, fence.  ARGV: token, fence. */
+void req_fence(struct request *q, const struct lock_names *n,
+	       const char *token, long long fence)
+{
+	begin(q, RLOCK_SCRIPT_FENCE, 3, n);
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = num(q, 0, fence);
 }
 
 /* KEYS: lock, meta, fence. */

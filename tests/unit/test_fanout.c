@@ -151,7 +151,8 @@ static int answer(struct fake *f, struct client *c, const redisReply *r)
 		if (rec->script == RLOCK_SCRIPT_ACQUIRE)
 			say(c->fd, "*2\r\n:1\r\n:1\r\n");
 		else if (rec->script == RLOCK_SCRIPT_EXTEND ||
-			 rec->script == RLOCK_SCRIPT_RELEASE)
+			 rec->script == RLOCK_SCRIPT_RELEASE ||
+			 rec->script == RLOCK_SCRIPT_FENCE)
 			say(c->fd, ":1\r\n");
 		else if (rec->script == RLOCK_SCRIPT_STATUS)
 			say(c->fd, "*10\r\n:0\r\n:-2\r\n$0\r\n\r\n$0\r\n\r\n"
@@ -490,9 +491,13 @@ static void all_grant(void)
 
 	unit_context("all grant");
 	world_init(&w, 3);
-	PLAN(&w.fake[0], { A_GRANT, 7 }, { A_INT, 1 }, { A_INT, 1 });
+	/* The fence handed out is the highest; the two masters below it
+	 * are raised to it (the second step of 0 and 2). */
+	PLAN(&w.fake[0], { A_GRANT, 7 }, { A_INT, 1 }, { A_INT, 1 },
+	     { A_INT, 1 });
 	PLAN(&w.fake[1], { A_GRANT, 42 }, { A_INT, 1 }, { A_INT, 1 });
-	PLAN(&w.fake[2], { A_GRANT, 13 }, { A_INT, 0 }, { A_INT, 1 });
+	PLAN(&w.fake[2], { A_GRANT, 13 }, { A_INT, 1 }, { A_INT, 0 },
+	     { A_INT, 1 });
 	if (world_start(&w) == 0) {
 		CHECK_INT(acquire(&w, &l, &h), RLOCK_OK);
 		CHECK_INT(l.fence, 42);
@@ -507,17 +512,71 @@ static void all_grant(void)
 	for (size_t i = 0; i < 3; i++) {
 		const struct fake *f = &w.fake[i];
 
+		size_t raised = i != 1;
+
 		unit_context("all grant, server %zu", i);
-		CHECK_INT(f->nrec, 3);
+		CHECK_INT(f->nrec, 3 + raised);
 		CHECK_INT(f->conns, 1);
 		CHECK_STR(f->rec[0].cmd, "EVALSHA");
 		CHECK_INT(f->rec[0].script, RLOCK_SCRIPT_ACQUIRE);
 		CHECK_INT(f->rec[0].eval, 0);
 		CHECK_STR(f->rec[0].token, TOKEN);
-		CHECK_INT(f->rec[1].script, RLOCK_SCRIPT_EXTEND);
-		CHECK_INT(f->rec[2].script, RLOCK_SCRIPT_RELEASE);
-		CHECK_STR(f->rec[2].token, TOKEN);
+		if (raised)
+			CHECK_INT(f->rec[1].script, RLOCK_SCRIPT_FENCE);
+		CHECK_INT(f->rec[1 + raised].script, RLOCK_SCRIPT_EXTEND);
+		CHECK_INT(f->rec[2 + raised].script, RLOCK_SCRIPT_RELEASE);
+		CHECK_STR(f->rec[2 + raised].token, TOKEN);
 	}
+	unit_context(NULL);
+}
+
+/*
+ * The fence must be durable on a quorum: when the one master below it
+ * cannot be raised, there is no lock.  And a master that took the request
+ * and never answered may have granted it: it is undone there too.
+ */
+static void fence_and_undo(void)
+{
+	struct rlock_lease l;
+	struct rlock_holder h;
+	struct world w;
+
+	unit_context("fence not raised");
+	world_init(&w, 3);
+	PLAN(&w.fake[0], { A_GRANT, 3 }, { A_ERR, 0, "ERR no" });
+	PLAN(&w.fake[1], { A_GRANT, 5 });
+	w.fake[2].refuse = 1;
+	if (world_start(&w) == 0) {
+		CHECK_INT(acquire(&w, &l, &h), RLOCK_EUNAVAIL);
+		CHECK(has(rlock_errstr(w.rl), "fence could not be raised"));
+	}
+	world_stop(&w);
+	CHECK_INT(count(&w.fake[0], RLOCK_SCRIPT_FENCE), 1);
+	CHECK_INT(count(&w.fake[1], RLOCK_SCRIPT_FENCE), 0);
+	CHECK_INT(count(&w.fake[0], RLOCK_SCRIPT_RELEASE), 1);
+	CHECK_INT(count(&w.fake[1], RLOCK_SCRIPT_RELEASE), 1);
+
+	unit_context("2 busy, 1 silent");
+	world_init(&w, 3);
+	PLAN(&w.fake[0], { A_BUSY });
+	PLAN(&w.fake[1], { A_BUSY });
+	PLAN(&w.fake[2], { A_SILENT });
+	if (world_start(&w) == 0)
+		CHECK_INT(acquire(&w, &l, &h), RLOCK_BUSY);
+	world_stop(&w);
+	CHECK_INT(count(&w.fake[2], RLOCK_SCRIPT_ACQUIRE), 1);
+	CHECK_INT(count(&w.fake[2], RLOCK_SCRIPT_RELEASE), 1);
+
+	unit_context("2 busy, 1 error reply");
+	world_init(&w, 3);
+	PLAN(&w.fake[0], { A_BUSY });
+	PLAN(&w.fake[1], { A_BUSY });
+	PLAN(&w.fake[2], { A_ERR, 0, "READONLY You can't write." });
+	if (world_start(&w) == 0)
+		CHECK_INT(acquire(&w, &l, &h), RLOCK_BUSY);
+	world_stop(&w);
+	/* An error reply is a definite no: nothing to undo. */
+	CHECK_INT(count(&w.fake[2], RLOCK_SCRIPT_RELEASE), 0);
 	unit_context(NULL);
 }
 
@@ -1202,6 +1261,7 @@ void test_fanout(void)
 	tally();
 	all_grant();
 	one_refused();
+	fence_and_undo();
 	minority_busy();
 	minority_refused();
 	too_slow();
