@@ -161,14 +161,14 @@ static int has_hashed_certs(const char *dir)
  * Where trusted CAs come from.  Without --cacert or --cacertdir, the
  * system's hashed directory is read lazily, one certificate per lookup:
  * OpenSSL 3 parses the whole bundle file eagerly, which costs tens of
- * milliseconds at every start.  SSL_CERT_FILE and SSL_CERT_DIR are
- * honoured as OpenSSL does, and a system with no hashed directory falls
- * back to the bundle.
+ * milliseconds at every start.  SSL_CERT_DIR (lazy too) and SSL_CERT_FILE
+ * are honoured as OpenSSL does, and a system with no hashed directory
+ * falls back to the bundle.
  */
 static int load_trust(struct tls_ctx *t, const struct tls_opts *o, char *err,
 		      size_t errlen)
 {
-	const char *dir;
+	const char *env, *dir;
 
 	if (o->cacert != NULL || o->cacertdir != NULL) {
 		if (ossl.SSL_CTX_load_verify_locations(t->ctx, o->cacert,
@@ -181,10 +181,12 @@ static int load_trust(struct tls_ctx *t, const struct tls_opts *o, char *err,
 		}
 		return RLOCK_OK;
 	}
-	dir = ossl.X509_get_default_cert_dir();
+	/* SSL_CERT_DIR may list several directories, as OpenSSL allows. */
+	env = getenv(ossl.X509_get_default_cert_dir_env());
+	dir = env != NULL && *env != '\0' ? env :
+		ossl.X509_get_default_cert_dir();
 	if (getenv(ossl.X509_get_default_cert_file_env()) == NULL &&
-	    getenv(ossl.X509_get_default_cert_dir_env()) == NULL &&
-	    has_hashed_certs(dir)) {
+	    (dir == env || has_hashed_certs(dir))) {
 		if (ossl.SSL_CTX_load_verify_dir(t->ctx, dir) == 1)
 			return RLOCK_OK;
 	}
