@@ -865,3 +865,71 @@ holder_of() {
 		'd["locks"][0]["servers"][0]["held"] is True' \
 		-- "$(addr M1)"
 }
+
+# ---- found by this suite, fixed -------------------------------------------
+
+@test "the fence never goes backwards, though undone minority grants moved one master's counter" {
+	other_holds fb M1 M2
+	local f1 f2
+	# (Not a loop over i: bats's run -N changes the caller's i.)
+	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
+	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
+	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
+	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
+	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
+	# M3 granted and undid five times: its counter is 5, the others' 0.
+	fence_is fb 5 M3
+	rq M1 DEL "${RLOCK_PREFIX}{fb}"
+	rq M2 DEL "${RLOCK_PREFIX}{fb}"
+	f1=$("$RLOCK" "${U3[@]}" run -n fb -- sh -c 'echo "$RLOCK_FENCE"')
+	assert_equal "$f1" 6
+	# The two masters below the fence handed out were raised to it ...
+	fence_is fb 6 M1 M2 M3
+	# ... so a majority without M3 still counts above it.
+	other_holds fb M3
+	f2=$("$RLOCK" "${U3[@]}" run -n fb -- sh -c 'echo "$RLOCK_FENCE"')
+	((f2 > f1)) || fail "fence went from $f1 to $f2"
+}
+
+@test "an acquire that failed on frozen masters leaves no dead token on them once they thaw" {
+	# The scripts in the masters' cache, so that a thawed master runs the
+	# queued EVALSHA; M1 answers busy, so no grant is counted anywhere.
+	run -0 "$RLOCK" "${U3[@]}" run dead -- true
+	other_holds dead M1
+	kill_master STOP M2 M3
+	run -69 --separate-stderr timeout 20 "$RLOCK" "${U3[@]}" --connect-timeout 1s \
+		--io-timeout 1s acquire -t 30s dead
+	kill -CONT "$(master_pid M2)" "$(master_pid M3)"
+	rq M1 DEL "${RLOCK_PREFIX}{dead}"
+	# The queued acquire ran on M2 and M3, and the undo after it.
+	wait_until 5 fence_is dead 2 M2 M3
+	wait_until 5 gone_on dead M1 M2 M3
+	run -0 "$RLOCK" "${U3[@]}" run -n dead -- true
+}
+
+@test "status: two tokens on one master each are no majority: free" {
+	rq M2 SET "${RLOCK_PREFIX}{split}" tokA PX 60000
+	rq M3 SET "${RLOCK_PREFIX}{split}" tokB PX 60000
+	run -1 --separate-stderr "$RLOCK" "${U3[@]}" status split
+	assert_line --index 1 --regexp '^split +free '
+	run -1 --separate-stderr "$RLOCK" "${U3[@]}" --json status split
+	json_check "$output" 'd["locks"][0]["held"] is False' \
+		'[s["held"] for s in d["locks"][0]["servers"]] == [False, True, True]' --
+}
+
+@test "the same server twice is a usage error: a quorum needs independent masters" {
+	run -64 --separate-stderr "$RLOCK" -u "$M1_URL" -u "$M1_URL" -u "$M2_URL" run twice -- touch ran
+	assert_stderr_line --index 0 "rlock: run: $M1_URL and $M1_URL are the same server: a quorum needs independent masters"
+	[[ ! -e ran ]]
+	gone_on twice M1 M2
+}
+
+@test "a majority that grants too late says so, not who holds it" {
+	start_proxy P1 "$M1_PORT"
+	start_proxy P2 "$M2_PORT"
+	proxy_cmd P1 delay down 300
+	proxy_cmd P2 delay down 300
+	run -75 --separate-stderr timeout 20 "$RLOCK" -u "$P1_URL" -u "$P2_URL" -u "$M3_URL" \
+		acquire -n -t 200ms late2
+	assert_stderr "rlock: acquire: acquire took longer than the TTL allows"
+}

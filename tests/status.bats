@@ -170,3 +170,11 @@ for expr in sys.argv[2:]:
 	refute_output --partial $'\e'
 	refute_output --partial $'\r'
 }
+
+@test "status with the server down prints nothing on stdout, neither a half table nor broken JSON" {
+	run -69 --separate-stderr "$RLOCK" -u redis://127.0.0.1:1 --json status k
+	assert_output ""
+	assert_stderr "rlock: status: cannot connect to 127.0.0.1:1: Connection refused"
+	run -69 --separate-stderr "$RLOCK" -u redis://127.0.0.1:1 status k
+	assert_output ""
+}
