@@ -36,7 +36,7 @@
 	X(SSL_CTX_set_verify) X(SSL_CTX_load_verify_locations)             \
 	X(SSL_CTX_load_verify_dir) X(SSL_CTX_set_default_verify_paths)     \
 	X(SSL_CTX_use_certificate_chain_file)                              \
-	X(SSL_CTX_use_PrivateKey_file) X(SSL_CTX_check_private_key) X(SSL_CTX_set_default_passwd_cb)        \
+	X(SSL_CTX_use_PrivateKey_file) X(SSL_CTX_check_private_key) X(SSL_CTX_set_default_passwd_cb) X(SSL_CTX_sess_set_new_cb) X(SSL_set_session) X(SSL_SESSION_free) X(SSL_set_ex_data) X(SSL_get_ex_data)        \
 	X(SSL_new) X(SSL_free) X(SSL_set_bio) X(SSL_set_connect_state)     \
 	X(SSL_ctrl) X(SSL_do_handshake) X(SSL_read) X(SSL_write)           \
 	X(SSL_get_error) X(SSL_get_verify_result) X(SSL_pending)           \
@@ -100,12 +100,21 @@ static const char *ossl_reason(void)
 
 /* ---- the client context --------------------------------------------- */
 
+#define TLS_SESSIONS 16
+
 struct tls_ctx {
 	SSL_CTX *ctx;
 	int refs;
 	int insecure;
 	char *sni;
 	char *cacert, *cacertdir, *cert, *key;	/* what it was made of */
+	/* The last session of each server (under tls_lock), so that the
+	 * next connection (run's renewal thread, a waiter's subscription)
+	 * resumes it instead of paying a full handshake. */
+	struct {
+		char addr[600];		/* as conn_addr */
+		SSL_SESSION *sess;
+	} sessions[TLS_SESSIONS];
 };
 
 /* The one context shared by the handles of this process. */
@@ -129,6 +138,10 @@ static void ctx_free(struct tls_ctx *t)
 {
 	if (t == NULL)
 		return;
+	for (int i = 0; i < TLS_SESSIONS; i++) {
+		if (t->sessions[i].sess != NULL)
+			ossl.SSL_SESSION_free(t->sessions[i].sess);
+	}
 	if (t->ctx != NULL)
 		ossl.SSL_CTX_free(t->ctx);
 	free(t->sni);
@@ -254,6 +267,62 @@ static int load_client_cert(struct tls_ctx *t, const struct tls_opts *o,
 	return RLOCK_OK;
 }
 
+/* The session slot of addr: its own, else a free one, else the first. */
+static int session_slot(struct tls_ctx *t, const char *addr)
+{
+	int i, free_slot = -1;
+
+	for (i = 0; i < TLS_SESSIONS; i++) {
+		if (t->sessions[i].sess != NULL &&
+		    strcmp(t->sessions[i].addr, addr) == 0)
+			return i;
+		if (t->sessions[i].sess == NULL && free_slot < 0)
+			free_slot = i;
+	}
+	return free_slot >= 0 ? free_slot : 0;
+}
+
+/* OpenSSL has a new session (a TLS 1.3 ticket comes with the first
+ * reply): keep it for the next connection to the same server.  Returning
+ * 1 keeps the reference OpenSSL hands over. */
+static int new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct rlock_conn *c = ossl.SSL_get_ex_data(ssl, 0);
+	struct tls_ctx *t;
+	int i;
+
+	if (c == NULL)
+		return 0;
+	t = c->opts.tls;
+	pthread_mutex_lock(&tls_lock);
+	i = session_slot(t, c->addr);
+	if (t->sessions[i].sess != NULL)
+		ossl.SSL_SESSION_free(t->sessions[i].sess);
+	snprintf(t->sessions[i].addr, sizeof(t->sessions[i].addr), "%s",
+		 c->addr);
+	t->sessions[i].sess = sess;
+	pthread_mutex_unlock(&tls_lock);
+	return 1;
+}
+
+/* Offer ssl the last session of c's server, if any, once: Redis keeps
+ * its sessions on the server, and such a ticket resumes only once. */
+static void resume_session(struct rlock_conn *c, SSL *ssl)
+{
+	struct tls_ctx *t = c->opts.tls;
+	int i;
+
+	pthread_mutex_lock(&tls_lock);
+	i = session_slot(t, c->addr);
+	if (t->sessions[i].sess != NULL &&
+	    strcmp(t->sessions[i].addr, c->addr) == 0) {
+		ossl.SSL_set_session(ssl, t->sessions[i].sess);
+		ossl.SSL_SESSION_free(t->sessions[i].sess);
+		t->sessions[i].sess = NULL;
+	}
+	pthread_mutex_unlock(&tls_lock);
+}
+
 static char *dup_or_null(const char *s, int *oom)
 {
 	char *d;
@@ -299,6 +368,10 @@ static int ctx_new(const struct tls_opts *o, struct tls_ctx **out, char *err,
 				 SSL_OP_IGNORE_UNEXPECTED_EOF);
 	ossl.SSL_CTX_set_verify(t->ctx, o->insecure ? SSL_VERIFY_NONE :
 				SSL_VERIFY_PEER, NULL);
+	ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_SET_SESS_CACHE_MODE,
+			  SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE,
+			  NULL);
+	ossl.SSL_CTX_sess_set_new_cb(t->ctx, new_session);
 	rc = o->insecure ? RLOCK_OK : load_trust(t, o, err, errlen);
 	if (rc == RLOCK_OK)
 		rc = load_client_cert(t, o, err, errlen);
@@ -589,6 +662,8 @@ static int tls_start(struct rlock_conn *c, int64_t deadline)
 	}
 	ossl.SSL_set_bio(s->ssl, s->rbio, s->wbio);
 	ossl.SSL_set_connect_state(s->ssl);
+	ossl.SSL_set_ex_data(s->ssl, 0, c);
+	resume_session(c, s->ssl);
 	/* RFC 6066: SNI carries names, never addresses. */
 	if (!is_ip_literal(host))
 		ossl.SSL_ctrl(s->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME,
