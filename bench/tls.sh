@@ -902,10 +902,10 @@ if "tls" in CG and "plain" in CG:
                   f"{meta['bundle_certs']}-certificate bundle as "
                   f"`--cacert` costs +{wall['tls-bundle'] - wall['tls']:.1f} ms "
                   f"({CG['tls-bundle'][0] / 1e6:.0f} M instructions against {CG['tls'][0] / 1e6:.0f} M), "
-                  f"and so does setting `SSL_CERT_DIR` (+{wall['tls-sslcertdir'] - wall['tls']:.1f} ms, "
-                  f"{CG['tls-sslcertdir'][0] / 1e6:.0f} M): rlock then calls "
-                  "`SSL_CTX_set_default_verify_paths`, which also parses the default bundle file "
-                  "eagerly.")
+                  f"while `SSL_CERT_DIR` (read lazily, as the default directory) costs "
+                  f"{wall['tls-sslcertdir'] - wall['tls']:+.1f} ms "
+                  f"({CG['tls-sslcertdir'][0] / 1e6:.0f} M): prefer `--cacertdir` or the "
+                  "default store to a bundle.")
 rd.append("")
 o[reading_at:reading_at] = rd
 
