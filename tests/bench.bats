@@ -6,19 +6,6 @@
 bats_require_minimum_version 1.5.0
 load test_helper
 
-# json_check JSON PYTHON-EXPRESSIONS...: assert each expression over d.
-json_check() {
-	local json=$1
-	shift
-	python3 -c '
-import json, sys
-d = json.loads(sys.argv[1])
-for expr in sys.argv[2:]:
-    if not eval(expr):
-        sys.exit("false: %s\njson: %s" % (expr, sys.argv[1]))
-' "$json" "$@"
-}
-
 # No key of the run is left behind (the fence counters never expire).
 no_bench_keys() {
 	[[ -z $(rcli R --scan --pattern "${RLOCK_PREFIX}*") ]]

@@ -700,22 +700,6 @@ start_run() {
 
 # ---- status: each master's view ----------------------------------------------
 
-# json_check JSON PYTHON-EXPRESSIONS...: assert each expression over d (the
-# document) and a (the arguments after --).
-json_check() {
-	local json=$1
-	shift
-	python3 -c '
-import json, sys
-d = json.loads(sys.argv[1])
-i = sys.argv.index("--")
-exprs, a = sys.argv[2:i], sys.argv[i + 1:]
-for expr in exprs:
-    if not eval(expr):
-        sys.exit("false: %s\nargs: %s\njson: %s" % (expr, a, sys.argv[1]))
-' "$json" "$@"
-}
-
 # addr M: master M's address as status shows it.
 addr() {
 	local port="${1}_PORT"

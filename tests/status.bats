@@ -16,19 +16,6 @@ start_holder() {
 	HOLDER_TOKEN=$(holder "$name")
 }
 
-# json_check JSON PYTHON-EXPRESSIONS...: assert each expression over d.
-json_check() {
-	local json=$1
-	shift
-	python3 -c '
-import json, sys
-d = json.loads(sys.argv[1])
-for expr in sys.argv[2:]:
-    if not eval(expr):
-        sys.exit("false: %s\njson: %s" % (expr, sys.argv[1]))
-' "$json" "$@"
-}
-
 @test "status of a held lock exits 0 and shows its holder" {
 	start_holder s
 	run -0 --separate-stderr "$RLOCK" status s

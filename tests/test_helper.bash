@@ -39,7 +39,8 @@
 #
 # Assertions on `run --separate-stderr`: assert_stderr, assert_stderr_line,
 # refute_stderr (as assert_output/assert_line/refute_output), and
-# assert_usage CMD MESSAGE / assert_try CMD for usage errors.
+# assert_usage CMD MESSAGE / assert_try CMD for usage errors; json_check JSON
+# EXPR... [-- ARG...] for python expressions over a JSON document.
 
 bats_require_minimum_version 1.5.0
 
@@ -285,6 +286,23 @@ _rl_kill_prefix() {
 		wait_until 5 pid_gone "$pid" || true
 	done
 	return 0
+}
+
+# json_check JSON PYTHON-EXPRESSION... [-- ARG...]: assert each expression
+# over d (the document) and a (the arguments after --, if any).
+json_check() {
+	local json=$1
+	shift
+	python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+rest = sys.argv[2:]
+i = rest.index("--") if "--" in rest else len(rest)
+exprs, a = rest[:i], rest[i + 1:]
+for expr in exprs:
+    if not eval(expr):
+        sys.exit("false: %s\nargs: %s\njson: %s" % (expr, a, sys.argv[1]))
+' "$json" "$@"
 }
 
 # ---- redis servers --------------------------------------------------------

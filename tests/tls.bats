@@ -39,19 +39,6 @@ teardown() {
 	rl_teardown
 }
 
-# json_check JSON PYTHON-EXPRESSIONS...: assert each expression over d.
-json_check() {
-	local json=$1
-	shift
-	python3 -c '
-import json, sys
-d = json.loads(sys.argv[1])
-for expr in sys.argv[2:]:
-    if not eval(expr):
-        sys.exit("false: %s\njson: %s" % (expr, sys.argv[1]))
-' "$json" "$@"
-}
-
 # The options of a client that mutual TLS accepts.
 MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 
