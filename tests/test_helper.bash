@@ -16,7 +16,8 @@
 #	start_redis_unix NAME [args...]		unix socket in the suite's dir
 #	stop_redis NAME / restart_redis NAME	by PID, bounded waits
 #	rcli NAME args...			redis-cli against it
-# export NAME_PORT (or NAME_SOCK), NAME_PID, NAME_URL, NAME_DIR.  Servers
+# export NAME_PORT (or NAME_SOCK), NAME_PID, NAME_URL, NAME_DIR.  TLS
+# servers (tls_helper.bash) are the same with a "tls" file in their dir.  Servers
 # started from setup_file live until teardown_file; servers started inside
 # a test are stopped by that test's teardown.  Persistence is off.
 #
@@ -342,6 +343,12 @@ _rl_redis_cli() {
 	else
 		conn=(-h 127.0.0.1 -p "$(cat "$dir/port")")
 	fi
+	if [[ -f $dir/tls ]]; then
+		local certs
+		certs=$(cat "$dir/tls")
+		conn+=(--tls --cacert "$certs/ca.crt" --cert "$certs/client.crt"
+			--key "$certs/client.key")
+	fi
 	if [[ -f $dir/pass ]]; then
 		conn+=(-a "$(cat "$dir/pass")")
 	fi
@@ -366,6 +373,14 @@ _rl_spawn_redis() {
 	local -a where
 	if [[ -f $dir/sock ]]; then
 		where=(--port 0 --unixsocket "$(cat "$dir/sock")" --unixsocketperm 700)
+	elif [[ -f $dir/tls ]]; then
+		# The test's own args come after these and override them.
+		local certs plain=0
+		certs=$(cat "$dir/tls")
+		[[ -f $dir/plainport ]] && plain=$(cat "$dir/plainport")
+		where=(--bind 127.0.0.1 --port "$plain" --tls-port "$(cat "$dir/port")"
+			--tls-cert-file "$certs/server.crt" --tls-key-file "$certs/server.key"
+			--tls-ca-cert-file "$certs/ca.crt" --tls-auth-clients optional)
 	else
 		where=(--bind 127.0.0.1 --port "$(cat "$dir/port")")
 	fi
@@ -394,6 +409,14 @@ _rl_export_server() {
 	if [[ -f $dir/sock ]]; then
 		export "${name}_SOCK=$(cat "$dir/sock")"
 		export "${name}_URL=unix://$(cat "$dir/sock")"
+	elif [[ -f $dir/tls ]]; then
+		export "${name}_PORT=$(cat "$dir/port")"
+		export "${name}_ADDR=127.0.0.1:$(cat "$dir/port")"
+		export "${name}_URL=rediss://localhost:$(cat "$dir/port")"
+		if [[ -f $dir/plainport ]]; then
+			export "${name}_PLAIN_PORT=$(cat "$dir/plainport")"
+			export "${name}_PLAIN_URL=redis://127.0.0.1:$(cat "$dir/plainport")"
+		fi
 	else
 		export "${name}_PORT=$(cat "$dir/port")"
 		export "${name}_URL=redis://127.0.0.1:$(cat "$dir/port")"
@@ -416,14 +439,32 @@ _rl_save_args() {
 
 # start_redis NAME [redis-server args...]
 start_redis() {
-	local name=$1 dir try port
+	local name=$1 dir
 	shift
 	dir=$(_rl_server_dir "$name")
 	_rl_save_args "$dir" "$@"
+	_rl_start_tcp "$name" "$dir"
+}
+
+# A port in 20000-31999: below the kernel's ephemeral range, never 6379.
+_rl_random_port() {
+	echo $((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+}
+
+# _rl_start_tcp NAME DIR: start the server DIR describes on free loopback
+# ports (a second, plain one when DIR has a "wantplain" file), then export
+# its variables.
+_rl_start_tcp() {
+	local name=$1 dir=$2 try port pp
+	rm -f "$dir/plainport"
 	for ((try = 0; try < 20; try++)); do
-		# 20000-31999: below the kernel's ephemeral range, never 6379.
-		port=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+		port=$(_rl_random_port)
 		echo "$port" >"$dir/port"
+		if [[ -f $dir/wantplain ]]; then
+			pp=$(_rl_random_port)
+			((pp == port)) && continue
+			echo "$pp" >"$dir/plainport"
+		fi
 		if _rl_spawn_redis "$dir"; then
 			_rl_export_server "$name" "$dir"
 			return 0

@@ -27,7 +27,7 @@ setup_file() {
 		--tls-key-file "$CERTS/wrongname.key"
 	start_redis_tls M --tls-auth-clients yes
 	start_redis_tls P --requirepass s3cret
-	tcli P ACL SETUSER locker on '>pw1' '~*' '&*' '+@all' >/dev/null
+	rcli P ACL SETUSER locker on '>pw1' '~*' '&*' '+@all' >/dev/null
 	start_redis_tls_plain B
 	export T_DEFAULT_URL=$T_URL
 }
@@ -90,7 +90,7 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 		run -69 --separate-stderr "$RLOCK" -u "$M_URL" --cert "$CERTS/untrusted.crt" \
 		--key "$CERTS/untrusted.key" run e2 -- true
 	assert_stderr --partial "TLS: the server rejected our client certificate"
-	run -0 tcli M GET "$(key e2):fence"
+	run -0 rcli M GET "$(key e2):fence"
 	assert_output 3
 }
 
@@ -253,7 +253,7 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 	assert_stderr --regexp "^rlock: run: localhost:$P_PORT: authentication failed: WRONGPASS"
 	run -69 --separate-stderr "$RLOCK" --cacert "$CA" -u "$P_URL" run pw -- true
 	assert_stderr --partial "localhost:$P_PORT"
-	run -0 tcli P GET "$(key pw):fence"
+	run -0 rcli P GET "$(key pw):fence"
 	assert_output 3
 }
 
@@ -352,7 +352,7 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 		printf 'SET %s tok%d PX 120000\n' "${k/@/$long$i}" "$i"
 		echo "$long$i" >>want
 	done >sets
-	tcli T <sets >/dev/null
+	rcli T <sets >/dev/null
 	run -0 --separate-stderr "$RLOCK" --cacert "$CA" status
 	assert_equal "$stderr" ""
 	assert_equal "${#lines[@]}" 301
@@ -412,7 +412,7 @@ assert all(l["held"] for l in d["locks"])
 	# and, without persistence, the holder's key: the waiter takes the lock.
 	kill -KILL "$K_PID"
 	wait_until 5 pid_gone "$K_PID"
-	restart_redis_tls K
+	restart_redis K
 	bg_wait "$pid" 15
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(bg_out w)" got-it
@@ -453,7 +453,7 @@ assert all(l["held"] for l in d["locks"])
 		'd["cycles"] > 0' \
 		'd["errors"]["total"] == 0' \
 		'd["violations"]["total"] == 0'
-	[[ -z $(tcli T --scan --pattern "${RLOCK_PREFIX}*") ]] || fail "bench left keys behind"
+	[[ -z $(rcli T --scan --pattern "${RLOCK_PREFIX}*") ]] || fail "bench left keys behind"
 }
 
 @test "Redlock over three TLS servers: acquire, status, run, release" {
