@@ -365,17 +365,25 @@ int conn_on_ready(struct rlock_conn *c, short revents)
 
 /* ---- plain sockets ---------------------------------------------------- */
 
-static int plain_flush(struct rlock_conn *c)
+int conn_write(struct rlock_conn *c, char *buf, size_t *len)
 {
-	ssize_t n = send(c->fd, c->obuf, c->olen, MSG_NOSIGNAL);
+	ssize_t n;
 
+	if (*len == 0)
+		return RLOCK_OK;
+	n = send(c->fd, buf, *len, MSG_NOSIGNAL);
 	if (n < 0 && errno != EAGAIN && errno != EINTR)
 		return conn_fail(c, "%s: connection lost: %s", strerror(errno));
 	if (n > 0) {
-		memmove(c->obuf, c->obuf + n, c->olen - (size_t)n);
-		c->olen -= (size_t)n;
+		memmove(buf, buf + n, *len - (size_t)n);
+		*len -= (size_t)n;
 	}
 	return RLOCK_OK;
+}
+
+static int plain_flush(struct rlock_conn *c)
+{
+	return conn_write(c, c->obuf, &c->olen);
 }
 
 static int plain_fill(struct rlock_conn *c)

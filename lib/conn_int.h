@@ -60,6 +60,10 @@ int conn_fail(struct rlock_conn *c, const char *fmt, const char *why);
  * revents, 0 on timeout, -1 when cancel_fd became readable. */
 int conn_wait_fd(int fd, short events, int64_t deadline, int cancel_fd);
 
+/* Send what the socket takes of the len bytes at buf (MSG_NOSIGNAL) and
+ * move the rest to its start.  Returns RLOCK_OK or fails the connection. */
+int conn_write(struct rlock_conn *c, char *buf, size_t *len);
+
 /* Feed n bytes of replies to the reader. */
 int conn_feed(struct rlock_conn *c, const char *buf, size_t n);
 

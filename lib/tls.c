@@ -475,19 +475,7 @@ static int drain_wbio(struct rlock_conn *c)
 /* Send what the socket takes of cbuf. */
 static int send_cipher(struct rlock_conn *c)
 {
-	struct tls_conn *s = c->tls;
-	ssize_t n;
-
-	if (s->clen == 0)
-		return RLOCK_OK;
-	n = send(c->fd, s->cbuf, s->clen, MSG_NOSIGNAL);
-	if (n < 0 && errno != EAGAIN && errno != EINTR)
-		return conn_fail(c, "%s: connection lost: %s", strerror(errno));
-	if (n > 0) {
-		memmove(s->cbuf, s->cbuf + n, s->clen - (size_t)n);
-		s->clen -= (size_t)n;
-	}
-	return RLOCK_OK;
+	return conn_write(c, c->tls->cbuf, &c->tls->clen);
 }
 
 /* Receive ciphertext into rbio.  Returns 1 when bytes came, 0 when none
