@@ -395,6 +395,35 @@ static int replicated(struct rlock *rl, const struct names *n,
 	return RLOCK_EUNAVAIL;
 }
 
+/*
+ * Several URLs must be independent masters, which the URLs alone cannot
+ * tell for nodes of one cluster or sentinels of one master: after a
+ * request, two nodes that reached the same server say so.
+ */
+static int distinct(struct rlock *rl)
+{
+	for (size_t i = 1; i < rl->nnode; i++) {
+		struct rlock_conn *a = rl->node[i].cmd;
+
+		for (size_t j = 0; j < i && conn_is_up(a); j++) {
+			struct rlock_conn *b = rl->node[j].cmd;
+
+			if (conn_is_up(b) &&
+			    strcmp(conn_addr(a), conn_addr(b)) == 0) {
+				rlock_seterr(rl->err, sizeof(rl->err),
+					     "servers %zu and %zu of the URLs "
+					     "both reach %s: a quorum needs "
+					     "independent masters (nodes of "
+					     "one cluster, or sentinels of "
+					     "one master, are one)", j + 1,
+					     i + 1, conn_addr(a));
+				return RLOCK_EUSAGE;
+			}
+		}
+	}
+	return RLOCK_OK;
+}
+
 /* One attempt on every server.  Returns RLOCK_OK, RLOCK_BUSY with holder
  * filled, or an error. */
 static int try_acquire(struct rlock *rl, const struct names *n,
@@ -422,6 +451,16 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 	t0 = rlock_boot_ms();
 	fan_run(rl, &f);
 	elapsed = rlock_boot_ms() - t0;
+	if (rl->nnode > 1 && distinct(rl) != RLOCK_OK) {
+		char why[sizeof(rl->err)];
+
+		/* Whatever it granted is given back, and the reason kept. */
+		memcpy(why, rl->err, sizeof(why));
+		fan_undo(rl, &n->v, token);
+		memcpy(rl->err, why, sizeof(why));
+		fan_done(&f);
+		return RLOCK_EUSAGE;
+	}
 	for (i = 0; i < f.n; i++) {
 		redisReply *r = f.slot[i].res.r;
 
