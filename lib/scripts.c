@@ -56,7 +56,10 @@ static const char extend_lua[] =
 /*
  * Release.  KEYS: lock, meta.  ARGV: token, channel.  Before the holder's
  * hold_until (--min-hold) the key is left to expire then instead of being
- * deleted: the server's clock decides, whichever client releases.
+ * deleted: the server's clock decides, whichever client releases.  The
+ * wake-up is a pcall: an ACL user without the channel (Redis 7 grants none
+ * by default) has released once the DEL ran, and says so with 3, not with
+ * an error that would make the caller believe it still holds the lock.
  */
 static const char release_lua[] =
 	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
@@ -72,16 +75,18 @@ static const char release_lua[] =
 	"  end\n"
 	"end\n"
 	"redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"redis.call('PUBLISH', ARGV[2], 'released')\n"
+	"local p = redis.pcall('PUBLISH', ARGV[2], 'released')\n"
+	"if type(p) == 'table' and p.err then return 3 end\n"
 	"return 1\n";
 
-/* Forced release.  KEYS: lock, meta.  ARGV: channel. */
+/* Forced release.  KEYS: lock, meta.  ARGV: channel.  The wake-up as in
+ * release. */
 static const char force_lua[] =
 	"local cur = redis.call('GET', KEYS[1])\n"
 	"if not cur then return {0} end\n"
 	"local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
 	"redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"redis.call('PUBLISH', ARGV[1], 'forced')\n"
+	"redis.pcall('PUBLISH', ARGV[1], 'forced')\n"
 	"return {1, 0, m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '',\n"
 	"        m[6] or '', string.sub(cur, 1, 8), '0'}\n";
 
@@ -124,9 +129,9 @@ const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "628126630f9cabe0b036df8dd68e7a49081bba66" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "2266d7f8aff72b9cd15fd9aeba05f58fc270af6d" },
+				   "21d394ba38e011b797e4deae096f790d7363055b" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "9d26df5ba92bd49ab132f83d31604833ebfbec43" },
+				 "ef391c7870e95b75ae766ab1ae728c5cd278f524" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "a3a2ce407637b107b8ddedc20e8a0070fefb76bd" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
