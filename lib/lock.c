@@ -1107,7 +1107,7 @@ static int scan_server(struct rlock *rl, struct rlock_conn *c,
 			return rc;
 		}
 		if (r->type == REDIS_REPLY_ERROR) {
-			classify_error(r, conn_addr(c), "SCAN", &res);
+			classify_error(r, c, "SCAN", &res);
 			snprintf(err, errlen, "%s", res.err);
 			freeReplyObject(r);
 			return res.rc;

@@ -295,15 +295,68 @@ static int starts_with(const redisReply *r, const char *p)
  * on.  Script errors carry a " script: ..." tail that means nothing to
  * them, so only the first words are kept.
  */
-void classify_error(const redisReply *r, const char *addr, const char *key,
-		    struct rlock_result *res)
+/* What the scripts call, for the ACL rule that lets them. */
+#define SCRIPT_COMMANDS "+evalsha +eval +get +set +pexpire +pttl +hget " \
+	"+hmget +hset +incr +del +publish +time"
+
+/* Whether the error reply says an ACL refused something. */
+static int acl_refusal(const redisReply *r)
 {
+	return starts_with(r, "NOPERM") ||
+	       memmem(r->str, r->len, "user executing the script can't",
+		      31) != NULL;
+}
+
+/*
+ * An ACL refusal, with the rule that would allow it: keys and channels
+ * under the key's prefix, or the command named.  user is the URL's ("" is
+ * the default user).
+ */
+static void acl_error(const redisReply *r, int n, const char *addr,
+		      const char *user, const char *key,
+		      struct rlock_result *res)
+{
+	const char *brace = strchr(key, '{');
+	const char *q1 = memchr(r->str, '\'', r->len), *q2 = NULL;
+	int plen = brace != NULL ? (int)(brace - key) : (int)strlen(key);
+	char rule[160];
+
+	if (user[0] == '\0')
+		user = "default";
+	if (q1 != NULL)
+		q2 = memchr(q1 + 1, '\'', r->len - (size_t)(q1 + 1 - r->str));
+	if (memmem(r->str, r->len, "channel", 7) != NULL)
+		snprintf(rule, sizeof(rule), "&%.*s*", plen > 100 ? 100 : plen,
+			 key);
+	else if (memmem(r->str, r->len, "key", 3) != NULL)
+		snprintf(rule, sizeof(rule), "~%.*s*", plen > 100 ? 100 : plen,
+			 key);
+	else if (q2 != NULL && starts_with(r, "NOPERM"))
+		snprintf(rule, sizeof(rule), "+%.*s",
+			 (int)(q2 - q1 - 1) > 60 ? 60 : (int)(q2 - q1 - 1),
+			 q1 + 1);
+	else
+		snprintf(rule, sizeof(rule), "%s", SCRIPT_COMMANDS);
+	res->rc = RLOCK_ENOPERM;
+	snprintf(res->err, sizeof(res->err), "%.100s: permission refused to "
+		 "user '%.40s' (%.*s): allow it with ACL SETUSER %.40s %s%s",
+		 addr, user, n > 120 ? 120 : n, r->str, user, rule,
+		 rule[0] == '~' || rule[0] == '&' ? ", or use a --prefix the "
+		 "user's keys are under" : "");
+}
+
+void classify_error(const redisReply *r, const struct rlock_conn *c,
+		    const char *key, struct rlock_result *res)
+{
+	const char *addr = conn_addr(c);
 	int n = (int)r->len;
 	const char *tail = memmem(r->str, r->len, " script:", 8);
 
 	if (tail != NULL)
 		n = (int)(tail - r->str);
-	if (starts_with(r, "READONLY")) {
+	if (acl_refusal(r)) {
+		acl_error(r, n, addr, conn_url(c)->user, key, res);
+	} else if (starts_with(r, "READONLY")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s is a replica (READONLY): point rlock at the "
