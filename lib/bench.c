@@ -40,7 +40,6 @@
 #define TICK_NS (100 * NS_PER_MS)	/* timeouts, progress */
 #define MAX_EVENTS 512
 #define SOFT_ERROR_LIMIT 1000
-#define DEL_BATCH 300
 
 /* ---- clock and histogram --------------------------------------------- */
 
@@ -1210,31 +1209,52 @@ static void lock_phase(struct bench *b)
 
 /* Delete the run's keys (the fence counters never expire).  Best effort:
  * the result stands whatever happens here. */
+/*
+ * Delete every key of the run, fences included: one DEL per name (a
+ * cluster refuses the keys of several slots in one command), pipelined on
+ * one connection to each server that holds names.  Best effort.
+ */
 static void cleanup_keys(struct bench *b)
 {
-	const char **argv;
-	int i = 0;
+	const struct rlock_node *n = &b->rl->node[0];
+	char *done = calloc((size_t)b->nk, 1);
+	int first = 0;
 
-	argv = calloc(3 * DEL_BATCH + 1, sizeof(*argv));
-	if (argv == NULL)
-		return;
-	while (i < b->nk) {
-		int argc = 0;
-		redisReply *r = NULL;
+	while (done != NULL && first < b->nk) {
+		const struct rlock_conn_opts *o;
+		const struct rlock_url *u = node_url(n, b->nm[first].slot, &o);
+		struct rlock_conn *c = conn_new(u, 0, o);
+		int64_t deadline = rlock_mono_ms() + o->io_timeout_ms;
+		int sent = 0;
 
-		argv[argc++] = "DEL";
-		for (; i < b->nk && argc < 3 * DEL_BATCH; i++) {
-			argv[argc++] = b->nm[i].key;
-			argv[argc++] = b->nm[i].meta;
-			argv[argc++] = b->nm[i].fence;
-		}
-		if (conn_call(b->cl[0].cmd, rlock_mono_ms() +
-			      b->rl->copts.io_timeout_ms, -1, argc, argv, NULL,
-			      &r) != RLOCK_OK)
+		if (c == NULL || conn_open(c, rlock_mono_ms() +
+					   o->connect_timeout_ms) != RLOCK_OK) {
+			conn_free(c);
 			break;
-		freeReplyObject(r);
+		}
+		for (int i = first; i < b->nk; i++) {
+			const char *argv[4] = { "DEL", b->nm[i].key,
+						b->nm[i].meta, b->nm[i].fence };
+			const struct rlock_conn_opts *oi;
+
+			if (done[i] || node_url(n, b->nm[i].slot, &oi) != u)
+				continue;
+			done[i] = 1;
+			if (conn_send(c, 4, argv, NULL) == RLOCK_OK)
+				sent++;
+		}
+		while (sent-- > 0) {
+			redisReply *r = NULL;
+
+			if (conn_wait_reply(c, deadline, -1, &r) != RLOCK_OK)
+				break;
+			freeReplyObject(r);
+		}
+		conn_free(c);
+		while (first < b->nk && done[first])
+			first++;
 	}
-	free(argv);
+	free(done);
 }
 
 static void teardown(struct bench *b)
