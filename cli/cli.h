@@ -49,6 +49,9 @@ enum {
 	OPT_KEY,
 	OPT_SNI,
 	OPT_INSECURE,
+	OPT_SENTINEL_USER,
+	OPT_SENTINEL_PASSWORD_FILE,
+	OPT_WAIT_REPLICAS,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -64,6 +67,9 @@ enum {
 	{ "key", required_argument, NULL, OPT_KEY },                      \
 	{ "sni", required_argument, NULL, OPT_SNI },                      \
 	{ "insecure", no_argument, NULL, OPT_INSECURE },                  \
+	{ "sentinel-user", required_argument, NULL, OPT_SENTINEL_USER },  \
+	{ "sentinel-password-file", required_argument, NULL,              \
+	  OPT_SENTINEL_PASSWORD_FILE },                                   \
 	{ "verbose", no_argument, NULL, 'v' },                            \
 	{ "quiet", no_argument, NULL, 'q' },                              \
 	{ "json", no_argument, NULL, OPT_JSON },                          \
@@ -82,6 +88,10 @@ struct cli {
 	const char *password_file;
 	char password[1024];		/* from the file or REDISCLI_AUTH */
 	int has_password;
+	/* The sentinels' own credentials, for redis-sentinel:// URLs. */
+	const char *sentinel_user, *sentinel_password_file;
+	char sentinel_password[1024];
+	int has_sentinel_password;
 	/* TLS, for rediss:// URLs; NULL for the defaults. */
 	const char *cacert, *cacertdir, *cert, *key, *sni;
 	int insecure;
@@ -132,7 +142,8 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 	{ "timeout", required_argument, NULL, 'w' },                      \
 	{ "conflict-exit-code", required_argument, NULL, 'E' },           \
 	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },            \
-	{ "label", required_argument, NULL, OPT_LABEL }
+	{ "label", required_argument, NULL, OPT_LABEL },                  \
+	{ "wait-replicas", required_argument, NULL, OPT_WAIT_REPLICAS }
 
 /* Report a getopt failure ('?' or ':') and exit 64. */
 void cli_bad_option(struct cli *g, int c, char **argv)

@@ -2,12 +2,14 @@
  * common.c - option handling, messages and exit statuses shared by every
  * subcommand.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -132,6 +134,15 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 	case OPT_LABEL:
 		ao->label = arg;
 		return 1;
+	case OPT_WAIT_REPLICAS:
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno != 0 || *arg == '\0' || *end != '\0' || v < 0 ||
+		    v > 1000)
+			cli_usage_error(g, "invalid --wait-replicas '%s': must "
+					"be 0..1000", arg);
+		ao->wait_replicas = (int)v;
+		return 1;
 	}
 	return 0;
 }
@@ -175,6 +186,15 @@ int cli_global_option(struct cli *g, int c, const char *arg)
 	case OPT_INSECURE:
 		g->insecure = 1;
 		return 1;
+	case OPT_SENTINEL_USER:
+		if (*arg == '\0')
+			cli_usage_error(g, "invalid --sentinel-user '': must "
+					"be a name");
+		g->sentinel_user = arg;
+		return 1;
+	case OPT_SENTINEL_PASSWORD_FILE:
+		g->sentinel_password_file = arg;
+		return 1;
 	case 'v':
 		g->verbose = 1;
 		return 1;
@@ -193,9 +213,9 @@ int cli_global_option(struct cli *g, int c, const char *arg)
 	return 0;
 }
 
-/* Read the password from a file into g: the first line, without its
- * newline. */
-static void read_password(struct cli *g, const char *path)
+/* Read a password from a file into buf (1024 bytes): the first line,
+ * without its newline. */
+static void read_password(struct cli *g, const char *path, char *buf)
 {
 	size_t n;
 	FILE *f = fopen(path, "re");
@@ -205,10 +225,40 @@ static void read_password(struct cli *g, const char *path)
 			 strerror(errno));
 		exit(EX_USAGE);
 	}
-	n = fread(g->password, 1, sizeof(g->password) - 1, f);
+	n = fread(buf, 1, 1023, f);
 	fclose(f);
-	g->password[n] = '\0';
-	g->password[strcspn(g->password, "\r\n")] = '\0';
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+}
+
+/* Whether s starts with "scheme://" (RFC 3986: a letter, then letters,
+ * digits, '+', '-' or '.'). */
+static int starts_url(const char *s)
+{
+	size_t i = 0;
+
+	if (!isalpha((unsigned char)s[0]))
+		return 0;
+	while (isalnum((unsigned char)s[i]) || strchr("+-.", s[i]) != NULL)
+		i++;
+	return s[i] != '\0' && strncmp(s + i, "://", 3) == 0;
+}
+
+/* Split RLOCK_URL into URLs: a comma separates two only where a scheme
+ * follows it, so that a sentinel URL keeps its own list of hosts. */
+static void split_urls(struct cli *g, char *v)
+{
+	char *start = v, *p = v;
+
+	while ((p = strchr(p, ',')) != NULL) {
+		if (starts_url(p + 1)) {
+			*p = '\0';
+			add_url(g, start);
+			start = p + 1;
+		}
+		p++;
+	}
+	add_url(g, start);
 }
 
 /* A TLS file must be readable: say which option named it, now, rather
@@ -232,7 +282,8 @@ static void check_readable(const struct cli *g, const char *opt,
 static int uses_tls(const struct cli *g)
 {
 	for (size_t i = 0; i < g->nurls; i++) {
-		if (strncmp(g->urls[i], "rediss://", 9) == 0)
+		if (strncasecmp(g->urls[i], "rediss://", 9) == 0 ||
+		    strncasecmp(g->urls[i], "rediss-sentinel://", 18) == 0)
 			return 1;
 	}
 	return 0;
@@ -275,16 +326,12 @@ void cli_finish(struct cli *g)
 		if (v == NULL || *v == '\0')
 			v = getenv("REDIS_URL");
 		if (v != NULL && *v != '\0') {
-			char *save = NULL, *tok;
-
 			g->env_urls = strdup(v);
 			if (g->env_urls == NULL) {
 				cli_warn(g, "out of memory");
 				exit(EX_OSERR);
 			}
-			for (tok = strtok_r(g->env_urls, ",", &save);
-			     tok != NULL; tok = strtok_r(NULL, ",", &save))
-				add_url(g, tok);
+			split_urls(g, g->env_urls);
 		}
 		if (g->nurls == 0)
 			add_url(g, "redis://127.0.0.1:6379");
@@ -296,12 +343,25 @@ void cli_finish(struct cli *g)
 	}
 	/* Once, though run opens a second handle for its renewal thread. */
 	if (g->password_file != NULL) {
-		read_password(g, g->password_file);
+		read_password(g, g->password_file, g->password);
 		g->has_password = 1;
 	} else if ((v = getenv("REDISCLI_AUTH")) != NULL && *v != '\0') {
 		snprintf(g->password, sizeof(g->password), "%s", v);
 		g->has_password = 1;
 	}
+	if (g->sentinel_password_file != NULL) {
+		read_password(g, g->sentinel_password_file,
+			      g->sentinel_password);
+		g->has_sentinel_password = 1;
+	} else if ((v = getenv("RLOCK_SENTINEL_PASSWORD")) != NULL &&
+		   *v != '\0') {
+		snprintf(g->sentinel_password, sizeof(g->sentinel_password),
+			 "%s", v);
+		g->has_sentinel_password = 1;
+	}
+	if (g->sentinel_user == NULL &&
+	    (v = getenv("RLOCK_SENTINEL_USER")) != NULL && *v != '\0')
+		g->sentinel_user = v;
 	if (g->verbose == -2) {
 		v = getenv("RLOCK_VERBOSE");
 		g->verbose = v != NULL && strcmp(v, "1") == 0 ? 1 : 0;
@@ -325,6 +385,9 @@ struct rlock *cli_try_open(struct cli *g, int *rc, char *err, size_t errlen)
 	cfg.tls_key = g->key;
 	cfg.tls_sni = g->sni;
 	cfg.tls_insecure = g->insecure;
+	cfg.sentinel_user = g->sentinel_user;
+	cfg.sentinel_password = g->has_sentinel_password ?
+		g->sentinel_password : NULL;
 	if (g->insecure && g->verbose > 0 && uses_tls(g) && !g->warned_insecure) {
 		cli_warn(g, "warning: --insecure: the server's certificate is "
 			 "not verified");

@@ -14,7 +14,9 @@
 	"  -w, --timeout DUR              wait at most DUR (-w 0 is -n; default: forever)\n" \
 	"  -E, --conflict-exit-code N     exit status when not acquired (default 75)\n" \
 	"      --min-hold DUR             keep the lock at least DUR after taking it\n" \
-	"      --label TEXT               what status shows as the holder's command\n"
+	"      --label TEXT               what status shows as the holder's command\n" \
+	"      --wait-replicas N          after taking the lock, wait until N replicas\n" \
+	"                                 have it (within the I/O timeout) or give it up\n"
 
 const struct cmd cli_cmds[] = {
 	{ "run", cmd_run, "run a command while holding a lock",
@@ -102,6 +104,9 @@ static const char global_opts[] =
 	"                                 --cert)\n"
 	"      --sni NAME                 server name to send and to verify (default: URL host)\n"
 	"      --insecure                 do not verify the server's certificate nor its name\n"
+	"      --sentinel-user NAME       user for the sentinels (default $RLOCK_SENTINEL_USER)\n"
+	"      --sentinel-password-file F the sentinels' password (or $RLOCK_SENTINEL_PASSWORD),\n"
+	"                                 not the master's: that is --password-file\n"
 	"  -v, --verbose                  more diagnostics\n"
 	"  -q, --quiet                    fewer diagnostics\n"
 	"      --json                     machine-readable output\n"
@@ -123,7 +128,8 @@ static void usage(void)
 	printf("\n"
 	       "Environment:\n"
 	       "  RLOCK_URL, REDIS_URL, RLOCK_PREFIX, REDISCLI_AUTH, RLOCK_CACERT, RLOCK_CERT,\n"
-	       "  RLOCK_CERT_KEY, RLOCK_VERBOSE, NO_COLOR\n"
+	       "  RLOCK_CERT_KEY, RLOCK_SENTINEL_USER, RLOCK_SENTINEL_PASSWORD, RLOCK_VERBOSE,\n"
+	       "  NO_COLOR\n"
 	       "\n"
 	       "Exit status:\n"
 	       "  0 success   1 status: a lock is free   N, 128+N the command's status\n"

@@ -8,8 +8,10 @@ _rlock_commands='run acquire release extend status bench help'
 _rlock_global_flags='--insecure -v --verbose -q --quiet --json -h --help -V --version'
 _rlock_global_args='-u --url --prefix --connect-timeout --io-timeout --password-file'
 _rlock_global_args+=' --cacert --cacertdir --cert --key --sni'
+_rlock_global_args+=' --sentinel-user --sentinel-password-file'
 _rlock_lease_flags='-n --nonblock'
 _rlock_lease_args='-t --ttl -w --timeout -E --conflict-exit-code --min-hold --label'
+_rlock_lease_args+=' --wait-replicas'
 _rlock_run_args='-c --command --on-lost -k --kill-after --max-time'
 _rlock_acquire_flags='--renew'
 _rlock_acquire_args='--pid --format'
@@ -44,7 +46,7 @@ _rlock_values()
 		_rlock_reply -W 'term kill ignore' -- "$2" ;;
 	--format)
 		_rlock_reply -W 'token json env' -- "$2" ;;
-	--password-file|--cacert|--cert|--key)
+	--password-file|--sentinel-password-file|--cacert|--cert|--key)
 		compopt -o filenames 2>/dev/null
 		_rlock_reply -f -- "$2" ;;
 	--cacertdir)

@@ -18,7 +18,8 @@ function __rlock_subcommand
         end
         switch $t
             case -u --url --prefix --connect-timeout --io-timeout --password-file \
-                    --cacert --cacertdir --cert --key --sni
+                    --cacert --cacertdir --cert --key --sni --sentinel-user \
+                    --sentinel-password-file
                 set skip 1
             case '-*'
             case '*'
@@ -66,6 +67,8 @@ complete -c rlock -l cert -r -F -d 'Client certificate for mutual TLS'
 complete -c rlock -l key -r -F -d 'Private key of the client certificate'
 complete -c rlock -l sni -x -d 'Server name to send and to verify'
 complete -c rlock -l insecure -d "Do not verify the server's certificate nor its name"
+complete -c rlock -l sentinel-user -x -d 'User for the sentinels'
+complete -c rlock -l sentinel-password-file -r -F -d "Read the sentinels' password from a file"
 complete -c rlock -s v -l verbose -d 'Say more on stderr'
 complete -c rlock -s q -l quiet -d 'Say less on stderr'
 complete -c rlock -l json -d 'Machine-readable output'
@@ -79,6 +82,7 @@ complete -c rlock -n '__rlock_using run acquire' -s w -l timeout -x -d 'Wait at 
 complete -c rlock -n '__rlock_using run acquire' -s E -l conflict-exit-code -x -d 'Exit status when not acquired'
 complete -c rlock -n '__rlock_using run acquire' -l min-hold -x -d 'Keep the lock at least this long'
 complete -c rlock -n '__rlock_using run acquire' -l label -x -d 'What status shows as the command'
+complete -c rlock -n '__rlock_using run acquire' -l wait-replicas -x -d 'Wait until this many replicas have the lock'
 
 # run
 complete -c rlock -n '__rlock_using run' -s c -l command -x -d 'Run this string with the shell'

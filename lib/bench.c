@@ -180,6 +180,7 @@ struct bname {
 	int releaser;			/* last client to release it */
 	int64_t released_at;		/* ns its last release was sent */
 	long long last_fence;
+	int slot;			/* its cluster slot */
 };
 
 struct bench {
@@ -949,21 +950,41 @@ static int make_names(struct bench *b)
 		if (n->key == NULL || n->meta == NULL || n->fence == NULL ||
 		    n->chan == NULL)
 			return bench_errno(b, "out of memory");
+		n->slot = key_slot(n->key, strlen(n->key));
 	}
 	return RLOCK_OK;
 }
 
-static int open_conn(struct bench *b, struct rlock_conn **cp)
+/* A connection to the server of slot: the master the sentinels name, or
+ * on a cluster the master that owns the slot, so that no request is ever
+ * redirected. */
+static int open_conn(struct bench *b, int slot, struct rlock_conn **cp)
 {
+	const struct rlock_conn_opts *o;
+	const struct rlock_url *u = node_url(&b->rl->node[0], slot, &o);
 	struct rlock_conn *c;
 
-	c = conn_new(&b->rl->node[0].url, 0, &b->rl->copts);
+	c = conn_new(u, 0, o);
 	if (c == NULL)
 		return bench_errno(b, "out of memory");
 	*cp = c;
 	if (conn_open(c, rlock_mono_ms() + b->rl->copts.connect_timeout_ms) !=
 	    RLOCK_OK) {
 		fatal(b, RLOCK_EUNAVAIL, conn_errstr(c));
+		return b->rc;
+	}
+	return RLOCK_OK;
+}
+
+/* The servers: the master the sentinels name, or a cluster's slot map
+ * (one CLUSTER SLOTS; a plain server refuses it and is the one server). */
+static int find_servers(struct bench *b)
+{
+	struct rlock_node *n = &b->rl->node[0];
+	size_t m[NODE_MAX_PEERS];
+
+	if (node_masters(n, 0, m, NODE_MAX_PEERS) < 0) {
+		fatal(b, RLOCK_EUNAVAIL, node_errstr(n));
 		return b->rc;
 	}
 	return RLOCK_OK;
@@ -1051,10 +1072,15 @@ static int setup(struct bench *b)
 		if (rlock_make_token(c->token) != 0)
 			return bench_errno(b, "getrandom");
 	}
+	if (find_servers(b) != RLOCK_OK)
+		return b->rc;
 	for (i = 0; i < b->nc; i++) {
-		if (open_conn(b, &b->cl[i].cmd) != RLOCK_OK)
+		const struct bname *nm = &b->nm[b->cl[i].name];
+
+		if (open_conn(b, nm->slot, &b->cl[i].cmd) != RLOCK_OK)
 			return b->rc;
-		if (b->nk < b->nc && open_conn(b, &b->cl[i].sub) != RLOCK_OK)
+		if (b->nk < b->nc &&
+		    open_conn(b, nm->slot, &b->cl[i].sub) != RLOCK_OK)
 			return b->rc;
 	}
 	snprintf(b->res->server, sizeof(b->res->server), "%s",

@@ -30,7 +30,7 @@ struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 	c->url = u;
 	c->hostidx = hostidx;
 	c->opts = *o;
-	c->tp = u->kind == RLOCK_URL_TLS ? &rlock_tls_transport :
+	c->tp = u->tls ? &rlock_tls_transport :
 		&rlock_plain_transport;
 	c->fd = -1;
 	if (o->password != NULL) {
@@ -84,6 +84,16 @@ const char *conn_errstr(const struct rlock_conn *c)
 const char *conn_addr(const struct rlock_conn *c)
 {
 	return c->addr;
+}
+
+const struct rlock_url *conn_url(const struct rlock_conn *c)
+{
+	return c->url;
+}
+
+enum conn_refusal conn_refusal(const struct rlock_conn *c)
+{
+	return c->refusal;
 }
 
 int conn_fd(const struct rlock_conn *c)
@@ -231,7 +241,8 @@ static int connect_any(struct rlock_conn *c, int64_t deadline)
 
 /* Send one command during the handshake and check for an error reply. */
 static int handshake_call(struct rlock_conn *c, int64_t deadline, int argc,
-			  const char **argv, const char *what)
+			  const char **argv, const char *what,
+			  enum conn_refusal why_refused)
 {
 	redisReply *r = NULL;
 	int rc;
@@ -246,7 +257,81 @@ static int handshake_call(struct rlock_conn *c, int64_t deadline, int argc,
 		snprintf(why, sizeof(why), "%s: %.*s", what, (int)r->len,
 			 r->str);
 		freeReplyObject(r);
+		c->refusal = why_refused;
 		return conn_fail(c, "%s: %s", why);
+	}
+	freeReplyObject(r);
+	return RLOCK_OK;
+}
+
+static int auth(struct rlock_conn *c, int64_t deadline)
+{
+	const char *argv[3];
+	int argc = 0;
+
+	argv[argc++] = "AUTH";
+	if (c->url->user[0] != '\0')
+		argv[argc++] = c->url->user;
+	argv[argc++] = c->password;
+	return handshake_call(c, deadline, argc, argv,
+			      "authentication failed", CONN_REFUSED_AUTH);
+}
+
+/* The value of field name in HELLO 2's flat array of names and values. */
+static const redisReply *hello_field(const redisReply *r, const char *name)
+{
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		const redisReply *k = r->element[i];
+
+		if (k->type == REDIS_REPLY_STRING && strcmp(k->str, name) == 0)
+			return r->element[i + 1];
+	}
+	return NULL;
+}
+
+/*
+ * HELLO 2 [AUTH user pass]: authenticate and learn the role in one round
+ * trip, with no right beyond @connection (ROLE and INFO are @dangerous).
+ * A replica is refused.  Returns RLOCK_OK, 1 when the server predates
+ * HELLO (Redis 5: authenticate with AUTH and trust the sentinels), or
+ * fails the connection.
+ */
+static int hello(struct rlock_conn *c, int64_t deadline)
+{
+	const char *argv[5] = { "HELLO", "2", "AUTH", "default", c->password };
+	const redisReply *role;
+	redisReply *r = NULL;
+	char why[300];
+	int rc;
+
+	if (c->url->user[0] != '\0')
+		argv[3] = c->url->user;
+	c->up = 1;
+	rc = conn_call(c, deadline, -1, c->has_password ? 5 : 2, argv, NULL,
+		       &r);
+	if (rc != RLOCK_OK)
+		return rc;
+	if (r->type == REDIS_REPLY_ERROR) {
+		int old = strncmp(r->str, "ERR unknown command", 19) == 0;
+
+		snprintf(why, sizeof(why), "authentication failed: %.*s",
+			 (int)r->len, r->str);
+		freeReplyObject(r);
+		if (old)
+			return 1;
+		c->refusal = CONN_REFUSED_AUTH;
+		return conn_fail(c, "%s: %s", why);
+	}
+	role = r->type == REDIS_REPLY_ARRAY ? hello_field(r, "role") : NULL;
+	if (role != NULL && role->type == REDIS_REPLY_STRING &&
+	    strcmp(role->str, "master") != 0) {
+		snprintf(why, sizeof(why), "is a replica (role %s), not the "
+			 "master", role->str);
+		freeReplyObject(r);
+		c->refusal = CONN_REFUSED_REPLICA;
+		rlock_seterr(c->err, sizeof(c->err), "%s %s", c->addr, why);
+		conn_close(c);
+		return RLOCK_EUNAVAIL;
 	}
 	freeReplyObject(r);
 	return RLOCK_OK;
@@ -258,6 +343,7 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 	int rc;
 
 	conn_close(c);
+	c->refusal = CONN_REFUSED_NOT;
 	rc = connect_any(c, deadline);
 	if (rc == RLOCK_OK && c->tp->start != NULL)
 		rc = c->tp->start(c, deadline);
@@ -267,25 +353,18 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 	if (c->reader == NULL)
 		return conn_fail(c, "%s: %s", "out of memory");
 	io_deadline = rlock_mono_ms() + c->opts.io_timeout_ms;
-	if (c->has_password) {
-		const char *argv[3];
-		int argc = 0;
-
-		argv[argc++] = "AUTH";
-		if (c->url->user[0] != '\0')
-			argv[argc++] = c->url->user;
-		argv[argc++] = c->password;
-		rc = handshake_call(c, io_deadline, argc, argv,
-				    "authentication failed");
-		if (rc != RLOCK_OK)
-			return rc;
-	}
+	rc = c->opts.want_master ? hello(c, io_deadline) : 1;
+	if (rc == 1 && c->has_password)
+		rc = auth(c, io_deadline);
+	if (rc != RLOCK_OK && rc != 1)
+		return rc;
 	if (c->url->db != 0) {
 		char db[16];
 		const char *argv[2] = { "SELECT", db };
 
 		snprintf(db, sizeof(db), "%d", c->url->db);
-		rc = handshake_call(c, io_deadline, 2, argv, "cannot select db");
+		rc = handshake_call(c, io_deadline, 2, argv, "cannot select db",
+				    CONN_REFUSED_OTHER);
 		if (rc != RLOCK_OK)
 			return rc;
 	}

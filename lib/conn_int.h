@@ -44,6 +44,7 @@ struct rlock_conn {
 	int has_password;
 	int fd;
 	int up;
+	enum conn_refusal refusal;	/* why the last conn_open failed */
 	long long replies;		/* read since the connection opened */
 	redisReader *reader;
 	char *obuf;			/* requests, as RESP */

@@ -8,7 +8,8 @@
  * when its connection dropped or it is loading; what a reply means for the
  * slot is decided in one place (on_reply), and so is what a drop means
  * (on_drop).  Where a server's connection comes from is its node's
- * business (node_open, node_heard).
+ * business (node.c: node_route, node_open, node_heard): a redirection is
+ * sent again at once, to the node's new choice.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -19,37 +20,16 @@
 enum { ST_IDLE, ST_SEND, ST_WAIT, ST_RETRY, ST_DONE };
 
 #define MAX_TRIES 3		/* sends per slot, the first included */
+#define MAX_REDIRECTS 16	/* MOVED/ASK per request: a loop otherwise */
 #define DROP_RETRY_MS 10
-#define LOADING_RETRY_MS 100
-
-/* ---- nodes ------------------------------------------------------------ */
-
-int node_open(struct rlock_node *n, int64_t deadline)
-{
-	if (conn_is_up(n->cmd))
-		return RLOCK_OK;
-	return conn_open(n->cmd, deadline);
-}
+#define BUSY_RETRY_MS 100	/* LOADING, TRYAGAIN, CLUSTERDOWN */
+#define FALLBACK_RETRY_MS 50	/* a cluster node down: ask another */
 
 static int starts_with(const redisReply *r, const char *p)
 {
 	size_t n = strlen(p);
 
 	return r->len >= n && memcmp(r->str, p, n) == 0;
-}
-
-enum node_next node_heard(struct rlock_node *n, const redisReply *r)
-{
-	(void)n;
-	/* A direct node: a dropped connection is opened again, a server
-	 * loading its data is asked again; anything else is the answer. */
-	if (r == NULL)
-		return NODE_RETRY;
-	if (r->type != REDIS_REPLY_ERROR)
-		return NODE_OK;
-	if (starts_with(r, "LOADING"))
-		return NODE_RETRY;
-	return NODE_FAIL;
 }
 
 /* ---- the fan-out -------------------------------------------------------- */
@@ -60,6 +40,7 @@ void fan_init(struct fan *f, const struct rlock *rl)
 	 * twice cost an uncontended run 6% of its instructions. */
 	f->n = rl->nnode;
 	f->resent = 0;
+	f->extra_ms = 0;
 	for (size_t i = 0; i < f->n; i++) {
 		f->slot[i].req = NULL;
 		f->slot[i].res.rc = RLOCK_OK;
@@ -101,19 +82,27 @@ static void retry_later(struct fan_slot *s, int64_t ms)
 static void on_drop(struct fan *f, struct rlock_node *n, struct fan_slot *s,
 		    int64_t deadline)
 {
-	if (node_heard(n, NULL) == NODE_RETRY && s->tries < MAX_TRIES &&
+	if (node_heard(n, NULL) != NODE_FAIL && s->tries < MAX_TRIES &&
 	    rlock_mono_ms() < deadline) {
 		retry_later(s, DROP_RETRY_MS);
 		s->dropped = 1;
 		f->resent++;
 		return;
 	}
-	finish(s, RLOCK_EUNAVAIL, conn_errstr(n->cmd));
+	finish(s, RLOCK_EUNAVAIL, node_errstr(n));
 }
 
 /* One reply came for slot s. */
 static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 {
+	const char *key = s->req->argc > 0 ? s->req->argv[0] : "";
+
+	/* The +OK of the ASKING sent before the request. */
+	if (s->skip > 0) {
+		s->skip--;
+		freeReplyObject(r);
+		return;
+	}
 	s->answered = 1;
 	/* NOSCRIPT (after SCRIPT FLUSH or a restart): EVAL loads it. */
 	if (r->type == REDIS_REPLY_ERROR && starts_with(r, "NOSCRIPT") &&
@@ -129,12 +118,22 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 		finish(s, RLOCK_OK, NULL);
 		return;
 	case NODE_RETRY:
+		/* Kept for time_out, should the server say it to the end. */
+		classify_error(r, conn_addr(n->cmd), key, &s->res);
+		s->res.rc = RLOCK_OK;
 		freeReplyObject(r);
-		retry_later(s, LOADING_RETRY_MS);
+		retry_later(s, BUSY_RETRY_MS);
 		return;
+	case NODE_REDIRECT:
+	case NODE_REDISCOVER:
+		if (++s->redirects <= MAX_REDIRECTS) {
+			freeReplyObject(r);
+			s->state = ST_SEND;
+			return;
+		}
+		/* fall through */
 	default:
-		classify_error(r, conn_addr(n->cmd), s->req->argc > 0 ?
-			       s->req->argv[0] : "", &s->res);
+		classify_error(r, conn_addr(n->cmd), key, &s->res);
 		freeReplyObject(r);
 		s->state = ST_DONE;
 		return;
@@ -145,11 +144,20 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 static void send_slot(struct rlock *rl, struct rlock_node *n,
 		      struct fan_slot *s, int64_t *deadline)
 {
-	int64_t cd = rlock_mono_ms() + rl->copts.connect_timeout_ms;
-	int fresh = !conn_is_up(n->cmd);
+	int fresh;
 
-	if (node_open(n, bound(rl, cd)) != RLOCK_OK) {
-		finish(s, RLOCK_EUNAVAIL, conn_errstr(n->cmd));
+	node_route(n, s->req->slot);
+	fresh = !conn_is_up(n->cmd);
+	if (node_open(n, rl->hard_deadline) != RLOCK_OK) {
+		/* A cluster node that is down: another may know who serves
+		 * the slot now (a failover). */
+		if (node_fallback(n) && rlock_mono_ms() < *deadline) {
+			snprintf(s->res.err, sizeof(s->res.err), "%s",
+				 node_errstr(n));
+			retry_later(s, FALLBACK_RETRY_MS);
+			return;
+		}
+		finish(s, RLOCK_EUNAVAIL, node_errstr(n));
 		return;
 	}
 	/* A fresh connection restarts the I/O clock for the first attempt. */
@@ -157,6 +165,16 @@ static void send_slot(struct rlock *rl, struct rlock_node *n,
 		*deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms);
 	s->tries++;
 	s->answered = 0;
+	s->skip = 0;
+	if (n->asking) {
+		const char *asking = "ASKING";
+
+		if (conn_send(n->cmd, 1, &asking, NULL) != RLOCK_OK) {
+			finish(s, RLOCK_ESYS, conn_errstr(n->cmd));
+			return;
+		}
+		s->skip = 1;
+	}
 	if (req_send(n->cmd, s->req, s->use_eval) != RLOCK_OK) {
 		finish(s, RLOCK_ESYS, conn_errstr(n->cmd));
 		return;
@@ -169,19 +187,18 @@ static void time_out(struct rlock *rl, struct fan *f)
 {
 	for (size_t i = 0; i < f->n; i++) {
 		struct fan_slot *s = &f->slot[i];
-		struct rlock_conn *c = rl->node[i].cmd;
+		struct rlock_node *n = &rl->node[i];
 
-		if (s->state == ST_RETRY && conn_is_up(c)) {
-			char why[sizeof(s->res.err)];
-
-			snprintf(why, sizeof(why), "%.400s: server is loading "
-				 "its data (LOADING)", conn_addr(c));
-			finish(s, RLOCK_EUNAVAIL, why);
+		if (s->state == ST_RETRY && s->res.err[0] != '\0') {
+			/* What the server kept saying (LOADING, TRYAGAIN,
+			 * CLUSTERDOWN), or why no node would take it. */
+			s->res.rc = RLOCK_EUNAVAIL;
+			s->state = ST_DONE;
 		} else if (s->state == ST_RETRY) {
-			finish(s, RLOCK_EUNAVAIL, conn_errstr(c));
+			finish(s, RLOCK_EUNAVAIL, node_errstr(n));
 		} else if (s->state == ST_WAIT) {
-			conn_timed_out(c);
-			finish(s, RLOCK_EUNAVAIL, conn_errstr(c));
+			conn_timed_out(n->cmd);
+			finish(s, RLOCK_EUNAVAIL, conn_errstr(n->cmd));
 		}
 	}
 }
@@ -194,7 +211,8 @@ void fan_run(struct rlock *rl, struct fan *f)
 	int ready;
 
 	f->resent = 0;
-	deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms);
+	deadline = bound(rl, rlock_mono_ms() + rl->copts.io_timeout_ms +
+			 f->extra_ms);
 	for (i = 0; i < f->n; i++) {
 		struct fan_slot *s = &f->slot[i];
 
@@ -204,6 +222,8 @@ void fan_run(struct rlock *rl, struct fan *f)
 		s->tries = 0;
 		s->dropped = 0;
 		s->answered = 0;
+		s->redirects = 0;
+		s->skip = 0;
 	}
 	for (;;) {
 		now = rlock_mono_ms();
@@ -267,11 +287,15 @@ void fan_run(struct rlock *rl, struct fan *f)
 				on_drop(f, n, s, deadline);
 				continue;
 			}
-			got = conn_take_reply(n->cmd, &r);
-			if (got < 0)
-				finish(s, RLOCK_EPROTO, conn_errstr(n->cmd));
-			else if (got > 0)
-				on_reply(n, s, r);
+			/* The +OK of ASKING and the reply may come together. */
+			while (s->state == ST_WAIT &&
+			       (got = conn_take_reply(n->cmd, &r)) != 0) {
+				if (got < 0)
+					finish(s, RLOCK_EPROTO,
+					       conn_errstr(n->cmd));
+				else
+					on_reply(n, s, r);
+			}
 		}
 	}
 }

@@ -26,7 +26,7 @@ static int setup_tls(struct rlock *rl, const struct rlock_config *cfg,
 	size_t i;
 
 	for (i = 0; i < rl->nnode; i++) {
-		if (rl->node[i].url.kind == RLOCK_URL_TLS)
+		if (rl->node[i].url.tls)
 			break;
 	}
 	if (i == rl->nnode)
@@ -40,13 +40,17 @@ static int setup_tls(struct rlock *rl, const struct rlock_config *cfg,
 	return tls_ctx_get(&o, &rl->copts.tls, err, errlen);
 }
 
-/* Whether two URLs name one server (whatever their db or scheme). */
+/* Whether two URLs name one server (whatever their db or scheme); two
+ * sentinel URLs, one master of the same sentinels. */
 static int same_server(const struct rlock_url *a, const struct rlock_url *b)
 {
-	if ((a->kind == RLOCK_URL_UNIX) != (b->kind == RLOCK_URL_UNIX))
+	if ((a->kind == RLOCK_URL_UNIX) != (b->kind == RLOCK_URL_UNIX) ||
+	    (a->kind == RLOCK_URL_SENTINEL) != (b->kind == RLOCK_URL_SENTINEL))
 		return 0;
 	if (a->kind == RLOCK_URL_UNIX)
 		return strcmp(a->path, b->path) == 0;
+	if (a->kind == RLOCK_URL_SENTINEL && strcmp(a->master, b->master) != 0)
+		return 0;
 	return a->hosts[0].port == b->hosts[0].port &&
 	       strcasecmp(a->hosts[0].host, b->hosts[0].host) == 0;
 }
@@ -54,6 +58,7 @@ static int same_server(const struct rlock_url *a, const struct rlock_url *b)
 struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 			size_t errlen)
 {
+	struct sentinel_auth sa;
 	struct rlock *rl;
 	size_t i;
 
@@ -100,11 +105,6 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 				     cfg->urls[i], why);
 			goto fail;
 		}
-		if (u->kind == RLOCK_URL_SENTINEL) {
-			rlock_seterr(err, errlen, "%s: redis-sentinel:// URLs "
-				     "are not supported yet", cfg->urls[i]);
-			goto fail;
-		}
 		rl->nnode++;
 	}
 	for (i = 0; i < rl->nnode; i++) {
@@ -121,10 +121,10 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 	*code = setup_tls(rl, cfg, err, errlen);
 	if (*code != RLOCK_OK)
 		goto fail;
+	sa.user = cfg->sentinel_user;
+	sa.password = cfg->sentinel_password;
 	for (i = 0; i < rl->nnode; i++) {
-		rl->node[i].cmd = conn_new(&rl->node[i].url, 0, &rl->copts);
-		rl->node[i].sub = conn_new(&rl->node[i].url, 0, &rl->copts);
-		if (rl->node[i].cmd == NULL || rl->node[i].sub == NULL) {
+		if (node_init(&rl->node[i], &rl->copts, &sa) != RLOCK_OK) {
 			rlock_free(rl);
 			goto oom;
 		}
@@ -173,10 +173,8 @@ void rlock_free(struct rlock *rl)
 {
 	if (rl == NULL)
 		return;
-	for (size_t i = 0; i < rl->nnode; i++) {
-		conn_free(rl->node[i].cmd);
-		conn_free(rl->node[i].sub);
-	}
+	for (size_t i = 0; i < rl->nnode; i++)
+		node_free(&rl->node[i]);
 	free(rl->node);
 	tls_ctx_put(rl->copts.tls);
 	explicit_bzero(rl->password, sizeof(rl->password));
@@ -328,6 +326,104 @@ static size_t raise_fence(struct rlock *rl, const struct names *n,
 	return at;
 }
 
+/*
+ * WAIT until want replicas have the last write of each server in which[]
+ * (the connection that wrote it: the slot's owner on a cluster), for up to
+ * the I/O timeout.  Returns how many servers reached want; *least gets the
+ * fewest acknowledgements and *addr where.
+ */
+static size_t wait_replicas(struct rlock *rl, const struct names *n, int want,
+			    const int *which, long long *least, char *addr,
+			    size_t addrlen)
+{
+	char num[16], ms[24];
+	const char *argv[3] = { "WAIT", num, ms };
+	struct request q;
+	struct fan f;
+	size_t i, ok = 0;
+
+	snprintf(num, sizeof(num), "%d", want);
+	snprintf(ms, sizeof(ms), "%lld", (long long)rl->copts.io_timeout_ms);
+	req_command(&q, 3, argv, key_slot(n->key, strlen(n->key)));
+	fan_init(&f, rl);
+	f.extra_ms = rl->copts.io_timeout_ms;
+	for (i = 0; i < f.n; i++) {
+		if (which[i])
+			f.slot[i].req = &q;
+	}
+	fan_run(rl, &f);
+	*least = want;
+	addr[0] = '\0';
+	for (i = 0; i < f.n; i++) {
+		const struct rlock_result *res = &f.slot[i].res;
+		long long got = 0;
+
+		if (!which[i])
+			continue;
+		if (res->rc == RLOCK_OK && res->r->type == REDIS_REPLY_INTEGER)
+			got = res->r->integer;
+		if (got >= want)
+			ok++;
+		if (got < *least || addr[0] == '\0') {
+			*least = got < *least ? got : *least;
+			snprintf(addr, addrlen, "%s", res->rc == RLOCK_OK ?
+				 conn_addr(rl->node[i].cmd) : res->err);
+		}
+	}
+	fan_done(&f);
+	return ok;
+}
+
+/* After a grant: make sure want replicas have it, or undo it. */
+static int replicated(struct rlock *rl, const struct names *n,
+		      const char *token, int want, const long long *got)
+{
+	int which[RLOCK_MAX_SERVERS];
+	long long least;
+	char addr[600], tb[32];
+
+	for (size_t i = 0; i < rl->nnode; i++)
+		which[i] = got[i] > 0;
+	if (wait_replicas(rl, n, want, which, &least, addr, sizeof(addr)) >=
+	    rl->quorum)
+		return RLOCK_OK;
+	fan_undo(rl, &n->v, token);
+	rlock_seterr(rl->err, sizeof(rl->err), "took the lock, but only %lld "
+		     "of %d replicas acknowledged within %s (%s); released it",
+		     least, want, rlock_fmt_ms(rl->copts.io_timeout_ms, tb,
+					       sizeof(tb)), addr);
+	return RLOCK_EUNAVAIL;
+}
+
+/*
+ * Several URLs must be independent masters, which the URLs alone cannot
+ * tell for nodes of one cluster or sentinels of one master: after a
+ * request, two nodes that reached the same server say so.
+ */
+static int distinct(struct rlock *rl)
+{
+	for (size_t i = 1; i < rl->nnode; i++) {
+		struct rlock_conn *a = rl->node[i].cmd;
+
+		for (size_t j = 0; j < i && conn_is_up(a); j++) {
+			struct rlock_conn *b = rl->node[j].cmd;
+
+			if (conn_is_up(b) &&
+			    strcmp(conn_addr(a), conn_addr(b)) == 0) {
+				rlock_seterr(rl->err, sizeof(rl->err),
+					     "servers %zu and %zu of the URLs "
+					     "both reach %s: a quorum needs "
+					     "independent masters (nodes of "
+					     "one cluster, or sentinels of "
+					     "one master, are one)", j + 1,
+					     i + 1, conn_addr(a));
+				return RLOCK_EUSAGE;
+			}
+		}
+	}
+	return RLOCK_OK;
+}
+
 /* One attempt on every server.  Returns RLOCK_OK, RLOCK_BUSY with holder
  * filled, or an error. */
 static int try_acquire(struct rlock *rl, const struct names *n,
@@ -355,6 +451,16 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 	t0 = rlock_boot_ms();
 	fan_run(rl, &f);
 	elapsed = rlock_boot_ms() - t0;
+	if (rl->nnode > 1 && distinct(rl) != RLOCK_OK) {
+		char why[sizeof(rl->err)];
+
+		/* Whatever it granted is given back, and the reason kept. */
+		memcpy(why, rl->err, sizeof(why));
+		fan_undo(rl, &n->v, token);
+		memcpy(rl->err, why, sizeof(why));
+		fan_done(&f);
+		return RLOCK_EUSAGE;
+	}
 	for (i = 0; i < f.n; i++) {
 		redisReply *r = f.slot[i].res.r;
 
@@ -397,6 +503,13 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 		fan_done(&f);
 		return RLOCK_EUNAVAIL;
 	}
+	if (ngrant >= rl->quorum && o->wait_replicas > 0) {
+		rc = replicated(rl, n, token, o->wait_replicas, got);
+		if (rc != RLOCK_OK) {
+			fan_done(&f);
+			return rc;
+		}
+	}
 	elapsed = rlock_boot_ms() - t0;
 	if (ngrant >= rl->quorum && lease_valid(o->ttl_ms, elapsed)) {
 		snprintf(lease->token, sizeof(lease->token), "%s", token);
@@ -404,6 +517,7 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 		lease->ttl_ms = o->ttl_ms;
 		lease->taken_boot_ms = t0;
 		lease->renewed_boot_ms = t0;
+		lease->wait_replicas = o->wait_replicas;
 		rc = RLOCK_OK;
 	} else {
 		/* Undo on all, as Redlock says: a grant that was counted, and
@@ -429,19 +543,21 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 }
 
 /* Subscribe every reachable server's second connection to the release
- * channel.  Returns the number subscribed. */
+ * channel, on the master that owns the lock's slot.  Returns the number
+ * subscribed. */
 static size_t subscribe(struct rlock *rl, const struct names *n,
 			int64_t deadline, int cancel_fd)
 {
+	int slot = key_slot(n->key, strlen(n->key));
 	size_t i, ok = 0;
 
 	for (i = 0; i < rl->nnode; i++) {
-		struct rlock_conn *c = rl->node[i].sub;
+		struct rlock_conn *c = node_sub(&rl->node[i], slot, deadline);
 		const char *argv[2] = { "SUBSCRIBE", n->chan };
 		redisReply *r = NULL;
 
-		if (conn_call(c, deadline, cancel_fd, 2, argv, NULL, &r) !=
-		    RLOCK_OK)
+		if (c == NULL || conn_call(c, deadline, cancel_fd, 2, argv,
+					   NULL, &r) != RLOCK_OK)
 			continue;
 		if (r->type == REDIS_REPLY_ARRAY)
 			ok++;
@@ -452,12 +568,17 @@ static size_t subscribe(struct rlock *rl, const struct names *n,
 	return ok;
 }
 
+static int sub_up(const struct rlock_node *n)
+{
+	return n->sub != NULL && conn_is_up(n->sub);
+}
+
 /* Whether any subscription is still up: one is enough to hear of a
  * release, and a master that is down must not be retried every round. */
 static int subs_up(const struct rlock *rl)
 {
 	for (size_t i = 0; i < rl->nnode; i++) {
-		if (conn_is_up(rl->node[i].sub))
+		if (sub_up(&rl->node[i]))
 			return 1;
 	}
 	return 0;
@@ -467,8 +588,10 @@ static void unsubscribe(struct rlock *rl)
 {
 	/* A subscribed connection cannot run commands: close it rather than
 	 * track the UNSUBSCRIBE reply. */
-	for (size_t i = 0; i < rl->nnode; i++)
-		conn_close(rl->node[i].sub);
+	for (size_t i = 0; i < rl->nnode; i++) {
+		if (rl->node[i].sub != NULL)
+			conn_close(rl->node[i].sub);
+	}
 }
 
 /* Wait until a release message arrives, cancel_fd is readable, or wake
@@ -486,7 +609,7 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 		for (i = 0; i < rl->nnode; i++) {
 			struct rlock_conn *c = rl->node[i].sub;
 
-			if (!conn_is_up(c))
+			if (!sub_up(&rl->node[i]))
 				continue;
 			p[np].fd = conn_fd(c);
 			p[np].events = conn_events(c);
@@ -520,7 +643,7 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 			redisReply *r;
 			int woke = 0;
 
-			if (!conn_is_up(c))
+			if (!sub_up(&rl->node[i]))
 				continue;
 			if (p[np++].revents == 0)
 				continue;
@@ -667,6 +790,20 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 		lease->renewed_boot_ms = t0;
 		lease->ttl_ms = ttl_ms;
 	}
+	if (rc == RLOCK_OK && lease != NULL && lease->wait_replicas > 0) {
+		/* Keep the replicas' copy as long as ours, so a failover does
+		 * not bring back an older, shorter lease.  A shortfall is no
+		 * loss: the master has the renewal. */
+		int which[RLOCK_MAX_SERVERS];
+		long long least;
+		char addr[600];
+
+		for (size_t i = 0; i < f.n; i++)
+			which[i] = f.slot[i].res.rc == RLOCK_OK &&
+				   f.slot[i].res.r->integer > 0;
+		wait_replicas(rl, &n, lease->wait_replicas, which, &least,
+			      addr, sizeof(addr));
+	}
 	if (rc == RLOCK_NOTOURS)
 		rlock_seterr(rl->err, sizeof(rl->err),
 			     "%s: token does not hold the lock", name);
@@ -772,6 +909,15 @@ int rlock_force_release(struct rlock *rl, const char *name,
 
 /* ---- status and list ------------------------------------------------ */
 
+/* The I/O deadline of one request from now, cut to the hard deadline. */
+static int64_t bound_io(const struct rlock *rl)
+{
+	int64_t d = rlock_mono_ms() + rl->copts.io_timeout_ms;
+
+	return rl->hard_deadline > 0 && d > rl->hard_deadline ?
+		rl->hard_deadline : d;
+}
+
 /* What server i said of the lock, for status's per-server view. */
 static void fill_view(struct rlock *rl, struct fan *f, size_t i,
 		      struct rlock_view *v)
@@ -797,7 +943,8 @@ static long long count_waiters(struct rlock *rl, const struct names *n)
 	struct fan f;
 	long long most = 0;
 
-	req_command(&q, 3, argv);
+	/* Waiters subscribe on the master that owns the lock's slot. */
+	req_command(&q, 3, argv, key_slot(n->key, strlen(n->key)));
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	fan_run(rl, &f);
@@ -918,16 +1065,72 @@ static int take_names(const redisReply *r, size_t plen, char cursor[32],
 	return RLOCK_OK;
 }
 
+/* SCAN one server for the locks under pattern, into *names.  Returns
+ * RLOCK_OK, or an error with the reason in err. */
+static int scan_server(struct rlock *rl, struct rlock_conn *c,
+		       const char *pattern, char ***names, size_t *nnames,
+		       size_t *cap, char *err, size_t errlen)
+{
+	size_t plen = strlen(rl->prefix);
+	char cursor[32] = "0";
+	int rc;
+
+	do {
+		/* Only strings: a key of another type under the prefix is
+		 * not a lock (Redis 6 and later). */
+		const char *argv[8] = { "SCAN", cursor, "MATCH", pattern,
+					"COUNT", "1000", "TYPE", "string" };
+		redisReply *r = NULL;
+		struct rlock_result res;
+
+		rc = conn_call(c, bound_io(rl), -1, 8, argv, NULL, &r);
+		if (rc != RLOCK_OK) {
+			snprintf(err, errlen, "%s", conn_errstr(c));
+			return rc;
+		}
+		if (r->type == REDIS_REPLY_ERROR) {
+			classify_error(r, conn_addr(c), "SCAN", &res);
+			snprintf(err, errlen, "%s", res.err);
+			freeReplyObject(r);
+			return res.rc;
+		}
+		rc = take_names(r, plen, cursor, names, nnames, cap);
+		freeReplyObject(r);
+		if (rc == RLOCK_EPROTO)
+			snprintf(err, errlen, "%s: unexpected reply to SCAN",
+				 conn_addr(c));
+		else if (rc != RLOCK_OK)
+			snprintf(err, errlen, "out of memory");
+	} while (rc == RLOCK_OK && strcmp(cursor, "0") != 0);
+	return rc;
+}
+
+/* Every lock on server i: on each master of a cluster. */
+static int scan_node(struct rlock *rl, size_t i, const char *pattern,
+		     char ***names, size_t *nnames, size_t *cap, char *err,
+		     size_t errlen)
+{
+	struct rlock_node *n = &rl->node[i];
+	size_t masters[NODE_MAX_PEERS];
+	int nm, rc = RLOCK_OK;
+
+	nm = node_masters(n, rl->hard_deadline, masters, NODE_MAX_PEERS);
+	if (nm < 0) {
+		snprintf(err, errlen, "%s", node_errstr(n));
+		return RLOCK_EUNAVAIL;
+	}
+	for (int k = 0; k < nm && rc == RLOCK_OK; k++)
+		rc = scan_server(rl, n->peer[masters[k]]->cmd, pattern, names,
+				 nnames, cap, err, errlen);
+	return rc;
+}
+
 int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 	       void *arg)
 {
-	char pattern[sizeof(rl->prefix) * 2 + 8];
-	char cursor[RLOCK_MAX_SERVERS][32];
-	struct request q[RLOCK_MAX_SERVERS];
-	int active[RLOCK_MAX_SERVERS];
+	char pattern[sizeof(rl->prefix) * 2 + 8], err[sizeof(rl->err)];
 	char **names = NULL;
-	size_t nnames = 0, cap = 0, plen = strlen(rl->prefix), i, j = 0;
-	size_t left = rl->nnode, failed = 0;
+	size_t nnames = 0, cap = 0, i, j = 0, failed = 0;
 	int rc = RLOCK_OK;
 
 	/* The prefix is literal: escape the glob characters SCAN knows. */
@@ -937,55 +1140,26 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 		pattern[j++] = rl->prefix[i];
 	}
 	memcpy(pattern + j, "{*}", 4);
-	for (i = 0; i < rl->nnode; i++) {
-		snprintf(cursor[i], sizeof(cursor[i]), "0");
-		active[i] = 1;
-	}
-	/* Every server is scanned at once, each at its own cursor.  A lock
-	 * held by a quorum is on a majority: with the others up, a server
-	 * that fails hides none of them. */
-	while (left > 0 && rc == RLOCK_OK) {
-		struct fan f;
+	/* A lock held by a quorum is on a majority: with the others up, a
+	 * server that fails hides none of them. */
+	for (i = 0; i < rl->nnode && rc == RLOCK_OK; i++) {
+		int r = scan_node(rl, i, pattern, &names, &nnames, &cap, err,
+				  sizeof(err));
 
-		fan_init(&f, rl);
-		for (i = 0; i < rl->nnode; i++) {
-			/* Only strings: a key of another type under the
-			 * prefix is not a lock (Redis 6 and later). */
-			const char *argv[8] = { "SCAN", cursor[i], "MATCH",
-						pattern, "COUNT", "1000",
-						"TYPE", "string" };
-
-			if (!active[i])
-				continue;
-			req_command(&q[i], 8, argv);
-			f.slot[i].req = &q[i];
-		}
-		fan_run(rl, &f);
-		for (i = 0; i < rl->nnode && rc == RLOCK_OK; i++) {
-			struct rlock_result *res = &f.slot[i].res;
-
-			if (!active[i])
-				continue;
-			if (res->rc == RLOCK_OK)
-				res->rc = take_names(res->r, plen, cursor[i],
-						     &names, &nnames, &cap);
-			if (res->rc == RLOCK_EPROTO)
-				fan_unexpected(&f, i, "SCAN");
-			if (res->rc == RLOCK_ESYS) {
+		if (r == RLOCK_ESYS) {
+			rlock_seterr(rl->err, sizeof(rl->err), "%s", err);
+			rc = r;
+		} else if (r != RLOCK_OK && ++failed > rl->nnode - rl->quorum) {
+			if (rl->nnode == 1)
+				rlock_seterr(rl->err, sizeof(rl->err), "%s",
+					     err);
+			else
 				rlock_seterr(rl->err, sizeof(rl->err),
-					     "out of memory");
-				rc = RLOCK_ESYS;
-			} else if (res->rc != RLOCK_OK) {
-				active[i] = 0;
-				left--;
-				if (++failed > rl->nnode - rl->quorum)
-					rc = fan_first_error(rl, &f, failed);
-			} else if (strcmp(cursor[i], "0") == 0) {
-				active[i] = 0;
-				left--;
-			}
+					     "no quorum: %zu of %zu servers "
+					     "failed (%s)", failed, rl->nnode,
+					     err);
+			rc = rl->nnode == 1 ? r : RLOCK_EUNAVAIL;
 		}
-		fan_done(&f);
 	}
 	if (rc == RLOCK_OK && nnames > 0) {
 		/* SCAN may return a key twice, and N servers N times. */

@@ -57,6 +57,7 @@ extern const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT];
  */
 struct request {
 	int script;			/* an rlock_script_id or REQ_COMMAND */
+	int slot;			/* the cluster slot of its keys, -1 none */
 	int nkeys;			/* script: the first nkeys of argv */
 	int argc;
 	const char *argv[RLOCK_REQ_MAXARGS];
@@ -84,8 +85,9 @@ void req_status(struct request *q, const struct lock_names *n);
 /* Raise the fence counter to fence (several masters). */
 void req_fence(struct request *q, const struct lock_names *n,
 	       const char *token, long long fence);
-/* A plain command of argc words. */
-void req_command(struct request *q, int argc, const char *const *argv);
+/* A plain command of argc words, for slot (-1: keyless). */
+void req_command(struct request *q, int argc, const char *const *argv,
+		 int slot);
 
 /* Queue q on c as EVALSHA (EVAL with use_eval, after NOSCRIPT) or as the
  * command it is, without waiting.  Returns RLOCK_OK or RLOCK_ESYS. */
@@ -104,16 +106,54 @@ void classify_error(const redisReply *r, const char *addr, const char *key,
 
 /* ---- nodes: where a server's connections come from ------------------- */
 
+#define CLUSTER_SLOTS 16384
+#define NODE_MAX_PEERS 250		/* cluster masters one node may know */
+
+/* The cluster slot of a key: CRC16 of its hash tag ({...}), or of the
+ * whole key when it has none or an empty one. */
+int key_slot(const char *key, size_t len);
+
+/* One server a node reaches: the URL's own, the master the sentinels
+ * named, or a cluster master a redirection named. */
+struct peer {
+	struct rlock_url url;		/* the node's URL with this address */
+	struct rlock_conn *cmd;
+	int64_t down_until;		/* a connect failed: others first */
+};
+
+/* Credentials for the sentinels, which are not the master's. */
+struct sentinel_auth {
+	const char *user, *password;	/* NULL: none */
+};
+
 /*
- * One server of a lock.  Today a node is a direct connection to its URL;
- * Sentinel discovery and Cluster redirections plug in here: the fan-out
- * asks the node for a connection, tells it what came back, and the node
- * says what to do next.
+ * One server of a lock, as the user named it.  Direct: the URL's server.
+ * Sentinel: the master the sentinels name, asked again whenever its
+ * connection drops or it answers READONLY.  Cluster: any redis:// node may
+ * turn out to be one (the first MOVED says so); the node then keeps the
+ * masters it learns as peers, a slot map, and sends each request to the
+ * owner of its slot.  The fan-out asks for a connection (node_route,
+ * node_open), tells the node what came back (node_heard) and does what it
+ * says.
  */
 struct rlock_node {
-	struct rlock_url url;
-	struct rlock_conn *cmd;		/* requests */
+	struct rlock_url url;		/* as given */
+	const struct rlock_conn_opts *copts;
+	struct peer *peer[NODE_MAX_PEERS];	/* npeer of them */
+	size_t npeer;
+	size_t cur;			/* the peer of cmd */
+	struct rlock_conn *cmd;		/* requests: peer[cur]'s connection */
 	struct rlock_conn *sub;		/* the release channel, while waiting */
+	struct rlock_url suburl;	/* where sub goes */
+	unsigned char *slots;		/* cluster: slot -> peer + 1; 0 unknown */
+	int ask;			/* ASK: the peer of the next send, -1 */
+	int asking;			/* the next send goes after ASKING */
+	/* Sentinel only. */
+	struct rlock_url surl;		/* the sentinels, with their credentials */
+	struct rlock_conn_opts sopts, mopts;
+	char spass[512];
+	size_t sidx;			/* the sentinel that answered last */
+	char err[600];
 };
 
 enum node_next {
@@ -124,12 +164,52 @@ enum node_next {
 	NODE_FAIL,		/* the reply is the answer, and an error */
 };
 
-/* The node's command connection, opened before deadline when it is not.
- * Returns RLOCK_OK or RLOCK_EUNAVAIL (the reason in conn_errstr). */
-int node_open(struct rlock_node *n, int64_t deadline);
+/* Make n's first connection for n->url (already parsed).  Returns RLOCK_OK
+ * or RLOCK_ESYS. */
+int node_init(struct rlock_node *n, const struct rlock_conn_opts *o,
+	      const struct sentinel_auth *sa);
+void node_free(struct rlock_node *n);
+
+/* Whether n is (known to be) a cluster node. */
+int node_is_cluster(const struct rlock_node *n);
+
+/* Point n->cmd at the connection for a request on slot (-1: keyless, the
+ * connection used last). */
+void node_route(struct rlock_node *n, int slot);
+
+/* The node's command connection, opened (and for Sentinel, the master
+ * found) when it is not, each step within its timeout and before hard
+ * (monotonic ms, 0 none).  Returns RLOCK_OK or RLOCK_EUNAVAIL (the reason
+ * in node_errstr). */
+int node_open(struct rlock_node *n, int64_t hard);
+
+/* After node_open failed: whether another peer may serve the request
+ * (a cluster whose node is down), so that it is worth sending again. */
+int node_fallback(const struct rlock_node *n);
 
 /* What to do after n's connection dropped (r NULL) or answered r. */
 enum node_next node_heard(struct rlock_node *n, const redisReply *r);
+
+/* The reason of the last failure of node_open (or of n->cmd). */
+const char *node_errstr(const struct rlock_node *n);
+
+/* The subscription connection for slot, aimed at the master that owns it
+ * (the one the sentinels name), not yet subscribed.  NULL when out of
+ * memory or the master cannot be found (node_errstr). */
+struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard);
+
+/*
+ * The masters of n: for a cluster every master serving slots (CLUSTER
+ * SLOTS, which also fills the slot map), else n's one server.  Writes up
+ * to max peer indexes to out and returns how many, or -1 with node_errstr.
+ */
+int node_masters(struct rlock_node *n, int64_t hard, size_t *out,
+		 size_t max);
+
+/* After node_masters: where a connection of its own for slot goes (bench
+ * opens thousands), and with which options. */
+const struct rlock_url *node_url(const struct rlock_node *n, int slot,
+				 const struct rlock_conn_opts **o);
 
 /* ---- the handle -------------------------------------------------------- */
 
@@ -160,6 +240,8 @@ struct fan_slot {
 	int tries;
 	int dropped;			/* sent again after a drop */
 	int answered;			/* the last send got a reply */
+	int redirects;			/* MOVED, ASK, new master */
+	int skip;			/* replies to drop first (ASKING's) */
 	int64_t retry_at;
 	struct rlock_result res;
 };
@@ -168,6 +250,7 @@ struct fan {
 	struct fan_slot slot[RLOCK_MAX_SERVERS];
 	size_t n;
 	size_t resent;			/* requests sent again after a drop */
+	int64_t extra_ms;		/* beyond the I/O timeout (WAIT) */
 };
 
 /* A fan-out of nothing yet over rl's servers; fan_all or slot[i].req say

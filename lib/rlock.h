@@ -45,6 +45,9 @@ struct rlock_config {
 	const char *tls_cacert, *tls_cacertdir, *tls_cert, *tls_key;
 	const char *tls_sni;
 	int tls_insecure;		/* verify neither chain nor name */
+	/* For redis-sentinel:// URLs: the sentinels' own credentials (the
+	 * URL's and password above are the master's).  NULL: none. */
+	const char *sentinel_user, *sentinel_password;
 };
 
 /* What a server says of a lock, for status and for a waiter's live line. */
@@ -69,6 +72,7 @@ struct rlock_lease {
 	int64_t ttl_ms;
 	int64_t taken_boot_ms;		/* CLOCK_BOOTTIME when the grant was asked */
 	int64_t renewed_boot_ms;	/* CLOCK_BOOTTIME of the last confirmed send */
+	int wait_replicas;		/* renewals WAIT for N replicas too */
 };
 
 /* Called by a waiting acquire about once a second and when the holder
@@ -83,6 +87,7 @@ struct rlock_acquire_opts {
 	const char *label;		/* shown as the holder's command */
 	int64_t min_hold_ms;		/* a release before this keeps the key */
 	long long pid;			/* shown as the holder's pid; 0: ours */
+	int wait_replicas;		/* WAIT until N replicas have the grant */
 	int cancel_fd;			/* stop waiting when readable; -1 none */
 	rlock_wait_cb wait_cb;
 	void *wait_arg;

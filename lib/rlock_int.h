@@ -19,13 +19,14 @@ enum rlock_url_kind {
 	RLOCK_URL_TCP,		/* redis:// */
 	RLOCK_URL_TLS,		/* rediss:// */
 	RLOCK_URL_UNIX,		/* unix:// */
-	RLOCK_URL_SENTINEL,	/* redis-sentinel:// */
+	RLOCK_URL_SENTINEL,	/* redis-sentinel://, rediss-sentinel:// */
 };
 
 #define RLOCK_URL_MAX_HOSTS 16
 
 struct rlock_url {
 	enum rlock_url_kind kind;
+	int tls;		/* rediss://, rediss-sentinel:// */
 	char user[256];		/* empty: no ACL user */
 	char password[512];	/* empty: no password */
 	int has_password;
@@ -62,6 +63,7 @@ struct rlock_conn_opts {
 	int64_t io_timeout_ms;
 	const char *password;		/* beats the URL's when non-NULL */
 	struct tls_ctx *tls;		/* for rediss:// URLs */
+	int want_master;		/* HELLO: refuse a replica (Sentinel) */
 };
 
 /* A connection to host hostidx of u, not yet opened.  u is not copied:
@@ -71,13 +73,24 @@ struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 void conn_free(struct rlock_conn *c);
 const char *conn_errstr(const struct rlock_conn *c);
 const char *conn_addr(const struct rlock_conn *c);	/* "host:port" */
+const struct rlock_url *conn_url(const struct rlock_conn *c);
 int conn_fd(const struct rlock_conn *c);
 int conn_is_up(const struct rlock_conn *c);
 void conn_close(struct rlock_conn *c);
 
 /* Connect, authenticate and select the db, all before deadline (monotonic
- * ms).  Returns RLOCK_OK or RLOCK_EUNAVAIL with the reason in errstr. */
+ * ms).  With want_master, HELLO authenticates and a replica is refused.
+ * Returns RLOCK_OK or RLOCK_EUNAVAIL with the reason in errstr. */
 int conn_open(struct rlock_conn *c, int64_t deadline);
+
+/* Why the last conn_open failed, when it got as far as the server. */
+enum conn_refusal {
+	CONN_REFUSED_NOT,		/* no: connect, TLS or I/O */
+	CONN_REFUSED_AUTH,		/* authentication required or failed */
+	CONN_REFUSED_REPLICA,		/* want_master, and it is a replica */
+	CONN_REFUSED_OTHER,		/* an error reply to the handshake */
+};
+enum conn_refusal conn_refusal(const struct rlock_conn *c);
 
 /* Queue one command.  Returns RLOCK_OK or RLOCK_ESYS. */
 int conn_send(struct rlock_conn *c, int argc, const char *const *argv,

@@ -143,12 +143,38 @@ int lock_key(char *buf, size_t len, const char *prefix, const char *name,
 	return n < 0 || (size_t)n >= len ? -1 : n;
 }
 
+/* CRC16-CCITT (XMODEM), the checksum Redis Cluster hashes keys with. */
+static unsigned crc16(const char *s, size_t n)
+{
+	unsigned crc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		crc ^= (unsigned)(unsigned char)s[i] << 8;
+		for (int b = 0; b < 8; b++)
+			crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
+	}
+	return crc & 0xffff;
+}
+
+int key_slot(const char *key, size_t len)
+{
+	const char *open = memchr(key, '{', len), *close = NULL;
+
+	if (open != NULL)
+		close = memchr(open + 1, '}', len - (size_t)(open - key) - 1);
+	if (close != NULL && close > open + 1)
+		return (int)(crc16(open + 1, (size_t)(close - open - 1)) %
+			     CLUSTER_SLOTS);
+	return (int)(crc16(key, len) % CLUSTER_SLOTS);
+}
+
 static void begin(struct request *q, int script, int nkeys,
 		  const struct lock_names *n)
 {
 	const char *keys[3] = { n->key, n->meta, n->fence };
 
 	q->script = script;
+	q->slot = key_slot(n->key, strlen(n->key));
 	q->nkeys = nkeys;
 	for (q->argc = 0; q->argc < nkeys; q->argc++)
 		q->argv[q->argc] = keys[q->argc];
@@ -220,9 +246,11 @@ void req_status(struct request *q, const struct lock_names *n)
 	begin(q, RLOCK_SCRIPT_STATUS, 3, n);
 }
 
-void req_command(struct request *q, int argc, const char *const *argv)
+void req_command(struct request *q, int argc, const char *const *argv,
+		 int slot)
 {
 	q->script = REQ_COMMAND;
+	q->slot = slot;
 	q->nkeys = 0;
 	for (q->argc = 0; q->argc < argc && q->argc < RLOCK_REQ_MAXARGS;
 	     q->argc++)
@@ -273,7 +301,8 @@ void classify_error(const redisReply *r, const char *addr, const char *key,
 	if (starts_with(r, "READONLY")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
-			 "%s: server is a read-only replica (READONLY)", addr);
+			 "%s is a replica (READONLY): point rlock at the "
+			 "master, or use a redis-sentinel:// URL", addr);
 	} else if (starts_with(r, "OOM")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
@@ -296,8 +325,22 @@ void classify_error(const redisReply *r, const char *addr, const char *key,
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s: authentication failed: %.*s", addr, n, r->str);
+	} else if (starts_with(r, "LOADING")) {
+		res->rc = RLOCK_EUNAVAIL;
+		snprintf(res->err, sizeof(res->err),
+			 "%s: server is loading its data (LOADING)", addr);
+	} else if (starts_with(r, "TRYAGAIN")) {
+		res->rc = RLOCK_EUNAVAIL;
+		snprintf(res->err, sizeof(res->err), "%s: the lock's slot is "
+			 "being migrated (TRYAGAIN)", addr);
+	} else if (starts_with(r, "CROSSSLOT")) {
+		res->rc = RLOCK_EUSAGE;
+		snprintf(res->err, sizeof(res->err), "%s: the lock name has "
+			 "an empty hash tag: on a cluster its keys would span "
+			 "slots (CROSSSLOT); a name must not start with '}'",
+			 key);
 	} else if (starts_with(r, "LOADING") || starts_with(r, "MASTERDOWN") ||
-		   starts_with(r, "BUSY")) {
+		   starts_with(r, "CLUSTERDOWN") || starts_with(r, "BUSY")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err), "%s: %.*s", addr, n,
 			 r->str);

@@ -5,6 +5,7 @@
  *   rediss://[user[:pass]@]host[:port][/db]
  *   unix:///path/to/redis.sock[?db=N]
  *   redis-sentinel://[user[:pass]@]host[:port][,host[:port]...][/db]#master
+ *   rediss-sentinel://...	(TLS to the sentinels and the master)
  *
  * A URL that does not fit is refused with a reason; no field is ever cut
  * short to fit its buffer, because a truncated host or password would
@@ -29,13 +30,15 @@
 struct scheme {
 	const char *name;
 	enum rlock_url_kind kind;
+	int tls;
 };
 
 static const struct scheme schemes[] = {
-	{ "redis", RLOCK_URL_TCP },
-	{ "rediss", RLOCK_URL_TLS },
-	{ "unix", RLOCK_URL_UNIX },
-	{ "redis-sentinel", RLOCK_URL_SENTINEL },
+	{ "redis", RLOCK_URL_TCP, 0 },
+	{ "rediss", RLOCK_URL_TLS, 1 },
+	{ "unix", RLOCK_URL_UNIX, 0 },
+	{ "redis-sentinel", RLOCK_URL_SENTINEL, 0 },
+	{ "rediss-sentinel", RLOCK_URL_SENTINEL, 1 },
 };
 
 static int hexval(char c)
@@ -470,6 +473,7 @@ int rlock_url_parse(const char *s, struct rlock_url *u, const char **why)
 		if (strlen(schemes[i].name) == slen &&
 		    strncasecmp(s, schemes[i].name, slen) == 0) {
 			tmp.kind = schemes[i].kind;
+			tmp.tls = schemes[i].tls;
 			found = 1;
 			break;
 		}

@@ -182,9 +182,9 @@ frozen() {
 	start_redis M
 	start_redis REP --replicaof 127.0.0.1 "$M_PORT"
 	run -69 --separate-stderr timeout 10 "$RLOCK" -u "$REP_URL" acquire ro
-	assert_stderr "rlock: acquire: 127.0.0.1:$REP_PORT: server is a read-only replica (READONLY)"
+	assert_stderr "rlock: acquire: 127.0.0.1:$REP_PORT is a replica (READONLY): point rlock at the master, or use a redis-sentinel:// URL"
 	run -69 --separate-stderr timeout 10 "$RLOCK" -u "$REP_URL" run ro -- touch ran
-	assert_stderr "rlock: run: 127.0.0.1:$REP_PORT: server is a read-only replica (READONLY)"
+	assert_stderr "rlock: run: 127.0.0.1:$REP_PORT is a replica (READONLY): point rlock at the master, or use a redis-sentinel:// URL"
 	[[ ! -e ran ]]
 	# status only reads: fine on a replica
 	run -1 timeout 10 "$RLOCK" -u "$REP_URL" status ro

@@ -968,8 +968,9 @@ static void single(void)
 			 w.fake[0].path);
 		CHECK_STR(rlock_errstr(w.rl), want);
 		CHECK_INT(acquire(&w, &l, &h), RLOCK_EUNAVAIL);
-		snprintf(want, sizeof(want), "%s: server is a read-only "
-			 "replica (READONLY)", w.fake[0].path);
+		snprintf(want, sizeof(want), "%s is a replica (READONLY): "
+			 "point rlock at the master, or use a "
+			 "redis-sentinel:// URL", w.fake[0].path);
 		CHECK_STR(rlock_errstr(w.rl), want);
 		CHECK_INT(rlock_extend(w.rl, "job", TOKEN, 1000, NULL),
 			  RLOCK_NOTOURS);
@@ -1148,7 +1149,7 @@ static void tally_rows(size_t n, const struct mix *rows, size_t nrows)
 	CHECK(rl != NULL);
 	if (rl == NULL)
 		return;
-	req_command(&q, 1, (const char *const[]){ "PING" });
+	req_command(&q, 1, (const char *const[]){ "PING" }, -1);
 	for (size_t k = 0; k < nrows; k++) {
 		const struct mix *m = &rows[k];
 		struct fan f;

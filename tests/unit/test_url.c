@@ -245,6 +245,7 @@ static void sentinel(void)
 
 	if (ok("redis-sentinel://s1#mymaster", &u) == 0) {
 		CHECK_INT(u.kind, RLOCK_URL_SENTINEL);
+		CHECK_INT(u.tls, 0);
 		CHECK_INT(u.nhosts, 1);
 		CHECK_STR(u.hosts[0].host, "s1");
 		CHECK_INT(u.hosts[0].port, 26379);
@@ -266,6 +267,19 @@ static void sentinel(void)
 	}
 	if (ok("Redis-Sentinel://h#m-1.x", &u) == 0)
 		CHECK_STR(u.master, "m-1.x");
+	/* TLS to the sentinels and to the master they name. */
+	if (ok("rediss-sentinel://u:p@s1:1,s2:2#m", &u) == 0) {
+		CHECK_INT(u.kind, RLOCK_URL_SENTINEL);
+		CHECK_INT(u.tls, 1);
+		CHECK_INT(u.nhosts, 2);
+		CHECK_STR(u.user, "u");
+		CHECK_STR(u.master, "m");
+	}
+	if (ok("rediss://h", &u) == 0)
+		CHECK_INT(u.tls, 1);
+	if (ok("redis://h", &u) == 0)
+		CHECK_INT(u.tls, 0);
+	bad("rediss-sentinel://h", "missing master name");
 
 	/* Exactly RLOCK_URL_MAX_HOSTS hosts fit; one more does not. */
 	strcpy(buf, "redis-sentinel://h0");

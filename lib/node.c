@@ -1,0 +1,609 @@
+/*
+ * node.c - the topology: where each server of a lock is reached.
+ *
+ * A node is one URL.  Direct, it is that URL's server.  Sentinel, it is
+ * the master the sentinels name: asked for in order (the one that answered
+ * last first), checked with HELLO (a replica is refused), and asked for
+ * again whenever the connection drops, which is how Sentinel tells clients
+ * of a failover, or answers READONLY.  Cluster: any redis:// node may turn
+ * out to be one; the first MOVED says so.  The node then keeps the masters
+ * redirections name as peers and a slot map, sends each request to the
+ * owner of its slot, follows MOVED (remembered) and ASK (once, after
+ * ASKING), and has TRYAGAIN and CLUSTERDOWN sent again.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lock_int.h"
+
+#define DOWN_MS 1000		/* a cluster peer that refused: others first */
+#define REASK_MS 150		/* between rounds of asking the sentinels */
+
+static int64_t cut(int64_t deadline, int64_t hard)
+{
+	return hard > 0 && deadline > hard ? hard : deadline;
+}
+
+static int starts_with(const redisReply *r, const char *p)
+{
+	size_t n = strlen(p);
+
+	return r->len >= n && memcmp(r->str, p, n) == 0;
+}
+
+/* ---- peers ------------------------------------------------------------ */
+
+/* A peer at host:port (NULL host: the URL's own server), with the node's
+ * credentials, TLS and db.  Returns its index, or -1 when out of memory
+ * or room. */
+static int peer_add(struct rlock_node *n, const char *host, int port)
+{
+	const struct rlock_conn_opts *o = n->url.kind == RLOCK_URL_SENTINEL ?
+		&n->mopts : n->copts;
+	struct peer *p;
+
+	if (n->npeer == NODE_MAX_PEERS)
+		return -1;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return -1;
+	p->url = n->url;
+	if (host != NULL) {
+		p->url.kind = n->url.tls ? RLOCK_URL_TLS : RLOCK_URL_TCP;
+		p->url.nhosts = 1;
+		snprintf(p->url.hosts[0].host, sizeof(p->url.hosts[0].host),
+			 "%s", host);
+		p->url.hosts[0].port = port;
+		p->url.master[0] = '\0';
+	}
+	p->cmd = conn_new(&p->url, 0, o);
+	if (p->cmd == NULL) {
+		free(p);
+		return -1;
+	}
+	n->peer[n->npeer] = p;
+	return (int)n->npeer++;
+}
+
+/* The peer at host:port, added when new.  -1 when out of memory or room. */
+static int peer_find(struct rlock_node *n, const char *host, int port)
+{
+	for (size_t i = 0; i < n->npeer; i++) {
+		const struct rlock_url *u = &n->peer[i]->url;
+
+		if (u->kind != RLOCK_URL_UNIX && u->hosts[0].port == port &&
+		    strcasecmp(u->hosts[0].host, host) == 0)
+			return (int)i;
+	}
+	return peer_add(n, host, port);
+}
+
+static void use_peer(struct rlock_node *n, size_t i)
+{
+	n->cur = i;
+	n->cmd = n->peer[i]->cmd;
+}
+
+/* Aim peer i at host:port (Sentinel's master moved): a new connection. */
+static int peer_move(struct rlock_node *n, size_t i, const char *host,
+		     int port)
+{
+	struct peer *p = n->peer[i];
+	struct rlock_conn *c;
+
+	if (p->url.hosts[0].port == port &&
+	    strcmp(p->url.hosts[0].host, host) == 0)
+		return RLOCK_OK;
+	snprintf(p->url.hosts[0].host, sizeof(p->url.hosts[0].host), "%s",
+		 host);
+	p->url.hosts[0].port = port;
+	c = conn_new(&p->url, 0, &n->mopts);
+	if (c == NULL)
+		return RLOCK_ESYS;
+	conn_free(p->cmd);
+	p->cmd = c;
+	if (n->cur == i)
+		n->cmd = c;
+	return RLOCK_OK;
+}
+
+int node_init(struct rlock_node *n, const struct rlock_conn_opts *o,
+	      const struct sentinel_auth *sa)
+{
+	n->copts = o;
+	n->ask = -1;
+	if (n->url.kind == RLOCK_URL_SENTINEL) {
+		/* The URL's user and password are the master's; the
+		 * sentinels have their own, or none. */
+		n->mopts = *o;
+		n->mopts.want_master = 1;
+		n->sopts = *o;
+		n->sopts.password = NULL;
+		n->surl = n->url;
+		n->surl.user[0] = '\0';
+		explicit_bzero(n->surl.password, sizeof(n->surl.password));
+		n->surl.has_password = 0;
+		if (sa != NULL && sa->user != NULL)
+			snprintf(n->surl.user, sizeof(n->surl.user), "%s",
+				 sa->user);
+		if (sa != NULL && sa->password != NULL) {
+			snprintf(n->spass, sizeof(n->spass), "%s",
+				 sa->password);
+			n->sopts.password = n->spass;
+		}
+		/* The master's address comes from the sentinels. */
+		if (peer_add(n, "", 0) < 0)
+			return RLOCK_ESYS;
+	} else if (peer_add(n, NULL, 0) < 0) {
+		return RLOCK_ESYS;
+	}
+	use_peer(n, 0);
+	return RLOCK_OK;
+}
+
+void node_free(struct rlock_node *n)
+{
+	for (size_t i = 0; i < n->npeer; i++) {
+		conn_free(n->peer[i]->cmd);
+		explicit_bzero(n->peer[i]->url.password,
+			       sizeof(n->peer[i]->url.password));
+		free(n->peer[i]);
+	}
+	n->npeer = 0;
+	conn_free(n->sub);
+	n->sub = NULL;
+	free(n->slots);
+	n->slots = NULL;
+	explicit_bzero(n->spass, sizeof(n->spass));
+	explicit_bzero(n->url.password, sizeof(n->url.password));
+	explicit_bzero(n->suburl.password, sizeof(n->suburl.password));
+}
+
+int node_is_cluster(const struct rlock_node *n)
+{
+	return n->slots != NULL;
+}
+
+const char *node_errstr(const struct rlock_node *n)
+{
+	return n->err[0] != '\0' ? n->err : conn_errstr(n->cmd);
+}
+
+/* ---- cluster ------------------------------------------------------------ */
+
+/* The first peer that is not known to be down, preferring cur. */
+static size_t live_peer(const struct rlock_node *n)
+{
+	int64_t now = rlock_mono_ms();
+
+	if (n->peer[n->cur]->down_until <= now)
+		return n->cur;
+	for (size_t i = 0; i < n->npeer; i++) {
+		if (n->peer[i]->down_until <= now)
+			return i;
+	}
+	return n->cur;
+}
+
+void node_route(struct rlock_node *n, int slot)
+{
+	n->asking = 0;
+	if (n->ask >= 0) {
+		use_peer(n, (size_t)n->ask);
+		n->ask = -1;
+		n->asking = 1;
+	} else if (n->slots != NULL && slot >= 0 && n->slots[slot] > 0) {
+		use_peer(n, n->slots[slot] - 1u);
+	} else if (n->slots != NULL && slot >= 0) {
+		use_peer(n, live_peer(n));
+	}
+}
+
+/* Forget the slots of peer i, which dropped or refused: until a node that
+ * answers says who owns them now. */
+static void peer_forget(struct rlock_node *n, size_t i)
+{
+	for (size_t s = 0; s < CLUSTER_SLOTS; s++) {
+		if (n->slots[s] == i + 1)
+			n->slots[s] = 0;
+	}
+}
+
+static int learn_cluster(struct rlock_node *n)
+{
+	if (n->slots == NULL)
+		n->slots = calloc(CLUSTER_SLOTS, 1);
+	return n->slots != NULL ? 0 : -1;
+}
+
+/*
+ * "MOVED 3999 127.0.0.1:6381" or "ASK ...": the slot and the peer named,
+ * added when new.  An empty host means the host we asked.  Returns the
+ * peer, or -1 (unreadable, out of memory or room).
+ */
+static int redirect_peer(struct rlock_node *n, const redisReply *r, int *slot)
+{
+	char host[256], *colon, *end;
+	const char *sp = memchr(r->str, ' ', r->len);
+	long port, s;
+
+	if (sp == NULL)
+		return -1;
+	s = strtol(sp + 1, &end, 10);
+	if (end == sp + 1 || *end != ' ' || s < 0 || s >= CLUSTER_SLOTS)
+		return -1;
+	snprintf(host, sizeof(host), "%s", end + 1);
+	colon = strrchr(host, ':');
+	if (colon == NULL)
+		return -1;
+	*colon = '\0';
+	port = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || port <= 0 || port > 65535 ||
+	    strcmp(host, "?") == 0)
+		return -1;
+	if (host[0] == '\0')
+		snprintf(host, sizeof(host), "%s",
+			 n->peer[n->cur]->url.hosts[0].host);
+	*slot = (int)s;
+	if (learn_cluster(n) < 0)
+		return -1;
+	return peer_find(n, host, (int)port);
+}
+
+static enum node_next redirected(struct rlock_node *n, const redisReply *r,
+				 int ask)
+{
+	int slot, p = redirect_peer(n, r, &slot);
+
+	if (p < 0) {
+		snprintf(n->err, sizeof(n->err), "%s: cannot follow %.*s",
+			 conn_addr(n->cmd), (int)r->len, r->str);
+		return NODE_FAIL;
+	}
+	n->peer[p]->down_until = 0;
+	if (ask)
+		n->ask = p;
+	else
+		n->slots[slot] = (unsigned char)(p + 1);
+	return NODE_REDIRECT;
+}
+
+int node_fallback(const struct rlock_node *n)
+{
+	return n->slots != NULL && n->npeer > 1;
+}
+
+/* "CLUSTER SLOTS": [[start, end, [host, port, id], replicas...], ...]. */
+static int read_slots(struct rlock_node *n, const redisReply *r, size_t *out,
+		      size_t max, size_t *count)
+{
+	*count = 0;
+	if (learn_cluster(n) < 0)
+		return RLOCK_ESYS;
+	for (size_t i = 0; i < r->elements; i++) {
+		const redisReply *e = r->element[i], *m;
+		long long lo, hi;
+		int p;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+		    e->element[0]->type != REDIS_REPLY_INTEGER ||
+		    e->element[1]->type != REDIS_REPLY_INTEGER ||
+		    e->element[2]->type != REDIS_REPLY_ARRAY ||
+		    e->element[2]->elements < 2)
+			return RLOCK_EPROTO;
+		m = e->element[2];
+		if (m->element[0]->type != REDIS_REPLY_STRING ||
+		    m->element[1]->type != REDIS_REPLY_INTEGER)
+			return RLOCK_EPROTO;
+		lo = e->element[0]->integer;
+		hi = e->element[1]->integer;
+		if (lo < 0 || hi >= CLUSTER_SLOTS || lo > hi)
+			return RLOCK_EPROTO;
+		p = peer_find(n, m->element[0]->len > 0 ? m->element[0]->str :
+			      n->peer[n->cur]->url.hosts[0].host,
+			      (int)m->element[1]->integer);
+		if (p < 0)
+			return RLOCK_ESYS;
+		memset(n->slots + lo, p + 1, (size_t)(hi - lo + 1));
+		size_t k;
+
+		for (k = 0; k < *count && out[k] != (size_t)p; k++)
+			;
+		if (k == *count && *count < max)
+			out[(*count)++] = (size_t)p;
+	}
+	return RLOCK_OK;
+}
+
+int node_masters(struct rlock_node *n, int64_t hard, size_t *out, size_t max)
+{
+	const char *argv[2] = { "CLUSTER", "SLOTS" };
+	redisReply *r = NULL;
+	size_t count = 0;
+	int rc;
+
+	n->err[0] = '\0';
+	node_route(n, -1);
+	rc = node_open(n, hard);
+	if (rc != RLOCK_OK)
+		return -1;
+	rc = conn_call(n->cmd, cut(rlock_mono_ms() + n->copts->io_timeout_ms,
+				   hard), -1, 2, argv, NULL, &r);
+	if (rc != RLOCK_OK)
+		return -1;
+	if (r->type == REDIS_REPLY_ERROR && n->slots == NULL) {
+		/* "cluster support disabled" (or refused): one server. */
+		freeReplyObject(r);
+		out[0] = n->cur;
+		return 1;
+	}
+	rc = r->type == REDIS_REPLY_ARRAY ?
+		read_slots(n, r, out, max, &count) : RLOCK_EPROTO;
+	if (rc != RLOCK_OK)
+		snprintf(n->err, sizeof(n->err), "%s: %s", conn_addr(n->cmd),
+			 rc == RLOCK_ESYS ? "out of memory" :
+			 "unexpected reply to CLUSTER SLOTS");
+	freeReplyObject(r);
+	return rc == RLOCK_OK ? (int)count : -1;
+}
+
+/* ---- sentinel ------------------------------------------------------------ */
+
+/* What asking one sentinel gave. */
+enum asked {
+	ASKED_MASTER,		/* host and port filled */
+	ASKED_DOWN,		/* unreachable, or no answer in time */
+	ASKED_UNKNOWN,		/* it does not know the master name */
+	ASKED_NOAUTH,		/* it wants a password */
+	ASKED_BADAUTH,		/* it refused ours */
+	ASKED_ERROR,		/* another error reply */
+};
+
+static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
+			       char *host, size_t hostlen, int *port,
+			       char *why, size_t whylen)
+{
+	const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME",
+				n->url.master };
+	struct rlock_conn *c = conn_new(&n->surl, (int)i, &n->sopts);
+	redisReply *r = NULL;
+	enum asked a = ASKED_ERROR;
+	int rc;
+
+	if (c == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return ASKED_DOWN;
+	}
+	rc = conn_open(c, cut(rlock_mono_ms() + n->copts->connect_timeout_ms,
+			      hard));
+	if (rc == RLOCK_OK)
+		rc = conn_call(c, cut(rlock_mono_ms() +
+				      n->copts->io_timeout_ms, hard), -1, 3,
+			       argv, NULL, &r);
+	if (rc != RLOCK_OK) {
+		snprintf(why, whylen, "%s", conn_errstr(c));
+		a = conn_refusal(c) == CONN_REFUSED_AUTH ? ASKED_BADAUTH :
+			ASKED_DOWN;
+		conn_free(c);
+		return a;
+	}
+	if (r->type == REDIS_REPLY_NIL) {
+		a = ASKED_UNKNOWN;
+	} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		   r->element[0]->type == REDIS_REPLY_STRING &&
+		   r->element[1]->type == REDIS_REPLY_STRING &&
+		   (*port = atoi(r->element[1]->str)) > 0 && *port < 65536) {
+		snprintf(host, hostlen, "%s", r->element[0]->str);
+		a = ASKED_MASTER;
+	} else if (r->type == REDIS_REPLY_ERROR && starts_with(r, "NOAUTH")) {
+		a = ASKED_NOAUTH;
+	} else if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(why, whylen, "%s: %.*s", conn_addr(c), (int)r->len,
+			 r->str);
+	} else {
+		snprintf(why, whylen, "%s: unexpected reply to SENTINEL "
+			 "GET-MASTER-ADDR-BY-NAME", conn_addr(c));
+	}
+	if (a == ASKED_NOAUTH)
+		snprintf(why, whylen, "%s", conn_addr(c));
+	freeReplyObject(r);
+	conn_free(c);
+	return a;
+}
+
+/* "a:1, b:2, c:3" for the messages. */
+static void sentinel_list(const struct rlock_node *n, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n->surl.nhosts && o < len; i++) {
+		int k = snprintf(buf + o, len - o, "%s%s:%d", i ? ", " : "",
+				 n->surl.hosts[i].host, n->surl.hosts[i].port);
+
+		if (k < 0)
+			break;
+		o += (size_t)k;
+	}
+}
+
+/* Sleep ms, or until hard. */
+static void pause_ms(int64_t ms, int64_t hard)
+{
+	int64_t until = cut(rlock_mono_ms() + ms, hard);
+
+	while (rlock_mono_ms() < until)
+		poll(NULL, 0, (int)(until - rlock_mono_ms()));
+}
+
+/*
+ * Ask the sentinels for the master and connect to it.  A sentinel that is
+ * down is skipped; one that names a replica or a master that does not
+ * answer (a failover under way) makes us ask again for up to the connect
+ * timeout.  Every sentinel down, none knowing the name, or a refused
+ * password fail at once.
+ */
+static int resolve(struct rlock_node *n, int64_t hard)
+{
+	int64_t until = cut(rlock_mono_ms() + n->copts->connect_timeout_ms,
+			    hard);
+	size_t ns = n->surl.nhosts;
+	char host[256], why[520] = "", list[400];
+	enum asked last = ASKED_DOWN;
+	int port = 0, reached, unknown, replica = 0, rc;
+
+	for (;;) {
+		reached = unknown = 0;
+		for (size_t k = 0; k < ns; k++) {
+			size_t i = (n->sidx + k) % ns;
+			enum asked a = ask_sentinel(n, i, hard, host,
+						    sizeof(host), &port, why,
+						    sizeof(why));
+
+			if (a == ASKED_DOWN)
+				continue;
+			reached++;
+			last = a;
+			if (a == ASKED_UNKNOWN)
+				unknown++;
+			if (a == ASKED_NOAUTH || a == ASKED_BADAUTH)
+				goto fail;
+			if (a != ASKED_MASTER)
+				continue;
+			n->sidx = i;
+			if (peer_move(n, 0, host, port) != RLOCK_OK) {
+				snprintf(why, sizeof(why), "out of memory");
+				goto fail;
+			}
+			use_peer(n, 0);
+			rc = conn_open(n->cmd, cut(rlock_mono_ms() +
+					n->copts->connect_timeout_ms, hard));
+			if (rc == RLOCK_OK)
+				return RLOCK_OK;
+			snprintf(why, sizeof(why), "%s", conn_errstr(n->cmd));
+			replica = conn_refusal(n->cmd) == CONN_REFUSED_REPLICA;
+			if (conn_refusal(n->cmd) == CONN_REFUSED_AUTH) {
+				last = ASKED_ERROR;
+				goto fail;
+			}
+			break;	/* ask again, after a pause */
+		}
+		if (reached == 0 || (size_t)unknown == ns ||
+		    (unknown > 0 && unknown == reached))
+			break;
+		if (rlock_mono_ms() + REASK_MS >= until)
+			break;
+		pause_ms(REASK_MS, hard);
+	}
+fail:
+	sentinel_list(n, list, sizeof(list));
+	if (reached == 0)
+		snprintf(n->err, sizeof(n->err), "no sentinel reachable for "
+			 "master '%s' (tried %s): %s", n->url.master, list,
+			 why);
+	else if (last == ASKED_UNKNOWN)
+		snprintf(n->err, sizeof(n->err), "sentinels do not know "
+			 "master '%s' (asked %s)", n->url.master, list);
+	else if (last == ASKED_NOAUTH)
+		snprintf(n->err, sizeof(n->err), "sentinel %s requires a "
+			 "password: give it with --sentinel-password-file or "
+			 "RLOCK_SENTINEL_PASSWORD", why);
+	else if (last == ASKED_BADAUTH)
+		snprintf(n->err, sizeof(n->err), "sentinel authentication "
+			 "failed: %s", why);
+	else if (replica)
+		snprintf(n->err, sizeof(n->err), "the sentinels name %s:%d as "
+			 "master '%s', but it %s", host, port, n->url.master,
+			 "is a replica (a failover under way?)");
+	else
+		snprintf(n->err, sizeof(n->err), "master '%s': %s",
+			 n->url.master, why);
+	return RLOCK_EUNAVAIL;
+}
+
+/* ---- the node's connections ----------------------------------------------- */
+
+int node_open(struct rlock_node *n, int64_t hard)
+{
+	int rc;
+
+	n->err[0] = '\0';
+	if (conn_is_up(n->cmd))
+		return RLOCK_OK;
+	/* Sentinel: every new connection asks who the master is now. */
+	if (n->url.kind == RLOCK_URL_SENTINEL)
+		return resolve(n, hard);
+	rc = conn_open(n->cmd, cut(rlock_mono_ms() +
+				   n->copts->connect_timeout_ms, hard));
+	if (rc != RLOCK_OK && n->slots != NULL) {
+		n->peer[n->cur]->down_until = rlock_mono_ms() + DOWN_MS;
+		peer_forget(n, n->cur);
+	}
+	return rc;
+}
+
+enum node_next node_heard(struct rlock_node *n, const redisReply *r)
+{
+	if (r == NULL) {
+		if (n->url.kind == RLOCK_URL_SENTINEL)
+			return NODE_REDISCOVER;
+		/* A cluster node that dropped may have failed over: ask
+		 * another who owns the slot now. */
+		if (n->slots != NULL)
+			peer_forget(n, n->cur);
+		return NODE_RETRY;
+	}
+	if (r->type != REDIS_REPLY_ERROR)
+		return NODE_OK;
+	if (starts_with(r, "LOADING") || starts_with(r, "TRYAGAIN") ||
+	    starts_with(r, "CLUSTERDOWN"))
+		return NODE_RETRY;
+	if (starts_with(r, "MOVED "))
+		return redirected(n, r, 0);
+	if (starts_with(r, "ASK "))
+		return redirected(n, r, 1);
+	if (n->url.kind == RLOCK_URL_SENTINEL &&
+	    (starts_with(r, "READONLY") || starts_with(r, "MASTERDOWN"))) {
+		/* The master we were given is one no longer. */
+		conn_close(n->cmd);
+		return NODE_REDISCOVER;
+	}
+	return NODE_FAIL;
+}
+
+struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard)
+{
+	const struct rlock_url *u;
+
+	node_route(n, slot);
+	n->asking = 0;
+	if (node_open(n, hard) != RLOCK_OK)
+		return NULL;
+	u = &n->peer[n->cur]->url;
+	if (n->sub != NULL && (u->kind == RLOCK_URL_UNIX ||
+			       (u->hosts[0].port == n->suburl.hosts[0].port &&
+				strcmp(u->hosts[0].host,
+				       n->suburl.hosts[0].host) == 0)))
+		return n->sub;
+	conn_free(n->sub);
+	n->suburl = *u;
+	n->sub = conn_new(&n->suburl, 0, n->url.kind == RLOCK_URL_SENTINEL ?
+			  &n->mopts : n->copts);
+	if (n->sub == NULL)
+		snprintf(n->err, sizeof(n->err), "out of memory");
+	return n->sub;
+}
+
+const struct rlock_url *node_url(const struct rlock_node *n, int slot,
+				 const struct rlock_conn_opts **o)
+{
+	size_t p = n->cur;
+
+	if (n->slots != NULL && slot >= 0 && n->slots[slot] > 0)
+		p = n->slots[slot] - 1u;
+	*o = n->url.kind == RLOCK_URL_SENTINEL ? &n->mopts : n->copts;
+	return &n->peer[p]->url;
+}
