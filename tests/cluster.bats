@@ -23,7 +23,6 @@ teardown_file() {
 
 setup() {
 	rl_setup
-	wait_until 20 cluster_stable
 }
 
 teardown() {

@@ -180,30 +180,47 @@ restart_sentinel() {
 	return 1
 }
 
-# The pid of server NAME now (empty when stopped).
+# The pid of server NAME now (empty when stopped).  No fork: the polls and
+# per-test checks call it often, and a fork costs tens of ms on a loaded
+# machine.
 server_pid() {
-	local dir pid=
-	dir=$(_rl_dir_of "$1") || return 0
-	{ read -r pid <"$dir/pid"; } 2>/dev/null
+	local dir="${1}_DIR" pid=
+	[[ -n ${!dir:-} ]] && { read -r pid <"${!dir}/pid"; } 2>/dev/null
 	echo "$pid"
+}
+
+# _ha_pid_state PID: sets STATE to PID's state letter (empty when gone).
+_ha_pid_state() {
+	local stat
+	STATE=
+	{ read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 0
+	stat=${stat##*) }
+	STATE=${stat%% *}
 }
 
 SENTINELS=(S1 S2 S3)
 
 # sentinels_up: thaw the sentinels a test froze, start those it stopped,
-# and wait until each names the same master again.
+# and then wait until each names the same master again.  Without a fork
+# when all three are running.
 sentinels_up() {
-	local s pid
+	local s pid dir changed=0 STATE
 	for s in "${SENTINELS[@]}"; do
-		pid=$(server_pid "$s")
-		if [[ -n $pid ]] && pid_stopped "$pid"; then
+		dir="${s}_DIR"
+		pid=
+		{ read -r pid <"${!dir}/pid"; } 2>/dev/null
+		STATE=
+		[[ -n $pid ]] && _ha_pid_state "$pid"
+		if [[ $STATE == T || $STATE == t ]]; then
 			kill -CONT "$pid"
+			changed=1
 		fi
-		if [[ -z $pid ]] || pid_gone "$pid"; then
+		if [[ -z $pid || -z $STATE || $STATE == Z || $STATE == X ]]; then
 			restart_sentinel "$s" || return 1
+			changed=1
 		fi
 	done
-	wait_until 15 _ha_sentinels_agree
+	((changed == 0)) || wait_until 15 _ha_sentinels_agree
 }
 
 _ha_sentinels_agree() {
@@ -260,16 +277,17 @@ mcli() {
 	rcli "$m" "$@"
 }
 
-# _ha_role NAME: "master" or "slave" as the node says (INFO replication).
+# _ha_info_field NAME FIELD: a field of NAME's INFO replication.
 _ha_info_field() {
 	rcli "$1" INFO replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"
 }
 
 # _ha_is_replica_of NAME MASTER_PORT: NAME replicates MASTER_PORT, link up.
 _ha_is_replica_of() {
-	[[ $(_ha_info_field "$1" role) == slave &&
-		$(_ha_info_field "$1" master_port) == "$2" &&
-		$(_ha_info_field "$1" master_link_status) == up ]]
+	local info
+	info=$(rcli "$1" INFO replication 2>/dev/null | tr -d '\r')
+	[[ $info == *role:slave* && $info == *"master_port:$2"$'\n'* &&
+		$info == *master_link_status:up* ]]
 }
 
 # _ha_sentinel_sees S MASTER_PORT REPLICA_PORT: sentinel S names
@@ -378,9 +396,11 @@ sentinel_failover() {
 }
 
 _ha_sentinel_live() {
-	local pid
-	pid=$(server_pid "$1")
-	[[ -n $pid ]] && pid_alive "$pid" && ! pid_stopped "$pid"
+	local dir="${1}_DIR" pid= STATE
+	{ read -r pid <"${!dir}/pid"; } 2>/dev/null
+	[[ -n $pid ]] || return 1
+	_ha_pid_state "$pid"
+	[[ -n $STATE && $STATE != [ZXTt] ]]
 }
 
 # _ha_failed_over NEW OLD: every live sentinel names NEW, NEW says it is
