@@ -68,6 +68,8 @@
 #	cholder NAME, clock_held NAME, clock_free NAME, cpttl NAME (on the
 #	slot's owner), cwaiters NAME (subscribers of its release channel on
 #	every node, summed), chas_waiters NAME N
+#	cluster_get KEY...	"PORT VALUE" a key: the master that serves it
+#				(answers GET without MOVED) and the value
 #	same_slot_name NAME	another lock name whose key is in NAME's slot
 
 # ---- small things ---------------------------------------------------------
@@ -702,6 +704,43 @@ clock_free() {
 	local k
 	k=$(key "$1")
 	[[ $(ccli "$(cluster_owner_port "$k")" EXISTS "$k") == 0 ]]
+}
+
+# cluster_get KEY...: for each KEY, "PORT VALUE" where PORT is the master
+# that answered GET KEY itself (every other master answers MOVED): one
+# redis-cli per master for any number of keys.
+cluster_get() {
+	local p n
+	local -a out ports=() vals=()
+	local -a lines
+	local l skip
+	for p in $(cluster_master_ports); do
+		mapfile -t lines < <(printf 'GET %s\n' "$@" | ccli "$p")
+		# redis-cli reading stdin follows an error reply with an empty
+		# line: one entry per reply.
+		out=()
+		skip=0
+		for l in "${lines[@]}"; do
+			if ((skip)); then
+				skip=0
+				continue
+			fi
+			out+=("$l")
+			[[ $l == MOVED* || $l == ASK* ]] && skip=1
+		done
+		for ((n = 0; n < $#; n++)); do
+			[[ ${out[n]:-} == MOVED* || ${out[n]:-} == ASK* ]] && continue
+			if [[ -n ${ports[n]:-} ]]; then
+				echo "cluster_get: $p and ${ports[n]} both serve key $((n + 1))" >&2
+				return 1
+			fi
+			ports[n]=$p
+			vals[n]=${out[n]:-}
+		done
+	done
+	for ((n = 0; n < $#; n++)); do
+		echo "${ports[n]:-none} ${vals[n]:-}"
+	done
 }
 
 # cwaiters NAME: subscribers of NAME's release channel, on all nodes (with
