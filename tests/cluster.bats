@@ -240,6 +240,12 @@ start_holder() {
 	from=$(cluster_owner_port "$k")
 	to=$(cluster_other_port "$k")
 	start_holder "$(node_url "$from")" mg -t 2s
+	# A second lock in the same slot, taken with acquire, for extend and
+	# release by token after the move.
+	local other token2
+	other=$(same_slot_name mg)
+	assert_equal "$(cluster_slot "$(key "$other")")" "$slot"
+	token2=$("$RLOCK" -u "$(node_url "$from")" acquire -t 60s "$other")
 	bg_start waiter "$RLOCK" -u "$(node_url "$to")" run -w 30s mg -- \
 		sh -c 'echo "$RLOCK_FENCE $RLOCK_TOKEN" > got'
 	local wpid=$BG_PID
@@ -259,11 +265,14 @@ start_holder() {
 		assert_equal "$(ccli "$to" GET "$k")" "$TOKEN"
 		sleep 0.1
 	done
-	# extend through the old owner (MOVED now).
-	run -0 "$RLOCK" -u "$(node_url "$from")" extend -t 30s mg "$TOKEN"
+	# extend and release through the old owner (MOVED now).
+	assert_equal "$(ccli "$to" GET "$(key "$other")")" "$token2"
+	run -0 "$RLOCK" -u "$(node_url "$from")" extend -t 120s "$other" "$token2"
 	local p
-	p=$(ccli "$to" PTTL "$k")
-	((p > 2000)) || fail "pttl after extend: $p"
+	p=$(ccli "$to" PTTL "$(key "$other")")
+	((p > 60000 && p <= 120000)) || fail "pttl after extend: $p"
+	run -0 "$RLOCK" -u "$(node_url "$from")" release "$other" "$token2"
+	assert_equal "$(ccli "$to" EXISTS "$(key "$other")")" 0
 	[[ ! -e got ]]
 	t0=$(now_ms)
 	touch go-mg

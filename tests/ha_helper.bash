@@ -420,6 +420,16 @@ _ha_failed_over() {
 
 # ---- cluster ----------------------------------------------------------------
 
+# Polls of six nodes with redis-cli cost dozens of forks a round: the
+# cluster's views are read by one python process instead.
+# The system's python directly (a version-manager shim on PATH can take a
+# second to start).
+_HA_PY=/usr/bin/python3
+[[ -x $_HA_PY ]] || _HA_PY=python3
+_hacluster() {
+	"$_HA_PY" -I -S "$TESTS_DIR/ha_cluster.py" "$@"
+}
+
 # ccli PORT ARGS...: redis-cli against a cluster node by port (no -c: the
 # caller sees MOVED and ASK as they are).
 ccli() {
@@ -503,6 +513,11 @@ _ha_node_ports() {
 	done
 }
 
+# _ha_any_port: the first node's port (every node answers CLUSTER NODES).
+_ha_any_port() {
+	echo "${C1_PORT:?no cluster}"
+}
+
 # cluster_node_name PORT: C1.. for a node's port.
 cluster_node_name() {
 	local nm port
@@ -520,60 +535,29 @@ cluster_node_name() {
 # _ha_slot_map PORT: node PORT's view of the slots as "range port" lines
 # (masters only), sorted; replicas as "replica port master-port" lines.
 _ha_slot_map() {
-	ccli "$1" CLUSTER NODES 2>/dev/null | awk '
-	{
-		split($2, a, "[:@]"); port[$1] = a[2]; flags[$1] = $3; master[$1] = $4
-		line[$1] = $0
-	}
-	END {
-		for (id in line) {
-			if (flags[id] ~ /fail|handshake|noaddr/) { print "bad " port[id] " " flags[id]; continue }
-			if (flags[id] ~ /master/) {
-				n = split(line[id], f, " ")
-				for (k = 9; k <= n; k++)
-					if (f[k] !~ /^\[/) print "slots " f[k] " " port[id]
-			} else {
-				print "replica " port[id] " " port[master[id]]
-			}
-		}
-	}' | sort
+	_hacluster map "$1" 2>/dev/null
 }
 
 # cluster_stable: every node is up, says cluster_state:ok, knows all the
 # nodes, has no slot migrating or importing, and every node's view of the
 # slots and replicas is the same; every replica's link is up.
 cluster_stable() {
-	local p first= map n info
-	n=$(_ha_nodes | wc -w)
-	for p in $(_ha_node_ports); do
-		info=$(ccli "$p" CLUSTER INFO 2>/dev/null | tr -d '\r')
-		[[ $info == *cluster_state:ok* && $info == *"cluster_known_nodes:$n"* ]] || return 1
-		map=$(_ha_slot_map "$p")
-		[[ -n $map && $map != *bad* ]] || return 1
-		[[ $(ccli "$p" CLUSTER NODES 2>/dev/null) != *'['* ]] || return 1
-		[[ -z $first ]] && first=$map
-		[[ $map == "$first" ]] || return 1
-		info=$(ccli "$p" INFO replication 2>/dev/null | tr -d '\r')
-		if [[ $info == *role:slave* ]]; then
-			[[ $info == *master_link_status:up* ]] || return 1
-		fi
-	done
-	return 0
+	_hacluster stable $(_ha_node_ports) 2>/dev/null
 }
 
 # cluster_slot KEY
 cluster_slot() {
-	ccli "$(_ha_node_ports | head -n 1)" CLUSTER KEYSLOT "$1"
+	ccli "$(_ha_any_port)" CLUSTER KEYSLOT "$1"
 }
 
 # cluster_master_ports: the masters (serving slots), one port a line.
 cluster_master_ports() {
-	_ha_slot_map "$(_ha_node_ports | head -n 1)" | awk '$1 == "slots" { print $3 }' | sort -u
+	_hacluster masters "$(_ha_any_port)"
 }
 
 # _ha_owner_of_slot SLOT [PORT]: the master serving SLOT in PORT's view.
 _ha_owner_of_slot() {
-	local slot=$1 p=${2:-$(_ha_node_ports | head -n 1)}
+	local slot=$1 p=${2:-$(_ha_any_port)}
 	_ha_slot_map "$p" | awk -v s="$slot" '
 	$1 == "slots" {
 		n = split($2, r, "-")
@@ -584,7 +568,7 @@ _ha_owner_of_slot() {
 
 # cluster_owner_port KEY: the master serving KEY's slot.
 cluster_owner_port() {
-	_ha_owner_of_slot "$(cluster_slot "$1")"
+	_hacluster owner "$1" "$(_ha_any_port)"
 }
 
 # cluster_other_port KEY: a master that does not serve KEY's slot.
@@ -646,10 +630,7 @@ cluster_migrate_finish() {
 }
 
 _ha_all_see_owner() {
-	local p
-	for p in $(_ha_node_ports); do
-		[[ $(_ha_owner_of_slot "$1" "$p") == "$2" ]] || return 1
-	done
+	_hacluster allsee "$1" "$2" $(_ha_node_ports) 2>/dev/null
 }
 
 # cluster_failover REPLICA_PORT: a coordinated CLUSTER FAILOVER on a
@@ -746,13 +727,7 @@ cluster_get() {
 # cwaiters NAME: subscribers of NAME's release channel, on all nodes (with
 # classic pub/sub a waiter may subscribe through any node).
 cwaiters() {
-	local ch p n total=0
-	ch="$(key "$1"):released"
-	for p in $(_ha_node_ports); do
-		n=$(ccli "$p" PUBSUB NUMSUB "$ch" | sed -n 2p)
-		total=$((total + ${n:-0}))
-	done
-	echo "$total"
+	_hacluster numsub "$(key "$1"):released" $(_ha_node_ports)
 }
 
 chas_waiters() {
@@ -762,7 +737,7 @@ chas_waiters() {
 # same_slot_name NAME: a different lock name whose key hashes to the slot
 # of NAME's key (CRC16/XMODEM of the hash tag, mod 16384, as Redis does).
 same_slot_name() {
-	python3 - "$1" <<'EOF'
+	"$_HA_PY" - "$1" <<'EOF'
 import sys
 def crc16(data):
     crc = 0
