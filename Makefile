@@ -118,7 +118,7 @@ clean: clean-objs
 
 .PHONY: all deps unit test demo install uninstall clean clean-objs
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(HELPERS:=.d)
 
 # make stress: the randomized safety checker under chaos for STRESS_SECS
 # seconds (default 300; make test runs a 20s version), then the flash-sale

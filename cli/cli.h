@@ -23,6 +23,7 @@
 #define EX_OSERR 71
 #define EX_TEMPFAIL 75
 #define EX_LOST 76
+#define EX_NOPERM 77
 #define EX_NOEXEC 126
 #define EX_NOTFOUND 127
 

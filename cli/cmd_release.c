@@ -47,7 +47,11 @@ int cmd_release(int argc, char **argv, struct cli *g)
 		}
 	} else {
 		rc = rlock_release(rl, name, token, NULL);
-		if (rc == RLOCK_OK && g->verbose > 0)
+		/* A note of the release, if it has one, is said under -v. */
+		if (rc == RLOCK_OK && g->verbose > 0 &&
+		    rlock_errstr(rl)[0] != '\0')
+			cli_warn(g, "%s", rlock_errstr(rl));
+		else if (rc == RLOCK_OK && g->verbose > 0)
 			cli_warn(g, "%s: released", name);
 	}
 	if (rc != RLOCK_OK && g->verbose >= 0)

@@ -428,6 +428,8 @@ int cli_exit_code(int rc, int conflict)
 		return EX_UNAVAILABLE;
 	case RLOCK_ESYS:
 		return EX_OSERR;
+	case RLOCK_ENOPERM:
+		return EX_NOPERM;
 	default:
 		return EX_SOFTWARE;
 	}

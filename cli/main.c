@@ -134,7 +134,8 @@ static void usage(void)
 	       "Exit status:\n"
 	       "  0 success   1 status: a lock is free   N, 128+N the command's status\n"
 	       "  64 usage   69 Redis unavailable   70 internal error   71 system error\n"
-	       "  75 not acquired   76 lock lost / not ours   126, 127 cannot run command\n"
+	       "  75 not acquired   76 lock lost / not ours   77 refused by the server's ACL\n"
+	       "  126, 127 cannot run command\n"
 	       "\n"
 	       "For more details see rlock(1).\n");
 }

@@ -343,7 +343,7 @@ static void soft_error(struct bench *b, struct bclient *c,
 	b->res->error_kind[kind]++;
 	b->soft_errors++;
 	if (r != NULL) {
-		classify_error(r, conn_addr(c->cmd),
+		classify_error(r, c->cmd,
 				     b->nm[c->name].key, &b->last_soft);
 	} else {
 		b->last_soft.rc = RLOCK_EPROTO;
@@ -626,7 +626,7 @@ static void on_ping_reply(struct bench *b, struct bclient *c,
 	if (r->type == REDIS_REPLY_ERROR) {
 		struct rlock_result e;
 
-		classify_error(r, conn_addr(c->cmd), "PING", &e);
+		classify_error(r, c->cmd, "PING", &e);
 		b->res->errors++;
 		b->res->error_kind[error_kind(r)]++;
 		fatal(b, e.rc, e.err);
@@ -1030,7 +1030,7 @@ static int subscribe_all(struct bench *b)
 			struct rlock_result e;
 
 			if (r->type == REDIS_REPLY_ERROR) {
-				classify_error(r, conn_addr(c->sub),
+				classify_error(r, c->sub,
 						     "SUBSCRIBE", &e);
 			} else {
 				e.rc = RLOCK_EPROTO;

@@ -471,8 +471,10 @@ static int plain_fill(struct rlock_conn *c)
 	ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
 	/* A TLS port drops a plain client at its first request without a
 	 * word: the one hint such a client can get. */
-	const char *hint = c->replies == 0 && c->url->kind != RLOCK_URL_UNIX ?
-		" (does it require TLS? use rediss://)" : "";
+	const char *hint = c->replies > 0 || c->url->kind == RLOCK_URL_UNIX ?
+		"" : c->url->kind == RLOCK_URL_SENTINEL ?
+		" (does it require TLS? use rediss-sentinel://)" :
+		" (does it require TLS? use rediss://)";
 	char why[200];
 
 	if (n == 0) {

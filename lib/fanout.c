@@ -119,7 +119,7 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 		return;
 	case NODE_RETRY:
 		/* Kept for time_out, should the server say it to the end. */
-		classify_error(r, conn_addr(n->cmd), key, &s->res);
+		classify_error(r, n->cmd, key, &s->res);
 		s->res.rc = RLOCK_OK;
 		freeReplyObject(r);
 		retry_later(s, BUSY_RETRY_MS);
@@ -133,7 +133,7 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 		}
 		/* fall through */
 	default:
-		classify_error(r, conn_addr(n->cmd), key, &s->res);
+		classify_error(r, n->cmd, key, &s->res);
 		freeReplyObject(r);
 		s->state = ST_DONE;
 		return;

@@ -836,6 +836,19 @@ static size_t count_lost_replies(struct fan *f, const struct rlock_lease *lease)
 	return n;
 }
 
+/* Whether a server released but could not publish the wake-up (3). */
+static int unannounced(const struct fan *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		const redisReply *r = f->slot[i].res.r;
+
+		if (f->slot[i].res.rc == RLOCK_OK &&
+		    r->type == REDIS_REPLY_INTEGER && r->integer == 3)
+			return 1;
+	}
+	return 0;
+}
+
 int rlock_release(struct rlock *rl, const char *name, const char *token,
 		  const struct rlock_lease *lease)
 {
@@ -855,7 +868,12 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 	fan_run(rl, &f);
 	lost = count_lost_replies(&f, lease);
 	rc = fan_tally(rl, &f, "release", NULL);
-	if (rc == RLOCK_OK && lost > 0)
+	if (rc == RLOCK_OK && unannounced(&f))
+		rlock_seterr(rl->err, sizeof(rl->err), "%s: released; the "
+			     "server refused the wake-up message on %s (no "
+			     "right to publish on it?): waiters notice when "
+			     "they poll", name, n.chan);
+	else if (rc == RLOCK_OK && lost > 0)
 		rlock_seterr(rl->err, sizeof(rl->err), "%s: released (the "
 			     "reply was lost; the retry found the lock "
 			     "free)", name);
@@ -1089,7 +1107,7 @@ static int scan_server(struct rlock *rl, struct rlock_conn *c,
 			return rc;
 		}
 		if (r->type == REDIS_REPLY_ERROR) {
-			classify_error(r, conn_addr(c), "SCAN", &res);
+			classify_error(r, c, "SCAN", &res);
 			snprintf(err, errlen, "%s", res.err);
 			freeReplyObject(r);
 			return res.rc;

@@ -100,9 +100,10 @@ struct rlock_result {
 	char err[512];
 };
 
-/* Turn an error reply into a code and a message users can act on. */
-void classify_error(const redisReply *r, const char *addr, const char *key,
-		    struct rlock_result *res);
+/* Turn an error reply of c's server into a code and a message users can
+ * act on; key names what the request was about. */
+void classify_error(const redisReply *r, const struct rlock_conn *c,
+		    const char *key, struct rlock_result *res);
 
 /* ---- nodes: where a server's connections come from ------------------- */
 

@@ -30,6 +30,7 @@ enum rlock_code {
 	RLOCK_EUNAVAIL,		/* connect, auth, timeout, READONLY, OOM, quorum */
 	RLOCK_EPROTO,		/* unexpected reply, WRONGTYPE, script error */
 	RLOCK_ESYS,		/* a system call failed */
+	RLOCK_ENOPERM,		/* refused by the server's ACL (NOPERM) */
 };
 
 /* How to reach the servers.  Strings are copied by rlock_new. */

@@ -56,7 +56,10 @@ static const char extend_lua[] =
 /*
  * Release.  KEYS: lock, meta.  ARGV: token, channel.  Before the holder's
  * hold_until (--min-hold) the key is left to expire then instead of being
- * deleted: the server's clock decides, whichever client releases.
+ * deleted: the server's clock decides, whichever client releases.  The
+ * wake-up is a pcall: an ACL user without the channel (Redis 7 grants none
+ * by default) has released once the DEL ran, and says so with 3, not with
+ * an error that would make the caller believe it still holds the lock.
  */
 static const char release_lua[] =
 	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
@@ -72,16 +75,18 @@ static const char release_lua[] =
 	"  end\n"
 	"end\n"
 	"redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"redis.call('PUBLISH', ARGV[2], 'released')\n"
+	"local p = redis.pcall('PUBLISH', ARGV[2], 'released')\n"
+	"if type(p) == 'table' and p.err then return 3 end\n"
 	"return 1\n";
 
-/* Forced release.  KEYS: lock, meta.  ARGV: channel. */
+/* Forced release.  KEYS: lock, meta.  ARGV: channel.  The wake-up as in
+ * release. */
 static const char force_lua[] =
 	"local cur = redis.call('GET', KEYS[1])\n"
 	"if not cur then return {0} end\n"
 	"local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
 	"redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"redis.call('PUBLISH', ARGV[1], 'forced')\n"
+	"redis.pcall('PUBLISH', ARGV[1], 'forced')\n"
 	"return {1, 0, m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '',\n"
 	"        m[6] or '', string.sub(cur, 1, 8), '0'}\n";
 
@@ -124,9 +129,9 @@ const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "628126630f9cabe0b036df8dd68e7a49081bba66" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "2266d7f8aff72b9cd15fd9aeba05f58fc270af6d" },
+				   "21d394ba38e011b797e4deae096f790d7363055b" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "9d26df5ba92bd49ab132f83d31604833ebfbec43" },
+				 "ef391c7870e95b75ae766ab1ae728c5cd278f524" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "a3a2ce407637b107b8ddedc20e8a0070fefb76bd" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
@@ -290,15 +295,68 @@ static int starts_with(const redisReply *r, const char *p)
  * on.  Script errors carry a " script: ..." tail that means nothing to
  * them, so only the first words are kept.
  */
-void classify_error(const redisReply *r, const char *addr, const char *key,
-		    struct rlock_result *res)
+/* What the scripts call, for the ACL rule that lets them. */
+#define SCRIPT_COMMANDS "+evalsha +eval +get +set +pexpire +pttl +hget " \
+	"+hmget +hset +incr +del +publish +time"
+
+/* Whether the error reply says an ACL refused something. */
+static int acl_refusal(const redisReply *r)
 {
+	return starts_with(r, "NOPERM") ||
+	       memmem(r->str, r->len, "user executing the script can't",
+		      31) != NULL;
+}
+
+/*
+ * An ACL refusal, with the rule that would allow it: keys and channels
+ * under the key's prefix, or the command named.  user is the URL's ("" is
+ * the default user).
+ */
+static void acl_error(const redisReply *r, int n, const char *addr,
+		      const char *user, const char *key,
+		      struct rlock_result *res)
+{
+	const char *brace = strchr(key, '{');
+	const char *q1 = memchr(r->str, '\'', r->len), *q2 = NULL;
+	int plen = brace != NULL ? (int)(brace - key) : (int)strlen(key);
+	char rule[160];
+
+	if (user[0] == '\0')
+		user = "default";
+	if (q1 != NULL)
+		q2 = memchr(q1 + 1, '\'', r->len - (size_t)(q1 + 1 - r->str));
+	if (memmem(r->str, r->len, "channel", 7) != NULL)
+		snprintf(rule, sizeof(rule), "&%.*s*", plen > 100 ? 100 : plen,
+			 key);
+	else if (memmem(r->str, r->len, "key", 3) != NULL)
+		snprintf(rule, sizeof(rule), "~%.*s*", plen > 100 ? 100 : plen,
+			 key);
+	else if (q2 != NULL && starts_with(r, "NOPERM"))
+		snprintf(rule, sizeof(rule), "+%.*s",
+			 (int)(q2 - q1 - 1) > 60 ? 60 : (int)(q2 - q1 - 1),
+			 q1 + 1);
+	else
+		snprintf(rule, sizeof(rule), "%s", SCRIPT_COMMANDS);
+	res->rc = RLOCK_ENOPERM;
+	snprintf(res->err, sizeof(res->err), "%.100s: permission refused to "
+		 "user '%.40s' (%.*s): allow it with ACL SETUSER %.40s %s%s",
+		 addr, user, n > 120 ? 120 : n, r->str, user, rule,
+		 rule[0] == '~' || rule[0] == '&' ? ", or use a --prefix the "
+		 "user's keys are under" : "");
+}
+
+void classify_error(const redisReply *r, const struct rlock_conn *c,
+		    const char *key, struct rlock_result *res)
+{
+	const char *addr = conn_addr(c);
 	int n = (int)r->len;
 	const char *tail = memmem(r->str, r->len, " script:", 8);
 
 	if (tail != NULL)
 		n = (int)(tail - r->str);
-	if (starts_with(r, "READONLY")) {
+	if (acl_refusal(r)) {
+		acl_error(r, n, addr, conn_url(c)->user, key, res);
+	} else if (starts_with(r, "READONLY")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s is a replica (READONLY): point rlock at the "

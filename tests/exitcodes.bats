@@ -162,3 +162,19 @@ fail_handle() {
 	lock_free x
 	run -0 "$RLOCK" run -n x -- true
 }
+
+@test "77: the server's ACL refuses a key, a command or a channel rlock needs, with the rule to add" {
+	local u=acl$$
+	rcli R ACL SETUSER "${u}k" on '>pw' '~other:*' '&*' '+@all' >/dev/null
+	run -77 --separate-stderr "$RLOCK" -u "redis://${u}k:pw@127.0.0.1:$R_PORT" acquire x
+	assert_stderr "rlock: acquire: 127.0.0.1:$R_PORT: permission refused to user '${u}k' (NOPERM this user has no permissions to access one of the keys used as arguments): allow it with ACL SETUSER ${u}k ~$RLOCK_PREFIX*, or use a --prefix the user's keys are under"
+	rcli R ACL SETUSER "${u}e" on '>pw' '~*' '&*' '+@all' '-evalsha' >/dev/null
+	run -77 --separate-stderr "$RLOCK" -u "redis://${u}e:pw@127.0.0.1:$R_PORT" run x -- true
+	assert_stderr "rlock: run: 127.0.0.1:$R_PORT: permission refused to user '${u}e' (NOPERM this user has no permissions to run the 'evalsha' command): allow it with ACL SETUSER ${u}e +evalsha"
+	# Refused inside a script (INCR of the fence): nothing was written.
+	rcli R ACL SETUSER "${u}i" on '>pw' '~*' '&*' '+@all' '-incr' >/dev/null
+	run -77 --separate-stderr "$RLOCK" -u "redis://${u}i:pw@127.0.0.1:$R_PORT" acquire x
+	assert_stderr --partial "permission refused to user '${u}i' (ERR The user executing the script can't run this command or subcommand): allow it with ACL SETUSER ${u}i +evalsha +eval +get +set"
+	lock_free x
+	rcli R ACL DELUSER "${u}k" "${u}e" "${u}i" >/dev/null
+}

@@ -119,3 +119,35 @@ load test_helper
 	assert_line message
 	assert_line "$(key pub):released"
 }
+
+# Redis 7 gives a new ACL user no pub/sub channel unless granted
+# (acl-pubsub-default resetchannels): such a user's release has happened
+# once the DEL ran, and must say so with exit 0, not with the PUBLISH's
+# error.  Waiters, whose SUBSCRIBE is refused too, poll and still get in.
+@test "a user without channel rights: release exits 0 quietly, run is clean, a waiter still gets the lock" {
+	local user=nochan$$ url t start took
+	rcli R ACL SETUSER "$user" on '>pw' '~*' '+@all' >/dev/null
+	url="redis://$user:pw@127.0.0.1:$R_PORT"
+	t=$("$RLOCK" -u "$url" acquire nc)
+	run -0 --separate-stderr "$RLOCK" -u "$url" release nc "$t"
+	assert_output ""
+	assert_equal "$stderr" ""
+	lock_free nc
+	run -0 --separate-stderr "$RLOCK" -v -u "$url" release nc "$("$RLOCK" -u "$url" acquire nc)"
+	assert_stderr "rlock: release: nc: released; the server refused the wake-up message on $(key nc):released (no right to publish on it?): waiters notice when they poll"
+	run -0 --separate-stderr "$RLOCK" -u "$url" run nc -- true
+	assert_equal "$stderr" ""
+	# A waiter polls (at most every second) and is served soon after the
+	# release, long before the holder's 30s lease would end.
+	t=$("$RLOCK" -u "$url" acquire -t 30s nc)
+	bg_start waiter "$RLOCK" -u "$url" run -w 20s nc -- true
+	wait_until 5 grep -q "$user" <(rcli R CLIENT LIST)
+	start=$(now_ms)
+	"$RLOCK" -u "$url" release nc "$t"
+	bg_wait "$BG_PID" 10
+	took=$(($(now_ms) - start))
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err waiter)" ""
+	((took < 8000)) || { echo "waiter took ${took}ms after the release"; return 1; }
+	rcli R ACL DELUSER "$user" >/dev/null
+}
