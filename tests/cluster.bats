@@ -167,6 +167,9 @@ start_holder() {
 	local wpid=$BG_PID t0
 	wait_until 10 chas_waiters ho 1
 	[[ ! -e got ]]
+	# status through the owner counts the waiter wherever it subscribed.
+	run -0 "$RLOCK" -u "$(owner_url ho)" status --json ho
+	json_check "$output" 'd["locks"][0]["held"] is True' 'd["locks"][0]["waiters"] == 1'
 	t0=$(now_ms)
 	touch go-ho
 	bg_wait "$wpid" 10
