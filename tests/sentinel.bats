@@ -153,6 +153,22 @@ elapsed_since() {
 	mlock_free direct
 }
 
+@test "sentinels that name a replica: asked again, then 69 within the connect timeout" {
+	# A sentinel whose "master" is really a replica (as one that missed a
+	# failover would say).
+	start_redis ZM
+	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
+	start_sentinel ZS "$ZR_PORT" --master-name stale --quorum 1
+	local t0
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" -u "redis-sentinel://127.0.0.1:$ZS_PORT#stale" \
+		--connect-timeout 1s run stale -- touch ran
+	(($(elapsed_since "$t0") < 3000)) || fail "took $(elapsed_since "$t0")ms"
+	assert_stderr --partial "is a replica"
+	[[ ! -e ran ]]
+	assert_equal "$(rcli ZM EXISTS "$(key stale)")" 0
+}
+
 # ---- RLOCK_URL ------------------------------------------------------------
 
 @test "RLOCK_URL holding a sentinel URL keeps its comma-separated sentinels" {
