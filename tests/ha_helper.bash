@@ -8,6 +8,11 @@
 # pid, port (and password) under the file's (or the test's) servers dir, so
 # rcli, stop_redis and rl_teardown_file/rl_teardown work on them and stop
 # them by PID.  Start a topology once per file, from setup_file.
+#	ha_wait SECS COMMAND...	wait_until polling every 100ms, for the
+#				topology's states (each poll asks several
+#				processes)
+#	port_listening PORT / closed_port	a port something / nothing
+#				listens on, on 127.0.0.1
 #
 # Sentinel (a master, one replica, three sentinels):
 #	start_sentinel_topology [--master-pass P] [--sentinel-pass P]
@@ -73,6 +78,25 @@
 #	same_slot_name NAME	another lock name whose key is in NAME's slot
 
 # ---- small things ---------------------------------------------------------
+
+# ha_wait SECS COMMAND [ARG...]: wait_until for the topology's states
+# (a failover, a slot map), polled every 100ms: each poll asks several
+# processes, and polling those every 20ms for seconds costs thousands of
+# forks that the processes under test then lack on a two-core machine.
+ha_wait() {
+	local secs=$1 end t
+	shift
+	t=${EPOCHREALTIME/[.,]/}
+	end=$((t / 1000 + $(secs_to_ms "$secs")))
+	while :; do
+		"$@" && return 0
+		t=${EPOCHREALTIME/[.,]/}
+		((t / 1000 < end)) || break
+		sleep 0.1
+	done
+	echo "ha_wait: gave up after ${secs}s: $*" >&2
+	return 1
+}
 
 # port_listening PORT: something accepts connections on 127.0.0.1:PORT.
 port_listening() {
@@ -222,7 +246,7 @@ sentinels_up() {
 			changed=1
 		fi
 	done
-	((changed == 0)) || wait_until 15 _ha_sentinels_agree
+	((changed == 0)) || ha_wait 15 _ha_sentinels_agree
 }
 
 _ha_sentinels_agree() {
@@ -357,12 +381,12 @@ start_sentinel_topology() {
 	[[ -n $spass ]] && sargs+=(--sentinel-pass "$spass")
 	start_redis M "${margs[@]}" || return 1
 	start_redis RPL "${margs[@]}" --replicaof 127.0.0.1 "$M_PORT" || return 1
-	wait_until 10 _ha_is_replica_of RPL "$M_PORT" || return 1
+	ha_wait 10 _ha_is_replica_of RPL "$M_PORT" || return 1
 	for s in "${SENTINELS[@]}"; do
 		start_sentinel "$s" "$M_PORT" "${sargs[@]}" || return 1
 	done
 	export SENTINEL_URL="redis-sentinel://127.0.0.1:$S1_PORT,127.0.0.1:$S2_PORT,127.0.0.1:$S3_PORT#mymaster"
-	wait_until 20 _ha_settled M RPL || {
+	ha_wait 20 _ha_settled M RPL || {
 		echo "start_sentinel_topology: the sentinels did not settle" >&2
 		return 1
 	}
@@ -388,7 +412,7 @@ sentinel_failover() {
 			[[ $out == OK || $out == INPROG* ]] && break
 		done
 		if [[ $out == OK || $out == INPROG* ]]; then
-			wait_until 8 _ha_failed_over "$new" "$old" 2>/dev/null && return 0
+			ha_wait 8 _ha_failed_over "$new" "$old" 2>/dev/null && return 0
 		fi
 		(($(now_ms) - t0 < 30000)) || break
 		sleep 0.1
@@ -494,7 +518,7 @@ start_cluster() {
 		cat "$BATS_FILE_TMPDIR/cluster-create.log" >&2
 		return 1
 	}
-	wait_until 30 cluster_stable || {
+	ha_wait 30 cluster_stable || {
 		echo "start_cluster: the cluster did not settle" >&2
 		return 1
 	}
@@ -626,7 +650,7 @@ cluster_migrate_finish() {
 		[[ $p == "$to" ]] && continue
 		[[ $(ccli "$p" CLUSTER SETSLOT "$slot" NODE "$id") == OK ]] || return 1
 	done
-	wait_until 20 _ha_all_see_owner "$slot" "$to" && wait_until 20 cluster_stable
+	ha_wait 20 _ha_all_see_owner "$slot" "$to" && ha_wait 20 cluster_stable
 }
 
 _ha_all_see_owner() {
@@ -648,7 +672,7 @@ cluster_failover() {
 		echo "cluster_failover: CLUSTER FAILOVER answered: $out" >&2
 		return 1
 	}
-	wait_until 20 _ha_cluster_swapped "$rp" "$mp" && wait_until 20 cluster_stable
+	ha_wait 20 _ha_cluster_swapped "$rp" "$mp" && ha_wait 20 cluster_stable
 }
 
 _ha_cluster_swapped() {

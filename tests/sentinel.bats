@@ -292,26 +292,30 @@ fence_intact() {
 	assert_equal "$(rcli "$(ha_master)" GET "$(key "$1"):fence")" "$2"
 }
 
-@test "failover during run --wait-replicas 1: the lock moves with the master, the command finishes, exit 0" {
-	# The lease outlasts the failover: between the promotion and the old
+@test "a forced failover: run --wait-replicas 1 finishes (exit 0) and acquire --renew keeps renewing, both on the new master" {
+	# The leases outlast the failover: between the promotion and the old
 	# master's demotion (a second or two), renewals can still land on the
 	# old master, and only the copy replicated before keeps the new one's.
 	start_holder fw -t 4s --wait-replicas 1
-	local old new t0
+	bg_start sleeper sleep 60
+	local spid=$BG_PID rtoken old new t0 p
+	timeout 10 "$RLOCK" "${SU[@]}" acquire --renew --pid "$spid" -t 4s --wait-replicas 1 ar >tok
+	rtoken=$(cat tok)
 	old=$(ha_master)
 	held_by fw "$TOKEN" "$old"
+	held_by ar "$rtoken" "$old"
 	sentinel_failover
 	new=$(ha_master)
 	[[ $new != "$old" ]] || fail "no failover"
 	t0=$(now_ms)
-	# Past the 4s lease: the key is there only if rlock renews it on the
-	# new master.
-	while (($(elapsed_since "$t0") < 5000)); do
-		pid_alive "$HOLDER_PID" || fail "rlock exited during the failover: $(bg_err holder-fw)"
-		held_by fw "$TOKEN" "$new" || fail "key on $new: '$(holder fw "$new")' after $(elapsed_since "$t0")ms"
+	# Past the 4s leases: the keys are there only if rlock renews them on
+	# the new master.
+	while (($(elapsed_since "$t0") < 4500)); do
+		pid_alive "$HOLDER_PID" || fail "rlock run exited during the failover: $(bg_err holder-fw)"
+		held_by fw "$TOKEN" "$new" || fail "run's key on $new: '$(holder fw "$new")' after $(elapsed_since "$t0")ms"
+		held_by ar "$rtoken" "$new" || fail "the renewer's key on $new: '$(holder ar "$new")' after $(elapsed_since "$t0")ms"
 		sleep 0.1
 	done
-	local p
 	p=$(pttl fw "$new")
 	((p > 0 && p <= 4000)) || fail "pttl $p"
 	fence_intact fw "$FENCE"
@@ -320,6 +324,9 @@ fence_intact() {
 	assert_equal "$BG_STATUS" 0
 	[[ -e done-fw ]]
 	lock_free fw "$new"
+	kill -TERM "$spid"
+	wait_until 10 lock_free ar "$new"
+	wait_until 5 no_rlock_pids
 }
 
 @test "failover during run without --wait-replicas: the lock survives (exit 0) or the command is stopped (76), never both unlocked and running" {
@@ -330,7 +337,7 @@ fence_intact() {
 	t0=$(now_ms)
 	# Once a lease has passed since the failover, a command still running
 	# must be covered by its token on the new master.
-	while (($(elapsed_since "$t0") < 5000)); do
+	while (($(elapsed_since "$t0") < 4000)); do
 		if pid_gone "$HOLDER_PID"; then
 			outcome=exited
 			break
@@ -341,20 +348,20 @@ fence_intact() {
 		fi
 		sleep 0.1
 	done
-	if [[ $outcome == exited ]]; then
-		bg_wait "$HOLDER_PID" 5
+	if [[ $outcome != exited ]]; then
+		held_by fn "$TOKEN" "$new"
+		fence_intact fn "$FENCE"
+		touch go-fn
+	fi
+	bg_wait "$HOLDER_PID" 10
+	if [[ $BG_STATUS == 0 ]]; then
+		[[ -e done-fn ]]
+	else
 		assert_equal "$BG_STATUS" 76
 		wait_until 5 pid_gone "$CHILD"
 		[[ ! -e done-fn ]] || fail "the command finished normally but rlock says lost"
 		run bg_err holder-fn
 		assert_output --partial "lock lost"
-	else
-		held_by fn "$TOKEN" "$new"
-		fence_intact fn "$FENCE"
-		touch go-fn
-		bg_wait "$HOLDER_PID" 10
-		assert_equal "$BG_STATUS" 0
-		[[ -e done-fn ]]
 	fi
 	lock_free fn "$new"
 }
@@ -385,25 +392,4 @@ fence_intact() {
 	assert_equal "$wfence" $((FENCE + 1))
 	[[ $wtoken != "$TOKEN" ]]
 	lock_free hw "$new"
-}
-
-@test "acquire --renew keeps renewing the lock on the new master" {
-	bg_start sleeper sleep 60
-	local spid=$BG_PID token old new t0
-	# A lease longer than the failover (see the run test above).
-	timeout 10 "$RLOCK" "${SU[@]}" acquire --renew --pid "$spid" -t 4s --wait-replicas 1 ar >tok
-	token=$(cat tok)
-	old=$(ha_master)
-	held_by ar "$token" "$old"
-	sentinel_failover
-	new=$(ha_master)
-	t0=$(now_ms)
-	# Longer than a lease on the new master: renewed there.
-	while (($(elapsed_since "$t0") < 5000)); do
-		held_by ar "$token" "$new" || fail "key on $new: '$(holder ar "$new")' after $(elapsed_since "$t0")ms"
-		sleep 0.1
-	done
-	kill -TERM "$spid"
-	wait_until 10 lock_free ar "$new"
-	wait_until 5 no_rlock_pids
 }

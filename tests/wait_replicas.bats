@@ -12,7 +12,7 @@ load ha_helper
 setup_file() {
 	start_redis M --repl-diskless-sync-delay 0 || return 1
 	start_redis RPL --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "$M_PORT" || return 1
-	wait_until 10 _ha_is_replica_of RPL "$M_PORT" || return 1
+	ha_wait 10 _ha_is_replica_of RPL "$M_PORT" || return 1
 	export T_DEFAULT_URL=$M_URL
 }
 
@@ -22,7 +22,7 @@ teardown_file() {
 
 setup() {
 	rl_setup
-	wait_until 10 _ha_is_replica_of RPL "$M_PORT"
+	ha_wait 10 _ha_is_replica_of RPL "$M_PORT"
 }
 
 teardown() {
