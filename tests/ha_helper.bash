@@ -135,8 +135,11 @@ _ha_sentinel_spawn() {
 	fi
 	# The default periods (INFO every 10s, hellos every 2s) make a
 	# topology take seconds to settle and failovers slow.
+	# A sentinel frozen for more than 2s (a test does that) goes into
+	# TILT mode on thawing, and starts no failover for tilt-period (30s by
+	# default): 3s is enough to let things settle.
 	_rl_redis_cli "$dir" SENTINEL DEBUG info-period 200 ping-period 200 \
-		ask-period 200 publish-period 200 >/dev/null
+		ask-period 200 publish-period 200 tilt-period 3000 >/dev/null
 }
 
 # start_sentinel NAME MASTER_PORT [--master-name N] [--quorum Q]
@@ -227,7 +230,7 @@ _ha_pid_state() {
 SENTINELS=(S1 S2 S3)
 
 # sentinels_up: thaw the sentinels a test froze, start those it stopped,
-# and then wait until each names the same master again.  Without a fork
+# and then wait until each is out of TILT mode and names the same master.  Without a fork
 # when all three are running.
 sentinels_up() {
 	local s pid dir changed=0 STATE
@@ -252,6 +255,7 @@ sentinels_up() {
 _ha_sentinels_agree() {
 	local s p first=
 	for s in "${SENTINELS[@]}"; do
+		[[ $(rcli "$s" INFO sentinel 2>/dev/null) == *sentinel_tilt:0* ]] || return 1
 		p=$(rcli "$s" SENTINEL GET-MASTER-ADDR-BY-NAME mymaster 2>/dev/null | sed -n 2p)
 		[[ -n $p ]] || return 1
 		[[ -z $first ]] && first=$p
