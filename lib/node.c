@@ -122,6 +122,9 @@ int node_init(struct rlock_node *n, const struct rlock_conn_opts *o,
 		n->mopts.want_master = 1;
 		n->sopts = *o;
 		n->sopts.password = NULL;
+		/* A sentinel's whole answer is bounded by the connect
+		 * timeout (ask_sentinel), and said so when it runs out. */
+		n->sopts.io_timeout_ms = o->connect_timeout_ms;
 		n->surl = n->url;
 		n->surl.user[0] = '\0';
 		explicit_bzero(n->surl.password, sizeof(n->surl.password));
@@ -369,6 +372,8 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 	const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME",
 				n->url.master };
 	struct rlock_conn *c = conn_new(&n->surl, (int)i, &n->sopts);
+	int64_t until = cut(rlock_mono_ms() + n->copts->connect_timeout_ms,
+			    hard);
 	redisReply *r = NULL;
 	enum asked a = ASKED_ERROR;
 	int rc;
@@ -377,12 +382,11 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 		snprintf(why, whylen, "out of memory");
 		return ASKED_DOWN;
 	}
-	rc = conn_open(c, cut(rlock_mono_ms() + n->copts->connect_timeout_ms,
-			      hard));
+	/* A sentinel that does not answer within the connect timeout, the
+	 * question included, is skipped: the next one may. */
+	rc = conn_open(c, until);
 	if (rc == RLOCK_OK)
-		rc = conn_call(c, cut(rlock_mono_ms() +
-				      n->copts->io_timeout_ms, hard), -1, 3,
-			       argv, NULL, &r);
+		rc = conn_call(c, until, -1, 3, argv, NULL, &r);
 	if (rc != RLOCK_OK) {
 		snprintf(why, whylen, "%s", conn_errstr(c));
 		a = conn_refusal(c) == CONN_REFUSED_AUTH ? ASKED_BADAUTH :
