@@ -25,9 +25,11 @@
 #		up and the two other sentinels.  Exports M_*, RPL_*, S1_PORT..
 #		S3_PORT and SENTINEL_URL=redis-sentinel://127.0.0.1:S1,...#mymaster
 #	start_sentinel NAME MASTER_PORT [--master-name N] [--quorum Q]
-#		[--master-pass P] [--sentinel-pass P]
+#		[--master-pass P] [--sentinel-pass P] [--tls]
 #		one redis-sentinel (what the topology starts three of); exports
-#		NAME_PORT, NAME_PID, NAME_DIR, NAME_URL
+#		NAME_PORT, NAME_PID, NAME_DIR, NAME_URL.  --tls (load
+#		tls_helper too): TLS only, to its clients and to the master
+#		(a start_redis_tls one), with tls_helper's certificates
 #	restart_sentinel NAME	start it again on its port with its config
 #	sentinels_up		restart any of S1..S3 that a test stopped,
 #				thaw any that it froze
@@ -145,10 +147,15 @@ _ha_sentinel_spawn() {
 # start_sentinel NAME MASTER_PORT [--master-name N] [--quorum Q]
 #	[--master-pass P] [--sentinel-pass P]
 start_sentinel() {
-	local name=$1 mport=$2 mname=mymaster quorum=2 mpass= spass= dir try port
+	local name=$1 mport=$2 mname=mymaster quorum=2 mpass= spass= tls=0 dir try port
 	shift 2
 	while (($#)); do
 		case $1 in
+		--tls)
+			tls=1
+			shift
+			continue
+			;;
 		--master-name) mname=$2 ;;
 		--quorum) quorum=$2 ;;
 		--master-pass) mpass=$2 ;;
@@ -161,15 +168,34 @@ start_sentinel() {
 		shift 2
 	done
 	dir=$(_rl_server_dir "$name")
-	rm -f "$dir/pass"
+	rm -f "$dir/pass" "$dir/tls"
 	[[ -n $spass ]] && printf '%s' "$spass" >"$dir/pass"
+	if ((tls)); then
+		tls_make_certs || return 1
+		echo "$CERTS" >"$dir/tls"
+	fi
 	for ((try = 0; try < 20; try++)); do
 		port=$(_rl_random_port)
 		echo "$port" >"$dir/port"
 		# Sentinel rewrites its config file (myid, known peers): it is
 		# the sentinel's own, in its dir.
 		{
-			echo "port $port"
+			if ((tls)); then
+				# TLS only, to its clients and to the master (with
+				# a client certificate: the server one is for
+				# serverAuth only).
+				echo "port 0"
+				echo "tls-port $port"
+				echo "tls-cert-file $CERTS/server.crt"
+				echo "tls-key-file $CERTS/server.key"
+				echo "tls-ca-cert-file $CERTS/ca.crt"
+				echo "tls-auth-clients optional"
+				echo "tls-replication yes"
+				echo "tls-client-cert-file $CERTS/client.crt"
+				echo "tls-client-key-file $CERTS/client.key"
+			else
+				echo "port $port"
+			fi
 			echo "bind 127.0.0.1"
 			echo "dir $dir"
 			echo "pidfile $dir/sentinel.pid"

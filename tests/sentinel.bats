@@ -12,6 +12,7 @@
 
 bats_require_minimum_version 1.5.0
 load test_helper
+load tls_helper
 load ha_helper
 
 setup_file() {
@@ -266,6 +267,26 @@ elapsed_since() {
 	refute_stderr --partial "sentinel authentication failed"
 	assert_stderr --partial "$AM_PORT"
 	lock_free nompw AM
+}
+
+# ---- TLS ------------------------------------------------------------------------
+
+@test "rediss-sentinel://: TLS to the sentinel and to the master it names" {
+	start_redis_tls TM
+	start_sentinel TS "$TM_PORT" --master-name tlsm --quorum 1 --tls
+	local url="rediss-sentinel://localhost:$TS_PORT#tlsm" token
+	token=$("$RLOCK" -u "$url" --cacert "$CERTS/ca.crt" acquire tl)
+	assert_regex "$token" '^[0-9a-f]{32}$'
+	assert_equal "$(tholder tl TM)" "$token"
+	run -0 "$RLOCK" -u "$url" --cacert "$CERTS/ca.crt" release tl "$token"
+	tlock_free tl TM
+	# Without the CA the sentinel's certificate is not trusted.
+	run -69 --separate-stderr "$RLOCK" -u "$url" acquire tl
+	tlock_free tl TM
+	# A plain sentinel URL to a TLS sentinel: 69 with a hint.
+	run -69 --separate-stderr "$RLOCK" -u "redis-sentinel://127.0.0.1:$TS_PORT#tlsm" acquire tl
+	assert_stderr --partial "rediss-sentinel://"
+	tlock_free tl TM
 }
 
 # ---- failovers (each leaves the other node master) ------------------------
