@@ -266,7 +266,7 @@ start_holder() {
 	while (($(elapsed_since "$t0") < 4000)); do
 		pid_alive "$HOLDER_PID" || fail "rlock exited: $(bg_err holder-mg)"
 		assert_equal "$(ccli "$to" GET "$k")" "$TOKEN"
-		sleep 0.1
+		sleep 0.25
 	done
 	# extend and release through the old owner (MOVED now).
 	assert_equal "$(ccli "$to" GET "$(key "$other")")" "$token2"
@@ -350,7 +350,7 @@ same_owner_name() {
 			[[ $(ccli "$rep" GET "$kn") == "$ntoken" ]] ||
 				fail "$fn's command runs but $rep has '$(ccli "$rep" GET "$kn")' for it"
 		fi
-		sleep 0.1
+		sleep 0.25
 	done
 	assert_equal "$(ccli "$rep" GET "$k:fence")" "$wfence"
 	assert_equal "$(ccli "$rep" HGET "$k:meta" fence)" "$wfence"

@@ -335,7 +335,7 @@ fence_intact() {
 		pid_alive "$HOLDER_PID" || fail "rlock run exited during the failover: $(bg_err holder-fw)"
 		held_by fw "$TOKEN" "$new" || fail "run's key on $new: '$(holder fw "$new")' after $(elapsed_since "$t0")ms"
 		held_by ar "$rtoken" "$new" || fail "the renewer's key on $new: '$(holder ar "$new")' after $(elapsed_since "$t0")ms"
-		sleep 0.1
+		sleep 0.25
 	done
 	p=$(pttl fw "$new")
 	((p > 0 && p <= 4000)) || fail "pttl $p"
@@ -367,7 +367,7 @@ fence_intact() {
 			held_by fn "$TOKEN" "$new" ||
 				fail "the command runs but $new has '$(holder fn "$new")' for the lock"
 		fi
-		sleep 0.1
+		sleep 0.25
 	done
 	if [[ $outcome != exited ]]; then
 		held_by fn "$TOKEN" "$new"
