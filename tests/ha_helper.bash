@@ -81,6 +81,16 @@
 
 # ---- small things ---------------------------------------------------------
 
+# _haprobe OP ARGS...: ha_probe.py, which asks a topology's processes in
+# one python process what a poll would otherwise fork dozens of redis-cli
+# for.  The system's python directly: a version-manager shim on PATH can
+# take a second to start.
+_HA_PY=/usr/bin/python3
+[[ -x $_HA_PY ]] || _HA_PY=python3
+_haprobe() {
+	"$_HA_PY" -I -S "$TESTS_DIR/ha_probe.py" "$@"
+}
+
 # ha_wait SECS COMMAND [ARG...]: wait_until for the topology's states
 # (a failover, a slot map), polled every 100ms: each poll asks several
 # processes, and polling those every 20ms for seconds costs thousands of
@@ -333,11 +343,6 @@ mcli() {
 	rcli "$m" "$@"
 }
 
-# _ha_info_field NAME FIELD: a field of NAME's INFO replication.
-_ha_info_field() {
-	rcli "$1" INFO replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"
-}
-
 # _ha_is_replica_of NAME MASTER_PORT: NAME replicates MASTER_PORT, link up.
 _ha_is_replica_of() {
 	local info
@@ -346,41 +351,32 @@ _ha_is_replica_of() {
 		$info == *master_link_status:up* ]]
 }
 
-# _ha_sentinel_sees S MASTER_PORT REPLICA_PORT: sentinel S names
-# MASTER_PORT, sees REPLICA_PORT as its replica with the link ok and
-# nothing wrong with either, and knows the two other sentinels.
-_ha_sentinel_sees() {
-	local s=$1 mp=$2 rp=$3 out
-	out=$(rcli "$s" SENTINEL GET-MASTER-ADDR-BY-NAME mymaster 2>/dev/null | sed -n 2p)
-	[[ $out == "$mp" ]] || return 1
-	out=$(rcli "$s" SENTINEL MASTER mymaster 2>/dev/null | tr -d '\r')
-	[[ $(sed -n '/^flags$/{n;p}' <<<"$out") == master ]] || return 1
-	[[ $(sed -n '/^num-other-sentinels$/{n;p}' <<<"$out") == 2 ]] || return 1
-	out=$(rcli "$s" SENTINEL REPLICAS mymaster 2>/dev/null | tr -d '\r')
-	awk -v rp="$rp" -v mp="$mp" '
-	# Flat field/value lines, one replica after another, each from "name".
-	NR % 2 == 1 { k = $0; next }
-	{ if (k == "name") n++; r[n, k] = $0 }
-	END {
-		for (i = 1; i <= n; i++)
-			if (r[i, "port"] == rp && r[i, "flags"] == "slave" &&
-			    r[i, "master-link-status"] == "ok" && r[i, "master-port"] == mp)
-				ok = 1
-		exit !ok
-	}' <<<"$out"
+# _ha_sentinel_specs [live]: "port[:password]" of each sentinel (only the
+# running ones with "live").
+_ha_sentinel_specs() {
+	local s dir pass
+	for s in "${SENTINELS[@]}"; do
+		[[ ${1:-} == live ]] && ! _ha_sentinel_live "$s" && continue
+		dir="${s}_DIR"
+		pass=
+		[[ -f ${!dir}/pass ]] && pass=$(<"${!dir}/pass")
+		echo "$(<"${!dir}/port")${pass:+:$pass}"
+	done
+}
+
+# _ha_data_pass: the data nodes' password ("" when none).
+_ha_data_pass() {
+	local pass=
+	[[ -f $M_DIR/pass ]] && pass=$(<"$M_DIR/pass")
+	echo "$pass"
 }
 
 # _ha_settled MASTER REPLICA: the data nodes and every sentinel agree that
-# MASTER (M or RPL) is the master and REPLICA its replica.
+# MASTER (M or RPL) is the master and REPLICA its replica, and the
+# sentinels know each other.
 _ha_settled() {
-	local mname=$1 rname=$2 mp rp s
-	mp=$(_rl_port_of "$mname")
-	rp=$(_rl_port_of "$rname")
-	[[ $(_ha_info_field "$mname" role) == master ]] || return 1
-	_ha_is_replica_of "$rname" "$mp" || return 1
-	for s in "${SENTINELS[@]}"; do
-		_ha_sentinel_sees "$s" "$mp" "$rp" || return 1
-	done
+	_haprobe sentinel-settled "$(_rl_port_of "$1")" "$(_rl_port_of "$2")" \
+		"$(_ha_data_pass)" $(_ha_sentinel_specs) 2>/dev/null
 }
 
 _rl_port_of() {
@@ -462,27 +458,14 @@ _ha_sentinel_live() {
 # _ha_failed_over NEW OLD: every live sentinel names NEW, NEW says it is
 # master, OLD replicates it with its link up.
 _ha_failed_over() {
-	local new=$1 old=$2 np s
-	np=$(_rl_port_of "$new")
-	for s in "${SENTINELS[@]}"; do
-		_ha_sentinel_live "$s" || continue
-		[[ $(rcli "$s" SENTINEL GET-MASTER-ADDR-BY-NAME mymaster 2>/dev/null | sed -n 2p) == "$np" ]] ||
-			return 1
-	done
-	[[ $(_ha_info_field "$new" role) == master ]] && _ha_is_replica_of "$old" "$np"
+	_haprobe sentinel-named "$(_rl_port_of "$1")" "$(_rl_port_of "$2")" \
+		"$(_ha_data_pass)" $(_ha_sentinel_specs live) 2>/dev/null
 }
 
 # ---- cluster ----------------------------------------------------------------
 
 # Polls of six nodes with redis-cli cost dozens of forks a round: the
-# cluster's views are read by one python process instead.
-# The system's python directly (a version-manager shim on PATH can take a
-# second to start).
-_HA_PY=/usr/bin/python3
-[[ -x $_HA_PY ]] || _HA_PY=python3
-_hacluster() {
-	"$_HA_PY" -I -S "$TESTS_DIR/ha_cluster.py" "$@"
-}
+# cluster's views are read by one python process (_haprobe) instead.
 
 # ccli PORT ARGS...: redis-cli against a cluster node by port (no -c: the
 # caller sees MOVED and ASK as they are).
@@ -589,14 +572,14 @@ cluster_node_name() {
 # _ha_slot_map PORT: node PORT's view of the slots as "range port" lines
 # (masters only), sorted; replicas as "replica port master-port" lines.
 _ha_slot_map() {
-	_hacluster map "$1" 2>/dev/null
+	_haprobe map "$1" 2>/dev/null
 }
 
 # cluster_stable: every node is up, says cluster_state:ok, knows all the
 # nodes, has no slot migrating or importing, and every node's view of the
 # slots and replicas is the same; every replica's link is up.
 cluster_stable() {
-	_hacluster stable $(_ha_node_ports) 2>/dev/null
+	_haprobe stable $(_ha_node_ports) 2>/dev/null
 }
 
 # cluster_slot KEY
@@ -606,7 +589,7 @@ cluster_slot() {
 
 # cluster_master_ports: the masters (serving slots), one port a line.
 cluster_master_ports() {
-	_hacluster masters "$(_ha_any_port)"
+	_haprobe masters "$(_ha_any_port)"
 }
 
 # _ha_owner_of_slot SLOT [PORT]: the master serving SLOT in PORT's view.
@@ -622,7 +605,7 @@ _ha_owner_of_slot() {
 
 # cluster_owner_port KEY: the master serving KEY's slot.
 cluster_owner_port() {
-	_hacluster owner "$1" "$(_ha_any_port)"
+	_haprobe owner "$1" "$(_ha_any_port)"
 }
 
 # cluster_other_port KEY: a master that does not serve KEY's slot.
@@ -684,7 +667,7 @@ cluster_migrate_finish() {
 }
 
 _ha_all_see_owner() {
-	_hacluster allsee "$1" "$2" $(_ha_node_ports) 2>/dev/null
+	_haprobe allsee "$1" "$2" $(_ha_node_ports) 2>/dev/null
 }
 
 # cluster_failover REPLICA_PORT: a coordinated CLUSTER FAILOVER on a
@@ -781,7 +764,7 @@ cluster_get() {
 # cwaiters NAME: subscribers of NAME's release channel, on all nodes (with
 # classic pub/sub a waiter may subscribe through any node).
 cwaiters() {
-	_hacluster numsub "$(key "$1"):released" $(_ha_node_ports)
+	_haprobe numsub "$(key "$1"):released" $(_ha_node_ports)
 }
 
 chas_waiters() {

@@ -1,24 +1,39 @@
 #!/usr/bin/env python3
-"""ha_cluster.py - what ha_helper.bash asks of a test cluster, in one process.
+"""ha_probe.py - what ha_helper.bash asks of a test cluster or Sentinel
+topology, in one process.
 
-Polling a six-node cluster with redis-cli costs dozens of forks a round
-(seconds on a loaded two-core machine); this speaks RESP to every node
-from one process instead.  Used by ha_helper.bash only:
+Polling six cluster nodes, or three sentinels and two data nodes, with
+redis-cli costs dozens of forks a round (seconds of CPU on a loaded
+two-core machine); this speaks RESP to every node from one process
+instead.  Used by ha_helper.bash only:
 
-  ha_cluster.py stable PORT...          exit 0 when every node: is up, says
+  ha_probe.py stable PORT...           exit 0 when every node: is up, says
                                        cluster_state:ok, knows every other
                                        node, no slot migrating/importing, no
                                        node flagged fail/handshake/noaddr,
                                        its replicas' links up, and all agree
                                        on the slot map and the replicas
-  ha_cluster.py map PORT                PORT's view: "slots LO-HI PORT" and
+  ha_probe.py map PORT                 PORT's view: "slots LO-HI PORT" and
                                        "replica PORT MASTER-PORT" lines
-  ha_cluster.py masters PORT            the master ports serving slots
-  ha_cluster.py slot KEY                the key's slot (CRC16, as Redis)
-  ha_cluster.py owner KEY PORT          the master serving KEY, in PORT's view
-  ha_cluster.py allsee SLOT OWNER PORT...   exit 0 when every node names
+  ha_probe.py masters PORT             the master ports serving slots
+  ha_probe.py slot KEY                 the key's slot (CRC16, as Redis)
+  ha_probe.py owner KEY PORT           the master serving KEY, in PORT's view
+  ha_probe.py allsee SLOT OWNER PORT...    exit 0 when every node names
                                        OWNER for SLOT
-  ha_cluster.py numsub CHANNEL PORT...  PUBSUB NUMSUB summed over the nodes
+  ha_probe.py numsub CHANNEL PORT...   PUBSUB NUMSUB summed over the nodes
+  ha_probe.py sentinel-settled MASTER REPLICA PASS SPORT[:SPASS]...
+                                       exit 0 when MASTER says role master,
+                                       REPLICA replicates it with its link
+                                       up, and every sentinel SPORT names
+                                       MASTER for mymaster, flags it just
+                                       "master", sees REPLICA as its replica
+                                       with the link ok, and knows the other
+                                       sentinels given (PASS: the data
+                                       nodes' password, or "")
+  ha_probe.py sentinel-named MASTER REPLICA PASS SPORT[:SPASS]...
+                                       the same, but of the sentinels only
+                                       that they name MASTER (what a
+                                       failover must reach)
 """
 
 import socket
@@ -46,9 +61,13 @@ def key_slot(key):
 
 
 class Conn:
-    def __init__(self, port):
+    def __init__(self, port, password=""):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=3)
         self.buf = b""
+        if password:
+            r = self.cmd("AUTH", password)
+            if r != "OK":
+                raise RuntimeError("AUTH: %s" % r)
 
     def _line(self):
         while b"\r\n" not in self.buf:
@@ -153,6 +172,43 @@ def stable(ports):
     return first is not None
 
 
+def pairs(flat):
+    return dict(zip(flat[0::2], flat[1::2])) if isinstance(flat, list) else {}
+
+
+def sentinel_settled(mport, rport, password, sentinels, strict):
+    info = Conn(int(mport), password).cmd("INFO", "replication")
+    if "role:master\r\n" not in info:
+        return False
+    info = Conn(int(rport), password).cmd("INFO", "replication")
+    if not ("role:slave\r\n" in info and "master_port:%s\r\n" % mport in info
+            and "master_link_status:up\r\n" in info):
+        return False
+    for spec in sentinels:
+        sport, _, spass = spec.partition(":")
+        c = Conn(int(sport), spass)
+        addr = c.cmd("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster")
+        if not isinstance(addr, list) or addr[1] != mport:
+            return False
+        if not strict:
+            continue
+        m = pairs(c.cmd("SENTINEL", "MASTER", "mymaster"))
+        if m.get("flags") != "master":
+            return False
+        if m.get("num-other-sentinels") != str(len(sentinels) - 1):
+            return False
+        ok = False
+        for rep in c.cmd("SENTINEL", "REPLICAS", "mymaster") or []:
+            r = pairs(rep)
+            if (r.get("port") == rport and r.get("flags") == "slave"
+                    and r.get("master-link-status") == "ok"
+                    and r.get("master-port") == mport):
+                ok = True
+        if not ok:
+            return False
+    return True
+
+
 def main(argv):
     op, args = argv[1], argv[2:]
     try:
@@ -181,6 +237,10 @@ def main(argv):
                 if owner_of(slot, nodes_view(int(p))[0]) != want:
                     return 1
             return 0
+        if op in ("sentinel-settled", "sentinel-named"):
+            ok = sentinel_settled(args[0], args[1], args[2], args[3:],
+                                  op == "sentinel-settled")
+            return 0 if ok else 1
         if op == "numsub":
             total = 0
             for p in args[1:]:
@@ -189,9 +249,9 @@ def main(argv):
             print(total)
             return 0
     except (OSError, ConnectionError, RuntimeError, ValueError) as e:
-        print("ha_cluster.py %s: %s" % (op, e), file=sys.stderr)
+        print("ha_probe.py %s: %s" % (op, e), file=sys.stderr)
         return 1
-    print("ha_cluster.py: unknown operation %s" % op, file=sys.stderr)
+    print("ha_probe.py: unknown operation %s" % op, file=sys.stderr)
     return 2
 
 
