@@ -1,0 +1,387 @@
+#!/usr/bin/env bats
+# cluster.bats - rlock against Redis Cluster through plain redis:// URLs of
+# its nodes: three masters with one replica each, made once for the file
+# with redis-cli --cluster create (ha_helper).  MOVED from a seed that does
+# not serve the slot, many names through one seed, hand-off and contention
+# through different seeds, status across masters, a slot migrated while a
+# lock is held (ASK, TRYAGAIN, the new owner), a master failing over under
+# a running command, names with an empty hash tag, and bench.  Migrations
+# and failovers move slots and swap roles: every test asks the cluster who
+# serves what (cluster_owner_port, cluster_master_ports), never assumes.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+load ha_helper
+
+setup_file() {
+	start_cluster --replicas
+}
+
+teardown_file() {
+	rl_teardown_file
+}
+
+setup() {
+	rl_setup
+}
+
+teardown() {
+	rl_teardown
+}
+
+# node_url PORT
+node_url() {
+	echo "redis://127.0.0.1:$1"
+}
+
+# owner_url NAME / other_url NAME: a seed that serves lock NAME's slot / a
+# master that does not.
+owner_url() { node_url "$(cluster_owner_port "$(key "$1")")"; }
+other_url() { node_url "$(cluster_other_port "$(key "$1")")"; }
+
+elapsed_since() {
+	echo $(($(now_ms) - $1))
+}
+
+# cfence NAME: lock NAME's fence counter on its slot's owner.
+cfence() {
+	local k
+	k="$(key "$1"):fence"
+	ccli "$(cluster_owner_port "$k")" GET "$k"
+}
+
+# cmeta NAME FIELD
+cmeta() {
+	local k
+	k="$(key "$1"):meta"
+	ccli "$(cluster_owner_port "$k")" HGET "$k" "$2"
+}
+
+# start_holder URL NAME [run options...]: `rlock -u URL run NAME` whose
+# command writes "FENCE TOKEN PID" to seen-NAME, waits for go-NAME, and
+# writes done-NAME when it ends normally.  Sets HOLDER_PID, FENCE, TOKEN,
+# CHILD.
+start_holder() {
+	local url=$1 name=$2
+	shift 2
+	bg_start "holder-$name" "$RLOCK" -u "$url" run "$@" "$name" -- sh -c \
+		"echo \"\$RLOCK_FENCE \$RLOCK_TOKEN \$\$\" > seen-$name; $(gate "$BATS_TEST_TMPDIR/go-$name"); touch done-$name"
+	HOLDER_PID=$BG_PID
+	wait_until 10 file_nonempty "seen-$name"
+	read -r FENCE TOKEN CHILD <"seen-$name"
+	track_pid "$CHILD"
+}
+
+# ---- redirections -----------------------------------------------------------
+
+@test "thirty names through one seed: every one taken, every key on its slot's owner" {
+	local seed n token keys=() tokens=() port val
+	local -A owners=()
+	seed=$(node_url "$(cluster_master_ports | head -n 1)")
+	for n in $(seq 30); do
+		token=$("$RLOCK" -u "$seed" acquire -t 30s "many$n") || fail "acquire many$n failed"
+		tokens+=("$token")
+		keys+=("$(key "many$n")")
+	done
+	# Each key is on the one master that serves its slot, with its token.
+	n=0
+	while read -r port val; do
+		[[ $port != none ]] || fail "${keys[n]} is on no master"
+		assert_equal "$val" "${tokens[n]}"
+		owners[$port]=1
+		n=$((n + 1))
+	done < <(cluster_get "${keys[@]}")
+	assert_equal "$n" 30
+	# Thirty names cover all three masters (chance of missing one: 1e-5).
+	assert_equal "${#owners[@]}" 3
+	assert_equal "$(cluster_owner_port "${keys[0]}")" "$(cluster_get "${keys[0]}" | cut -d' ' -f1)"
+	for n in $(seq 30); do
+		"$RLOCK" -u "$seed" release "many$n" "${tokens[n - 1]}" || fail "release many$n failed"
+	done
+	while read -r port val; do
+		assert_equal "$val" ""
+	done < <(cluster_get "${keys[@]}")
+}
+
+@test "acquire, status, extend and release through a master that does not serve the slot" {
+	local url token p
+	url=$(other_url mv)
+	run -0 --separate-stderr "$RLOCK" -u "$url" acquire -t 10s mv
+	token=$output
+	assert_equal "$stderr" ""
+	assert_regex "$token" '^[0-9a-f]{32}$'
+	assert_equal "$(cholder mv)" "$token"
+	run -0 --separate-stderr "$RLOCK" -u "$url" status mv
+	assert_equal "$stderr" ""
+	assert_regex "${lines[1]}" '^mv +held +1 '
+	run -0 "$RLOCK" -u "$url" extend -t 60s mv "$token"
+	p=$(cpttl mv)
+	((p > 10000 && p <= 60000)) || fail "pttl after extend: $p"
+	run -76 "$RLOCK" -u "$url" release mv not-the-token
+	assert_equal "$(cholder mv)" "$token"
+	run -0 "$RLOCK" -u "$url" release mv "$token"
+	clock_free mv
+	run -1 "$RLOCK" -u "$url" status mv
+	assert_regex "${lines[1]}" '^mv +free '
+}
+
+@test "run through a seed that does not serve the slot: the owner holds the command's token" {
+	local owner
+	owner=$(cluster_owner_port "$(key rn)")
+	run -0 --separate-stderr "$RLOCK" -u "$(other_url rn)" run rn -- \
+		sh -c 'echo "$RLOCK_TOKEN"; redis-cli -h 127.0.0.1 -p "$1" GET "$RLOCK_KEY"' sh "$owner"
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[0]}" '^[0-9a-f]{32}$'
+	assert_equal "${lines[1]}" "${lines[0]}"
+	clock_free rn
+}
+
+@test "a replica given as the seed redirects to the master" {
+	local owner rep token
+	owner=$(cluster_owner_port "$(key viarep)")
+	rep=$(cluster_replica_port "$owner")
+	[[ -n $rep ]] || fail "no replica of $owner"
+	token=$("$RLOCK" -u "$(node_url "$rep")" acquire viarep)
+	assert_equal "$(cholder viarep)" "$token"
+	run -0 "$RLOCK" -u "$(node_url "$rep")" release viarep "$token"
+	clock_free viarep
+}
+
+@test "a name whose hash tag would be empty is a usage error on a cluster" {
+	local seed
+	seed=$(node_url "$(cluster_master_ports | head -n 1)")
+	run -64 --separate-stderr "$RLOCK" -u "$seed" acquire '}x'
+	assert_stderr --partial "empty hash tag"
+	assert_equal "$output" ""
+	run -64 --separate-stderr "$RLOCK" -u "$seed" run '}y' -- touch ran
+	assert_stderr --partial "empty hash tag"
+	[[ ! -e ran ]]
+}
+
+# ---- waiters, status, contention --------------------------------------------
+
+@test "hand-off: a waiter connected through another node is woken by the release at once" {
+	start_holder "$(owner_url ho)" ho -t 30s
+	bg_start waiter "$RLOCK" -u "$(other_url ho)" run -w 20s ho -- \
+		sh -c 'echo "$RLOCK_FENCE $RLOCK_TOKEN" > got'
+	local wpid=$BG_PID t0
+	wait_until 10 chas_waiters ho 1
+	[[ ! -e got ]]
+	# status through the owner counts the waiter wherever it subscribed.
+	run -0 "$RLOCK" -u "$(owner_url ho)" status --json ho
+	json_check "$output" 'd["locks"][0]["held"] is True' 'd["locks"][0]["waiters"] == 1'
+	t0=$(now_ms)
+	touch go-ho
+	bg_wait "$wpid" 10
+	assert_equal "$BG_STATUS" 0
+	# Far sooner than the holder's 30s lease.
+	(($(elapsed_since "$t0") < 3000)) || fail "the waiter took $(elapsed_since "$t0")ms"
+	bg_wait "$HOLDER_PID" 5
+	assert_equal "$BG_STATUS" 0
+	local wfence wtoken
+	read -r wfence wtoken <got
+	assert_equal "$wfence" $((FENCE + 1))
+	[[ $wtoken != "$TOKEN" ]]
+	clock_free ho
+}
+
+@test "status without names lists the locks held on every master" {
+	local n=0 name p
+	local -A byowner=()
+	# One name served by each master.
+	while ((${#byowner[@]} < 3)); do
+		name="st$n"
+		p=$(cluster_owner_port "$(key "$name")")
+		[[ -n ${byowner[$p]:-} ]] || byowner[$p]=$name
+		n=$((n + 1))
+	done
+	local seed names=()
+	seed=$(node_url "$(cluster_master_ports | head -n 1)")
+	for p in "${!byowner[@]}"; do
+		names+=("${byowner[$p]}")
+		"$RLOCK" -u "$seed" acquire "${byowner[$p]}" >/dev/null || fail "acquire ${byowner[$p]}"
+	done
+	run -0 --separate-stderr "$RLOCK" -u "$seed" status --json
+	assert_equal "$stderr" ""
+	json_check "$output" \
+		'sorted(l["name"] for l in d["locks"]) == sorted(a)' \
+		'all(l["held"] for l in d["locks"])' -- "${names[@]}"
+	run -0 --separate-stderr "$RLOCK" -u "$seed" status
+	assert_equal "${#lines[@]}" 4
+	for name in "${names[@]}"; do
+		assert_line --regexp "^$name +held "
+	done
+}
+
+@test "contention through three seeds: fifteen read-sleep-write runs lose no update" {
+	local p pids=() n
+	echo 0 >counter
+	: >fences
+	for n in 1 2 3 4 5; do
+		for p in $(cluster_master_ports); do
+			bg_start "c$n-$p" "$RLOCK" -u "$(node_url "$p")" run -w 60s -t 10s cnt -- sh -c \
+				'v=$(cat counter); sleep 0.05; echo $((v + 1)) > counter; echo "$RLOCK_FENCE" >> fences'
+			pids+=("$BG_PID")
+		done
+	done
+	for p in "${pids[@]}"; do
+		bg_wait "$p" 60
+		assert_equal "$BG_STATUS" 0
+	done
+	assert_equal "$(cat counter)" 15
+	assert_equal "$(sort -u fences | wc -l)" 15
+	assert_equal "$(cfence cnt)" "$(sort -n fences | tail -n 1)"
+	clock_free cnt
+}
+
+# ---- slot migration ---------------------------------------------------------
+
+@test "a slot migrated during a hold: ASK while it moves, then renewal, extend, release and the waiter follow it" {
+	local k slot from to
+	k=$(key mg)
+	slot=$(cluster_slot "$k")
+	from=$(cluster_owner_port "$k")
+	to=$(cluster_other_port "$k")
+	start_holder "$(node_url "$from")" mg -t 2s
+	# A second lock in the same slot, taken with acquire, for extend and
+	# release by token after the move.
+	local other token2
+	other=$(same_slot_name mg)
+	assert_equal "$(cluster_slot "$(key "$other")")" "$slot"
+	token2=$("$RLOCK" -u "$(node_url "$from")" acquire -t 60s "$other")
+	bg_start waiter "$RLOCK" -u "$(node_url "$to")" run -w 30s mg -- \
+		sh -c 'echo "$RLOCK_FENCE $RLOCK_TOKEN" > got'
+	local wpid=$BG_PID
+	wait_until 10 chas_waiters mg 1
+	cluster_migrate_start "$slot" "$from" "$to"
+	cluster_migrate_keys "$slot" "$from" "$to"
+	# The keys are on the importing node now: the source answers ASK.
+	assert_equal "$(ccli "$from" GET "$k")" "ASK $slot 127.0.0.1:$to"
+	run -75 "$RLOCK" -u "$(node_url "$from")" acquire -n mg
+	cluster_migrate_finish "$slot" "$to"
+	assert_equal "$(cluster_owner_port "$k")" "$to"
+	# Two leases later, the holder's renewals reach the new owner.
+	local t0
+	t0=$(now_ms)
+	while (($(elapsed_since "$t0") < 4000)); do
+		pid_alive "$HOLDER_PID" || fail "rlock exited: $(bg_err holder-mg)"
+		assert_equal "$(ccli "$to" GET "$k")" "$TOKEN"
+		sleep 0.25
+	done
+	# extend and release through the old owner (MOVED now).
+	assert_equal "$(ccli "$to" GET "$(key "$other")")" "$token2"
+	run -0 "$RLOCK" -u "$(node_url "$from")" extend -t 120s "$other" "$token2"
+	local p
+	p=$(ccli "$to" PTTL "$(key "$other")")
+	((p > 60000 && p <= 120000)) || fail "pttl after extend: $p"
+	run -0 "$RLOCK" -u "$(node_url "$from")" release "$other" "$token2"
+	assert_equal "$(ccli "$to" EXISTS "$(key "$other")")" 0
+	[[ ! -e got ]]
+	t0=$(now_ms)
+	touch go-mg
+	bg_wait "$HOLDER_PID" 10
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$wpid" 10
+	assert_equal "$BG_STATUS" 0
+	(($(elapsed_since "$t0") < 3000)) || fail "the waiter took $(elapsed_since "$t0")ms"
+	local wfence wtoken
+	read -r wfence wtoken <got
+	assert_equal "$wfence" $((FENCE + 1))
+	assert_equal "$(ccli "$to" GET "$k:fence")" $((FENCE + 1))
+	assert_equal "$(ccli "$to" EXISTS "$k")" 0
+}
+
+@test "a free lock in a migrating slot is taken once the migration ends (TRYAGAIN is retried)" {
+	local k slot from to token
+	k=$(key tg)
+	# Taken and released once: the fence key stays, so the acquire script
+	# gets TRYAGAIN while the slot is split between two nodes.
+	token=$("$RLOCK" -u "$(owner_url tg)" acquire tg)
+	"$RLOCK" -u "$(owner_url tg)" release tg "$token"
+	slot=$(cluster_slot "$k")
+	from=$(cluster_owner_port "$k")
+	to=$(cluster_other_port "$k")
+	cluster_migrate_start "$slot" "$from" "$to"
+	cluster_migrate_keys "$slot" "$from" "$to"
+	bg_start acq "$RLOCK" -u "$(node_url "$from")" --io-timeout 15s acquire -w 15s tg
+	local apid=$BG_PID
+	cluster_migrate_finish "$slot" "$to"
+	bg_wait "$apid" 20
+	assert_equal "$BG_STATUS" 0
+	token=$(bg_out acq)
+	assert_equal "$(ccli "$to" GET "$k")" "$token"
+	assert_equal "$(ccli "$to" GET "$k:fence")" 2
+}
+
+# ---- failover and bench -------------------------------------------------------
+
+# same_owner_name NAME: another lock name served by the same master.
+same_owner_name() {
+	local want n=0
+	want=$(cluster_owner_port "$(key "$1")")
+	while [[ $(cluster_owner_port "$(key "$1-$n")") != "$want" ]]; do
+		n=$((n + 1))
+	done
+	echo "$1-$n"
+}
+
+@test "failover of a master under two runs: with --wait-replicas 1 the lock stays (exit 0); without, exit 0 with the key or 76 with the command stopped" {
+	local k old rep t0 outcome= fn kn
+	k=$(key fw)
+	old=$(cluster_owner_port "$k")
+	rep=$(cluster_replica_port "$old")
+	[[ -n $rep ]] || fail "no replica of $old"
+	fn=$(same_owner_name fw)
+	kn=$(key "$fn")
+	start_holder "$(node_url "$old")" fw -t 3s --wait-replicas 1
+	local wfence=$FENCE wtoken=$TOKEN wpid=$HOLDER_PID
+	start_holder "$(node_url "$old")" "$fn" -t 3s
+	local nfence=$FENCE ntoken=$TOKEN npid=$HOLDER_PID nchild=$CHILD
+	cluster_failover "$rep"
+	assert_equal "$(cluster_owner_port "$k")" "$rep"
+	t0=$(now_ms)
+	# Past the 3s leases: a key still there was renewed on the new master.
+	while (($(elapsed_since "$t0") < 3500)); do
+		pid_alive "$wpid" || fail "rlock --wait-replicas 1 exited: $(bg_err holder-fw)"
+		assert_equal "$(ccli "$rep" GET "$k")" "$wtoken"
+		if pid_gone "$npid"; then
+			outcome=exited
+		elif (($(elapsed_since "$t0") > 3000)) && pid_alive "$nchild"; then
+			[[ $(ccli "$rep" GET "$kn") == "$ntoken" ]] ||
+				fail "$fn's command runs but $rep has '$(ccli "$rep" GET "$kn")' for it"
+		fi
+		sleep 0.25
+	done
+	assert_equal "$(ccli "$rep" GET "$k:fence")" "$wfence"
+	assert_equal "$(ccli "$rep" HGET "$k:meta" fence)" "$wfence"
+	touch go-fw "go-$fn"
+	bg_wait "$wpid" 10
+	assert_equal "$BG_STATUS" 0
+	[[ -e done-fw ]]
+	assert_equal "$(ccli "$rep" EXISTS "$k")" 0
+	bg_wait "$npid" 10
+	if [[ $outcome == exited || $BG_STATUS != 0 ]]; then
+		assert_equal "$BG_STATUS" 76
+		wait_until 5 pid_gone "$nchild"
+		[[ ! -e done-$fn ]] || fail "$fn's command finished normally but rlock says lost"
+	else
+		assert_equal "$BG_STATUS" 0
+		[[ -e done-$fn ]]
+		assert_equal "$(ccli "$rep" GET "$kn:fence")" "$nfence"
+	fi
+	assert_equal "$(ccli "$rep" EXISTS "$kn")" 0
+}
+
+@test "bench against a seed node: no errors, no double holds, nothing left behind" {
+	local seed p
+	seed=$(node_url "$(cluster_master_ports | head -n 1)")
+	run -0 --separate-stderr "$RLOCK" -u "$seed" bench -c 20 -k 20 -d 1s --json
+	json_check "$output" \
+		'd["clients"] == 20 and d["keys"] == 20' \
+		'd["cycles"] > 0' \
+		'd["errors"]["total"] == 0' \
+		'd["violations"]["total"] == 0'
+	for p in $(cluster_master_ports); do
+		assert_equal "$(ccli "$p" --scan --pattern "${RLOCK_PREFIX}*")" ""
+	done
+}

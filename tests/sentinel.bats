@@ -1,0 +1,416 @@
+#!/usr/bin/env bats
+# sentinel.bats - rlock through Redis Sentinel (redis-sentinel:// URLs): a
+# master, one replica and three redis-sentinel processes started once for
+# the file (ha_helper), plus a password-protected master watched by one
+# password-protected sentinel for the credential tests, and two plain
+# servers for a Redlock with a sentinel-managed member.  Discovery, dead
+# and frozen sentinels, unknown masters, a replica given directly, how
+# RLOCK_URL is split, sentinel passwords, and forced failovers (SENTINEL
+# FAILOVER) under a running command, a waiter and a renewer.  A failover
+# swaps M and RPL: every test finds the master with ha_master, so that the
+# order of the tests does not matter (the failover tests come last anyway).
+
+bats_require_minimum_version 1.5.0
+load test_helper
+load tls_helper
+load ha_helper
+
+setup_file() {
+	start_sentinel_topology || return 1
+	# Credentials: the master's password differs from its sentinel's.
+	start_redis AM --requirepass m-secret || return 1
+	start_sentinel AS "$AM_PORT" --master-name authm --quorum 1 \
+		--master-pass m-secret --sentinel-pass s-secret || return 1
+	export AUTH_URL="redis-sentinel://127.0.0.1:$AS_PORT#authm"
+	# Two plain servers, for a Redlock with a sentinel-managed member.
+	start_redis X || return 1
+	start_redis Y || return 1
+	printf 'm-secret\n' >"$BATS_FILE_TMPDIR/master.pw"
+	printf 's-secret\n' >"$BATS_FILE_TMPDIR/sentinel.pw"
+	printf 'wrong\n' >"$BATS_FILE_TMPDIR/wrong.pw"
+	export T_MPW=$BATS_FILE_TMPDIR/master.pw T_SPW=$BATS_FILE_TMPDIR/sentinel.pw
+	export T_WPW=$BATS_FILE_TMPDIR/wrong.pw
+}
+
+teardown_file() {
+	rl_teardown_file
+}
+
+setup() {
+	rl_setup
+	SU=(-u "$SENTINEL_URL")
+}
+
+# A test that stops or freezes sentinels leaves them to this.
+teardown() {
+	rl_teardown
+	sentinels_up
+}
+
+# ---- locks on whichever node is master now ----------------------------------
+
+mholder() { holder "$1" "$(ha_master)"; }
+mheld_by() { held_by "$1" "$2" "$(ha_master)"; }
+mlock_free() { lock_free "$1" "$(ha_master)"; }
+mpttl() { pttl "$1" "$(ha_master)"; }
+
+# elapsed_since T0: milliseconds since now_ms said T0.
+elapsed_since() {
+	echo $(($(now_ms) - $1))
+}
+
+# ---- discovery --------------------------------------------------------------
+
+@test "acquire, status, extend and release through the sentinels act on the master" {
+	local token
+	run -0 --separate-stderr "$RLOCK" "${SU[@]}" acquire -t 10s disc
+	token=$output
+	assert_regex "$token" '^[0-9a-f]{32}$'
+	assert_equal "$stderr" ""
+	# On the master the sentinels name, as redis-cli sees it.
+	assert_equal "$(redis-cli -h 127.0.0.1 -p "$(sentinel_master_port)" GET "$(key disc)")" "$token"
+	run -0 "$RLOCK" "${SU[@]}" status disc
+	assert_regex "${lines[1]}" '^disc +held +1 '
+	run -0 "$RLOCK" "${SU[@]}" extend -t 60s disc "$token"
+	local p
+	p=$(mpttl disc)
+	((p > 10000 && p <= 60000)) || fail "pttl after extend: $p"
+	run -0 "$RLOCK" "${SU[@]}" release disc "$token"
+	mlock_free disc
+	run -1 "$RLOCK" "${SU[@]}" status disc
+	assert_regex "${lines[1]}" '^disc +free '
+}
+
+@test "run through the sentinels: the command runs while the master holds its token" {
+	local mp
+	mp=$(sentinel_master_port)
+	run -0 --separate-stderr "$RLOCK" "${SU[@]}" run rn -- \
+		sh -c 'echo "$RLOCK_TOKEN"; redis-cli -h 127.0.0.1 -p "$1" GET "$RLOCK_KEY"' sh "$mp"
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[0]}" '^[0-9a-f]{32}$'
+	assert_equal "${lines[1]}" "${lines[0]}"
+	mlock_free rn
+}
+
+@test "a dead first sentinel is skipped at once" {
+	stop_redis S1
+	local t0 token
+	t0=$(now_ms)
+	run -0 "$RLOCK" "${SU[@]}" acquire dead1
+	token=$output
+	(($(elapsed_since "$t0") < 1500)) || fail "took $(elapsed_since "$t0")ms"
+	mheld_by dead1 "$token"
+	run -0 "$RLOCK" "${SU[@]}" release dead1 "$token"
+	mlock_free dead1
+}
+
+@test "a first sentinel that does not answer is skipped within the connect timeout" {
+	kill -STOP "$(server_pid S1)"
+	wait_until 5 pid_stopped "$(server_pid S1)"
+	local t0 token
+	t0=$(now_ms)
+	run -0 "$RLOCK" "${SU[@]}" --connect-timeout 400ms acquire frozen1
+	token=$output
+	# Not the 2s I/O timeout: a sentinel gets the connect timeout.
+	(($(elapsed_since "$t0") < 1800)) || fail "took $(elapsed_since "$t0")ms"
+	mheld_by frozen1 "$token"
+}
+
+@test "no sentinel reachable: 69 at once, saying so" {
+	local url t0
+	url="redis-sentinel://127.0.0.1:$(closed_port),127.0.0.1:$(closed_port),127.0.0.1:$(closed_port)#mymaster"
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" -u "$url" --connect-timeout 1s run nosent -- touch ran
+	(($(elapsed_since "$t0") < 2000)) || fail "took $(elapsed_since "$t0")ms"
+	assert_stderr --partial "no sentinel reachable"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ ! -e ran ]]
+}
+
+@test "no sentinel answers: 69 within three connect timeouts" {
+	local s
+	for s in S1 S2 S3; do
+		kill -STOP "$(server_pid "$s")"
+	done
+	local t0
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" "${SU[@]}" --connect-timeout 300ms acquire mute
+	(($(elapsed_since "$t0") < 2500)) || fail "took $(elapsed_since "$t0")ms"
+	assert_stderr --partial "no sentinel reachable"
+}
+
+@test "a master the sentinels do not know: 69 naming it" {
+	local url=${SENTINEL_URL%#*}#nosuchmaster
+	run -69 --separate-stderr "$RLOCK" -u "$url" acquire unk
+	assert_stderr --partial "do not know master 'nosuchmaster'"
+	assert_equal "$output" ""
+}
+
+@test "a replica given directly as redis:// is refused with a clear error" {
+	local rep
+	rep=$(ha_replica)
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$(_rl_port_of "$rep")" acquire direct
+	assert_stderr --partial "is a replica"
+	assert_equal "$output" ""
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$(_rl_port_of "$rep")" run direct -- touch ran
+	assert_stderr --partial "is a replica"
+	[[ ! -e ran ]]
+	mlock_free direct
+}
+
+@test "sentinels that name a replica: asked again, then 69 within the connect timeout" {
+	# A sentinel whose "master" is really a replica (as one that missed a
+	# failover would say).
+	start_redis ZM
+	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
+	start_sentinel ZS "$ZR_PORT" --master-name stale --quorum 1
+	local t0
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" -u "redis-sentinel://127.0.0.1:$ZS_PORT#stale" \
+		--connect-timeout 1s run stale -- touch ran
+	(($(elapsed_since "$t0") < 3000)) || fail "took $(elapsed_since "$t0")ms"
+	assert_stderr --partial "is a replica"
+	[[ ! -e ran ]]
+	assert_equal "$(rcli ZM EXISTS "$(key stale)")" 0
+}
+
+# ---- RLOCK_URL ------------------------------------------------------------
+
+@test "RLOCK_URL holding a sentinel URL keeps its comma-separated sentinels" {
+	local token
+	token=$(RLOCK_URL=$SENTINEL_URL "$RLOCK" acquire envurl)
+	mheld_by envurl "$token"
+	RLOCK_URL=$SENTINEL_URL run -0 "$RLOCK" release envurl "$token"
+	mlock_free envurl
+}
+
+@test "RLOCK_URL splits at a comma only where a scheme follows" {
+	# Two URLs (a sentinel one with its own commas, then a plain one)
+	# cannot form a quorum: a usage error about two servers.
+	RLOCK_URL="$SENTINEL_URL,redis://127.0.0.1:$(closed_port)" \
+		run -64 --separate-stderr "$RLOCK" acquire split
+	assert_stderr --partial "two servers cannot form a quorum"
+	refute_stderr --partial "invalid URL"
+	mlock_free split
+}
+
+@test "RLOCK_URL with a sentinel URL and two plain URLs is a Redlock of three" {
+	local token
+	token=$(RLOCK_URL="$SENTINEL_URL,$X_URL,$Y_URL" "$RLOCK" acquire trio)
+	assert_regex "$token" '^[0-9a-f]{32}$'
+	mheld_by trio "$token"
+	held_by trio "$token" X
+	held_by trio "$token" Y
+	RLOCK_URL="$SENTINEL_URL,$X_URL,$Y_URL" run -0 "$RLOCK" release trio "$token"
+	mlock_free trio
+	lock_free trio X
+	lock_free trio Y
+}
+
+# ---- passwords --------------------------------------------------------------
+
+@test "sentinel and master passwords from files: both needed, neither in argv" {
+	bg_start sleeper sleep 30
+	local spid=$BG_PID token pid
+	timeout 10 "$RLOCK" -u "$AUTH_URL" --sentinel-password-file "$T_SPW" \
+		--password-file "$T_MPW" acquire --renew --pid "$spid" -t 1s pwf >tok
+	token=$(cat tok)
+	assert_regex "$token" '^[0-9a-f]{32}$'
+	held_by pwf "$token" AM
+	# No password in the argv of the renewer it left.
+	wait_until 5 eval '[[ -n $(rlock_pids) ]]'
+	for pid in $(rlock_pids); do
+		run grep -c -a -e m-secret -e s-secret "/proc/$pid/cmdline"
+		assert_output 0
+	done
+	kill -TERM "$spid"
+	wait_until 10 lock_free pwf AM
+}
+
+@test "sentinel and master passwords from RLOCK_SENTINEL_PASSWORD and REDISCLI_AUTH" {
+	RLOCK_SENTINEL_PASSWORD=s-secret REDISCLI_AUTH=m-secret \
+		run -0 --separate-stderr "$RLOCK" -u "$AUTH_URL" run pwe -- \
+		sh -c 'redis-cli -h 127.0.0.1 -p "$1" -a m-secret --no-auth-warning GET "$RLOCK_KEY"' sh "$AM_PORT"
+	assert_regex "$output" '^[0-9a-f]{32}$'
+	lock_free pwe AM
+}
+
+@test "the URL's userinfo is the master's password, not the sentinel's" {
+	local url="redis-sentinel://:m-secret@127.0.0.1:$AS_PORT#authm"
+	RLOCK_URL=$url RLOCK_SENTINEL_PASSWORD=s-secret run -0 "$RLOCK" run pwu -- true
+	# Without the sentinel's own password the sentinel refuses.
+	RLOCK_URL=$url run -69 --separate-stderr "$RLOCK" run pwu -- touch ran
+	assert_stderr --regexp 'sentinel ([^ ]+ )?requires a password'
+	[[ ! -e ran ]]
+}
+
+@test "no sentinel password for a sentinel that requires one: 69" {
+	run -69 --separate-stderr "$RLOCK" -u "$AUTH_URL" --password-file "$T_MPW" acquire nospw
+	assert_stderr --regexp 'sentinel ([^ ]+ )?requires a password'
+	lock_free nospw AM
+}
+
+@test "a wrong sentinel password: 69, sentinel authentication failed" {
+	run -69 --separate-stderr "$RLOCK" -u "$AUTH_URL" --sentinel-password-file "$T_WPW" \
+		--password-file "$T_MPW" acquire badspw
+	assert_stderr --partial "sentinel authentication failed"
+	RLOCK_SENTINEL_PASSWORD=wrong REDISCLI_AUTH=m-secret \
+		run -69 --separate-stderr "$RLOCK" -u "$AUTH_URL" acquire badspw
+	assert_stderr --partial "sentinel authentication failed"
+	lock_free badspw AM
+}
+
+@test "the sentinel's password is not the master's: the master still wants its own" {
+	run -69 --separate-stderr "$RLOCK" -u "$AUTH_URL" --sentinel-password-file "$T_SPW" \
+		acquire nompw
+	refute_stderr --partial "sentinel requires a password"
+	refute_stderr --partial "sentinel authentication failed"
+	assert_stderr --partial "$AM_PORT"
+	lock_free nompw AM
+}
+
+# ---- TLS ------------------------------------------------------------------------
+
+@test "rediss-sentinel://: TLS to the sentinel and to the master it names" {
+	start_redis_tls TM
+	start_sentinel TS "$TM_PORT" --master-name tlsm --quorum 1 --tls
+	local url="rediss-sentinel://localhost:$TS_PORT#tlsm" token
+	token=$("$RLOCK" -u "$url" --cacert "$CERTS/ca.crt" acquire tl)
+	assert_regex "$token" '^[0-9a-f]{32}$'
+	assert_equal "$(tholder tl TM)" "$token"
+	run -0 "$RLOCK" -u "$url" --cacert "$CERTS/ca.crt" release tl "$token"
+	tlock_free tl TM
+	# Without the CA the sentinel's certificate is not trusted.
+	run -69 --separate-stderr "$RLOCK" -u "$url" acquire tl
+	tlock_free tl TM
+	# A plain sentinel URL to a TLS sentinel: 69 with a hint.
+	run -69 --separate-stderr "$RLOCK" -u "redis-sentinel://127.0.0.1:$TS_PORT#tlsm" acquire tl
+	assert_stderr --partial "rediss-sentinel://"
+	tlock_free tl TM
+}
+
+# ---- failovers (each leaves the other node master) ------------------------
+
+# start_holder NAME [run options...]: a `run` through the sentinels whose
+# command writes "FENCE TOKEN PID" to seen-NAME and then waits for the file
+# go-NAME; it writes done-NAME when it ends normally.  HOLDER_PID is rlock,
+# FENCE, TOKEN and CHILD what the command saw.
+start_holder() {
+	local name=$1
+	shift
+	bg_start "holder-$name" "$RLOCK" "${SU[@]}" run "$@" "$name" -- sh -c \
+		"echo \"\$RLOCK_FENCE \$RLOCK_TOKEN \$\$\" > seen-$name; $(gate "$BATS_TEST_TMPDIR/go-$name"); touch done-$name"
+	HOLDER_PID=$BG_PID
+	wait_until 10 file_nonempty "seen-$name"
+	read -r FENCE TOKEN CHILD <"seen-$name"
+	track_pid "$CHILD"
+}
+
+# fence_intact NAME FENCE: the current master has FENCE in NAME's meta and
+# as its fence counter (the acquisition was not lost in the failover).
+fence_intact() {
+	assert_equal "$(meta "$1" fence "$(ha_master)")" "$2"
+	assert_equal "$(rcli "$(ha_master)" GET "$(key "$1"):fence")" "$2"
+}
+
+@test "a forced failover: run --wait-replicas 1 finishes (exit 0) and acquire --renew keeps renewing, both on the new master" {
+	# The leases outlast the failover: between the promotion and the old
+	# master's demotion (a second or two), renewals can still land on the
+	# old master, and only the copy replicated before keeps the new one's.
+	start_holder fw -t 4s --wait-replicas 1
+	bg_start sleeper sleep 60
+	local spid=$BG_PID rtoken old new t0 p
+	timeout 10 "$RLOCK" "${SU[@]}" acquire --renew --pid "$spid" -t 4s --wait-replicas 1 ar >tok
+	rtoken=$(cat tok)
+	old=$(ha_master)
+	held_by fw "$TOKEN" "$old"
+	held_by ar "$rtoken" "$old"
+	sentinel_failover
+	new=$(ha_master)
+	[[ $new != "$old" ]] || fail "no failover"
+	t0=$(now_ms)
+	# Past the 4s leases: the keys are there only if rlock renews them on
+	# the new master.
+	while (($(elapsed_since "$t0") < 4500)); do
+		pid_alive "$HOLDER_PID" || fail "rlock run exited during the failover: $(bg_err holder-fw)"
+		held_by fw "$TOKEN" "$new" || fail "run's key on $new: '$(holder fw "$new")' after $(elapsed_since "$t0")ms"
+		held_by ar "$rtoken" "$new" || fail "the renewer's key on $new: '$(holder ar "$new")' after $(elapsed_since "$t0")ms"
+		sleep 0.25
+	done
+	p=$(pttl fw "$new")
+	((p > 0 && p <= 4000)) || fail "pttl $p"
+	fence_intact fw "$FENCE"
+	touch go-fw
+	bg_wait "$HOLDER_PID" 10
+	assert_equal "$BG_STATUS" 0
+	[[ -e done-fw ]]
+	lock_free fw "$new"
+	kill -TERM "$spid"
+	wait_until 10 lock_free ar "$new"
+	wait_until 5 no_rlock_pids
+}
+
+@test "failover during run without --wait-replicas: the lock survives (exit 0) or the command is stopped (76), never both unlocked and running" {
+	start_holder fn -t 2s
+	local new t0 outcome=
+	sentinel_failover
+	new=$(ha_master)
+	t0=$(now_ms)
+	# Once a lease has passed since the failover, a command still running
+	# must be covered by its token on the new master.
+	while (($(elapsed_since "$t0") < 4000)); do
+		if pid_gone "$HOLDER_PID"; then
+			outcome=exited
+			break
+		fi
+		if (($(elapsed_since "$t0") > 2500)) && pid_alive "$CHILD"; then
+			held_by fn "$TOKEN" "$new" ||
+				fail "the command runs but $new has '$(holder fn "$new")' for the lock"
+		fi
+		sleep 0.25
+	done
+	if [[ $outcome != exited ]]; then
+		held_by fn "$TOKEN" "$new"
+		fence_intact fn "$FENCE"
+		touch go-fn
+	fi
+	bg_wait "$HOLDER_PID" 10
+	if [[ $BG_STATUS == 0 ]]; then
+		[[ -e done-fn ]]
+	else
+		assert_equal "$BG_STATUS" 76
+		wait_until 5 pid_gone "$CHILD"
+		[[ ! -e done-fn ]] || fail "the command finished normally but rlock says lost"
+		run bg_err holder-fn
+		assert_output --partial "lock lost"
+	fi
+	lock_free fn "$new"
+}
+
+@test "a waiter follows the failover and is woken by the release on the new master" {
+	start_holder hw -t 10s --wait-replicas 1
+	local old new t0
+	old=$(ha_master)
+	bg_start waiter "$RLOCK" "${SU[@]}" run -w 30s hw -- sh -c 'echo "$RLOCK_FENCE $RLOCK_TOKEN" > got'
+	local wpid=$BG_PID
+	wait_until 10 has_waiters hw 1 "$old"
+	sentinel_failover
+	new=$(ha_master)
+	# The waiter listens on the new master now.
+	wait_until 10 has_waiters hw 1 "$new"
+	[[ ! -e got ]]
+	held_by hw "$TOKEN" "$new"
+	t0=$(now_ms)
+	touch go-hw
+	bg_wait "$wpid" 15
+	assert_equal "$BG_STATUS" 0
+	# Woken by the release, not by the end of the holder's 10s lease.
+	(($(elapsed_since "$t0") < 4000)) || fail "the waiter took $(elapsed_since "$t0")ms"
+	bg_wait "$HOLDER_PID" 5
+	assert_equal "$BG_STATUS" 0
+	local wfence wtoken
+	read -r wfence wtoken <got
+	assert_equal "$wfence" $((FENCE + 1))
+	[[ $wtoken != "$TOKEN" ]]
+	lock_free hw "$new"
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+# wait_replicas.bats - --wait-replicas N (run and acquire): WAIT until N
+# replicas have the lock before going on; when fewer acknowledge within the
+# I/O timeout, give the lock back and exit 69 naming how many did.  A
+# master (M) and one replica (RPL) started once for the file; the tests
+# that freeze the replica thaw it in teardown.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+load ha_helper
+
+setup_file() {
+	start_redis M --repl-diskless-sync-delay 0 || return 1
+	start_redis RPL --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "$M_PORT" || return 1
+	ha_wait 10 _ha_is_replica_of RPL "$M_PORT" || return 1
+	export T_DEFAULT_URL=$M_URL
+}
+
+teardown_file() {
+	rl_teardown_file
+}
+
+setup() {
+	rl_setup
+	ha_wait 10 _ha_is_replica_of RPL "$M_PORT"
+}
+
+teardown() {
+	kill -CONT "$(server_pid RPL)" 2>/dev/null || true
+	rl_teardown
+}
+
+elapsed_since() {
+	echo $(($(now_ms) - $1))
+}
+
+# freeze_replica: SIGSTOP the replica (the master keeps it as connected).
+freeze_replica() {
+	local pid
+	pid=$(server_pid RPL)
+	kill -STOP "$pid"
+	wait_until 5 pid_stopped "$pid"
+}
+
+@test "acquire --wait-replicas 1: the replica has the lock when acquire returns" {
+	local token
+	token=$("$RLOCK" acquire --wait-replicas 1 wr)
+	# Read at once, no polling: WAIT already saw the replica acknowledge.
+	assert_equal "$(rcli RPL GET "$(key wr)")" "$token"
+	assert_equal "$(rcli RPL HGET "$(key wr):meta" fence)" 1
+	assert_equal "$(rcli RPL GET "$(key wr):fence")" 1
+	run -0 "$RLOCK" release wr "$token"
+	lock_free wr M
+}
+
+@test "run --wait-replicas 1: the command starts with its token on the replica" {
+	run -0 --separate-stderr "$RLOCK" run --wait-replicas 1 wrun -- \
+		sh -c 'echo "$RLOCK_TOKEN"; redis-cli -h 127.0.0.1 -p "$1" GET "$RLOCK_KEY"' sh "$RPL_PORT"
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[0]}" '^[0-9a-f]{32}$'
+	assert_equal "${lines[1]}" "${lines[0]}"
+	lock_free wrun M
+}
+
+@test "--wait-replicas 0 waits for nobody" {
+	local token
+	freeze_replica
+	token=$("$RLOCK" --io-timeout 500ms acquire --wait-replicas 0 w0)
+	held_by w0 "$token" M
+}
+
+@test "a frozen replica: acquire --wait-replicas 1 exits 69 naming the shortfall and leaves nothing behind" {
+	freeze_replica
+	local t0
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" --io-timeout 500ms acquire --wait-replicas 1 wf
+	(($(elapsed_since "$t0") < 3000)) || fail "took $(elapsed_since "$t0")ms"
+	assert_stderr --partial "only 0 of 1 replicas acknowledged"
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_equal "$output" ""
+	# Given back on the master: neither the lock nor its meta remain.
+	lock_free wf M
+	assert_equal "$(rcli M EXISTS "$(key wf):meta")" 0
+	# And another client can take it at once.
+	run -0 "$RLOCK" acquire -n wf
+}
+
+@test "a frozen replica: run --wait-replicas 1 exits 69 without running the command" {
+	freeze_replica
+	run -69 --separate-stderr "$RLOCK" --io-timeout 500ms run --wait-replicas 1 wfr -- touch ran
+	assert_stderr --partial "only 0 of 1 replicas acknowledged"
+	[[ ! -e ran ]]
+	lock_free wfr M
+}
+
+@test "--wait-replicas 2 with one replica: 69, only 1 of 2, nothing left" {
+	run -69 --separate-stderr "$RLOCK" --io-timeout 500ms acquire --wait-replicas 2 w2
+	assert_stderr --partial "only 1 of 2 replicas acknowledged"
+	lock_free w2 M
+	run -69 --separate-stderr "$RLOCK" --io-timeout 500ms run --wait-replicas 2 w2 -- touch ran
+	assert_stderr --partial "only 1 of 2 replicas acknowledged"
+	[[ ! -e ran ]]
+	lock_free w2 M
+}
+
+@test "--wait-replicas takes an integer from 0 to 1000" {
+	local v
+	for v in -1 x '' 1.5 1001 1x; do
+		run -64 --separate-stderr "$RLOCK" acquire --wait-replicas "$v" wv
+		assert_try acquire
+		run -64 --separate-stderr "$RLOCK" run --wait-replicas "$v" wv -- touch ran
+		assert_try run
+	done
+	run -64 --separate-stderr "$RLOCK" acquire wv --wait-replicas
+	assert_try acquire
+	[[ ! -e ran ]]
+	lock_free wv M
+	# 1000 is accepted (and then not met).
+	run -69 --separate-stderr "$RLOCK" --io-timeout 300ms acquire --wait-replicas 1000 wv
+	assert_stderr --partial "only 1 of 1000 replicas acknowledged"
+	lock_free wv M
+}
