@@ -859,10 +859,10 @@ static void check_replication(struct doc *x, struct server *s)
 		    "locks; while this server is down no lock can be taken");
 	else if (down > 0 || worst > LAG_WARN_S)
 		add(x, s->addr, "replication", RLOCK_CHECK_WARN, 0,
-		    RLOCK_VALUE_NUMBER, v, "%lld replicas, %d not online, "
+		    RLOCK_VALUE_NUMBER, v, "%lld replica%s, %d not online, "
 		    "worst lag %llds: a failover now would lose recent locks; "
-		    "use --wait-replicas 1 and fix the replicas", nrep, down,
-		    worst);
+		    "use --wait-replicas 1 and fix the replicas", nrep,
+		    nrep == 1 ? "" : "s", down, worst);
 	else
 		add(x, s->addr, "replication", RLOCK_CHECK_NOTE, 0,
 		    RLOCK_VALUE_NUMBER, v, "%lld replica%s, lag %llds: "
