@@ -249,12 +249,14 @@ static void check_tls(struct doc *x, struct server *s)
 	else if (t.has_expiry && t.days_left < CERT_WARN_DAYS)
 		add(x, s->addr, "tls", RLOCK_CHECK_WARN, 0, RLOCK_VALUE_NUMBER,
 		    days, "%s, name verified; the server's certificate "
-		    "expires in %d days: renew it", t.protocol, t.days_left);
+		    "expires in %d day%s: renew it", t.protocol, t.days_left,
+		    t.days_left == 1 ? "" : "s");
 	else
 		add(x, s->addr, "tls", RLOCK_CHECK_OK, 0, t.has_expiry ?
 		    RLOCK_VALUE_NUMBER : RLOCK_VALUE_NULL, t.has_expiry ?
 		    days : NULL, "%s, name verified, the server's "
-		    "certificate expires in %d days", t.protocol, t.days_left);
+		    "certificate expires in %d day%s", t.protocol, t.days_left,
+		    t.days_left == 1 ? "" : "s");
 }
 
 static void check_auth(struct doc *x, struct server *s)
