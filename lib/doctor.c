@@ -968,7 +968,8 @@ static void check_sentinels(struct doc *x, struct rlock_node *n)
 			known = atoll(o) + 1;
 		add(x, conn_addr(c), "sentinel", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_STRING, at, "names %s as master '%s' (quorum "
-		    "%s, %lld sentinels)", at, n->url.master, q, atoll(o) + 1);
+		    "%s, %lld sentinel%s)", at, n->url.master, q, atoll(o) + 1,
+		    atoll(o) == 0 ? "" : "s");
 		freeReplyObject(r);
 		conn_free(c);
 	}

@@ -130,3 +130,17 @@ every_subcommand() {
 	((elapsed < 1600)) || { echo "served after ${elapsed}ms"; return 1; }
 	[ -z "$(bg_err waiter)" ]
 }
+
+@test "acl: without PUBSUB, status shows '?' for waiters (JSON null), not an error" {
+	make_user nopubsub -@all -pubsub
+	url="redis://nopubsub:secret@127.0.0.1:$R_PORT"
+	token=$("$RLOCK" -u "$url" acquire job)
+	run -0 --separate-stderr "$RLOCK" -u "$url" status job
+	assert_line --regexp '^job +held +1 .* +\? +'
+	[ -z "$stderr" ]
+	run -0 --separate-stderr "$RLOCK" -u "$url" --json status job
+	json_check "$output" 'd["locks"][0]["waiters"] is None'
+	run -0 --separate-stderr "$RLOCK" -u "$R_URL" --json status job
+	json_check "$output" 'd["locks"][0]["waiters"] == 0'
+	"$RLOCK" -u "$url" release job "$token"
+}
