@@ -81,7 +81,8 @@ static void print_table(const struct rlock_doctor *d, int colour)
 			printf("%s%s\n", i ? "\n" : "", k->server);
 		last = k->server;
 		count[k->level]++;
-		printf("  %s%-5s%s %-12s ", colour ? level_colour[k->level] : "",
+		printf("  %s%-5s%s %-12s ",
+		       colour ? level_colour[k->level] : "",
 		       level_name[k->level], colour ? "\033[0m" : "", k->check);
 		snprintf(msg, sizeof(msg), "%s", k->message);
 		print_wrapped(cli_printable(msg));

@@ -46,7 +46,7 @@ struct server {
 	char version[32], mode[32], role[32];
 };
 
-/* ---- the list ------------------------------------------------------------- */
+/* ---- the list ----------------------------------------------------------- */
 
 static void add(struct doc *x, const char *server, const char *check,
 		int level, int code, int kind, const char *value,
@@ -91,7 +91,7 @@ void rlock_doctor_free(struct rlock_doctor *d)
 	memset(d, 0, sizeof(*d));
 }
 
-/* ---- talking to one server ------------------------------------------------ */
+/* ---- talking to one server ---------------------------------------------- */
 
 static int64_t io_deadline(const struct doc *x)
 {
@@ -219,7 +219,7 @@ static void refused(struct doc *x, struct server *s, const char *check,
 	    "%s; %s", cost, why);
 }
 
-/* ---- reach ------------------------------------------------------------------ */
+/* ---- reach -------------------------------------------------------------- */
 
 static void check_tls(struct doc *x, struct server *s)
 {
@@ -309,7 +309,7 @@ static void check_rtt(struct doc *x, struct server *s)
 	    "round trip %sms (median of %d PINGs)", v, PINGS);
 }
 
-/* ---- server ----------------------------------------------------------------- */
+/* ---- server ------------------------------------------------------------- */
 
 /* HELLO 2 tells version, mode and role with no right beyond @connection;
  * INFO, when HELLO is unknown (Redis 5) or refused. */
@@ -454,7 +454,7 @@ static void check_memory(struct doc *x, struct server *s)
 		    used, max, pct);
 }
 
-/* ---- rights: a real lock, taken, extended, woken on and released ---------- */
+/* ---- rights: a real lock, taken, extended, woken on and released -------- */
 
 /* A probe lock name for s: NAME.doctor-XXXXXXXX-K in NAME's slot, or
  * doctor-XXXXXXXX-K in a slot s serves on a cluster.  Returns 0, or -1
@@ -767,7 +767,7 @@ static void check_rights(struct doc *x, struct server *s)
 	freeReplyObject(p.sub_refusal);
 }
 
-/* ---- safety of the configuration -------------------------------------------- */
+/* ---- safety of the configuration ---------------------------------------- */
 
 static void check_eviction(struct doc *x, struct server *s)
 {
@@ -873,7 +873,7 @@ static void check_replication(struct doc *x, struct server *s)
 		    nrep == 1 ? "" : "s", worst);
 }
 
-/* ---- one server, one node ----------------------------------------------------- */
+/* ---- one server, one node ----------------------------------------------- */
 
 /* Every check of the server behind s->c, which may not be open yet. */
 static void check_server(struct doc *x, struct server *s, int64_t open_ms)

@@ -23,9 +23,9 @@ enum rlock_check_value { RLOCK_VALUE_NULL, RLOCK_VALUE_STRING,
 /* One check of one server. */
 struct rlock_check {
 	char check[24];			/* "reach", "tls", "eviction", ... */
-	char server[300];		/* host:port, socket path, or the URL's */
+	char server[300];		/* host:port, socket path, sentinels */
 	int level;			/* RLOCK_CHECK_* */
-	int code;			/* FAIL: RLOCK_EUNAVAIL or RLOCK_ENOPERM */
+	int code;			/* FAIL: why, as an RLOCK_E* code */
 	char message[700];		/* what was found; the fix, if any */
 	int value_kind;			/* RLOCK_VALUE_* */
 	char value[128];		/* the measured value, as text */
