@@ -117,6 +117,7 @@ int cmd_release(int argc, char **argv, struct cli *g);
 int cmd_extend(int argc, char **argv, struct cli *g);
 int cmd_status(int argc, char **argv, struct cli *g);
 int cmd_bench(int argc, char **argv, struct cli *g);
+int cmd_doctor(int argc, char **argv, struct cli *g);
 int cmd_help(int argc, char **argv, struct cli *g);
 
 /* Print "rlock: <cmd>: <msg>" to stderr. */

@@ -251,8 +251,11 @@ static void print_human(const struct bench_args *a,
 		printf(" (overlap %lld, not ours %lld, fence %lld)",
 		       r->overlaps, r->not_ours, r->fence_regressions);
 	printf("\n  cpu          bench %.2fs", r->cpu_s);
+	/* INFO refused (an ACL user without +info): not a failure. */
 	if (r->server_cpu_s >= 0)
 		printf(", server %.2fs", r->server_cpu_s);
+	else
+		printf(", server unknown");
 	printf(" (setup %lldms)\n", (long long)r->setup_ms);
 }
 

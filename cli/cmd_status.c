@@ -97,15 +97,19 @@ static void print_json(struct status *s, const char *name,
 		fputs(",\"command\":", s->out);
 		cli_json_str(s->out, h->command);
 		fprintf(s->out, ",\"fence\":%lld,\"since_ms\":%lld,\"age_ms\":%lld,"
-		       "\"ttl_ms\":%lld,\"waiters\":%lld", h->fence,
-		       h->since_ms, h->age_ms, h->ttl_ms, h->waiters);
+		       "\"ttl_ms\":%lld,\"waiters\":", h->fence,
+		       h->since_ms, h->age_ms, h->ttl_ms);
 	} else {
 		fprintf(s->out, ",\"held\":false,\"token_prefix\":null,\"host\":null,"
 		       "\"pid\":null,\"user\":null,\"command\":null,"
 		       "\"fence\":%lld,\"since_ms\":null,\"age_ms\":null,"
-		       "\"ttl_ms\":null,\"waiters\":%lld", h->fence,
-		       h->waiters);
+		       "\"ttl_ms\":null,\"waiters\":", h->fence);
 	}
+	/* null: the server refused PUBSUB, so the count is unknown. */
+	if (h->waiters >= 0)
+		fprintf(s->out, "%lld", h->waiters);
+	else
+		fputs("null", s->out);
 	print_json_views(s);
 	fputs("}", s->out);
 }
@@ -113,15 +117,20 @@ static void print_json(struct status *s, const char *name,
 static void print_row(struct status *s, const char *name,
 		      const struct rlock_holder *h)
 {
-	char age[32], ttl[32], holder[400], cmd[RLOCK_LABEL_MAX + 1];
+	char age[32], ttl[32], holder[400], cmd[RLOCK_LABEL_MAX + 1], w[24];
 
 	if (s->rows++ == 0)
 		fprintf(s->out, "%-20s %-5s %6s %8s %8s %7s  %-24s %s\n", "NAME",
 		       "STATE", "FENCE", "AGE", "TTL", "WAITERS", "HOLDER",
 		       "COMMAND");
+	/* "?": the server refused PUBSUB, so the count is unknown. */
+	if (h->waiters >= 0)
+		snprintf(w, sizeof(w), "%lld", h->waiters);
+	else
+		snprintf(w, sizeof(w), "?");
 	if (!h->held) {
-		fprintf(s->out, "%-20s %-5s %6lld %8s %8s %7lld  %-24s %s\n", name,
-		       "free", h->fence, "-", "-", h->waiters, "-", "-");
+		fprintf(s->out, "%-20s %-5s %6lld %8s %8s %7s  %-24s %s\n", name,
+		       "free", h->fence, "-", "-", w, "-", "-");
 		print_views(s);
 		return;
 	}
@@ -130,11 +139,11 @@ static void print_row(struct status *s, const char *name,
 			 h->host, h->pid);
 	else
 		snprintf(holder, sizeof(holder), "?");
-	fprintf(s->out, "%-20s %-5s %6lld %8s %8s %7lld  %-24s %s\n", name, "held",
+	fprintf(s->out, "%-20s %-5s %6lld %8s %8s %7s  %-24s %s\n", name, "held",
 	       h->fence, h->since_ms > 0 ?
 	       rlock_fmt_ms(h->age_ms, age, sizeof(age)) : "-",
 	       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :
-	       "none", h->waiters, cli_printable(holder),
+	       "none", w, cli_printable(holder),
 	       cli_printable(strcpy(cmd, h->command)));
 	print_views(s);
 }

@@ -81,6 +81,21 @@ const struct cmd cli_cmds[] = {
 	  "      --gap DUR                  pause between a client's release and its\n"
 	  "                                 next acquire (default 0)\n"
 	  "      --no-ping                  skip the PING baseline\n" },
+	{ "doctor", cmd_doctor, "check that the servers can keep locks safe",
+	  "Usage: rlock doctor [options] [NAME]\n"
+	  "\n"
+	  "Check every server of the URL(s): reach (connect, TLS, authentication, round\n"
+	  "trip), the server (version, mode, role, memory), rights (a real acquire,\n"
+	  "extend, wake-up and release of a probe lock that leaves no key behind, SCAN,\n"
+	  "PUBSUB) and the safety of its configuration from INFO (eviction, persistence,\n"
+	  "replication).  One line per check: ok, note, warn or fail, with the fix.\n"
+	  "With NAME the probe lock is NAME.doctor-..., in NAME's cluster slot, so the\n"
+	  "ACL key patterns and the master NAME uses are what is tested; NAME's own lock\n"
+	  "is not touched.  Exits 0 when nothing warns, 1 when a check warns, 69 when a\n"
+	  "server is unreachable, refuses the password, is a replica or is out of\n"
+	  "memory, 77 when its ACL refuses what rlock needs.\n"
+	  "\n"
+	  "Options:\n" },
 	{ "help", cmd_help, "show help for a command",
 	  "Usage: rlock help [COMMAND]\n"
 	  "\n"
@@ -132,7 +147,8 @@ static void usage(void)
 	       "  NO_COLOR\n"
 	       "\n"
 	       "Exit status:\n"
-	       "  0 success   1 status: a lock is free   N, 128+N the command's status\n"
+	       "  0 success   1 status: a lock is free; doctor: a check warns\n"
+	       "  N, 128+N the command's status\n"
 	       "  64 usage   69 Redis unavailable   70 internal error   71 system error\n"
 	       "  75 not acquired   76 lock lost / not ours   77 refused by the server's ACL\n"
 	       "  126, 127 cannot run command\n"

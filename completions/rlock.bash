@@ -4,7 +4,7 @@
 # COMMAND of "rlock run" when that is loaded.
 
 # Options, by where they are accepted.  The *_args lists take a value.
-_rlock_commands='run acquire release extend status bench help'
+_rlock_commands='run acquire release extend status bench doctor help'
 _rlock_global_flags='--insecure -v --verbose -q --quiet --json -h --help -V --version'
 _rlock_global_args='-u --url --prefix --connect-timeout --io-timeout --password-file'
 _rlock_global_args+=' --cacert --cacertdir --cert --key --sni'
@@ -173,7 +173,7 @@ _rlock()
 		opts+=" $_rlock_release_flags" ;;
 	extend)
 		opts+=" $_rlock_extend_args" ;;
-	status) ;;
+	status|doctor) ;;
 	bench)
 		opts+=" $_rlock_bench_flags $_rlock_bench_args" ;;
 	help)

@@ -52,8 +52,9 @@ complete -c rlock -n __rlock_needs_command -a release -d 'Give up a lock'
 complete -c rlock -n __rlock_needs_command -a extend -d 'Push back the expiry of a held lock'
 complete -c rlock -n __rlock_needs_command -a status -d 'Show who holds locks'
 complete -c rlock -n __rlock_needs_command -a bench -d 'Measure lock throughput, latency and exclusion'
+complete -c rlock -n __rlock_needs_command -a doctor -d 'Check that the servers can keep locks safe'
 complete -c rlock -n __rlock_needs_command -a help -d 'Show the usage of a command'
-complete -c rlock -n '__rlock_using help' -x -a 'run acquire release extend status bench help'
+complete -c rlock -n '__rlock_using help' -x -a 'run acquire release extend status bench doctor help'
 
 # Global options
 complete -c rlock -s u -l url -x -d 'Redis server URL'

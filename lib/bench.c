@@ -1143,7 +1143,9 @@ static void ping_phase(struct bench *b)
 	hist_report(&b->h_ping, &b->res->ping);
 }
 
-/* The server's CPU seconds (user + system) from INFO, or -1. */
+/* The server's CPU seconds (user + system) from INFO, or -1: also when
+ * INFO is refused (an ACL user without +info), which costs the report
+ * one figure, not the run. */
 static double server_cpu(struct bench *b)
 {
 	const char *argv[2] = { "INFO", "cpu" };

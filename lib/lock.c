@@ -953,13 +953,14 @@ static void fill_view(struct rlock *rl, struct fan *f, size_t i,
 	v->state = v->holder.held ? RLOCK_VIEW_HELD : RLOCK_VIEW_FREE;
 }
 
-/* The most subscribers of the release channel on any server. */
+/* The most subscribers of the release channel on any server, or -1 when
+ * none would say (an ACL user without PUBSUB): unknown, not zero. */
 static long long count_waiters(struct rlock *rl, const struct names *n)
 {
 	const char *argv[3] = { "PUBSUB", "NUMSUB", n->chan };
 	struct request q;
 	struct fan f;
-	long long most = 0;
+	long long most = -1;
 
 	/* Waiters subscribe on the master that owns the lock's slot. */
 	req_command(&q, 3, argv, key_slot(n->key, strlen(n->key)));

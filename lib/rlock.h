@@ -63,7 +63,8 @@ struct rlock_holder {
 	long long since_ms;		/* wall clock ms since epoch, 0 unknown */
 	long long age_ms;		/* server time minus since_ms */
 	long long ttl_ms;		/* PTTL of the lock key, -1 no expiry */
-	long long waiters;		/* subscribers of the release channel */
+	long long waiters;		/* subscribers of the release channel;
+					 * -1 unknown (PUBSUB refused) */
 };
 
 /* A lease we hold: filled by rlock_acquire, read by extend and release. */

@@ -136,6 +136,17 @@ int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 
 /* ---- TLS ------------------------------------------------------------ */
 
+/* What a TLS connection negotiated, for doctor. */
+struct conn_tls_info {
+	char protocol[16];		/* "TLSv1.3" */
+	int verified;			/* chain and name were checked */
+	int has_expiry;
+	int days_left;			/* until the server's certificate expires */
+};
+
+/* Fill info for an open TLS connection and return 1; 0 for a plain one. */
+int conn_tls_info(const struct rlock_conn *c, struct conn_tls_info *info);
+
 /* What a TLS client context is made of: the rlock_config's tls_ fields. */
 struct tls_opts {
 	const char *cacert, *cacertdir, *cert, *key, *sni;

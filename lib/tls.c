@@ -47,7 +47,8 @@
 	X(X509_check_ip_asc) X(X509_get_ext_d2i) X(OPENSSL_sk_num)         \
 	X(OPENSSL_sk_value) X(GENERAL_NAMES_free) X(ASN1_STRING_get0_data) \
 	X(ASN1_STRING_length) X(X509_get_default_cert_dir)                 \
-	X(X509_get_default_cert_dir_env) X(X509_get_default_cert_file_env)
+	X(X509_get_default_cert_dir_env) X(X509_get_default_cert_file_env) \
+	X(SSL_get_version) X(X509_get0_notAfter) X(ASN1_TIME_diff)
 
 #define OSSL_MEMBER(f) __typeof__(f) *f;
 static struct {
@@ -776,3 +777,30 @@ const struct transport rlock_tls_transport = {
 	.in_buffered = tls_in_buffered,
 	.close = tls_close,
 };
+
+/* ---- what a connection negotiated (doctor) ------------------------------ */
+
+int conn_tls_info(const struct rlock_conn *c, struct conn_tls_info *info)
+{
+	const ASN1_TIME *end;
+	X509 *cert;
+	int days = 0, secs = 0;
+
+	memset(info, 0, sizeof(*info));
+	if (c->tls == NULL || c->tls->ssl == NULL || !c->tls->handshaken)
+		return 0;
+	snprintf(info->protocol, sizeof(info->protocol), "%s",
+		 ossl.SSL_get_version(c->tls->ssl));
+	/* Without --insecure the handshake verified the chain and
+	 * check_name the name, or the connection would not be open. */
+	info->verified = !c->opts.tls->insecure;
+	cert = ossl.SSL_get0_peer_certificate(c->tls->ssl);
+	end = cert != NULL ? ossl.X509_get0_notAfter(cert) : NULL;
+	if (end != NULL && ossl.ASN1_TIME_diff(&days, &secs, NULL, end) == 1) {
+		/* Days and seconds share a sign: a few seconds past the
+		 * end is expired too. */
+		info->has_expiry = 1;
+		info->days_left = days == 0 && secs < 0 ? -1 : days;
+	}
+	return 1;
+}

@@ -1,0 +1,1103 @@
+/*
+ * doctor.c - rlock doctor: for every server a lock would live on, can
+ * rlock work there, and can that server keep a lock safe?  Each finding is
+ * one check (ok, note, warn or fail, with the fix in its message) appended
+ * to a list the caller prints.
+ *
+ * It goes through the same layers as the lock verbs: nodes find the
+ * servers (the sentinels' master, a cluster's masters), the transport
+ * connects, the scripts' own argument builders make the probe.  The
+ * configuration is read from INFO only: managed services refuse CONFIG,
+ * and a refused INFO is "unknown", never an error.  INFO does not show
+ * appendfsync, so an AOF's fsync policy is a note that says what to check.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lock_int.h"
+#include "rlock_doctor.h"
+
+#define PINGS 5			/* the round trip is their median */
+#define PROBE_TTL_MS 10000
+#define CERT_WARN_DAYS 14
+#define MEMORY_WARN_PCT 90
+#define LAG_WARN_S 10		/* a replica this far behind is a warning */
+
+/* One doctor run. */
+struct doc {
+	struct rlock *rl;
+	struct rlock_doctor *d;
+	const char *name;		/* the user's NAME, or NULL */
+	int oom;
+};
+
+/* What one server said, for the checks that read it. */
+struct server {
+	struct rlock_node *n;
+	struct rlock_conn *c;
+	size_t peer;			/* c's index among n's peers */
+	char addr[300];
+	char *info;			/* INFO's text; NULL when refused */
+	char info_why[600];		/* why INFO is unknown */
+	char version[32], mode[32], role[32];
+};
+
+/* ---- the list ----------------------------------------------------------- */
+
+static void add(struct doc *x, const char *server, const char *check,
+		int level, int code, int kind, const char *value,
+		const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+
+static void add(struct doc *x, const char *server, const char *check,
+		int level, int code, int kind, const char *value,
+		const char *fmt, ...)
+{
+	struct rlock_doctor *d = x->d;
+	struct rlock_check *k;
+	va_list ap;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 32;
+		struct rlock_check *nk = realloc(d->check, cap * sizeof(*nk));
+
+		if (nk == NULL) {
+			x->oom = 1;
+			return;
+		}
+		d->check = nk;
+		d->cap = cap;
+	}
+	k = &d->check[d->n++];
+	memset(k, 0, sizeof(*k));
+	snprintf(k->check, sizeof(k->check), "%s", check);
+	snprintf(k->server, sizeof(k->server), "%s", server);
+	k->level = level;
+	k->code = level == RLOCK_CHECK_FAIL ? code : RLOCK_OK;
+	k->value_kind = value != NULL ? kind : RLOCK_VALUE_NULL;
+	if (value != NULL)
+		snprintf(k->value, sizeof(k->value), "%s", value);
+	va_start(ap, fmt);
+	vsnprintf(k->message, sizeof(k->message), fmt, ap);
+	va_end(ap);
+}
+
+void rlock_doctor_free(struct rlock_doctor *d)
+{
+	free(d->check);
+	memset(d, 0, sizeof(*d));
+}
+
+/* ---- talking to one server ---------------------------------------------- */
+
+static int64_t io_deadline(const struct doc *x)
+{
+	return rlock_mono_ms() + x->rl->copts.io_timeout_ms;
+}
+
+static int64_t now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+static int call(struct doc *x, struct rlock_conn *c, int argc,
+		const char **argv, redisReply **r)
+{
+	return conn_call(c, io_deadline(x), -1, argc, argv, NULL, r);
+}
+
+static int is_error(const redisReply *r, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return r->type == REDIS_REPLY_ERROR && r->len >= n &&
+	       memcmp(r->str, prefix, n) == 0;
+}
+
+/* Send q as EVALSHA, and as EVAL after NOSCRIPT.  Returns RLOCK_OK with *r
+ * (maybe an error reply) or RLOCK_EUNAVAIL. */
+static int script(struct doc *x, struct rlock_conn *c,
+		  const struct request *q, redisReply **r)
+{
+	for (int use_eval = 0;; use_eval = 1) {
+		int rc = req_send(c, q, use_eval);
+
+		if (rc == RLOCK_OK)
+			rc = conn_wait_reply(c, io_deadline(x), -1, r);
+		if (rc == RLOCK_TIMEDOUT)
+			return conn_timed_out(c);
+		if (rc != RLOCK_OK)
+			return rc == RLOCK_ESYS ? RLOCK_EUNAVAIL : rc;
+		if (use_eval || !is_error(*r, "NOSCRIPT"))
+			return RLOCK_OK;
+		freeReplyObject(*r);
+	}
+}
+
+/* The value of "name:" in INFO's text, into buf.  Returns 1 when found. */
+static int info_field(const char *info, const char *name, char *buf,
+		      size_t len)
+{
+	size_t n = strlen(name);
+	const char *p = info;
+
+	buf[0] = '\0';
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, name, n) == 0 && p[n] == ':') {
+			size_t l = strcspn(p + n + 1, "\r\n");
+
+			snprintf(buf, len, "%.*s", (int)l, p + n + 1);
+			return 1;
+		}
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return 0;
+}
+
+static long long info_ll(const char *info, const char *name)
+{
+	char buf[64];
+
+	return info_field(info, name, buf, sizeof(buf)) ?
+		strtoll(buf, NULL, 10) : -1;
+}
+
+/* The value of field name in a flat [name, value, ...] array reply. */
+static const redisReply *map_field(const redisReply *r, const char *name)
+{
+	if (r->type != REDIS_REPLY_ARRAY)
+		return NULL;
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		const redisReply *k = r->element[i];
+
+		if (k->type == REDIS_REPLY_STRING && strcmp(k->str, name) == 0)
+			return r->element[i + 1];
+	}
+	return NULL;
+}
+
+static void map_str(const redisReply *r, const char *name, char *buf,
+		    size_t len)
+{
+	const redisReply *v = map_field(r, name);
+
+	buf[0] = '\0';
+	if (v != NULL && (v->type == REDIS_REPLY_STRING ||
+			  v->type == REDIS_REPLY_STATUS))
+		snprintf(buf, len, "%s", v->str);
+	else if (v != NULL && v->type == REDIS_REPLY_INTEGER)
+		snprintf(buf, len, "%lld", v->integer);
+}
+
+static const char *user_of(const struct rlock_conn *c)
+{
+	return conn_url(c)->user[0] != '\0' ? conn_url(c)->user : "default";
+}
+
+/* What an ACL refusal costs, in a message naming the rule to add. */
+static void refused(struct doc *x, struct server *s, const char *check,
+		    int level, const redisReply *r, const char *key,
+		    const char *cost)
+{
+	struct rlock_result res;
+	size_t n = strlen(s->addr);
+	const char *why;
+
+	classify_error(r, s->c, key, &res);
+	/* The line already names the server. */
+	why = strncmp(res.err, s->addr, n) == 0 && res.err[n] == ':' ?
+		res.err + n + 2 : res.err;
+	add(x, s->addr, check, level, res.rc, RLOCK_VALUE_STRING, "refused",
+	    "%s; %s", cost, why);
+}
+
+/* ---- reach -------------------------------------------------------------- */
+
+static void check_tls(struct doc *x, struct server *s)
+{
+	struct conn_tls_info t;
+	char days[16];
+
+	if (!conn_tls_info(s->c, &t)) {
+		const struct rlock_url *u = conn_url(s->c);
+		const char *h = u->hosts[0].host;
+		/* Loopback and unix sockets never leave the machine. */
+		int local = u->kind == RLOCK_URL_UNIX ||
+			strcmp(h, "localhost") == 0 ||
+			strncmp(h, "127.", 4) == 0 || strcmp(h, "::1") == 0;
+
+		add(x, s->addr, "tls", local ? RLOCK_CHECK_OK :
+		    RLOCK_CHECK_NOTE, 0, RLOCK_VALUE_NULL, NULL, "%s", local ?
+		    "no TLS (a local connection)" : "no TLS: use rediss:// "
+		    "unless the network to the server is trusted");
+		return;
+	}
+	snprintf(days, sizeof(days), "%d", t.days_left);
+	if (!t.verified)
+		add(x, s->addr, "tls", RLOCK_CHECK_WARN, 0, RLOCK_VALUE_STRING,
+		    t.protocol, "%s, certificate and name NOT verified "
+		    "(--insecure): anyone in the path can pose as the server; "
+		    "give its CA with --cacert instead", t.protocol);
+	else if (t.has_expiry && t.days_left < CERT_WARN_DAYS)
+		add(x, s->addr, "tls", RLOCK_CHECK_WARN, 0, RLOCK_VALUE_NUMBER,
+		    days, "%s, name verified; the server's certificate "
+		    "expires in %d day%s: renew it", t.protocol, t.days_left,
+		    t.days_left == 1 ? "" : "s");
+	else
+		add(x, s->addr, "tls", RLOCK_CHECK_OK, 0, t.has_expiry ?
+		    RLOCK_VALUE_NUMBER : RLOCK_VALUE_NULL, t.has_expiry ?
+		    days : NULL, "%s, name verified, the server's "
+		    "certificate expires in %d day%s", t.protocol, t.days_left,
+		    t.days_left == 1 ? "" : "s");
+}
+
+static void check_auth(struct doc *x, struct server *s)
+{
+	const struct rlock_url *u = conn_url(s->c);
+
+	if (u->has_password || x->rl->copts.password != NULL)
+		add(x, s->addr, "auth", RLOCK_CHECK_OK, 0, RLOCK_VALUE_STRING,
+		    user_of(s->c), "authenticated as user '%s'",
+		    user_of(s->c));
+	else
+		add(x, s->addr, "auth", RLOCK_CHECK_NOTE, 0,
+		    RLOCK_VALUE_STRING, "default", "no password (default "
+		    "user): whoever reaches this server can take or break "
+		    "locks; consider an ACL user (see Least privilege)");
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of a few PINGs, in microseconds. */
+static void check_rtt(struct doc *x, struct server *s)
+{
+	const char *argv[1] = { "PING" };
+	long long us[PINGS];
+	char v[32];
+	int k;
+
+	for (k = 0; k < PINGS; k++) {
+		int64_t t0 = now_us();
+		redisReply *r = NULL;
+
+		if (call(x, s->c, 1, argv, &r) != RLOCK_OK)
+			break;
+		us[k] = now_us() - t0;
+		freeReplyObject(r);
+	}
+	if (k < PINGS) {
+		add(x, s->addr, "rtt", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
+		    RLOCK_VALUE_NULL, NULL, "PING: %s", conn_errstr(s->c));
+		return;
+	}
+	qsort(us, PINGS, sizeof(us[0]), cmp_ll);
+	snprintf(v, sizeof(v), "%.3f", (double)us[PINGS / 2] / 1000.0);
+	add(x, s->addr, "rtt", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NUMBER, v,
+	    "round trip %sms (median of %d PINGs)", v, PINGS);
+}
+
+/* ---- server ------------------------------------------------------------- */
+
+/* HELLO 2 tells version, mode and role with no right beyond @connection;
+ * INFO, when HELLO is unknown (Redis 5) or refused. */
+static void learn_server(struct doc *x, struct server *s)
+{
+	const char *hello[2] = { "HELLO", "2" }, *info[1] = { "INFO" };
+	redisReply *r = NULL;
+
+	if (call(x, s->c, 2, hello, &r) == RLOCK_OK &&
+	    r->type == REDIS_REPLY_ARRAY) {
+		map_str(r, "version", s->version, sizeof(s->version));
+		map_str(r, "mode", s->mode, sizeof(s->mode));
+		map_str(r, "role", s->role, sizeof(s->role));
+	}
+	freeReplyObject(r);
+	r = NULL;
+	if (call(x, s->c, 1, info, &r) != RLOCK_OK) {
+		snprintf(s->info_why, sizeof(s->info_why), "%s",
+			 conn_errstr(s->c));
+	} else if (r->type == REDIS_REPLY_STRING) {
+		s->info = strdup(r->str);
+		if (s->info == NULL)
+			x->oom = 1;
+	} else if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(s->info_why, sizeof(s->info_why), "INFO refused; "
+			 "allow it with ACL SETUSER %s +info", user_of(s->c));
+	}
+	freeReplyObject(r);
+	if (s->info == NULL)
+		return;
+	if (s->version[0] == '\0')
+		info_field(s->info, "redis_version", s->version,
+			   sizeof(s->version));
+	if (s->mode[0] == '\0')
+		info_field(s->info, "redis_mode", s->mode, sizeof(s->mode));
+	if (s->role[0] == '\0')
+		info_field(s->info, "role", s->role, sizeof(s->role));
+}
+
+static void unknown(struct doc *x, struct server *s, const char *check)
+{
+	add(x, s->addr, check, RLOCK_CHECK_NOTE, 0, RLOCK_VALUE_NULL, NULL,
+	    "unknown: %s", s->info_why[0] ? s->info_why : "INFO refused");
+}
+
+static void check_version(struct doc *x, struct server *s)
+{
+	int maj = 0, min = 0, pat = 0;
+
+	if (s->version[0] == '\0') {
+		unknown(x, s, "version");
+		return;
+	}
+	sscanf(s->version, "%d.%d.%d", &maj, &min, &pat);
+	if (maj < 2 || (maj == 2 && (min < 6 || (min == 6 && pat < 12))))
+		add(x, s->addr, "version", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
+		    RLOCK_VALUE_STRING, s->version, "Redis %s has no SET NX "
+		    "PX or Lua scripts: rlock needs 2.6.12 or later",
+		    s->version);
+	else if (maj < 6)
+		add(x, s->addr, "version", RLOCK_CHECK_NOTE, 0,
+		    RLOCK_VALUE_STRING, s->version, "Redis %s: SET NX PX and "
+		    "scripts; no ACLs, TLS or HELLO (6.0), no sharded pub/sub "
+		    "(7.0)", s->version);
+	else if (maj < 7)
+		add(x, s->addr, "version", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_STRING, s->version, "Redis %s: SET NX PX, "
+		    "scripts, ACLs, TLS; no sharded pub/sub (7.0)", s->version);
+	else
+		add(x, s->addr, "version", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_STRING, s->version, "Redis %s: SET NX PX, "
+		    "scripts, ACLs, TLS, sharded pub/sub", s->version);
+}
+
+static void check_mode(struct doc *x, struct server *s)
+{
+	if (s->mode[0] == '\0')
+		unknown(x, s, "mode");
+	else if (strcmp(s->mode, "sentinel") == 0)
+		add(x, s->addr, "mode", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
+		    RLOCK_VALUE_STRING, s->mode, "this is a sentinel, not a "
+		    "Redis server: use redis-sentinel://%s#MASTERNAME",
+		    s->addr);
+	else
+		add(x, s->addr, "mode", RLOCK_CHECK_OK, 0, RLOCK_VALUE_STRING,
+		    s->mode, "%s", s->mode);
+}
+
+/* Returns 1 when the server is a replica (no probe then). */
+static int check_role(struct doc *x, struct server *s)
+{
+	char host[256] = "", port[16] = "";
+
+	if (s->role[0] == '\0') {
+		unknown(x, s, "role");
+		return 0;
+	}
+	if (strcmp(s->role, "master") == 0) {
+		add(x, s->addr, "role", RLOCK_CHECK_OK, 0, RLOCK_VALUE_STRING,
+		    "master", "master");
+		return 0;
+	}
+	if (s->info != NULL) {
+		info_field(s->info, "master_host", host, sizeof(host));
+		info_field(s->info, "master_port", port, sizeof(port));
+	}
+	add(x, s->addr, "role", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
+	    RLOCK_VALUE_STRING, s->role, "a replica%s%s%s%s: locks must be "
+	    "taken on the master: point rlock at it, or use a "
+	    "redis-sentinel:// URL", host[0] ? " of " : "", host,
+	    port[0] ? ":" : "", port);
+	return 1;
+}
+
+static void check_memory(struct doc *x, struct server *s)
+{
+	char used[32] = "?", max[32] = "?", pct[16];
+	long long u, m;
+
+	if (s->info == NULL) {
+		unknown(x, s, "memory");
+		return;
+	}
+	u = info_ll(s->info, "used_memory");
+	m = info_ll(s->info, "maxmemory");
+	info_field(s->info, "used_memory_human", used, sizeof(used));
+	info_field(s->info, "maxmemory_human", max, sizeof(max));
+	if (m <= 0) {
+		add(x, s->addr, "memory", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_STRING, used, "used %s, no maxmemory", used);
+		return;
+	}
+	snprintf(pct, sizeof(pct), "%lld", u * 100 / m);
+	if (u * 100 / m >= MEMORY_WARN_PCT)
+		add(x, s->addr, "memory", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NUMBER, pct, "used %s of maxmemory %s (%s%%): "
+		    "near the limit, new locks will be refused (OOM) or keys "
+		    "evicted; raise maxmemory", used, max, pct);
+	else
+		add(x, s->addr, "memory", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_NUMBER, pct, "used %s of maxmemory %s (%s%%)",
+		    used, max, pct);
+}
+
+/* ---- rights: a real lock, taken, extended, woken on and released -------- */
+
+/* A probe lock name for s: NAME.doctor-XXXXXXXX-K in NAME's slot, or
+ * doctor-XXXXXXXX-K in a slot s serves on a cluster.  Returns 0, or -1
+ * when none fits (NAME's slot is another master's: *other set). */
+static int probe_name(struct doc *x, struct server *s, char *buf, size_t len,
+		      int *other)
+{
+	char tok[RLOCK_TOKEN_LEN + 1], key[RLOCK_KEY_MAX + 64];
+	int want = -1, k;
+
+	*other = 0;
+	if (rlock_make_token(tok) != 0)
+		memcpy(tok, "00000000", 9);
+	if (x->name != NULL) {
+		lock_key(key, sizeof(key), x->rl->prefix, x->name, "");
+		want = key_slot(key, strlen(key));
+		if (node_is_cluster(s->n) &&
+		    s->n->slots[want] != s->peer + 1) {
+			*other = 1;
+			return -1;
+		}
+	}
+	for (k = 0; k < 1000000; k++) {
+		int slot;
+
+		snprintf(buf, len, "%s%sdoctor-%.8s-%d", x->name ? x->name :
+			 "", x->name ? "." : "", tok, k);
+		if (lock_key(key, sizeof(key), x->rl->prefix, buf, "") < 0)
+			return -1;
+		slot = key_slot(key, strlen(key));
+		if (want >= 0 && slot == want)
+			return 0;
+		if (want < 0 && (!node_is_cluster(s->n) ||
+				 s->n->slots[slot] == s->peer + 1))
+			return 0;
+	}
+	return -1;
+}
+
+/* The probe's keys and channel. */
+struct probe {
+	char name[RLOCK_NAME_MAX + 1];
+	char key[RLOCK_KEY_MAX + 64], meta[RLOCK_KEY_MAX + 80];
+	char fence[RLOCK_KEY_MAX + 80], chan[RLOCK_KEY_MAX + 80];
+	struct lock_names v;
+	char token[RLOCK_TOKEN_LEN + 1];
+	struct rlock_conn *sub;		/* the waiter's connection */
+	int subscribed;
+	redisReply *sub_refusal;	/* SUBSCRIBE's error reply */
+	int refused;			/* the ACL refused the acquire script */
+};
+
+/* SUBSCRIBE the probe's channel on a connection of its own, as a waiter
+ * does. */
+static void probe_subscribe(struct doc *x, struct server *s, struct probe *p)
+{
+	const char *argv[2] = { "SUBSCRIBE", p->chan };
+	const struct rlock_conn_opts *o;
+	redisReply *r = NULL;
+
+	node_url(s->n, -1, &o);
+	p->sub = conn_new(conn_url(s->c), 0, o);
+	if (p->sub == NULL) {
+		x->oom = 1;
+		return;
+	}
+	if (call(x, p->sub, 2, argv, &r) != RLOCK_OK)
+		return;
+	if (r->type == REDIS_REPLY_ARRAY) {
+		p->subscribed = 1;
+		freeReplyObject(r);
+	} else {
+		p->sub_refusal = r;
+	}
+}
+
+/* A waiter's count, as status shows it. */
+static void check_numsub(struct doc *x, struct server *s, struct probe *p)
+{
+	const char *argv[3] = { "PUBSUB", "NUMSUB", p->chan };
+	redisReply *r = NULL;
+
+	if (call(x, s->c, 3, argv, &r) != RLOCK_OK)
+		return;
+	if (r->type == REDIS_REPLY_ERROR)
+		refused(x, s, "pubsub", RLOCK_CHECK_NOTE, r, p->key,
+			"PUBSUB NUMSUB refused: status cannot count waiters");
+	else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		 r->element[1]->type == REDIS_REPLY_INTEGER)
+		add(x, s->addr, "pubsub", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_NUMBER, p->subscribed ? "1" : "0",
+		    "PUBSUB NUMSUB counts waiters (%lld seen)",
+		    r->element[1]->integer);
+	freeReplyObject(r);
+}
+
+/* Wait for the release message; returns microseconds from t0, or -1. */
+static int64_t heard_release(struct doc *x, struct probe *p, int64_t t0)
+{
+	redisReply *r = NULL;
+	int rc;
+
+	if (!p->subscribed)
+		return -1;
+	rc = conn_wait_reply(p->sub, io_deadline(x), -1, &r);
+	freeReplyObject(r);
+	return rc == RLOCK_OK ? now_us() - t0 : -1;
+}
+
+static void check_wakeup(struct doc *x, struct server *s, struct probe *p,
+			 long long released, int64_t us)
+{
+	char v[32];
+
+	if (p->sub_refusal != NULL) {
+		refused(x, s, "wakeup", RLOCK_CHECK_WARN, p->sub_refusal,
+			p->key, "SUBSCRIBE refused: waiters poll, up to 1s "
+			"late");
+	} else if (released == 3) {
+		add(x, s->addr, "wakeup", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "the release's PUBLISH was "
+		    "refused: waiters poll, up to 1s late; allow it with ACL "
+		    "SETUSER %s &%s*", user_of(s->c), x->rl->prefix);
+	} else if (us >= 0) {
+		snprintf(v, sizeof(v), "%.3f", (double)us / 1000.0);
+		add(x, s->addr, "wakeup", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_NUMBER, v, "a waiter heard the release %sms "
+		    "after it was sent", v);
+	} else {
+		add(x, s->addr, "wakeup", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "no release message reached the "
+		    "waiter within the I/O timeout: waiters will poll");
+	}
+}
+
+/* Acquire, extend and release the probe; returns the release's reply (1,
+ * or 3 when the PUBLISH was refused), 0 when a step failed. */
+static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
+			    int64_t *woke_us)
+{
+	struct acquirer who = { x->rl->host, x->rl->user, "rlock doctor",
+				(long long)getpid(), 0 };
+	struct request q;
+	redisReply *r = NULL;
+	long long fence, out = 0;
+	int64_t t0;
+
+	req_acquire(&q, &p->v, p->token, PROBE_TTL_MS, &who, 1);
+	if (script(x, s->c, &q, &r) != RLOCK_OK) {
+		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
+		    RLOCK_VALUE_NULL, NULL, "%s", conn_errstr(s->c));
+		return 0;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		/* An ACL refuses before the script runs: nothing to undo. */
+		p->refused = r->len >= 6 && memcmp(r->str, "NOPERM", 6) == 0;
+		refused(x, s, "acquire", RLOCK_CHECK_FAIL, r, p->key,
+			"acquire failed");
+		freeReplyObject(r);
+		return 0;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[0]->integer != 1) {
+		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
+		    RLOCK_VALUE_NULL, NULL, "unexpected reply to the acquire "
+		    "script");
+		freeReplyObject(r);
+		return 0;
+	}
+	fence = r->element[1]->type == REDIS_REPLY_INTEGER ?
+		r->element[1]->integer : 0;
+	freeReplyObject(r);
+	add(x, s->addr, "acquire", RLOCK_CHECK_OK, 0, RLOCK_VALUE_STRING,
+	    p->name, "took probe lock '%s' (fence %lld)", p->name, fence);
+	check_numsub(x, s, p);
+
+	req_extend(&q, &p->v, p->token, PROBE_TTL_MS);
+	if (script(x, s->c, &q, &r) != RLOCK_OK)
+		r = NULL;
+	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1)
+		add(x, s->addr, "extend", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NULL,
+		    NULL, "extended the probe lock");
+	else if (r != NULL && r->type == REDIS_REPLY_ERROR)
+		refused(x, s, "extend", RLOCK_CHECK_FAIL, r, p->key,
+			"extend failed");
+	else
+		add(x, s->addr, "extend", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
+		    RLOCK_VALUE_NULL, NULL, "extend: %s", r == NULL ?
+		    conn_errstr(s->c) : "unexpected reply");
+	freeReplyObject(r);
+
+	req_release(&q, &p->v, p->token);
+	t0 = now_us();
+	if (script(x, s->c, &q, &r) != RLOCK_OK)
+		r = NULL;
+	if (r != NULL && r->type == REDIS_REPLY_INTEGER &&
+	    (r->integer == 1 || r->integer == 3)) {
+		out = r->integer;
+		*woke_us = heard_release(x, p, t0);
+		add(x, s->addr, "release", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NULL,
+		    NULL, "released the probe lock");
+	} else if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+		refused(x, s, "release", RLOCK_CHECK_FAIL, r, p->key,
+			"release failed");
+	} else {
+		add(x, s->addr, "release", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
+		    RLOCK_VALUE_NULL, NULL, "release: %s", r == NULL ?
+		    conn_errstr(s->c) : "unexpected reply");
+	}
+	freeReplyObject(r);
+	return out;
+}
+
+/* Delete what the probe may have left (the fence counter never expires)
+ * and check that nothing remains. */
+static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
+{
+	const char *del[4] = { "DEL", p->key, p->meta, p->fence };
+	const char *exists[4] = { "EXISTS", p->key, p->meta, p->fence };
+	redisReply *r = NULL;
+	long long left = -1;
+
+	if (call(x, s->c, 4, del, &r) != RLOCK_OK) {
+		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "%s; delete %s yourself",
+		    conn_errstr(s->c), p->fence);
+		return;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		refused(x, s, "cleanup", RLOCK_CHECK_WARN, r, p->key,
+			"DEL refused: the probe's fence counter is left");
+		freeReplyObject(r);
+		return;
+	}
+	freeReplyObject(r);
+	r = NULL;
+	if (call(x, s->c, 4, exists, &r) == RLOCK_OK &&
+	    r->type == REDIS_REPLY_INTEGER)
+		left = r->integer;
+	freeReplyObject(r);
+	if (left == 0)
+		add(x, s->addr, "cleanup", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_NUMBER, "0", "the probe left no key behind "
+		    "(its :fence counter deleted)");
+	else
+		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "could not confirm that the "
+		    "probe's keys are gone: delete %s, %s and %s", p->key,
+		    p->meta, p->fence);
+}
+
+/* SCAN, as status lists the locks. */
+static void check_scan(struct doc *x, struct server *s, const struct probe *p)
+{
+	char pattern[300];
+	const char *argv[8] = { "SCAN", "0", "MATCH", pattern, "COUNT", "10",
+				"TYPE", "string" };
+	redisReply *r = NULL;
+
+	snprintf(pattern, sizeof(pattern), "%s{*}", x->rl->prefix);
+	if (call(x, s->c, 8, argv, &r) != RLOCK_OK)
+		return;
+	if (r->type == REDIS_REPLY_ERROR)
+		refused(x, s, "scan", RLOCK_CHECK_WARN, r, p->key, "SCAN "
+			"refused: 'rlock status' without NAME cannot list "
+			"locks");
+	else
+		add(x, s->addr, "scan", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NULL,
+		    NULL, "SCAN lists locks for 'rlock status'");
+	freeReplyObject(r);
+}
+
+static void check_rights(struct doc *x, struct server *s)
+{
+	struct probe p;
+	int64_t woke = -1;	/* microseconds */
+	long long released;
+	int other;
+
+	memset(&p, 0, sizeof(p));
+	if (probe_name(x, s, p.name, sizeof(p.name), &other) != 0) {
+		add(x, s->addr, "acquire", RLOCK_CHECK_NOTE, 0,
+		    RLOCK_VALUE_NULL, NULL, other ? "not probed here: lock "
+		    "'%s' lives on another master" : "no probe name fits "
+		    "'%s'", x->name ? x->name : "");
+		return;
+	}
+	lock_key(p.key, sizeof(p.key), x->rl->prefix, p.name, "");
+	lock_key(p.meta, sizeof(p.meta), x->rl->prefix, p.name, KEY_META);
+	lock_key(p.fence, sizeof(p.fence), x->rl->prefix, p.name, KEY_FENCE);
+	lock_key(p.chan, sizeof(p.chan), x->rl->prefix, p.name, KEY_CHANNEL);
+	p.v.key = p.key;
+	p.v.meta = p.meta;
+	p.v.fence = p.fence;
+	p.v.chan = p.chan;
+	if (rlock_make_token(p.token) != 0) {
+		x->oom = 1;
+		return;
+	}
+	identify(x->rl);
+	probe_subscribe(x, s, &p);
+	released = probe_lock(x, s, &p, &woke);
+	if (released != 0)
+		check_wakeup(x, s, &p, released, woke);
+	if (!p.refused)
+		probe_cleanup(x, s, &p);
+	check_scan(x, s, &p);
+	conn_free(p.sub);
+	freeReplyObject(p.sub_refusal);
+}
+
+/* ---- safety of the configuration ---------------------------------------- */
+
+static void check_eviction(struct doc *x, struct server *s)
+{
+	char policy[64] = "", max[32] = "";
+	long long m;
+
+	if (s->info == NULL ||
+	    !info_field(s->info, "maxmemory_policy", policy, sizeof(policy))) {
+		unknown(x, s, "eviction");
+		return;
+	}
+	m = info_ll(s->info, "maxmemory");
+	info_field(s->info, "maxmemory_human", max, sizeof(max));
+	if (strcmp(policy, "noeviction") == 0)
+		add(x, s->addr, "eviction", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_STRING, policy, "noeviction: a full server "
+		    "refuses new locks (OOM) and never drops a held one");
+	else if (m <= 0)
+		add(x, s->addr, "eviction", RLOCK_CHECK_NOTE, 0,
+		    RLOCK_VALUE_STRING, policy, "%s, but no maxmemory: nothing "
+		    "is evicted; with a maxmemory it would be: set "
+		    "maxmemory-policy noeviction", policy);
+	else if (strncmp(policy, "allkeys-", 8) == 0)
+		add(x, s->addr, "eviction", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_STRING, policy, "%s with maxmemory %s: any key "
+		    "can be evicted, a held lock's (two holders) or its :fence "
+		    "counter (fences repeat); set maxmemory-policy noeviction",
+		    policy, max);
+	else
+		add(x, s->addr, "eviction", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_STRING, policy, "%s with maxmemory %s: evicts "
+		    "keys with a TTL, which every held lock has (another "
+		    "client then takes it: two holders); set maxmemory-policy "
+		    "noeviction", policy, max);
+}
+
+static void check_persistence(struct doc *x, struct server *s)
+{
+	char status[32] = "";
+
+	if (s->info == NULL || info_ll(s->info, "aof_enabled") < 0) {
+		unknown(x, s, "persistence");
+		return;
+	}
+	info_field(s->info, "aof_last_write_status", status, sizeof(status));
+	if (info_ll(s->info, "aof_enabled") == 0)
+		add(x, s->addr, "persistence", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_STRING, "none", "no AOF: a restart forgets "
+		    "every lock (and fences go back); fix: appendonly yes with "
+		    "appendfsync always, or delay restarting the server by the "
+		    "longest TTL in use");
+	else if (strcmp(status, "ok") != 0 && status[0] != '\0')
+		add(x, s->addr, "persistence", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_STRING, "aof", "AOF on, but its last write "
+		    "failed (%s): locks taken since are not on disk; check "
+		    "the server's disk", status);
+	else
+		add(x, s->addr, "persistence", RLOCK_CHECK_NOTE, 0,
+		    RLOCK_VALUE_STRING, "aof", "AOF on; INFO does not show "
+		    "appendfsync: with always a crash loses no lock, with "
+		    "everysec up to a second of them (then delay restarts by "
+		    "the longest TTL)");
+}
+
+static void check_replication(struct doc *x, struct server *s)
+{
+	long long nrep, lag, worst = 0;
+	char line[300], key[32], v[24], *p;
+	int down = 0;
+
+	if (s->info == NULL || (nrep = info_ll(s->info, "connected_slaves")) <
+	    0) {
+		unknown(x, s, "replication");
+		return;
+	}
+	for (long long k = 0; k < nrep; k++) {
+		snprintf(key, sizeof(key), "slave%lld", k);
+		if (!info_field(s->info, key, line, sizeof(line)))
+			continue;
+		if (strstr(line, "state=online") == NULL)
+			down++;
+		p = strstr(line, "lag=");
+		lag = p != NULL ? strtoll(p + 4, NULL, 10) : 0;
+		if (lag > worst)
+			worst = lag;
+	}
+	snprintf(v, sizeof(v), "%lld", nrep);
+	if (nrep == 0)
+		add(x, s->addr, "replication", RLOCK_CHECK_NOTE, 0,
+		    RLOCK_VALUE_NUMBER, v, "no replicas: a valid choice for "
+		    "locks; while this server is down no lock can be taken");
+	else if (down > 0 || worst > LAG_WARN_S)
+		add(x, s->addr, "replication", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NUMBER, v, "%lld replica%s, %d not online, "
+		    "worst lag %llds: a failover now would lose recent locks; "
+		    "use --wait-replicas 1 and fix the replicas", nrep,
+		    nrep == 1 ? "" : "s", down, worst);
+	else
+		add(x, s->addr, "replication", RLOCK_CHECK_NOTE, 0,
+		    RLOCK_VALUE_NUMBER, v, "%lld replica%s, lag %llds: "
+		    "replication is asynchronous, a failover can lose a lock "
+		    "just taken; use --wait-replicas 1", nrep,
+		    nrep == 1 ? "" : "s", worst);
+}
+
+/* ---- one server, one node ----------------------------------------------- */
+
+/* Every check of the server behind s->c, which may not be open yet. */
+static void check_server(struct doc *x, struct server *s, int64_t open_ms)
+{
+	char v[32];
+
+	snprintf(s->addr, sizeof(s->addr), "%s", conn_addr(s->c));
+	if (!conn_is_up(s->c)) {
+		int64_t t0 = rlock_mono_ms();
+
+		if (conn_open(s->c, rlock_mono_ms() +
+			      x->rl->copts.connect_timeout_ms) != RLOCK_OK) {
+			add(x, s->addr, conn_refusal(s->c) ==
+			    CONN_REFUSED_AUTH ? "auth" : "reach",
+			    RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL, RLOCK_VALUE_NULL,
+			    NULL, "%s", conn_errstr(s->c));
+			return;
+		}
+		open_ms = rlock_mono_ms() - t0;
+	}
+	snprintf(v, sizeof(v), "%lld", (long long)open_ms);
+	add(x, s->addr, "reach", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NUMBER, v,
+	    "connected in %lldms", (long long)open_ms);
+	check_tls(x, s);
+	check_auth(x, s);
+	check_rtt(x, s);
+	if (!conn_is_up(s->c))
+		return;
+	learn_server(x, s);
+	check_version(x, s);
+	check_mode(x, s);
+	if (!check_role(x, s)) {
+		check_memory(x, s);
+		check_rights(x, s);
+	}
+	check_eviction(x, s);
+	check_persistence(x, s);
+	check_replication(x, s);
+	free(s->info);
+	s->info = NULL;
+}
+
+/* Each sentinel of a redis-sentinel:// URL: what it says of the master,
+ * whether they agree, and how many there are against their quorum. */
+static void check_sentinels(struct doc *x, struct rlock_node *n)
+{
+	const char *argv[3] = { "SENTINEL", "MASTER", n->url.master };
+	char first[300] = "", label[300];
+	long long quorum = 0, known = 0;
+	size_t reached = 0, agree = 0;
+
+	snprintf(label, sizeof(label), "sentinels of '%s'", n->url.master);
+	for (size_t i = 0; i < n->surl.nhosts; i++) {
+		struct rlock_conn *c = conn_new(&n->surl, (int)i, &n->sopts);
+		char ip[256], port[16], at[300], q[16], o[16];
+		redisReply *r = NULL;
+
+		if (c == NULL) {
+			x->oom = 1;
+			return;
+		}
+		if (call(x, c, 3, argv, &r) != RLOCK_OK) {
+			add(x, conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
+			    RLOCK_VALUE_NULL, NULL, "%s", conn_errstr(c));
+			conn_free(c);
+			continue;
+		}
+		if (r->type != REDIS_REPLY_ARRAY) {
+			add(x, conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
+			    RLOCK_VALUE_NULL, NULL, "does not know master "
+			    "'%s'%s%.*s", n->url.master, r->type ==
+			    REDIS_REPLY_ERROR ? ": " : "", r->type ==
+			    REDIS_REPLY_ERROR ? (int)r->len : 0,
+			    r->type == REDIS_REPLY_ERROR ? r->str : "");
+			freeReplyObject(r);
+			conn_free(c);
+			continue;
+		}
+		map_str(r, "ip", ip, sizeof(ip));
+		map_str(r, "port", port, sizeof(port));
+		map_str(r, "quorum", q, sizeof(q));
+		map_str(r, "num-other-sentinels", o, sizeof(o));
+		snprintf(at, sizeof(at), "%s:%s", ip, port);
+		reached++;
+		if (first[0] == '\0')
+			snprintf(first, sizeof(first), "%s", at);
+		if (strcmp(first, at) == 0)
+			agree++;
+		if (atoll(q) > quorum)
+			quorum = atoll(q);
+		if (atoll(o) + 1 > known)
+			known = atoll(o) + 1;
+		add(x, conn_addr(c), "sentinel", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_STRING, at, "names %s as master '%s' (quorum "
+		    "%s, %lld sentinel%s)", at, n->url.master, q, atoll(o) + 1,
+		    atoll(o) == 0 ? "" : "s");
+		freeReplyObject(r);
+		conn_free(c);
+	}
+	if (reached == 0)
+		return;		/* node_open says why, as reach */
+	if (agree < reached)
+		add(x, label, "sentinels", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "the sentinels reached disagree on "
+		    "the master (a failover under way?): run doctor again");
+	else if (known < quorum || (long long)reached < quorum)
+		add(x, label, "sentinels", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NUMBER, "0", "%zu reached, %lld known, quorum "
+		    "%lld: too few sentinels to agree on a failover; run at "
+		    "least %lld", reached, known, quorum,
+		    quorum > 3 ? quorum : 3);
+	else if (known < 3)
+		add(x, label, "sentinels", RLOCK_CHECK_NOTE, 0,
+		    RLOCK_VALUE_NUMBER, "0", "%zu reached, %lld known, quorum "
+		    "%lld: with fewer than 3 sentinels one lost blocks "
+		    "failover", reached, known, quorum);
+	else
+		add(x, label, "sentinels", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_STRING, first, "%zu reached agree on %s; %lld "
+		    "known, quorum %lld", reached, first, known, quorum);
+}
+
+/* A cluster's health, from the node the URL names. */
+static void check_cluster(struct doc *x, struct rlock_node *n)
+{
+	const char *argv[2] = { "CLUSTER", "INFO" };
+	char state[32] = "", addr[300];
+	redisReply *r = NULL;
+	long long assigned;
+
+	snprintf(addr, sizeof(addr), "%s", conn_addr(n->cmd));
+	if (call(x, n->cmd, 2, argv, &r) != RLOCK_OK) {
+		add(x, addr, "cluster", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
+		    RLOCK_VALUE_NULL, NULL, "%s", conn_errstr(n->cmd));
+		return;
+	}
+	if (r->type != REDIS_REPLY_STRING) {
+		add(x, addr, "cluster", RLOCK_CHECK_NOTE, 0, RLOCK_VALUE_NULL,
+		    NULL, "unknown: CLUSTER INFO refused");
+		freeReplyObject(r);
+		return;
+	}
+	info_field(r->str, "cluster_state", state, sizeof(state));
+	assigned = info_ll(r->str, "cluster_slots_assigned");
+	freeReplyObject(r);
+	if (strcmp(state, "ok") != 0)
+		add(x, addr, "cluster", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
+		    RLOCK_VALUE_STRING, state, "cluster_state:%s: the cluster "
+		    "refuses requests", state);
+	else if (assigned < CLUSTER_SLOTS)
+		add(x, addr, "cluster", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NUMBER, "0", "%lld slots served by no master: "
+		    "locks whose name hashes there cannot be taken; assign "
+		    "them (redis-cli --cluster fix)", CLUSTER_SLOTS - assigned);
+	else
+		add(x, addr, "cluster", RLOCK_CHECK_OK, 0, RLOCK_VALUE_STRING,
+		    state, "cluster_state:ok, all %d slots served",
+		    CLUSTER_SLOTS);
+}
+
+static void check_node(struct doc *x, struct rlock_node *n)
+{
+	size_t masters[NODE_MAX_PEERS];
+	struct server s;
+	int64_t t0, open_ms;
+	int nm;
+
+	if (n->url.kind == RLOCK_URL_SENTINEL)
+		check_sentinels(x, n);
+	t0 = rlock_mono_ms();
+	if (node_open(n, 0) != RLOCK_OK) {
+		const char *what = n->url.kind == RLOCK_URL_SENTINEL ?
+			n->url.master : conn_addr(n->cmd);
+
+		add(x, what, conn_refusal(n->cmd) == CONN_REFUSED_AUTH ?
+		    "auth" : "reach", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
+		    RLOCK_VALUE_NULL, NULL, "%s", node_errstr(n));
+		return;
+	}
+	open_ms = rlock_mono_ms() - t0;
+	nm = node_masters(n, 0, masters, NODE_MAX_PEERS);
+	if (nm < 0) {
+		add(x, conn_addr(n->cmd), "cluster", RLOCK_CHECK_FAIL,
+		    RLOCK_EUNAVAIL, RLOCK_VALUE_NULL, NULL, "%s",
+		    node_errstr(n));
+		return;
+	}
+	if (node_is_cluster(n))
+		check_cluster(x, n);
+	for (int k = 0; k < nm; k++) {
+		memset(&s, 0, sizeof(s));
+		s.n = n;
+		s.peer = masters[k];
+		s.c = n->peer[masters[k]]->cmd;
+		check_server(x, &s, open_ms);
+	}
+}
+
+int rlock_doctor_run(struct rlock *rl, const char *name,
+		     struct rlock_doctor *d)
+{
+	struct doc x = { rl, d, name, 0 };
+	const char *why;
+
+	memset(d, 0, sizeof(*d));
+	rl->err[0] = '\0';
+	if (name != NULL && rlock_check_name(name, &why) != RLOCK_OK) {
+		rlock_seterr(rl->err, sizeof(rl->err), "invalid lock name: %s",
+			     why);
+		return RLOCK_EUSAGE;
+	}
+	/* Room for ".doctor-XXXXXXXX-K" after it. */
+	if (name != NULL && strlen(name) > RLOCK_NAME_MAX - 32) {
+		rlock_seterr(rl->err, sizeof(rl->err), "invalid lock name: "
+			     "longer than %d bytes leaves no room for the "
+			     "probe's", RLOCK_NAME_MAX - 32);
+		return RLOCK_EUSAGE;
+	}
+	for (size_t i = 0; i < rl->nnode && !x.oom; i++)
+		check_node(&x, &rl->node[i]);
+	if (x.oom) {
+		rlock_doctor_free(d);
+		rlock_seterr(rl->err, sizeof(rl->err), "out of memory");
+		return RLOCK_ESYS;
+	}
+	return RLOCK_OK;
+}

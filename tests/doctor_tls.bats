@@ -1,0 +1,53 @@
+#!/usr/bin/env bats
+# doctor_tls.bats - rlock doctor's TLS check: the protocol, whether the
+# certificate and name were verified, and the days until the server's
+# certificate expires (a warning under 14).  The test CA's certificates
+# last two days; one server gets a certificate of 400 days.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+load tls_helper
+
+setup_file() {
+	tls_make_certs
+	_tls_req long "/CN=long"
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$CERTS/long.ext"
+	openssl x509 -req -in "$CERTS/long.csr" -CA "$CERTS/ca.crt" -CAkey "$CERTS/ca.key" \
+		-CAcreateserial -days 400 -extfile "$CERTS/long.ext" -out "$CERTS/long.crt" 2>/dev/null
+	start_redis_tls T --appendonly yes --appendfsync always
+	start_redis_tls L --appendonly yes --appendfsync always \
+		--tls-cert-file "$CERTS/long.crt" --tls-key-file "$CERTS/long.key"
+}
+
+# check JSON NAME FIELD: FIELD of the first check named NAME.
+check() {
+	python3 -c '
+import json, sys
+for c in json.loads(sys.argv[1]):
+    if c["check"] == sys.argv[2]:
+        print(c[sys.argv[3]]); break
+' "$@"
+}
+
+@test "doctor tls: a verified certificate that lasts: ok, with the protocol and the days left" {
+	run -0 --separate-stderr "$RLOCK" -u "$L_URL" --cacert "$CERTS/ca.crt" --json doctor
+	json=$output
+	[ "$(check "$json" tls level)" = ok ]
+	[[ $(check "$json" tls message) =~ ^TLSv1\.[23],\ name\ verified,\ the\ server\'s\ certificate\ expires\ in\ 399\ days$ ]]
+	[ "$(check "$json" tls value)" = 399 ]
+	[ "$(check "$json" cleanup level)" = ok ]
+}
+
+@test "doctor tls: a certificate that expires within 14 days warns (exit 1)" {
+	run -1 --separate-stderr "$RLOCK" -u "$T_URL" --cacert "$CERTS/ca.crt" --json doctor
+	json=$output
+	[ "$(check "$json" tls level)" = warn ]
+	[[ $(check "$json" tls message) == *"name verified; the server's certificate expires in 1 day: renew it" ]]
+}
+
+@test "doctor tls: --insecure warns that nothing was verified" {
+	run -1 --separate-stderr "$RLOCK" -u "$L_URL" --insecure --json doctor
+	json=$output
+	[ "$(check "$json" tls level)" = warn ]
+	[[ $(check "$json" tls message) == *"certificate and name NOT verified (--insecure)"* ]]
+}
