@@ -293,8 +293,8 @@ static const redisReply *hello_field(const redisReply *r, const char *name)
  * HELLO 2 [AUTH user pass]: authenticate and learn the role in one round
  * trip, with no right beyond @connection (ROLE and INFO are @dangerous).
  * A replica is refused.  Returns RLOCK_OK, 1 when the server predates
- * HELLO (Redis 5: authenticate with AUTH and trust the sentinels), or
- * fails the connection.
+ * HELLO or refuses it to the user (authenticate with AUTH and trust the
+ * sentinels), or fails the connection.
  */
 static int hello(struct rlock_conn *c, int64_t deadline)
 {
@@ -312,7 +312,10 @@ static int hello(struct rlock_conn *c, int64_t deadline)
 	if (rc != RLOCK_OK)
 		return rc;
 	if (r->type == REDIS_REPLY_ERROR) {
-		int old = strncmp(r->str, "ERR unknown command", 19) == 0;
+		/* Redis 5 has no HELLO; an ACL user may lack it: AUTH, and
+		 * trust the sentinels, as before HELLO. */
+		int old = strncmp(r->str, "ERR unknown command", 19) == 0 ||
+			  strncmp(r->str, "NOPERM", 6) == 0;
 
 		snprintf(why, sizeof(why), "authentication failed: %.*s",
 			 (int)r->len, r->str);
