@@ -71,6 +71,12 @@ _rl_scrub_env() {
 }
 _rl_scrub_env
 
+# Debian's own python3 where there is one: a version manager's shim first
+# on PATH can take most of a second to start, for every json_check.
+if [[ -x /usr/bin/python3 ]]; then
+	python3() { /usr/bin/python3 "$@"; }
+fi
+
 # ---- polling --------------------------------------------------------------
 
 # wait_until SECS COMMAND [ARG...]: run COMMAND every 20ms until it succeeds;
