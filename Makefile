@@ -3,6 +3,17 @@
 # with AddressSanitizer and UBSan; WERROR=1 turns warnings into errors
 # (make test does this).
 
+# The release: VERSION is the one place it is written.  The package
+# (debian/changelog, checked by make deb), the man page and the tarball take
+# it from there.
+VERSION := $(shell cat VERSION)
+# The commit a build from a git checkout comes from, "-dirty" when tracked
+# files have local changes; empty when this directory is not the top of a
+# git checkout (an unpacked tarball, the copy that make deb builds).
+RLOCK_COMMIT ?= $(shell [ -z "$$(git rev-parse --show-prefix 2>/dev/null)" ] && \
+	[ -n "$$(git rev-parse --git-dir 2>/dev/null)" ] && \
+	git describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null)
+
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -62,6 +73,15 @@ lib/librlock.a: $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $(LIB_OBJ)
 
+# version.h is rewritten only when what it says changes, so that a new
+# commit or an edit relinks rlock and an unchanged tree rebuilds nothing.
+cli/version.h: FORCE
+	@printf '#define RLOCK_VERSION "%s"\n#define RLOCK_COMMIT "%s"\n' \
+		'$(VERSION)' '$(RLOCK_COMMIT)' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+cli/version.o: cli/version.h
+
 %.o: %.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -114,9 +134,9 @@ clean-objs:
 	rm -f lib/*.o cli/*.o tests/unit/*.o lib/librlock.a
 
 clean: clean-objs
-	rm -f rlock tests/unit/unit $(HELPERS) */*.d tests/*/*.d
+	rm -f rlock tests/unit/unit $(HELPERS) */*.d tests/*/*.d cli/version.h
 
-.PHONY: all deps unit test demo install uninstall clean clean-objs
+.PHONY: all deps unit test demo install uninstall clean clean-objs FORCE
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)
 
