@@ -1,5 +1,7 @@
 # rlock - run a command while holding a lock in Redis.
-# Targets: all deps test unit install uninstall clean demo.  SAN=1 builds
+# Targets: all deps test unit install uninstall clean demo, and for a
+# release dist (dist/rlock-VERSION.tar.gz), deb (dist/rlock_VERSION_ARCH.deb)
+# and distclean.  SAN=1 builds
 # with AddressSanitizer and UBSan; WERROR=1 turns warnings into errors
 # (make test does this).
 
@@ -13,6 +15,11 @@ VERSION := $(shell cat VERSION)
 RLOCK_COMMIT ?= $(shell [ -z "$$(git rev-parse --show-prefix 2>/dev/null)" ] && \
 	[ -n "$$(git rev-parse --git-dir 2>/dev/null)" ] && \
 	git describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null)
+# The date of the newest debian/changelog entry, as dpkg-buildpackage
+# reads it: the man page's date and the tarball's timestamps.
+SOURCE_DATE_EPOCH ?= $(shell date -d "$$(sed -n 's/^ -- .*>  //p' debian/changelog | \
+	head -n 1)" +%s)
+MAN_DATE = $(shell LC_ALL=C date -u -d @$(SOURCE_DATE_EPOCH) '+%B %-d, %Y')
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -47,7 +54,8 @@ DEPS_LIBS = -Wl,-Bstatic -lhiredis -Wl,-Bdynamic
 else
 DEPS_LIBS = $(shell $(PKG_CONFIG) --libs hiredis 2>/dev/null || echo -lhiredis)
 endif
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib -MMD -MP $(CFLAGS)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib -MMD -MP \
+	     $(CPPFLAGS) $(CFLAGS)
 LIBS = $(DEPS_LIBS) -lpthread
 
 LIB_SRC = $(wildcard lib/*.c)
@@ -63,8 +71,15 @@ HELPERS = $(HELPER_SRC:.c=)
 DEB_PKGS = gcc make pkg-config libhiredis-dev libssl-dev redis-server \
 	   redis-tools redis-sentinel bats bats-support bats-assert mandoc \
 	   openssl procps python3 iproute2 bsdutils zsh fish
+# What make deb needs besides (debian/control's Build-Depends and the tools),
+# and lintian, which the package tests run on it.
+DEB_TOOLS_PKGS = gcc make pkg-config libhiredis-dev libssl-dev debhelper \
+		 dpkg-dev lintian
+DISTDIR = dist
+TARBALL = $(DISTDIR)/rlock-$(VERSION).tar.gz
+DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null)
 
-all: rlock
+all: rlock rlock.1
 
 rlock: $(CLI_OBJ) lib/librlock.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) lib/librlock.a $(LIBS)
@@ -82,6 +97,11 @@ cli/version.h: FORCE
 
 cli/version.o: cli/version.h
 
+# The installed man page: man/rlock.1 dated and versioned from the release.
+rlock.1: man/rlock.1 VERSION debian/changelog
+	sed -e 's/^\.Dd .*/.Dd $(MAN_DATE)/' -e 's/^\.Os$$/.Os rlock $(VERSION)/' \
+		man/rlock.1 >$@
+
 %.o: %.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -91,8 +111,9 @@ tests/unit/unit: $(UNIT_OBJ) lib/librlock.a
 tests/helpers/%: tests/helpers/%.c
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS)
 
-deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+# apt_install: install those of the Debian packages $(1) that are missing.
+define apt_install
+	@missing=""; for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -101,13 +122,20 @@ deps:
 		$$SUDO apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+endef
+
+deps:
+	$(call apt_install,$(DEB_PKGS))
+
+deb-deps:
+	$(call apt_install,$(DEB_TOOLS_PKGS))
 
 unit: tests/unit/unit
 	./tests/unit/unit
 
 # make test: install what is missing, rebuild with warnings as errors,
 # then run the unit tests and every bats suite against private servers.
-test: deps
+test: deps deb-deps
 	$(MAKE) clean-objs
 	$(MAKE) WERROR=1 rlock tests/unit/unit $(HELPERS)
 	./tests/run-tests
@@ -116,11 +144,11 @@ demo: deps
 	$(MAKE) rlock
 	./tests/demo.sh
 
-install: rlock
+install: rlock rlock.1
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 755 rlock $(DESTDIR)$(BINDIR)/rlock
-	install -m 644 man/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	install -m 644 rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
 	install -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
 	install -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
 	install -m 644 completions/rlock.fish $(DESTDIR)$(FISHCOMPDIR)/rlock.fish
@@ -134,9 +162,49 @@ clean-objs:
 	rm -f lib/*.o cli/*.o tests/unit/*.o lib/librlock.a
 
 clean: clean-objs
-	rm -f rlock tests/unit/unit $(HELPERS) */*.d tests/*/*.d cli/version.h
+	rm -f rlock rlock.1 tests/unit/unit $(HELPERS) */*.d tests/*/*.d cli/version.h
 
-.PHONY: all deps unit test demo install uninstall clean clean-objs FORCE
+distclean: clean
+	rm -rf $(DISTDIR)
+
+# make dist: the files git tracks (as they are in the work tree, deleted
+# ones left out) under rlock-VERSION/, sorted, owned by root, dated from
+# debian/changelog, so that the same tree gives the same bytes.
+dist: $(TARBALL)
+
+$(TARBALL): FORCE
+	@[ -n "$$(git rev-parse --git-dir 2>/dev/null)" ] && \
+		[ -z "$$(git rev-parse --show-prefix)" ] || \
+		{ echo "make dist: not the top of a git checkout" >&2; exit 1; }
+	mkdir -p $(DISTDIR)
+	{ git ls-files; git ls-files --deleted; } | LC_ALL=C sort | uniq -u \
+		>$(DISTDIR)/files.tmp
+	tar --create --no-recursion --format=gnu --owner=0 --group=0 \
+		--numeric-owner --mode=u+rw,go=rX --mtime=@$(SOURCE_DATE_EPOCH) \
+		--transform='s,^,rlock-$(VERSION)/,S' \
+		--file=$(DISTDIR)/tar.tmp --files-from=$(DISTDIR)/files.tmp
+	gzip -n -9 <$(DISTDIR)/tar.tmp >$@.tmp
+	mv -f $@.tmp $@
+	rm -f $(DISTDIR)/files.tmp $(DISTDIR)/tar.tmp
+
+# make deb: build the package from the tarball, unpacked under
+# $(DISTDIR) (dpkg-buildpackage writes beside the source directory), and
+# keep only the .deb.  The binary names the commit of this checkout.  The
+# package's make does not inherit this one's command-line variables.
+deb: deb-deps dist
+	@v=$$(dpkg-parsechangelog -SVersion) && [ "$$v" = "$(VERSION)" ] || \
+		{ echo "make deb: debian/changelog says $$v, VERSION says $(VERSION)" >&2; exit 1; }
+	rm -rf $(DISTDIR)/deb-build
+	mkdir -p $(DISTDIR)/deb-build
+	tar -xzf $(TARBALL) -C $(DISTDIR)/deb-build
+	cd $(DISTDIR)/deb-build/rlock-$(VERSION) && \
+		unset MAKEFLAGS MFLAGS MAKELEVEL && \
+		RLOCK_COMMIT='$(RLOCK_COMMIT)' dpkg-buildpackage -b -us -uc
+	mv -f $(DISTDIR)/deb-build/rlock_$(VERSION)_$(DEB_ARCH).deb $(DISTDIR)/
+	rm -rf $(DISTDIR)/deb-build
+
+.PHONY: all deps deb-deps unit test demo install uninstall clean clean-objs \
+	distclean dist deb FORCE
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)
 
