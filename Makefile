@@ -71,10 +71,11 @@ HELPERS = $(HELPER_SRC:.c=)
 DEB_PKGS = gcc make pkg-config libhiredis-dev libssl-dev redis-server \
 	   redis-tools redis-sentinel bats bats-support bats-assert mandoc \
 	   openssl procps python3 iproute2 bsdutils zsh fish
-# What make deb needs besides (debian/control's Build-Depends and the tools),
-# and lintian, which the package tests run on it.
+# What make deb needs (debian/control's Build-Depends and the tools), and
+# what tests/package.bats checks the package with: lintian, and
+# bash-completion's loader.
 DEB_TOOLS_PKGS = gcc make pkg-config libhiredis-dev libssl-dev debhelper \
-		 dpkg-dev lintian
+		 dpkg-dev lintian bash-completion
 DISTDIR = dist
 TARBALL = $(DISTDIR)/rlock-$(VERSION).tar.gz
 DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null)
@@ -168,24 +169,29 @@ distclean: clean
 	rm -rf $(DISTDIR)
 
 # make dist: the files git tracks (as they are in the work tree, deleted
-# ones left out) under rlock-VERSION/, sorted, owned by root, dated from
-# debian/changelog, so that the same tree gives the same bytes.
+# ones left out), listed in MANIFEST, which goes in the tarball too: an
+# unpacked tarball has no git, and its make dist reads that list.  Under
+# rlock-VERSION/, in the list's order, owned by root, dated from
+# debian/changelog, so that the same files give the same bytes.
 dist: $(TARBALL)
 
 $(TARBALL): FORCE
-	@[ -n "$$(git rev-parse --git-dir 2>/dev/null)" ] && \
-		[ -z "$$(git rev-parse --show-prefix)" ] || \
-		{ echo "make dist: not the top of a git checkout" >&2; exit 1; }
+	@if [ -n "$$(git rev-parse --git-dir 2>/dev/null)" ] && \
+		[ -z "$$(git rev-parse --show-prefix)" ]; then \
+		{ git ls-files; git ls-files --deleted; echo MANIFEST; } | \
+			LC_ALL=C sort | uniq -u >MANIFEST.tmp && \
+			mv -f MANIFEST.tmp MANIFEST; \
+	elif [ ! -f MANIFEST ]; then \
+		echo "make dist: not a git checkout, and no MANIFEST" >&2; exit 1; \
+	fi
 	mkdir -p $(DISTDIR)
-	{ git ls-files; git ls-files --deleted; } | LC_ALL=C sort | uniq -u \
-		>$(DISTDIR)/files.tmp
 	tar --create --no-recursion --format=gnu --owner=0 --group=0 \
 		--numeric-owner --mode=u+rw,go=rX --mtime=@$(SOURCE_DATE_EPOCH) \
 		--transform='s,^,rlock-$(VERSION)/,S' \
-		--file=$(DISTDIR)/tar.tmp --files-from=$(DISTDIR)/files.tmp
+		--file=$(DISTDIR)/tar.tmp --files-from=MANIFEST
 	gzip -n -9 <$(DISTDIR)/tar.tmp >$@.tmp
 	mv -f $@.tmp $@
-	rm -f $(DISTDIR)/files.tmp $(DISTDIR)/tar.tmp
+	rm -f $(DISTDIR)/tar.tmp
 
 # make deb: build the package from the tarball, unpacked under
 # $(DISTDIR) (dpkg-buildpackage writes beside the source directory), and
