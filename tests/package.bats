@@ -171,7 +171,7 @@ deb_files() {
 	run -0 cut -d/ -f1 <<<"$output"
 	assert_output "$(for l in "${lines[@]}"; do echo "$top"; done)"
 	run -0 tar -tzf "$T_TARBALL"
-	refute_line --regexp '(^|/)\.git(/|$)|\.o$|\.a$|\.d$|/rlock$|/rlock\.1$|/dist/'
+	refute_line --regexp "(^|/)\.git/|\.[oad]\$|^$top/(rlock|rlock\.1|dist/.*|cli/version\.h)\$"
 	assert_line "$top/MANIFEST"
 	assert_line "$top/LICENSE"
 	assert_line "$top/debian/changelog"
