@@ -1,9 +1,8 @@
 # rlock - run a command while holding a lock in Redis.
 # Targets: all deps test unit install uninstall clean demo, and for a
-# release dist (dist/rlock-VERSION.tar.gz), deb (dist/rlock_VERSION_ARCH.deb)
-# and distclean.  SAN=1 builds
-# with AddressSanitizer and UBSan; WERROR=1 turns warnings into errors
-# (make test does this).
+# release: dist (dist/rlock-VERSION.tar.gz), deb (dist/rlock_VERSION_ARCH.deb,
+# after deb-deps) and distclean.  SAN=1 builds with AddressSanitizer and
+# UBSan; WERROR=1 turns warnings into errors (make test does this).
 
 # The release: VERSION is the one place it is written.  The package
 # (debian/changelog, checked by make deb), the man page and the tarball take
