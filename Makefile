@@ -192,13 +192,18 @@ $(TARBALL): FORCE
 	mv -f $@.tmp $@
 	rm -f $(DISTDIR)/tar.tmp
 
+# The newest debian/changelog entry, which names the package's version,
+# must be VERSION's.
+check-version:
+	@v=$$(sed -n '1s/^rlock (\([^)]*\)).*/\1/p' debian/changelog); \
+	[ "$$v" = "$(VERSION)" ] || { echo "make: debian/changelog's newest" \
+		"entry is $$v, VERSION says $(VERSION)" >&2; exit 1; }
+
 # make deb: build the package from the tarball, unpacked under
 # $(DISTDIR) (dpkg-buildpackage writes beside the source directory), and
 # keep only the .deb.  The binary names the commit of this checkout.  The
 # package's make does not inherit this one's command-line variables.
-deb: deb-deps dist
-	@v=$$(dpkg-parsechangelog -SVersion) && [ "$$v" = "$(VERSION)" ] || \
-		{ echo "make deb: debian/changelog says $$v, VERSION says $(VERSION)" >&2; exit 1; }
+deb: deb-deps check-version dist
 	rm -rf $(DISTDIR)/deb-build
 	mkdir -p $(DISTDIR)/deb-build
 	tar -xzf $(TARBALL) -C $(DISTDIR)/deb-build
@@ -209,7 +214,7 @@ deb: deb-deps dist
 	rm -rf $(DISTDIR)/deb-build
 
 .PHONY: all deps deb-deps unit test demo install uninstall clean clean-objs \
-	distclean dist deb FORCE
+	distclean dist deb check-version FORCE
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)
 

@@ -18,6 +18,14 @@ make_release() {
 	}
 }
 
+# unpacked_make DIR: make in DIR, showing the output only if it fails.
+unpacked_make() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$1" -j2 >make.log 2>&1 || {
+		cat make.log
+		return 1
+	}
+}
+
 setup_file() {
 	T_VERSION=$(cat "$REPO_DIR/VERSION")
 	T_DIST=$BATS_FILE_TMPDIR/dist
@@ -165,7 +173,7 @@ deb_files() {
 	assert_output "$(printf '%s\n' "from: $T_ROOT/usr/share/bash-completion/completions/rlock" "reply: run")"
 }
 
-@test "package: the tarball is one directory rlock-VERSION of the sources, which make builds" {
+@test "package: the tarball is one directory rlock-VERSION of the sources, which make builds, naming a git commit if it has one" {
 	local top=rlock-$T_VERSION
 	run -0 tar -tzf "$T_TARBALL"
 	run -0 cut -d/ -f1 <<<"$output"
@@ -189,12 +197,30 @@ deb_files() {
 		assert_output "$(printf '\tMANIFEST')"
 	fi
 	# Not in a git checkout, so no commit.
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "src/$top" -j2 >make.log 2>&1 || {
-		cat make.log
-		return 1
-	}
+	unpacked_make "src/$top"
 	run -0 "src/$top/rlock" --version
 	assert_line --index 0 "rlock $T_VERSION"
+	# Made a git checkout, it names the commit; "-dirty" once a tracked
+	# file changes.
+	git -C "src/$top" init -q
+	git -C "src/$top" add -A
+	git -C "src/$top" -c user.name=test -c user.email=test@example.invalid \
+		commit -qm "the tarball"
+	unpacked_make "src/$top"
+	run -0 "src/$top/rlock" --version
+	assert_line --index 0 "rlock $T_VERSION (git $(git -C "src/$top" rev-parse HEAD | cut -c1-12))"
+	echo >>"src/$top/README.md"
+	unpacked_make "src/$top"
+	run -0 "src/$top/rlock" --version
+	assert_line --index 0 "rlock $T_VERSION (git $(git -C "src/$top" rev-parse HEAD | cut -c1-12)-dirty)"
+}
+
+@test "package: make deb refuses a VERSION that debian/changelog does not have" {
+	run -2 --separate-stderr env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		make -s -C "$REPO_DIR" deb VERSION=9.9.9 DISTDIR="$BATS_TEST_TMPDIR/d"
+	assert_stderr_line --index 0 \
+		"make: debian/changelog's newest entry is $T_VERSION, VERSION says 9.9.9"
+	[ ! -e "$BATS_TEST_TMPDIR/d" ]
 }
 
 @test "package: a second make deb, and make dist from the unpacked tarball, give the same bytes" {
