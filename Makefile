@@ -1,7 +1,24 @@
 # rlock - run a command while holding a lock in Redis.
-# Targets: all deps test unit install uninstall clean demo.  SAN=1 builds
-# with AddressSanitizer and UBSan; WERROR=1 turns warnings into errors
-# (make test does this).
+# Targets: all deps test unit install uninstall clean demo, and for a
+# release: dist (dist/rlock-VERSION.tar.gz), deb (dist/rlock_VERSION_ARCH.deb,
+# after deb-deps) and distclean.  SAN=1 builds with AddressSanitizer and
+# UBSan; WERROR=1 turns warnings into errors (make test does this).
+
+# The release: VERSION is the one place it is written.  The package
+# (debian/changelog, checked by make deb), the man page and the tarball take
+# it from there.
+VERSION := $(shell cat VERSION)
+# The commit a build from a git checkout comes from, "-dirty" when tracked
+# files have local changes; empty when this directory is not the top of a
+# git checkout (an unpacked tarball, the copy that make deb builds).
+RLOCK_COMMIT ?= $(shell [ -z "$$(git rev-parse --show-prefix 2>/dev/null)" ] && \
+	[ -n "$$(git rev-parse --git-dir 2>/dev/null)" ] && \
+	git describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null)
+# The date of the newest debian/changelog entry, as dpkg-buildpackage
+# reads it: the man page's date and the tarball's timestamps.
+SOURCE_DATE_EPOCH ?= $(shell date -d "$$(sed -n 's/^ -- .*>  //p' debian/changelog | \
+	head -n 1)" +%s)
+MAN_DATE = $(shell LC_ALL=C date -u -d @$(SOURCE_DATE_EPOCH) '+%B %-d, %Y')
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -36,7 +53,8 @@ DEPS_LIBS = -Wl,-Bstatic -lhiredis -Wl,-Bdynamic
 else
 DEPS_LIBS = $(shell $(PKG_CONFIG) --libs hiredis 2>/dev/null || echo -lhiredis)
 endif
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib -MMD -MP $(CFLAGS)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib -MMD -MP \
+	     $(CPPFLAGS) $(CFLAGS)
 LIBS = $(DEPS_LIBS) -lpthread
 
 LIB_SRC = $(wildcard lib/*.c)
@@ -52,8 +70,16 @@ HELPERS = $(HELPER_SRC:.c=)
 DEB_PKGS = gcc make pkg-config libhiredis-dev libssl-dev redis-server \
 	   redis-tools redis-sentinel bats bats-support bats-assert mandoc \
 	   openssl procps python3 iproute2 bsdutils zsh fish
+# What make deb needs (debian/control's Build-Depends and the tools), and
+# what tests/package.bats checks the package with: lintian, and
+# bash-completion's loader.
+DEB_TOOLS_PKGS = gcc make pkg-config libhiredis-dev libssl-dev debhelper \
+		 dpkg-dev lintian bash-completion
+DISTDIR = dist
+TARBALL = $(DISTDIR)/rlock-$(VERSION).tar.gz
+DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null)
 
-all: rlock
+all: rlock rlock.1
 
 rlock: $(CLI_OBJ) lib/librlock.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) lib/librlock.a $(LIBS)
@@ -61,6 +87,20 @@ rlock: $(CLI_OBJ) lib/librlock.a
 lib/librlock.a: $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $(LIB_OBJ)
+
+# version.h is rewritten only when what it says changes, so that a new
+# commit or an edit relinks rlock and an unchanged tree rebuilds nothing.
+cli/version.h: FORCE
+	@printf '#define RLOCK_VERSION "%s"\n#define RLOCK_COMMIT "%s"\n' \
+		'$(VERSION)' '$(RLOCK_COMMIT)' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+cli/version.o: cli/version.h
+
+# The installed man page: man/rlock.1 dated and versioned from the release.
+rlock.1: man/rlock.1 VERSION debian/changelog
+	sed -e 's/^\.Dd .*/.Dd $(MAN_DATE)/' -e 's/^\.Os$$/.Os rlock $(VERSION)/' \
+		man/rlock.1 >$@
 
 %.o: %.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -71,8 +111,9 @@ tests/unit/unit: $(UNIT_OBJ) lib/librlock.a
 tests/helpers/%: tests/helpers/%.c
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS)
 
-deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+# apt_install: install those of the Debian packages $(1) that are missing.
+define apt_install
+	@missing=""; for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -81,13 +122,20 @@ deps:
 		$$SUDO apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+endef
+
+deps:
+	$(call apt_install,$(DEB_PKGS))
+
+deb-deps:
+	$(call apt_install,$(DEB_TOOLS_PKGS))
 
 unit: tests/unit/unit
 	./tests/unit/unit
 
 # make test: install what is missing, rebuild with warnings as errors,
 # then run the unit tests and every bats suite against private servers.
-test: deps
+test: deps deb-deps
 	$(MAKE) clean-objs
 	$(MAKE) WERROR=1 rlock tests/unit/unit $(HELPERS)
 	./tests/run-tests
@@ -96,11 +144,11 @@ demo: deps
 	$(MAKE) rlock
 	./tests/demo.sh
 
-install: rlock
+install: rlock rlock.1
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 755 rlock $(DESTDIR)$(BINDIR)/rlock
-	install -m 644 man/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	install -m 644 rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
 	install -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
 	install -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
 	install -m 644 completions/rlock.fish $(DESTDIR)$(FISHCOMPDIR)/rlock.fish
@@ -114,9 +162,59 @@ clean-objs:
 	rm -f lib/*.o cli/*.o tests/unit/*.o lib/librlock.a
 
 clean: clean-objs
-	rm -f rlock tests/unit/unit $(HELPERS) */*.d tests/*/*.d
+	rm -f rlock rlock.1 tests/unit/unit $(HELPERS) */*.d tests/*/*.d cli/version.h
 
-.PHONY: all deps unit test demo install uninstall clean clean-objs
+distclean: clean
+	rm -rf $(DISTDIR)
+
+# make dist: the files git tracks (as they are in the work tree, deleted
+# ones left out), listed in MANIFEST, which goes in the tarball too: an
+# unpacked tarball has no git, and its make dist reads that list.  Under
+# rlock-VERSION/, in the list's order, owned by root, dated from
+# debian/changelog, so that the same files give the same bytes.
+dist: $(TARBALL)
+
+$(TARBALL): FORCE
+	@if [ -n "$$(git rev-parse --git-dir 2>/dev/null)" ] && \
+		[ -z "$$(git rev-parse --show-prefix)" ]; then \
+		{ git ls-files; git ls-files --deleted; echo MANIFEST; } | \
+			LC_ALL=C sort | uniq -u >MANIFEST.tmp && \
+			mv -f MANIFEST.tmp MANIFEST; \
+	elif [ ! -f MANIFEST ]; then \
+		echo "make dist: not a git checkout, and no MANIFEST" >&2; exit 1; \
+	fi
+	mkdir -p $(DISTDIR)
+	tar --create --no-recursion --format=gnu --owner=0 --group=0 \
+		--numeric-owner --mode=u+rw,go=rX --mtime=@$(SOURCE_DATE_EPOCH) \
+		--transform='s,^,rlock-$(VERSION)/,S' \
+		--file=$(DISTDIR)/tar.tmp --files-from=MANIFEST
+	gzip -n -9 <$(DISTDIR)/tar.tmp >$@.tmp
+	mv -f $@.tmp $@
+	rm -f $(DISTDIR)/tar.tmp
+
+# The newest debian/changelog entry, which names the package's version,
+# must be VERSION's.
+check-version:
+	@v=$$(sed -n '1s/^rlock (\([^)]*\)).*/\1/p' debian/changelog); \
+	[ "$$v" = "$(VERSION)" ] || { echo "make: debian/changelog's newest" \
+		"entry is $$v, VERSION says $(VERSION)" >&2; exit 1; }
+
+# make deb: build the package from the tarball, unpacked under
+# $(DISTDIR) (dpkg-buildpackage writes beside the source directory), and
+# keep only the .deb.  The binary names the commit of this checkout.  The
+# package's make does not inherit this one's command-line variables.
+deb: deb-deps check-version dist
+	rm -rf $(DISTDIR)/deb-build
+	mkdir -p $(DISTDIR)/deb-build
+	tar -xzf $(TARBALL) -C $(DISTDIR)/deb-build
+	cd $(DISTDIR)/deb-build/rlock-$(VERSION) && \
+		unset MAKEFLAGS MFLAGS MAKELEVEL && \
+		RLOCK_COMMIT='$(RLOCK_COMMIT)' dpkg-buildpackage -b -us -uc
+	mv -f $(DISTDIR)/deb-build/rlock_$(VERSION)_$(DEB_ARCH).deb $(DISTDIR)/
+	rm -rf $(DISTDIR)/deb-build
+
+.PHONY: all deps deb-deps unit test demo install uninstall clean clean-objs \
+	distclean dist deb check-version FORCE
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(HELPERS:=.d)
 

@@ -247,6 +247,9 @@ void cli_report_acquire(const struct cli *g, const char *name, int rc,
 /* Flush stdout; on failure warn and return -1. */
 int cli_flush_stdout(const struct cli *g);
 
+/* Print what --version shows (cli/version.c). */
+void cli_print_version(void);
+
 /* Write s as a JSON string (quoted, escaped) to f. */
 void cli_json_str(FILE *f, const char *s);
 

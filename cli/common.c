@@ -207,7 +207,7 @@ int cli_global_option(struct cli *g, int c, const char *arg)
 	case 'h':
 		cli_help(g);
 	case 'V':
-		printf("rlock %s\n", RLOCK_VERSION);
+		cli_print_version();
 		exit(cli_flush_stdout(g) == 0 ? EX_OK : EX_OSERR);
 	}
 	return 0;

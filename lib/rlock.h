@@ -10,7 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RLOCK_VERSION "0.1.0"
+/* The OpenSSL library that the first rediss:// URL loads with dlopen. */
+#define RLOCK_TLS_LIBRARY "libssl.so.3"
 
 #define RLOCK_TOKEN_LEN 32		/* 128 bits as lower-case hex */
 #define RLOCK_NAME_MAX 1024		/* bytes in a lock name */

@@ -66,16 +66,16 @@ static int load_openssl(char *err, size_t errlen)
 
 	if (libssl != NULL)
 		return RLOCK_OK;
-	h = dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
+	h = dlopen(RLOCK_TLS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) {
-		rlock_seterr(err, errlen, "TLS: cannot load libssl.so.3 (%s): "
-			     "install libssl3", dlerror());
+		rlock_seterr(err, errlen, "TLS: cannot load " RLOCK_TLS_LIBRARY
+			     " (%s): install libssl3", dlerror());
 		return RLOCK_EUNAVAIL;
 	}
 #define OSSL_LOAD(f)                                                       \
 	if ((*(void **)&ossl.f = dlsym(h, #f)) == NULL) {                  \
-		rlock_seterr(err, errlen, "TLS: libssl.so.3 has no %s: "   \
-			     "OpenSSL 3 is needed", #f);                   \
+		rlock_seterr(err, errlen, "TLS: " RLOCK_TLS_LIBRARY        \
+			     " has no %s: OpenSSL 3 is needed", #f);       \
 		dlclose(h);                                                \
 		return RLOCK_EUNAVAIL;                                     \
 	}

@@ -79,7 +79,7 @@ setup_file() {
 
 @test "--version and -V print the version and exit 0" {
 	local version
-	version=$(sed -n 's/^#define RLOCK_VERSION "\(.*\)"/\1/p' "$REPO_DIR/lib/rlock.h")
+	version=$(cat "$REPO_DIR/VERSION")
 	[[ -n $version ]]
 	for opt in --version -V; do
 		run -0 --separate-stderr "$RLOCK" "$opt"
@@ -88,6 +88,30 @@ setup_file() {
 	done
 	run -0 --separate-stderr "$RLOCK" run --version
 	assert_output --partial "$version"
+}
+
+@test "--version names the git commit of the build and how it does TLS" {
+	local version want
+	version=$(cat "$REPO_DIR/VERSION")
+	want="rlock ${version//./\\.}"	# a regular expression
+	# Built at the top of a git checkout: the commit, and "-dirty" if
+	# tracked files had changes then.  A clean tree now was clean at the
+	# build (make test builds first); a file may have been edited since.
+	# package.bats watches the mark come and go in a tree of its own.
+	if git -C "$REPO_DIR" rev-parse --git-dir >/dev/null 2>&1 &&
+		[[ -z $(git -C "$REPO_DIR" rev-parse --show-prefix) ]]; then
+		want+=" \(git $(git -C "$REPO_DIR" rev-parse HEAD | cut -c1-12)"
+		if [[ -z $(git -C "$REPO_DIR" status --porcelain --untracked-files=no) ]]; then
+			want+='\)'
+		else
+			want+='(-dirty)?\)'
+		fi
+	fi
+	run -0 --separate-stderr "$RLOCK" --version
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 0 --regexp "^$want\$"
+	assert_line --index 1 "TLS: OpenSSL (libssl.so.3, loaded at the first rediss:// URL)"
 }
 
 @test "no arguments at all is a usage error" {
