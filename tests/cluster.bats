@@ -372,6 +372,19 @@ same_owner_name() {
 	assert_equal "$(ccli "$rep" EXISTS "$kn")" 0
 }
 
+@test "doctor through one node: the cluster's state, then every master probed, nothing left behind" {
+	local p
+	run -1 --separate-stderr "$RLOCK" -u "$(node_url "$C1_PORT")" doctor --json
+	json_check "$output" \
+		'any(c["check"] == "cluster" and c["level"] == "ok" and c["value"] == "ok" for c in d)' \
+		'len({c["server"] for c in d if c["check"] == "role" and c["level"] == "ok"}) == 3' \
+		'len({c["server"] for c in d if c["check"] == "cleanup" and c["level"] == "ok"}) == 3' \
+		'not any(c["level"] == "fail" for c in d)'
+	for p in $CLUSTER_NODES_LIST; do
+		[[ -z $(rcli "$p" --scan --pattern "$RLOCK_PREFIX*") ]]
+	done
+}
+
 @test "bench against a seed node: no errors, no double holds, nothing left behind" {
 	local seed p
 	seed=$(node_url "$(cluster_master_ports | head -n 1)")

@@ -313,6 +313,21 @@ fence_intact() {
 	assert_equal "$(rcli "$(ha_master)" GET "$(key "$1"):fence")" "$2"
 }
 
+@test "doctor through the sentinels: each sentinel names the master, they agree, and the master is probed" {
+	local master
+	master=127.0.0.1:$(sentinel_master_port)
+	run -1 --separate-stderr "$RLOCK" "${SU[@]}" doctor --json
+	json_check "$output" \
+		'sum(1 for c in d if c["check"] == "sentinel" and c["level"] == "ok" and c["value"] == a[0]) == 3' \
+		'any(c["check"] == "sentinels" and c["level"] == "ok" and c["value"] == a[0] for c in d)' \
+		'any(c["check"] == "role" and c["server"] == a[0] and c["level"] == "ok" for c in d)' \
+		'any(c["check"] == "cleanup" and c["server"] == a[0] and c["level"] == "ok" for c in d)' \
+		'any(c["check"] == "replication" and c["server"] == a[0] for c in d)' \
+		-- "$master"
+	# The probe left nothing on the master.
+	[[ -z $(rcli "$(ha_master)" --scan --pattern "$RLOCK_PREFIX*") ]]
+}
+
 @test "a forced failover: run --wait-replicas 1 finishes (exit 0) and acquire --renew keeps renewing, both on the new master" {
 	# The leases outlast the failover: between the promotion and the old
 	# master's demotion (a second or two), renewals can still land on the
