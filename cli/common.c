@@ -103,12 +103,25 @@ static void add_url(struct cli *g, const char *u)
 	g->urls[g->nurls++] = u;
 }
 
-int cli_lock_option(const struct cli *g, int c, const char *arg,
-		    struct rlock_acquire_opts *ao, int *conflict)
+/* A whole number 0..max written in digits only, or a usage error. */
+static int int_option(const struct cli *g, const char *opt, const char *arg,
+		      long max)
 {
 	char *end;
 	long v;
 
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno != 0 || !isdigit((unsigned char)*arg) || *end != '\0' ||
+	    v > max)
+		cli_usage_error(g, "invalid %s '%s': must be 0..%ld", opt, arg,
+				max);
+	return (int)v;
+}
+
+int cli_lock_option(const struct cli *g, int c, const char *arg,
+		    struct rlock_acquire_opts *ao, int *conflict)
+{
 	switch (c) {
 	case 't':
 		ao->ttl_ms = cli_duration(g, "--ttl", arg, 1, 0);
@@ -120,13 +133,7 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		ao->wait_ms = cli_duration(g, "--timeout", arg, 0, 1);
 		return 1;
 	case 'E':
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno != 0 || *arg == '\0' || *end != '\0' || v < 0 ||
-		    v > 255)
-			cli_usage_error(g, "invalid --conflict-exit-code '%s': "
-					"must be 0..255", arg);
-		*conflict = (int)v;
+		*conflict = int_option(g, "--conflict-exit-code", arg, 255);
 		return 1;
 	case OPT_MIN_HOLD:
 		ao->min_hold_ms = cli_duration(g, "--min-hold", arg, 0, 1);
@@ -135,13 +142,7 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		ao->label = arg;
 		return 1;
 	case OPT_WAIT_REPLICAS:
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno != 0 || *arg == '\0' || *end != '\0' || v < 0 ||
-		    v > 1000)
-			cli_usage_error(g, "invalid --wait-replicas '%s': must "
-					"be 0..1000", arg);
-		ao->wait_replicas = (int)v;
+		ao->wait_replicas = int_option(g, "--wait-replicas", arg, 1000);
 		return 1;
 	}
 	return 0;

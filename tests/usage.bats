@@ -224,7 +224,7 @@ setup_file() {
 	assert_usage run "rlock: run: invalid --conflict-exit-code '300': must be 0..255"
 	run -64 --separate-stderr "$RLOCK" run --conflict-exit-code 256 x -- true
 	assert_usage run "rlock: run: invalid --conflict-exit-code '256': must be 0..255"
-	for bad in -1 x '' 1x 2.5; do
+	for bad in -1 x '' 1x 2.5 ' 1' +1; do
 		run -64 --separate-stderr "$RLOCK" run -E "$bad" x -- true
 		assert_stderr_line --index 0 --partial "rlock: run: invalid --conflict-exit-code '$bad'"
 		assert_try run

@@ -106,7 +106,7 @@ freeze_replica() {
 
 @test "--wait-replicas takes an integer from 0 to 1000" {
 	local v
-	for v in -1 x '' 1.5 1001 1x; do
+	for v in -1 x '' 1.5 1001 1x ' 1' +1; do
 		run -64 --separate-stderr "$RLOCK" acquire --wait-replicas "$v" wv
 		assert_try acquire
 		run -64 --separate-stderr "$RLOCK" run --wait-replicas "$v" wv -- touch ran
