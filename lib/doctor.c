@@ -926,8 +926,9 @@ static void check_sentinels(struct doc *x, struct rlock_node *n)
 	size_t reached = 0, agree = 0;
 
 	snprintf(label, sizeof(label), "sentinels of '%s'", n->url.master);
-	for (size_t i = 0; i < n->surl.nhosts; i++) {
-		struct rlock_conn *c = conn_new(&n->surl, (int)i, &n->sopts);
+	for (size_t i = 0; i < n->sent->url.nhosts; i++) {
+		struct rlock_conn *c = conn_new(&n->sent->url, (int)i,
+						&n->sent->opts);
 		char ip[256], port[16], at[300], q[16], o[16];
 		redisReply *r = NULL;
 

@@ -137,23 +137,28 @@ struct sentinel_auth {
  * node_open), tells the node what came back (node_heard) and does what it
  * says.
  */
+/* What a sentinel URL's node needs besides its URL. */
+struct sentinels {
+	struct rlock_url url;		/* the sentinels, with their credentials */
+	struct rlock_conn_opts opts;
+	char pass[512];
+	size_t last;			/* the sentinel that answered last */
+};
+
 struct rlock_node {
 	struct rlock_url url;		/* as given */
 	const struct rlock_conn_opts *copts;
-	struct peer *peer[NODE_MAX_PEERS];	/* npeer of them */
-	size_t npeer;
+	struct peer **peer;		/* npeer of them */
+	size_t npeer, cappeer;
 	size_t cur;			/* the peer of cmd */
 	struct rlock_conn *cmd;		/* requests: peer[cur]'s connection */
 	struct rlock_conn *sub;		/* the release channel, while waiting */
-	struct rlock_url suburl;	/* where sub goes */
+	struct rlock_url *suburl;	/* where sub goes */
 	unsigned char *slots;		/* cluster: slot -> peer + 1; 0 unknown */
 	int ask;			/* ASK: the peer of the next send, -1 */
 	int asking;			/* the next send goes after ASKING */
-	/* Sentinel only. */
-	struct rlock_url surl;		/* the sentinels, with their credentials */
-	struct rlock_conn_opts sopts, mopts;
-	char spass[512];
-	size_t sidx;			/* the sentinel that answered last */
+	struct sentinels *sent;		/* Sentinel only */
+	struct rlock_conn_opts mopts;	/* Sentinel: the master's, with HELLO */
 	char err[600];
 };
 

@@ -41,16 +41,28 @@ static int starts_with(const redisReply *r, const char *p)
  * or room. */
 static int peer_add(struct rlock_node *n, const char *host, int port)
 {
-	const struct rlock_conn_opts *o = n->url.kind == RLOCK_URL_SENTINEL ?
-		&n->mopts : n->copts;
+	const struct rlock_conn_opts *o = n->sent != NULL ? &n->mopts :
+		n->copts;
 	struct peer *p;
 
 	if (n->npeer == NODE_MAX_PEERS)
 		return -1;
-	p = calloc(1, sizeof(*p));
+	if (n->npeer == n->cappeer) {
+		size_t cap = n->cappeer ? n->cappeer * 2 : 1;
+		struct peer **np = realloc(n->peer, cap * sizeof(*np));
+
+		if (np == NULL)
+			return -1;
+		n->peer = np;
+		n->cappeer = cap;
+	}
+	/* Not calloc: the URL is copied whole, and zeroing it first cost
+	 * an uncontended run 5% of its instructions. */
+	p = malloc(sizeof(*p));
 	if (p == NULL)
 		return -1;
 	p->url = n->url;
+	p->down_until = 0;
 	if (host != NULL) {
 		p->url.kind = n->url.tls ? RLOCK_URL_TLS : RLOCK_URL_TCP;
 		p->url.nhosts = 1;
@@ -113,36 +125,42 @@ static int peer_move(struct rlock_node *n, size_t i, const char *host,
 int node_init(struct rlock_node *n, const struct rlock_conn_opts *o,
 	      const struct sentinel_auth *sa)
 {
+	struct sentinels *st;
+
 	n->copts = o;
 	n->ask = -1;
-	if (n->url.kind == RLOCK_URL_SENTINEL) {
-		/* The URL's user and password are the master's; the
-		 * sentinels have their own, or none. */
-		n->mopts = *o;
-		n->mopts.want_master = 1;
-		n->sopts = *o;
-		n->sopts.password = NULL;
-		/* A sentinel's whole answer is bounded by the connect
-		 * timeout (ask_sentinel), and said so when it runs out. */
-		n->sopts.io_timeout_ms = o->connect_timeout_ms;
-		n->surl = n->url;
-		n->surl.user[0] = '\0';
-		explicit_bzero(n->surl.password, sizeof(n->surl.password));
-		n->surl.has_password = 0;
-		if (sa != NULL && sa->user != NULL)
-			snprintf(n->surl.user, sizeof(n->surl.user), "%s",
-				 sa->user);
-		if (sa != NULL && sa->password != NULL) {
-			snprintf(n->spass, sizeof(n->spass), "%s",
-				 sa->password);
-			n->sopts.password = n->spass;
-		}
-		/* The master's address comes from the sentinels. */
-		if (peer_add(n, "", 0) < 0)
+	if (n->url.kind != RLOCK_URL_SENTINEL) {
+		if (peer_add(n, NULL, 0) < 0)
 			return RLOCK_ESYS;
-	} else if (peer_add(n, NULL, 0) < 0) {
-		return RLOCK_ESYS;
+		use_peer(n, 0);
+		return RLOCK_OK;
 	}
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return RLOCK_ESYS;
+	n->sent = st;
+	/* The URL's user and password are the master's; the sentinels have
+	 * their own, or none. */
+	n->mopts = *o;
+	n->mopts.want_master = 1;
+	st->opts = *o;
+	st->opts.password = NULL;
+	/* A sentinel's whole answer is bounded by the connect timeout
+	 * (ask_sentinel), and said so when it runs out. */
+	st->opts.io_timeout_ms = o->connect_timeout_ms;
+	st->url = n->url;
+	st->url.user[0] = '\0';
+	explicit_bzero(st->url.password, sizeof(st->url.password));
+	st->url.has_password = 0;
+	if (sa != NULL && sa->user != NULL)
+		snprintf(st->url.user, sizeof(st->url.user), "%s", sa->user);
+	if (sa != NULL && sa->password != NULL) {
+		snprintf(st->pass, sizeof(st->pass), "%s", sa->password);
+		st->opts.password = st->pass;
+	}
+	/* The master's address comes from the sentinels. */
+	if (peer_add(n, "", 0) < 0)
+		return RLOCK_ESYS;
 	use_peer(n, 0);
 	return RLOCK_OK;
 }
@@ -155,14 +173,22 @@ void node_free(struct rlock_node *n)
 			       sizeof(n->peer[i]->url.password));
 		free(n->peer[i]);
 	}
-	n->npeer = 0;
+	free(n->peer);
+	n->peer = NULL;
+	n->npeer = n->cappeer = 0;
 	conn_free(n->sub);
 	n->sub = NULL;
+	if (n->suburl != NULL)
+		explicit_bzero(n->suburl->password, sizeof(n->suburl->password));
+	free(n->suburl);
+	n->suburl = NULL;
 	free(n->slots);
 	n->slots = NULL;
-	explicit_bzero(n->spass, sizeof(n->spass));
+	if (n->sent != NULL)
+		explicit_bzero(n->sent, sizeof(*n->sent));
+	free(n->sent);
+	n->sent = NULL;
 	explicit_bzero(n->url.password, sizeof(n->url.password));
-	explicit_bzero(n->suburl.password, sizeof(n->suburl.password));
 }
 
 int node_is_cluster(const struct rlock_node *n)
@@ -371,7 +397,8 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 {
 	const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME",
 				n->url.master };
-	struct rlock_conn *c = conn_new(&n->surl, (int)i, &n->sopts);
+	struct rlock_conn *c = conn_new(&n->sent->url, (int)i,
+					&n->sent->opts);
 	int64_t until = cut(rlock_mono_ms() + n->copts->connect_timeout_ms,
 			    hard);
 	redisReply *r = NULL;
@@ -424,9 +451,10 @@ static void sentinel_list(const struct rlock_node *n, char *buf, size_t len)
 	size_t o = 0;
 
 	buf[0] = '\0';
-	for (size_t i = 0; i < n->surl.nhosts && o < len; i++) {
+	for (size_t i = 0; i < n->sent->url.nhosts && o < len; i++) {
 		int k = snprintf(buf + o, len - o, "%s%s:%d", i ? ", " : "",
-				 n->surl.hosts[i].host, n->surl.hosts[i].port);
+				 n->sent->url.hosts[i].host,
+				 n->sent->url.hosts[i].port);
 
 		if (k < 0)
 			break;
@@ -454,7 +482,7 @@ static int resolve(struct rlock_node *n, int64_t hard)
 {
 	int64_t until = cut(rlock_mono_ms() + n->copts->connect_timeout_ms,
 			    hard);
-	size_t ns = n->surl.nhosts;
+	size_t ns = n->sent->url.nhosts;
 	char host[256], why[520] = "", list[400];
 	enum asked last = ASKED_DOWN;
 	int port = 0, reached, unknown, replica = 0, rc;
@@ -462,7 +490,7 @@ static int resolve(struct rlock_node *n, int64_t hard)
 	for (;;) {
 		reached = unknown = 0;
 		for (size_t k = 0; k < ns; k++) {
-			size_t i = (n->sidx + k) % ns;
+			size_t i = (n->sent->last + k) % ns;
 			enum asked a = ask_sentinel(n, i, hard, host,
 						    sizeof(host), &port, why,
 						    sizeof(why));
@@ -477,7 +505,7 @@ static int resolve(struct rlock_node *n, int64_t hard)
 				goto fail;
 			if (a != ASKED_MASTER)
 				continue;
-			n->sidx = i;
+			n->sent->last = i;
 			if (peer_move(n, 0, host, port) != RLOCK_OK) {
 				snprintf(why, sizeof(why), "out of memory");
 				goto fail;
@@ -538,7 +566,7 @@ int node_open(struct rlock_node *n, int64_t hard)
 	if (conn_is_up(n->cmd))
 		return RLOCK_OK;
 	/* Sentinel: every new connection asks who the master is now. */
-	if (n->url.kind == RLOCK_URL_SENTINEL)
+	if (n->sent != NULL)
 		return resolve(n, hard);
 	rc = conn_open(n->cmd, cut(rlock_mono_ms() +
 				   n->copts->connect_timeout_ms, hard));
@@ -552,7 +580,7 @@ int node_open(struct rlock_node *n, int64_t hard)
 enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 {
 	if (r == NULL) {
-		if (n->url.kind == RLOCK_URL_SENTINEL)
+		if (n->sent != NULL)
 			return NODE_REDISCOVER;
 		/* A cluster node that dropped may have failed over: ask
 		 * another who owns the slot now. */
@@ -569,7 +597,7 @@ enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 		return redirected(n, r, 0);
 	if (starts_with(r, "ASK "))
 		return redirected(n, r, 1);
-	if (n->url.kind == RLOCK_URL_SENTINEL &&
+	if (n->sent != NULL &&
 	    (starts_with(r, "READONLY") || starts_with(r, "MASTERDOWN"))) {
 		/* The master we were given is one no longer. */
 		conn_close(n->cmd);
@@ -581,6 +609,7 @@ enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard)
 {
 	const struct rlock_url *u;
+	struct rlock_url *su = n->suburl;
 
 	node_route(n, slot);
 	n->asking = 0;
@@ -588,14 +617,19 @@ struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard)
 		return NULL;
 	u = &n->peer[n->cur]->url;
 	if (n->sub != NULL && (u->kind == RLOCK_URL_UNIX ||
-			       (u->hosts[0].port == n->suburl.hosts[0].port &&
+			       (u->hosts[0].port == su->hosts[0].port &&
 				strcmp(u->hosts[0].host,
-				       n->suburl.hosts[0].host) == 0)))
+				       su->hosts[0].host) == 0)))
 		return n->sub;
 	conn_free(n->sub);
-	n->suburl = *u;
-	n->sub = conn_new(&n->suburl, 0, n->url.kind == RLOCK_URL_SENTINEL ?
-			  &n->mopts : n->copts);
+	n->sub = NULL;
+	if (su == NULL && (su = malloc(sizeof(*su))) == NULL) {
+		snprintf(n->err, sizeof(n->err), "out of memory");
+		return NULL;
+	}
+	n->suburl = su;
+	*su = *u;
+	n->sub = conn_new(su, 0, n->sent != NULL ? &n->mopts : n->copts);
 	if (n->sub == NULL)
 		snprintf(n->err, sizeof(n->err), "out of memory");
 	return n->sub;
@@ -608,6 +642,6 @@ const struct rlock_url *node_url(const struct rlock_node *n, int slot,
 
 	if (n->slots != NULL && slot >= 0 && n->slots[slot] > 0)
 		p = n->slots[slot] - 1u;
-	*o = n->url.kind == RLOCK_URL_SENTINEL ? &n->mopts : n->copts;
+	*o = n->sent != NULL ? &n->mopts : n->copts;
 	return &n->peer[p]->url;
 }
