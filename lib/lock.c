@@ -367,7 +367,7 @@ static size_t wait_replicas(struct rlock *rl, const struct names *n, int want,
 		if (got < *least || addr[0] == '\0') {
 			*least = got < *least ? got : *least;
 			snprintf(addr, addrlen, "%s", res->rc == RLOCK_OK ?
-				 conn_addr(rl->node[i].cmd) : res->err);
+				 node_addr(&rl->node[i]) : res->err);
 		}
 	}
 	fan_done(&f);
@@ -943,7 +943,7 @@ static void fill_view(struct rlock *rl, struct fan *f, size_t i,
 	const struct rlock_result *res = &f->slot[i].res;
 
 	memset(v, 0, sizeof(*v));
-	snprintf(v->addr, sizeof(v->addr), "%s", conn_addr(rl->node[i].cmd));
+	snprintf(v->addr, sizeof(v->addr), "%s", node_addr(&rl->node[i]));
 	if (res->rc != RLOCK_OK) {
 		v->state = RLOCK_VIEW_ERROR;
 		snprintf(v->error, sizeof(v->error), "%s", res->err);

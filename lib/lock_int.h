@@ -196,6 +196,10 @@ int node_fallback(const struct rlock_node *n);
 /* What to do after n's connection dropped (r NULL) or answered r. */
 enum node_next node_heard(struct rlock_node *n, const redisReply *r);
 
+/* Where n's requests go now, for messages: "host:port", or the master's
+ * name before the sentinels named its address. */
+const char *node_addr(const struct rlock_node *n);
+
 /* The reason of the last failure of node_open (or of n->cmd). */
 const char *node_errstr(const struct rlock_node *n);
 

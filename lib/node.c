@@ -191,6 +191,14 @@ void node_free(struct rlock_node *n)
 	explicit_bzero(n->url.password, sizeof(n->url.password));
 }
 
+const char *node_addr(const struct rlock_node *n)
+{
+	/* Before the sentinels named a master, the URL's name for it. */
+	if (n->sent != NULL && n->peer[0]->url.hosts[0].port == 0)
+		return n->url.master;
+	return conn_addr(n->cmd);
+}
+
 int node_is_cluster(const struct rlock_node *n)
 {
 	return n->slots != NULL;
