@@ -207,6 +207,19 @@ elapsed_since() {
 	lock_free trio Y
 }
 
+@test "a Redlock member whose sentinels are all down: the quorum holds, and status names that master" {
+	local token dead
+	dead="redis-sentinel://127.0.0.1:$(closed_port)#gone"
+	token=$("$RLOCK" -u "$dead" -u "$X_URL" -u "$Y_URL" acquire trio2)
+	held_by trio2 "$token" X
+	held_by trio2 "$token" Y
+	run -0 --separate-stderr "$RLOCK" -u "$dead" -u "$X_URL" -u "$Y_URL" status trio2
+	assert_line --index 2 --regexp "^  gone +error  no sentinel reachable for master 'gone'"
+	run -0 "$RLOCK" -u "$dead" -u "$X_URL" -u "$Y_URL" release trio2 "$token"
+	lock_free trio2 X
+	lock_free trio2 Y
+}
+
 # ---- passwords --------------------------------------------------------------
 
 @test "sentinel and master passwords from files: both needed, neither in argv" {
