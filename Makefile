@@ -202,13 +202,14 @@ check-version:
 # make deb: build the package from the tarball, unpacked under
 # $(DISTDIR) (dpkg-buildpackage writes beside the source directory), and
 # keep only the .deb.  The binary names the commit of this checkout.  The
-# package's make does not inherit this one's command-line variables.
+# package's make does not inherit this one's command-line variables, which
+# make exports (make test SAN=1 would otherwise package a sanitized build).
 deb: deb-deps check-version dist
 	rm -rf $(DISTDIR)/deb-build
 	mkdir -p $(DISTDIR)/deb-build
 	tar -xzf $(TARBALL) -C $(DISTDIR)/deb-build
 	cd $(DISTDIR)/deb-build/rlock-$(VERSION) && \
-		unset MAKEFLAGS MFLAGS MAKELEVEL && \
+		unset MAKEFLAGS MFLAGS MAKELEVEL SAN WERROR HIREDIS_STATIC && \
 		RLOCK_COMMIT='$(RLOCK_COMMIT)' dpkg-buildpackage -b -us -uc
 	mv -f $(DISTDIR)/deb-build/rlock_$(VERSION)_$(DEB_ARCH).deb $(DISTDIR)/
 	rm -rf $(DISTDIR)/deb-build
