@@ -33,8 +33,10 @@ for c in json.loads(sys.argv[1]):
 	run -0 --separate-stderr "$RLOCK" -u "$L_URL" --cacert "$CERTS/ca.crt" --json doctor
 	json=$output
 	[ "$(check "$json" tls level)" = ok ]
-	[[ $(check "$json" tls message) =~ ^TLSv1\.[23],\ name\ verified,\ the\ server\'s\ certificate\ expires\ in\ 399\ days$ ]]
-	[ "$(check "$json" tls value)" = 399 ]
+	# 400 days from when setup_file made it: 399 and some hours left, or
+	# 400 when doctor runs within the same second.
+	[[ $(check "$json" tls message) =~ ^TLSv1\.[23],\ name\ verified,\ the\ server\'s\ certificate\ expires\ in\ (399|400)\ days$ ]]
+	[[ $(check "$json" tls value) == @(399|400) ]]
 	[ "$(check "$json" cleanup level)" = ok ]
 }
 
