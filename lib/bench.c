@@ -179,7 +179,6 @@ struct bname {
 	int releaser;			/* last client to release it */
 	int64_t released_at;		/* ns its last release was sent */
 	long long last_fence;
-	int slot;			/* its cluster slot */
 };
 
 struct bench {
@@ -949,7 +948,7 @@ static int make_names(struct bench *b)
 		if (n->key == NULL || n->meta == NULL || n->fence == NULL ||
 		    n->chan == NULL)
 			return bench_errno(b, "out of memory");
-		n->slot = key_slot(n->key, strlen(n->key));
+		n->v.slot = key_slot(n->key, strlen(n->key));
 	}
 	return RLOCK_OK;
 }
@@ -1076,10 +1075,10 @@ static int setup(struct bench *b)
 	for (i = 0; i < b->nc; i++) {
 		const struct bname *nm = &b->nm[b->cl[i].name];
 
-		if (open_conn(b, nm->slot, &b->cl[i].cmd) != RLOCK_OK)
+		if (open_conn(b, nm->v.slot, &b->cl[i].cmd) != RLOCK_OK)
 			return b->rc;
 		if (b->nk < b->nc &&
-		    open_conn(b, nm->slot, &b->cl[i].sub) != RLOCK_OK)
+		    open_conn(b, nm->v.slot, &b->cl[i].sub) != RLOCK_OK)
 			return b->rc;
 	}
 	snprintf(b->res->server, sizeof(b->res->server), "%s",
@@ -1224,7 +1223,7 @@ static void cleanup_keys(struct bench *b)
 
 	while (done != NULL && first < b->nk) {
 		const struct rlock_conn_opts *o;
-		const struct rlock_url *u = node_url(n, b->nm[first].slot, &o);
+		const struct rlock_url *u = node_url(n, b->nm[first].v.slot, &o);
 		struct rlock_conn *c = conn_new(u, 0, o);
 		int64_t deadline = rlock_mono_ms() + o->io_timeout_ms;
 		int sent = 0;
@@ -1239,7 +1238,7 @@ static void cleanup_keys(struct bench *b)
 						b->nm[i].meta, b->nm[i].fence };
 			const struct rlock_conn_opts *oi;
 
-			if (done[i] || node_url(n, b->nm[i].slot, &oi) != u)
+			if (done[i] || node_url(n, b->nm[i].v.slot, &oi) != u)
 				continue;
 			done[i] = 1;
 			if (conn_send(c, 4, argv, NULL) == RLOCK_OK)

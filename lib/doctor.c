@@ -751,6 +751,7 @@ static void check_rights(struct doc *x, struct server *s)
 	p.v.meta = p.meta;
 	p.v.fence = p.fence;
 	p.v.chan = p.chan;
+	p.v.slot = key_slot(p.key, strlen(p.key));
 	if (rlock_make_token(p.token) != 0) {
 		x->oom = 1;
 		return;

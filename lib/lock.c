@@ -224,6 +224,7 @@ static int make_names(struct rlock *rl, const char *name, struct names *n)
 	n->v.meta = n->meta;
 	n->v.fence = n->fence;
 	n->v.chan = n->chan;
+	n->v.slot = key_slot(n->key, strlen(n->key));
 	return RLOCK_OK;
 }
 
@@ -344,7 +345,7 @@ static size_t wait_replicas(struct rlock *rl, const struct names *n, int want,
 
 	snprintf(num, sizeof(num), "%d", want);
 	snprintf(ms, sizeof(ms), "%lld", (long long)rl->copts.io_timeout_ms);
-	req_command(&q, 3, argv, key_slot(n->key, strlen(n->key)));
+	req_command(&q, 3, argv, n->v.slot);
 	fan_init(&f, rl);
 	f.extra_ms = rl->copts.io_timeout_ms;
 	for (i = 0; i < f.n; i++) {
@@ -548,11 +549,11 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 static size_t subscribe(struct rlock *rl, const struct names *n,
 			int64_t deadline, int cancel_fd)
 {
-	int slot = key_slot(n->key, strlen(n->key));
 	size_t i, ok = 0;
 
 	for (i = 0; i < rl->nnode; i++) {
-		struct rlock_conn *c = node_sub(&rl->node[i], slot, deadline);
+		struct rlock_conn *c = node_sub(&rl->node[i], n->v.slot,
+					       deadline);
 		const char *argv[2] = { "SUBSCRIBE", n->chan };
 		redisReply *r = NULL;
 
@@ -963,7 +964,7 @@ static long long count_waiters(struct rlock *rl, const struct names *n)
 	long long most = -1;
 
 	/* Waiters subscribe on the master that owns the lock's slot. */
-	req_command(&q, 3, argv, key_slot(n->key, strlen(n->key)));
+	req_command(&q, 3, argv, n->v.slot);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	fan_run(rl, &f);

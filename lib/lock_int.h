@@ -18,9 +18,11 @@
 #define KEY_FENCE ":fence"
 #define KEY_CHANNEL ":released"
 
-/* The names of one lock, for the argument builders. */
+/* The names of one lock, for the argument builders, and the cluster slot
+ * they share (key_slot of key, computed once). */
 struct lock_names {
 	const char *key, *meta, *fence, *chan;
+	int slot;
 };
 
 /* Write "prefix{name}suffix" into buf.  Returns its length, or -1 when it

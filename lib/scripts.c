@@ -179,7 +179,7 @@ static void begin(struct request *q, int script, int nkeys,
 	const char *keys[3] = { n->key, n->meta, n->fence };
 
 	q->script = script;
-	q->slot = key_slot(n->key, strlen(n->key));
+	q->slot = n->slot;
 	q->nkeys = nkeys;
 	for (q->argc = 0; q->argc < nkeys; q->argc++)
 		q->argv[q->argc] = keys[q->argc];
