@@ -137,15 +137,22 @@ int cli_global_option(struct cli *g, int c, const char *arg);
 int cli_lock_option(const struct cli *g, int c, const char *arg,
 		    struct rlock_acquire_opts *ao, int *conflict);
 
-#define CLI_LOCK_SHORT "t:nw:E:"
+#define CLI_LOCK_SHORT "t:nw:E:sxl:"
 #define CLI_LOCK_LONG                                                     \
 	{ "ttl", required_argument, NULL, 't' },                          \
+	{ "shared", no_argument, NULL, 's' },                             \
+	{ "exclusive", no_argument, NULL, 'x' },                          \
+	{ "limit", required_argument, NULL, 'l' },                        \
 	{ "nonblock", no_argument, NULL, 'n' },                           \
 	{ "timeout", required_argument, NULL, 'w' },                      \
 	{ "conflict-exit-code", required_argument, NULL, 'E' },           \
 	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },            \
 	{ "label", required_argument, NULL, OPT_LABEL },                  \
 	{ "wait-replicas", required_argument, NULL, OPT_WAIT_REPLICAS }
+
+/* After the options: refuse a lock kind that contradicts itself (-s or
+ * -x with --limit N > 1). */
+void cli_lock_check(const struct cli *g, const struct rlock_acquire_opts *ao);
 
 /* Report a getopt failure ('?' or ':') and exit 64. */
 void cli_bad_option(struct cli *g, int c, char **argv)
@@ -228,6 +235,9 @@ int cli_live_ok(const struct cli *g);
 /* An rlock_wait_cb drawing "waiting for NAME: held by ... for ...;
  * waited ..." over itself; arg is a struct cli_waitline. */
 void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg);
+
+/* n as "1st", "2nd", "3rd", "11th"... into buf. */
+const char *cli_ordinal(long long n, char *buf, size_t len);
 
 /* Erase the live line if one was drawn. */
 void cli_wait_line_end(struct cli_waitline *l);

@@ -167,6 +167,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 		cli_usage_error(g, "too many arguments");
 	name = argv[optind];
 	cli_check_name(g, name);
+	cli_lock_check(g, &ao);
 	if (pid != 0 && !renew)
 		cli_usage_error(g, "--pid needs --renew");
 	/* The holder status shows is the calling script, not us. */

@@ -114,6 +114,7 @@ static void parse(struct run *r, int argc, char **argv)
 	if (!have_name)
 		cli_usage_error(g, "missing lock NAME");
 	cli_check_name(g, r->name);
+	cli_lock_check(g, &r->ao);
 	if (r->shell_cmd != NULL && optind < argc)
 		cli_usage_error(g, "give COMMAND or -c STRING, not both");
 	if (r->shell_cmd == NULL && optind >= argc)

@@ -79,6 +79,69 @@ static void print_views(const struct status *s)
 	}
 }
 
+static const char *kind_name(const struct rlock_holder *h)
+{
+	return h->shared ? "shared" : h->limit > 1 ? "semaphore" : "exclusive";
+}
+
+/* One holder as JSON. */
+static void json_holder(FILE *f, const struct rlock_holder *h)
+{
+	fputs("{\"token_prefix\":", f);
+	cli_json_str(f, h->token_prefix);
+	fputs(",\"host\":", f);
+	cli_json_str(f, h->host);
+	fprintf(f, ",\"pid\":%lld,\"user\":", h->pid);
+	cli_json_str(f, h->user);
+	fputs(",\"command\":", f);
+	cli_json_str(f, h->command);
+	fprintf(f, ",\"fence\":%lld,\"since_ms\":%lld,\"age_ms\":%lld,"
+		"\"ttl_ms\":%lld}", h->fence, h->since_ms, h->age_ms, h->ttl_ms);
+}
+
+/* The kind held, every holder and the wait line, as JSON members. */
+static void json_kind_line(const struct status *s,
+			   const struct rlock_holder *h)
+{
+	const struct rlock_holder *list;
+	size_t n = rlock_status_holders(s->rl, &list);
+
+	fputs(",\"kind\":", s->out);
+	if (h->held)
+		cli_json_str(s->out, kind_name(h));
+	else
+		fputs("null", s->out);
+	if (h->held && h->limit > 1)
+		fprintf(s->out, ",\"limit\":%d", h->limit);
+	else
+		fputs(",\"limit\":null", s->out);
+	fputs(",\"holders\":[", s->out);
+	if (h->held && n == 0)
+		json_holder(s->out, h);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			fputc(',', s->out);
+		json_holder(s->out, &list[i]);
+	}
+	fputs("],\"next\":", s->out);
+	if (h->next.present) {
+		const struct rlock_waiter *w = &h->next;
+
+		fputs("{\"kind\":", s->out);
+		cli_json_str(s->out, w->shared ? "shared" : w->limit > 1 ?
+			     "semaphore" : "exclusive");
+		fputs(",\"host\":", s->out);
+		cli_json_str(s->out, w->host);
+		fprintf(s->out, ",\"pid\":%lld,\"user\":", w->pid);
+		cli_json_str(s->out, w->user);
+		fputs(",\"command\":", s->out);
+		cli_json_str(s->out, w->command);
+		fprintf(s->out, ",\"waited_ms\":%lld}", w->waited_ms);
+	} else {
+		fputs("null", s->out);
+	}
+}
+
 static void print_json(struct status *s, const char *name,
 		       const struct rlock_holder *h)
 {
@@ -110,8 +173,47 @@ static void print_json(struct status *s, const char *name,
 		fprintf(s->out, "%lld", h->waiters);
 	else
 		fputs("null", s->out);
+	json_kind_line(s, h);
 	print_json_views(s);
 	fputs("}", s->out);
+}
+
+/* Under a lock's row: the holders of a shared lock or a semaphore, and
+ * the next in line. */
+static void print_more(const struct status *s, const struct rlock_holder *h)
+{
+	const struct rlock_holder *list;
+	size_t n = rlock_status_holders(s->rl, &list);
+	char who[400], cmd[RLOCK_LABEL_MAX + 1], ttl[32], age[32];
+
+	if (h->held && h->limit > 1)
+		fprintf(s->out, "  semaphore: %lld of %d places held\n",
+			h->nholders, h->limit);
+	else if (h->held && h->shared)
+		fprintf(s->out, "  shared: %lld holder%s\n", h->nholders,
+			h->nholders == 1 ? "" : "s");
+	for (size_t i = 0; i < n; i++) {
+		const struct rlock_holder *x = &list[i];
+
+		snprintf(who, sizeof(who), "%s@%s:%lld", x->user, x->host,
+			 x->pid);
+		fprintf(s->out, "    %-8s fence %-6lld age %-7s ttl %-7s %-24s "
+			"%s\n", x->token_prefix, x->fence,
+			rlock_fmt_ms(x->age_ms, age, sizeof(age)),
+			rlock_fmt_ms(x->ttl_ms, ttl, sizeof(ttl)),
+			cli_printable(who),
+			cli_printable(strcpy(cmd, x->command)));
+	}
+	if (h->next.present) {
+		const struct rlock_waiter *w = &h->next;
+
+		snprintf(who, sizeof(who), "%s@%s:%lld", w->user, w->host,
+			 w->pid);
+		fprintf(s->out, "  next: %s%s, waiting %s  %s\n",
+			cli_printable(who), w->shared ? " (shared)" : "",
+			rlock_fmt_ms(w->waited_ms, age, sizeof(age)),
+			cli_printable(strcpy(cmd, w->command)));
+	}
 }
 
 static void print_row(struct status *s, const char *name,
@@ -131,6 +233,7 @@ static void print_row(struct status *s, const char *name,
 	if (!h->held) {
 		fprintf(s->out, "%-20s %-5s %6lld %8s %8s %7s  %-24s %s\n", name,
 		       "free", h->fence, "-", "-", w, "-", "-");
+		print_more(s, h);
 		print_views(s);
 		return;
 	}
@@ -145,6 +248,7 @@ static void print_row(struct status *s, const char *name,
 	       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :
 	       "none", w, cli_printable(holder),
 	       cli_printable(strcpy(cmd, h->command)));
+	print_more(s, h);
 	print_views(s);
 }
 

@@ -119,10 +119,27 @@ static int int_option(const struct cli *g, const char *opt, const char *arg,
 	return (int)v;
 }
 
+/* The last of -s and -x given ('s', 'x'), 0 none: flock's letters, where
+ * the last one counts; either with --limit N > 1 is a contradiction. */
+static char kind_letter;
+
+#define LIMIT_MAX 100000
+
 int cli_lock_option(const struct cli *g, int c, const char *arg,
 		    struct rlock_acquire_opts *ao, int *conflict)
 {
 	switch (c) {
+	case 's':
+	case 'x':
+		ao->shared = c == 's';
+		kind_letter = (char)c;
+		return 1;
+	case 'l':
+		ao->limit = int_option(g, "--limit", arg, LIMIT_MAX);
+		if (ao->limit == 0)
+			cli_usage_error(g, "invalid --limit '%s': must be "
+					"1..%d", arg, LIMIT_MAX);
+		return 1;
 	case 't':
 		ao->ttl_ms = cli_duration(g, "--ttl", arg, 1, 0);
 		return 1;
@@ -146,6 +163,15 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		return 1;
 	}
 	return 0;
+}
+
+void cli_lock_check(const struct cli *g, const struct rlock_acquire_opts *ao)
+{
+	if (kind_letter != 0 && ao->limit > 1)
+		cli_usage_error(g, "--%s and --limit %d cannot be combined: a "
+				"semaphore's holders are neither shared nor "
+				"exclusive", kind_letter == 's' ? "shared" :
+				"exclusive", ao->limit);
 }
 
 int cli_global_option(struct cli *g, int c, const char *arg)
@@ -494,14 +520,31 @@ int cli_live_ok(const struct cli *g)
 	       getenv("NO_COLOR") == NULL;
 }
 
+const char *cli_ordinal(long long n, char *buf, size_t len)
+{
+	const char *sfx = "th";
+
+	if (n % 100 < 11 || n % 100 > 13)
+		sfx = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" :
+		      n % 10 == 3 ? "rd" : "th";
+	snprintf(buf, len, "%lld%s", n, sfx);
+	return buf;
+}
+
 void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg)
 {
 	struct cli_waitline *l = arg;
-	char who[600], a[32], w[32];
+	char who[600], a[32], w[32], place[64] = "", nth[24], more[64] = "";
 
+	if (h->place >= 0)
+		snprintf(place, sizeof(place), " (%s in line)",
+			 cli_ordinal(h->place + 1, nth, sizeof(nth)));
+	if (h->nholders > 1)
+		snprintf(more, sizeof(more), " and %lld more", h->nholders - 1);
 	/* Whole seconds: the line is redrawn once a second. */
-	fprintf(stderr, "\rrlock: waiting for %s: held by %s for %s; "
-		"waited %s\033[K", l->name, cli_holder(h, who, sizeof(who)),
+	fprintf(stderr, "\rrlock: waiting for %s%s: held by %s%s for %s; "
+		"waited %s\033[K", l->name, place,
+		cli_holder(h, who, sizeof(who)), more,
 		rlock_fmt_ms(h->age_ms > 0 ? h->age_ms / 1000 * 1000 : 0, a,
 			     sizeof(a)),
 		rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w)));

@@ -13,6 +13,10 @@
 	"  -n, --nonblock                 fail at once if the lock is held\n"  \
 	"  -w, --timeout DUR              wait at most DUR (-w 0 is -n; default: forever)\n" \
 	"  -E, --conflict-exit-code N     exit status when not acquired (default 75)\n" \
+	"  -s, --shared                   a shared lock: any number of shared holders\n" \
+	"  -x, --exclusive                an exclusive lock: one holder (the default)\n" \
+	"  -l, --limit N                  a semaphore: up to N holders (all users of\n" \
+	"                                 NAME must give the same N)\n" \
 	"      --min-hold DUR             keep the lock at least DUR after taking it\n" \
 	"      --label TEXT               what status shows as the holder's command\n" \
 	"      --wait-replicas N          after taking the lock, wait until N replicas\n" \

@@ -8,12 +8,14 @@
  * Decisions worth knowing when reading the numbers:
  *  - One request at a time per client; no pipelining.
  *  - A client told "held" waits as rlock_acquire does, event-driven: it
- *    has a second connection subscribed to the name's release channel and
- *    tries again on each message (every waiter of a name wakes, as with
- *    real processes); without a message it tries again when the holder's
- *    PTTL runs out, plus jitter.  The subscriptions are made before the
- *    run, when keys < clients, so that setting them up is not timed; a
- *    client ignores the message of its own release.
+ *    takes a place in the name's wait line, has a second connection
+ *    subscribed to its own wake-up channel, and tries again when a
+ *    release wakes it (only the next in line is woken), when the holder's
+ *    PTTL runs out (the next in line), and every LINE_BEAT_MS to keep its
+ *    place.  The subscriptions are made before the run, when keys <
+ *    clients, so that setting them up is not timed.
+ *  - --limit N and --shared take semaphore places or shared locks; the
+ *    exclusion check then counts holders against N (shared: none).
  *  - Mutual exclusion is checked three ways: this process knows which
  *    client holds each name (a grant while another holds it is an
  *    overlap); a release answered 0 means the token no longer held the
@@ -161,21 +163,32 @@ struct bclient {
 	int inflight;
 	int eval;			/* next script send uses EVAL */
 	int busy_seen;			/* told "held" in this acquire */
-	int woken;			/* a release message since the send */
-	int own_pending;		/* own release messages to ignore */
+	int woken;			/* a wake-up message since the send */
+	int in_line;			/* has a place in the wait line */
 	int outwait;			/* EPOLLOUT registered */
 	int hpos;			/* index in the timer heap, -1 none */
 	int64_t timer;			/* ns, when hpos >= 0 */
 	int64_t t_sent;			/* ns, request sent */
 	int64_t t_begin;		/* ns, this acquire began */
 	uint32_t seq;
+	long long turns;		/* cycles completed in the lock phase */
 	char token[RLOCK_TOKEN_LEN + 1];
+	char wid[LINE_ID_LEN + 1];	/* its waiter id */
 };
 
+/* The suffixes of a name's keys and channels, in struct lock_names'
+ * order after the key. */
+static const char *const name_tails[] = {
+	"", KEY_META, KEY_FENCE, KEY_HOLDERS, KEY_HMETA, KEY_LINE, KEY_LEASE,
+	KEY_WHO, KEY_CHANNEL, KEY_WAKE,
+};
+#define NAME_TAILS (sizeof(name_tails) / sizeof(name_tails[0]))
+
 struct bname {
-	char *key, *meta, *fence, *chan;
-	struct lock_names v;		/* the four, for the builders */
+	char *s[NAME_TAILS];		/* its keys and channels */
+	struct lock_names v;		/* the same, for the builders */
 	int holder;			/* client holding it, -1 none */
+	int nheld;			/* clients holding it */
 	int releaser;			/* last client to release it */
 	int64_t released_at;		/* ns its last release was sent */
 	long long last_fence;
@@ -203,6 +216,7 @@ struct bench {
 	long long soft_errors;
 	struct rlock_result last_soft;
 	struct acquirer who;		/* the holder's metadata of every grant */
+	char kind[24];			/* "x", "s" or the limit */
 	unsigned seed;
 };
 
@@ -342,7 +356,7 @@ static void soft_error(struct bench *b, struct bclient *c,
 	b->soft_errors++;
 	if (r != NULL) {
 		classify_error(r, c->cmd,
-				     b->nm[c->name].key, &b->last_soft);
+				     b->nm[c->name].v.key, &b->last_soft);
 	} else {
 		b->last_soft.rc = RLOCK_EPROTO;
 		snprintf(b->last_soft.err, sizeof(b->last_soft.err),
@@ -409,8 +423,11 @@ static void send_acquire(struct bench *b, struct bclient *c, int64_t now)
 {
 	struct request q;
 
-	/* A busy answer without details: every waiter retries. */
-	req_acquire(&q, &b->nm[c->name].v, c->token, b->o->ttl_ms, &b->who, 0);
+	/* A busy answer without details; a place in line once the client
+	 * listens on its wake-up channel. */
+	req_acquire(&q, &b->nm[c->name].v, c->token, b->o->ttl_ms, &b->who,
+		    &(struct ask){ b->kind, c->sub != NULL ? c->wid : "",
+				   c->sub != NULL, 0 });
 	c->state = CS_ACQ;
 	c->op = OP_ACQ;
 	c->woken = 0;
@@ -430,11 +447,11 @@ static void send_release(struct bench *b, struct bclient *c, int64_t now)
 	if (c->state == CS_HOLD) {
 		/* The holder stops holding when it asks to release: the
 		 * server cannot grant the name to another before that. */
-		n->holder = -1;
+		if (n->holder == c->id)
+			n->holder = -1;
+		n->nheld--;
 		n->released_at = now;
 		n->releaser = c->id;
-		if (c->sub != NULL)
-			c->own_pending++;
 	}
 	c->state = CS_REL;
 	c->op = OP_REL;
@@ -504,12 +521,22 @@ static void on_granted(struct bench *b, struct bclient *c, long long fence,
 {
 	struct bname *n = &b->nm[c->name];
 
-	if (n->holder >= 0 && n->holder != c->id)
+	/* Exclusive: one holder, and each grant's fence above the last
+	 * (shared and semaphore grants may be answered out of order). */
+	if (b->o->shared) {
+		n->nheld++;
+	} else if (++n->nheld > (b->o->limit > 1 ? b->o->limit : 1)) {
 		b->res->overlaps++;
-	n->holder = c->id;
-	if (fence <= n->last_fence)
-		b->res->fence_regressions++;
-	n->last_fence = fence;
+	}
+	if (b->o->limit <= 1 && !b->o->shared) {
+		if (n->holder >= 0 && n->holder != c->id)
+			b->res->overlaps++;
+		n->holder = c->id;
+		if (fence <= n->last_fence)
+			b->res->fence_regressions++;
+		n->last_fence = fence;
+	}
+	c->in_line = 0;
 	hist_add(&b->h_wait, now - c->t_begin);
 	if (now - c->t_begin > b->longest_wait)
 		b->longest_wait = now - c->t_begin;
@@ -524,32 +551,46 @@ static void on_granted(struct bench *b, struct bclient *c, long long fence,
 		send_release(b, c, now);
 }
 
-static void on_busy(struct bench *b, struct bclient *c, long long pttl,
+static void on_busy(struct bench *b, struct bclient *c, const redisReply *r,
 		    int64_t now)
 {
-	int64_t wait_ms;
+	long long pttl = r->element[1]->integer;
+	long long place = r->elements >= 6 ? r->element[2]->integer : -1;
 
 	b->res->busy++;
 	c->busy_seen = 1;
+	if (r->elements >= 6 && r->element[5]->integer == 1) {
+		if (c->in_line)
+			b->res->requeued++;
+		c->in_line = 1;
+	}
 	if (b->stopping) {
 		abandon(b, c, now);
 		return;
 	}
 	if (c->woken) {
-		/* Released while our request was on its way: at once. */
+		/* Woken while our request was on its way: at once. */
 		send_acquire(b, c, now);
 		return;
 	}
-	/* As rlock_acquire: the holder's lease, plus jitter so that the
-	 * waiters of a holder that died do not all come back at once. */
-	if (pttl >= 0)
-		wait_ms = pttl + 1 + jitter(b, (unsigned)(pttl / 20 + 5));
-	else
-		wait_ms = 1000;
-	if (c->sub == NULL && wait_ms > 1000)
-		wait_ms = 1000;		/* no channel: check back */
+	/* As rlock_acquire. */
 	c->state = CS_WAIT;
-	timer_set(b, c, now + wait_ms * NS_PER_MS);
+	timer_set(b, c, now + line_wait_ms(pttl, place, c->in_line,
+					   c->sub != NULL,
+					   jitter(b, 1000)) * NS_PER_MS);
+}
+
+/* A busy answer: {0, pttl, place, waiting, holders, joined, kind}, the
+ * first six integers. */
+static int busy_shape(const redisReply *r)
+{
+	if (r->elements < 7)
+		return 0;
+	for (size_t i = 0; i < 6; i++) {
+		if (r->element[i]->type != REDIS_REPLY_INTEGER)
+			return 0;
+	}
+	return 1;
 }
 
 static void on_acquire_reply(struct bench *b, struct bclient *c,
@@ -569,7 +610,9 @@ static void on_acquire_reply(struct bench *b, struct bclient *c,
 	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
 	    r->element[0]->type != REDIS_REPLY_INTEGER ||
-	    r->element[1]->type != REDIS_REPLY_INTEGER) {
+	    (r->element[0]->integer == 0 && !busy_shape(r)) ||
+	    (r->element[0]->integer != 0 &&
+	     r->element[1]->type != REDIS_REPLY_INTEGER)) {
 		soft_error(b, c, NULL, now);
 		return;
 	}
@@ -579,7 +622,7 @@ static void on_acquire_reply(struct bench *b, struct bclient *c,
 	if (flag->integer == 1)
 		on_granted(b, c, r->element[1]->integer, now);
 	else
-		on_busy(b, c, r->element[1]->integer, now);
+		on_busy(b, c, r, now);
 }
 
 static void on_release_reply(struct bench *b, struct bclient *c,
@@ -604,10 +647,9 @@ static void on_release_reply(struct bench *b, struct bclient *c,
 		/* The token no longer held the lock: someone else could
 		 * have taken it while we thought we held it. */
 		b->res->not_ours++;
-		if (c->own_pending > 0)
-			c->own_pending--;	/* nothing was published */
 	}
 	b->res->cycles++;
+	c->turns++;
 	b->last_done = now;
 	if (b->o->gap_ms > 0 && !b->stopping) {
 		/* A process that exits and is started again. */
@@ -720,10 +762,6 @@ static void on_sub_ready(struct bench *b, struct bclient *c, short revents)
 		freeReplyObject(r);
 		if (!msg)
 			continue;
-		if (c->own_pending > 0) {
-			c->own_pending--;
-			continue;
-		}
 		c->woken = 1;
 		if (c->state == CS_WAIT && b->phase == RLOCK_BENCH_LOCK) {
 			b->res->wakeups++;
@@ -935,20 +973,18 @@ static int make_names(struct bench *b)
 
 		snprintf(name, sizeof(name), "bench-%02x%02x%02x%02x-%d",
 			 rnd[0], rnd[1], rnd[2], rnd[3], i);
-		n->key = key_of(b->rl->prefix, name, "");
-		n->meta = key_of(b->rl->prefix, name, KEY_META);
-		n->fence = key_of(b->rl->prefix, name, KEY_FENCE);
-		n->chan = key_of(b->rl->prefix, name, KEY_CHANNEL);
-		n->v.key = n->key;
-		n->v.meta = n->meta;
-		n->v.fence = n->fence;
-		n->v.chan = n->chan;
+		for (size_t t = 0; t < NAME_TAILS; t++) {
+			n->s[t] = key_of(b->rl->prefix, name, name_tails[t]);
+			if (n->s[t] == NULL)
+				return bench_errno(b, "out of memory");
+		}
+		n->v = (struct lock_names){ n->s[0], n->s[1], n->s[2],
+					    n->s[3], n->s[4], n->s[5],
+					    n->s[6], n->s[7], n->s[8],
+					    n->s[9],
+					    key_slot(n->s[0], strlen(n->s[0])) };
 		n->holder = -1;
 		n->releaser = -1;
-		if (n->key == NULL || n->meta == NULL || n->fence == NULL ||
-		    n->chan == NULL)
-			return bench_errno(b, "out of memory");
-		n->v.slot = key_slot(n->key, strlen(n->key));
 	}
 	return RLOCK_OK;
 }
@@ -999,8 +1035,11 @@ static int subscribe_all(struct bench *b)
 
 	for (int i = 0; i < b->nc; i++) {
 		struct bclient *c = &b->cl[i];
-		const char *argv[2] = { "SUBSCRIBE", b->nm[c->name].chan };
+		char chan[RLOCK_KEY_MAX + 32];
+		const char *argv[2] = { "SUBSCRIBE", chan };
 
+		snprintf(chan, sizeof(chan), "%s%s", b->nm[c->name].v.wake,
+			 c->wid);
 		if (conn_send(c->sub, 2, argv, NULL) != RLOCK_OK)
 			return bench_errno(b, "out of memory");
 		if (conn_fd(c->sub) < 0) {
@@ -1047,6 +1086,7 @@ static int subscribe_all(struct bench *b)
 
 static int setup(struct bench *b)
 {
+	char id[RLOCK_TOKEN_LEN + 1];
 	struct epoll_event ev;
 	int64_t t0 = now_ns();
 	int i;
@@ -1069,6 +1109,9 @@ static int setup(struct bench *b)
 		c->hpos = -1;
 		if (rlock_make_token(c->token) != 0)
 			return bench_errno(b, "getrandom");
+		if (rlock_make_token(id) != 0)
+			return bench_errno(b, "getrandom");
+		memcpy(c->wid, id, LINE_ID_LEN);
 	}
 	if (find_servers(b) != RLOCK_OK)
 		return b->rc;
@@ -1182,6 +1225,30 @@ static double cpu_now(void)
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
+/* How evenly the clients' turns were shared: the fewest and the most
+ * cycles of one client, how many had none, and Jain's index (1: all had
+ * as many; 1/C: one had them all). */
+static void fairness(struct bench *b)
+{
+	double sum = 0, sq = 0;
+	struct rlock_bench_result *res = b->res;
+
+	res->turns_min = -1;
+	for (int i = 0; i < b->nc; i++) {
+		long long t = b->cl[i].turns;
+
+		if (res->turns_min < 0 || t < res->turns_min)
+			res->turns_min = t;
+		if (t > res->turns_max)
+			res->turns_max = t;
+		if (t == 0)
+			res->starved++;
+		sum += (double)t;
+		sq += (double)t * (double)t;
+	}
+	res->fairness = sq > 0 ? sum * sum / ((double)b->nc * sq) : 0;
+}
+
 static void lock_phase(struct bench *b)
 {
 	int64_t deadline = 0;
@@ -1197,6 +1264,7 @@ static void lock_phase(struct bench *b)
 	for (int i = 0; i < b->nc && b->rc == RLOCK_OK; i++)
 		begin_cycle(b, &b->cl[i], now_ns());
 	run_loop(b, deadline);
+	fairness(b);
 	b->res->cpu_s = cpu_now() - cpu0;
 	b->res->elapsed_s = (double)(b->phase_end - b->phase_start) / 1e9;
 	if (b->res->elapsed_s > 0)
@@ -1234,14 +1302,15 @@ static void cleanup_keys(struct bench *b)
 			break;
 		}
 		for (int i = first; i < b->nk; i++) {
-			const char *argv[4] = { "DEL", b->nm[i].key,
-						b->nm[i].meta, b->nm[i].fence };
+			const char *argv[1 + LOCK_NKEYS] = { "DEL" };
 			const struct rlock_conn_opts *oi;
 
 			if (done[i] || node_url(n, b->nm[i].v.slot, &oi) != u)
 				continue;
 			done[i] = 1;
-			if (conn_send(c, 4, argv, NULL) == RLOCK_OK)
+			for (int t = 0; t < LOCK_NKEYS; t++)
+				argv[1 + t] = b->nm[i].s[t];
+			if (conn_send(c, 1 + LOCK_NKEYS, argv, NULL) == RLOCK_OK)
 				sent++;
 		}
 		while (sent-- > 0) {
@@ -1268,10 +1337,8 @@ static void teardown(struct bench *b)
 	}
 	if (b->nm != NULL) {
 		for (int i = 0; i < b->nk; i++) {
-			free(b->nm[i].key);
-			free(b->nm[i].meta);
-			free(b->nm[i].fence);
-			free(b->nm[i].chan);
+			for (size_t t = 0; t < NAME_TAILS; t++)
+				free(b->nm[i].s[t]);
 		}
 	}
 	if (b->ep >= 0)
@@ -1307,6 +1374,16 @@ int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
 		rlock_seterr(rl->err, sizeof(rl->err), "invalid bench options");
 		return RLOCK_EUSAGE;
 	}
+	if (o->shared && o->limit > 1) {
+		rlock_seterr(rl->err, sizeof(rl->err), "invalid bench options");
+		return RLOCK_EUSAGE;
+	}
+	if (o->shared)
+		snprintf(b.kind, sizeof(b.kind), "s");
+	else if (o->limit > 1)
+		snprintf(b.kind, sizeof(b.kind), "%d", o->limit);
+	else
+		snprintf(b.kind, sizeof(b.kind), "x");
 	res->clients = b.nc;
 	res->keys = b.nk;
 	identify(rl);

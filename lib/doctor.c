@@ -497,9 +497,7 @@ static int probe_name(struct doc *x, struct server *s, char *buf, size_t len,
 /* The probe's keys and channel. */
 struct probe {
 	char name[RLOCK_NAME_MAX + 1];
-	char key[RLOCK_KEY_MAX + 64], meta[RLOCK_KEY_MAX + 80];
-	char fence[RLOCK_KEY_MAX + 80], chan[RLOCK_KEY_MAX + 80];
-	struct lock_names v;
+	struct lock_keys k;
 	char token[RLOCK_TOKEN_LEN + 1];
 	struct rlock_conn *sub;		/* the waiter's connection */
 	int subscribed;
@@ -511,7 +509,7 @@ struct probe {
  * does. */
 static void probe_subscribe(struct doc *x, struct server *s, struct probe *p)
 {
-	const char *argv[2] = { "SUBSCRIBE", p->chan };
+	const char *argv[2] = { "SUBSCRIBE", p->k.chan };
 	const struct rlock_conn_opts *o;
 	redisReply *r = NULL;
 
@@ -534,13 +532,13 @@ static void probe_subscribe(struct doc *x, struct server *s, struct probe *p)
 /* A waiter's count, as status shows it. */
 static void check_numsub(struct doc *x, struct server *s, struct probe *p)
 {
-	const char *argv[3] = { "PUBSUB", "NUMSUB", p->chan };
+	const char *argv[3] = { "PUBSUB", "NUMSUB", p->k.chan };
 	redisReply *r = NULL;
 
 	if (call(x, s->c, 3, argv, &r) != RLOCK_OK)
 		return;
 	if (r->type == REDIS_REPLY_ERROR)
-		refused(x, s, "pubsub", RLOCK_CHECK_NOTE, r, p->key,
+		refused(x, s, "pubsub", RLOCK_CHECK_NOTE, r, p->k.key,
 			"PUBSUB NUMSUB refused: status cannot count waiters");
 	else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 		 r->element[1]->type == REDIS_REPLY_INTEGER)
@@ -571,7 +569,7 @@ static void check_wakeup(struct doc *x, struct server *s, struct probe *p,
 
 	if (p->sub_refusal != NULL) {
 		refused(x, s, "wakeup", RLOCK_CHECK_WARN, p->sub_refusal,
-			p->key, "SUBSCRIBE refused: waiters poll, up to 1s "
+			p->k.key, "SUBSCRIBE refused: waiters poll, up to 1s "
 			"late");
 	} else if (released == 3) {
 		add(x, s->addr, "wakeup", RLOCK_CHECK_WARN, 0,
@@ -602,7 +600,8 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	long long fence, out = 0;
 	int64_t t0;
 
-	req_acquire(&q, &p->v, p->token, PROBE_TTL_MS, &who, 1);
+	req_acquire(&q, &p->k.v, p->token, PROBE_TTL_MS, &who,
+		    &(struct ask){ "x", "", 0, 1 });
 	if (script(x, s->c, &q, &r) != RLOCK_OK) {
 		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 		    RLOCK_VALUE_NULL, NULL, "%s", conn_errstr(s->c));
@@ -611,7 +610,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	if (r->type == REDIS_REPLY_ERROR) {
 		/* An ACL refuses before the script runs: nothing to undo. */
 		p->refused = r->len >= 6 && memcmp(r->str, "NOPERM", 6) == 0;
-		refused(x, s, "acquire", RLOCK_CHECK_FAIL, r, p->key,
+		refused(x, s, "acquire", RLOCK_CHECK_FAIL, r, p->k.key,
 			"acquire failed");
 		freeReplyObject(r);
 		return 0;
@@ -632,14 +631,14 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	    p->name, "took probe lock '%s' (fence %lld)", p->name, fence);
 	check_numsub(x, s, p);
 
-	req_extend(&q, &p->v, p->token, PROBE_TTL_MS);
+	req_extend(&q, &p->k.v, p->token, PROBE_TTL_MS);
 	if (script(x, s->c, &q, &r) != RLOCK_OK)
 		r = NULL;
 	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1)
 		add(x, s->addr, "extend", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NULL,
 		    NULL, "extended the probe lock");
 	else if (r != NULL && r->type == REDIS_REPLY_ERROR)
-		refused(x, s, "extend", RLOCK_CHECK_FAIL, r, p->key,
+		refused(x, s, "extend", RLOCK_CHECK_FAIL, r, p->k.key,
 			"extend failed");
 	else
 		add(x, s->addr, "extend", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
@@ -647,7 +646,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 		    conn_errstr(s->c) : "unexpected reply");
 	freeReplyObject(r);
 
-	req_release(&q, &p->v, p->token);
+	req_release(&q, &p->k.v, p->token);
 	t0 = now_us();
 	if (script(x, s->c, &q, &r) != RLOCK_OK)
 		r = NULL;
@@ -658,7 +657,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 		add(x, s->addr, "release", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NULL,
 		    NULL, "released the probe lock");
 	} else if (r != NULL && r->type == REDIS_REPLY_ERROR) {
-		refused(x, s, "release", RLOCK_CHECK_FAIL, r, p->key,
+		refused(x, s, "release", RLOCK_CHECK_FAIL, r, p->k.key,
 			"release failed");
 	} else {
 		add(x, s->addr, "release", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
@@ -673,19 +672,19 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
  * and check that nothing remains. */
 static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 {
-	const char *del[4] = { "DEL", p->key, p->meta, p->fence };
-	const char *exists[4] = { "EXISTS", p->key, p->meta, p->fence };
+	const char *del[4] = { "DEL", p->k.key, p->k.meta, p->k.fence };
+	const char *exists[4] = { "EXISTS", p->k.key, p->k.meta, p->k.fence };
 	redisReply *r = NULL;
 	long long left = -1;
 
 	if (call(x, s->c, 4, del, &r) != RLOCK_OK) {
 		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "%s; delete %s yourself",
-		    conn_errstr(s->c), p->fence);
+		    conn_errstr(s->c), p->k.fence);
 		return;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
-		refused(x, s, "cleanup", RLOCK_CHECK_WARN, r, p->key,
+		refused(x, s, "cleanup", RLOCK_CHECK_WARN, r, p->k.key,
 			"DEL refused: the probe's fence counter is left");
 		freeReplyObject(r);
 		return;
@@ -703,8 +702,8 @@ static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 	else
 		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "could not confirm that the "
-		    "probe's keys are gone: delete %s, %s and %s", p->key,
-		    p->meta, p->fence);
+		    "probe's keys are gone: delete %s, %s and %s", p->k.key,
+		    p->k.meta, p->k.fence);
 }
 
 /* SCAN, as status lists the locks. */
@@ -719,7 +718,7 @@ static void check_scan(struct doc *x, struct server *s, const struct probe *p)
 	if (call(x, s->c, 8, argv, &r) != RLOCK_OK)
 		return;
 	if (r->type == REDIS_REPLY_ERROR)
-		refused(x, s, "scan", RLOCK_CHECK_WARN, r, p->key, "SCAN "
+		refused(x, s, "scan", RLOCK_CHECK_WARN, r, p->k.key, "SCAN "
 			"refused: 'rlock status' without NAME cannot list "
 			"locks");
 	else
@@ -743,15 +742,7 @@ static void check_rights(struct doc *x, struct server *s)
 		    "'%s'", x->name ? x->name : "");
 		return;
 	}
-	lock_key(p.key, sizeof(p.key), x->rl->prefix, p.name, "");
-	lock_key(p.meta, sizeof(p.meta), x->rl->prefix, p.name, KEY_META);
-	lock_key(p.fence, sizeof(p.fence), x->rl->prefix, p.name, KEY_FENCE);
-	lock_key(p.chan, sizeof(p.chan), x->rl->prefix, p.name, KEY_CHANNEL);
-	p.v.key = p.key;
-	p.v.meta = p.meta;
-	p.v.fence = p.fence;
-	p.v.chan = p.chan;
-	p.v.slot = key_slot(p.key, strlen(p.key));
+	lock_keys_init(&p.k, x->rl->prefix, p.name);
 	if (rlock_make_token(p.token) != 0) {
 		x->oom = 1;
 		return;

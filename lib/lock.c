@@ -176,6 +176,7 @@ void rlock_free(struct rlock *rl)
 	for (size_t i = 0; i < rl->nnode; i++)
 		node_free(&rl->node[i]);
 	free(rl->node);
+	free(rl->holders);
 	tls_ctx_put(rl->copts.tls);
 	explicit_bzero(rl->password, sizeof(rl->password));
 	free(rl);
@@ -197,13 +198,12 @@ size_t rlock_nservers(const struct rlock *rl)
 	return rl->nnode;
 }
 
-/* The four names of lock name: key, meta, fence counter and channel. */
+/* The names of lock name (DESIGN section 3), and a waiter's own wake-up
+ * channel. */
 struct names {
-	char key[RLOCK_KEY_MAX];
-	char meta[RLOCK_KEY_MAX + 16];
-	char fence[RLOCK_KEY_MAX + 16];
-	char chan[RLOCK_KEY_MAX + 16];
-	struct lock_names v;		/* the four, for the builders */
+	struct lock_keys k;
+	char mywake[RLOCK_KEY_MAX + 16 + LINE_ID_LEN];
+	struct lock_names v;
 };
 
 static int make_names(struct rlock *rl, const char *name, struct names *n)
@@ -215,16 +215,9 @@ static int make_names(struct rlock *rl, const char *name, struct names *n)
 			     "invalid lock name: %s", why);
 		return RLOCK_EUSAGE;
 	}
-	/* A checked name and a bounded prefix always fit. */
-	lock_key(n->key, sizeof(n->key), rl->prefix, name, "");
-	lock_key(n->meta, sizeof(n->meta), rl->prefix, name, KEY_META);
-	lock_key(n->fence, sizeof(n->fence), rl->prefix, name, KEY_FENCE);
-	lock_key(n->chan, sizeof(n->chan), rl->prefix, name, KEY_CHANNEL);
-	n->v.key = n->key;
-	n->v.meta = n->meta;
-	n->v.fence = n->fence;
-	n->v.chan = n->chan;
-	n->v.slot = key_slot(n->key, strlen(n->key));
+	lock_keys_init(&n->k, rl->prefix, name);
+	n->v = n->k.v;
+	n->mywake[0] = '\0';
 	return RLOCK_OK;
 }
 
@@ -266,28 +259,100 @@ static void elem_str(const redisReply *r, size_t i, char *buf, size_t len)
 		snprintf(buf, len, "%.*s", (int)e->len, e->str);
 }
 
-/* Holder layout shared by the acquire, force and status scripts:
- * {flag, pttl, host, pid, user, command, since, fence, token8, now}. */
-static int parse_holder(const redisReply *r, struct rlock_holder *h)
+/* A holder's fields at off in r: host, pid, user, command, since, fence,
+ * token prefix and the server's time; the flag and pttl first in r. */
+static int parse_holder_at(const redisReply *r, size_t off,
+			   struct rlock_holder *h)
 {
 	char tmp[32];
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < 10)
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < off + 8)
 		return -1;
-	memset(h, 0, sizeof(*h));
 	h->held = elem_ll(r, 0) != 0;
 	h->ttl_ms = elem_ll(r, 1);
-	elem_str(r, 2, h->host, sizeof(h->host));
-	elem_str(r, 3, tmp, sizeof(tmp));
+	elem_str(r, off, h->host, sizeof(h->host));
+	elem_str(r, off + 1, tmp, sizeof(tmp));
 	h->pid = strtoll(tmp, NULL, 10);
-	elem_str(r, 4, h->user, sizeof(h->user));
-	elem_str(r, 5, h->command, sizeof(h->command));
-	h->since_ms = elem_ll(r, 6);
-	h->fence = elem_ll(r, 7);
-	elem_str(r, 8, h->token_prefix, sizeof(h->token_prefix));
-	if (h->since_ms > 0)
-		h->age_ms = elem_ll(r, 9) - h->since_ms;
+	elem_str(r, off + 2, h->user, sizeof(h->user));
+	elem_str(r, off + 3, h->command, sizeof(h->command));
+	h->since_ms = elem_ll(r, off + 4);
+	h->fence = elem_ll(r, off + 5);
+	elem_str(r, off + 6, h->token_prefix, sizeof(h->token_prefix));
+	h->age_ms = h->since_ms > 0 ? elem_ll(r, off + 7) - h->since_ms : 0;
 	return 0;
+}
+
+/* Holder layout shared by the force and status scripts:
+ * {flag, pttl, host, pid, user, command, since, fence, token8, now}. */
+static int parse_holder(const redisReply *r, struct rlock_holder *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->limit = 1;
+	h->place = -1;
+	return parse_holder_at(r, 2, h);
+}
+
+/* A kind as the scripts write it ("x", "s", or a limit) into h. */
+static void parse_kind(const char *k, int *shared, int *limit)
+{
+	*shared = strcmp(k, "s") == 0;
+	*limit = *shared || strcmp(k, "x") == 0 || k[0] == '\0' ? 1 :
+		 (int)strtol(k, NULL, 10);
+}
+
+/* Split "since\npid\nhost\nuser\ncommand" (a waiter) into w, its kind
+ * and id before it as "KIND:ID\n". */
+static void parse_waiter(const char *v, long long now, struct rlock_waiter *w)
+{
+	const char *f[6];
+	size_t nf = 0;
+	char kind[24];
+
+	memset(w, 0, sizeof(*w));
+	if (v[0] == '\0')
+		return;
+	f[nf++] = v;
+	for (const char *p = v; *p != '\0' && nf < 6; p++) {
+		if (*p == '\n')
+			f[nf++] = p + 1;
+	}
+	if (nf < 6)
+		return;
+	w->present = 1;
+	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(f[0], ":\n"), f[0]);
+	parse_kind(kind, &w->shared, &w->limit);
+	w->waited_ms = now - strtoll(f[1], NULL, 10);
+	w->pid = strtoll(f[2], NULL, 10);
+	snprintf(w->host, sizeof(w->host), "%.*s", (int)(f[4] - f[3] - 1),
+		 f[3]);
+	snprintf(w->user, sizeof(w->user), "%.*s", (int)(f[5] - f[4] - 1),
+		 f[4]);
+	snprintf(w->command, sizeof(w->command), "%s", f[5]);
+}
+
+/* Split a shared or semaphore holder's "fence\nsince\nhold_until\npid\n
+ * host\nuser\ncommand" into h. */
+static void parse_meta(const char *v, long long now, struct rlock_holder *h)
+{
+	const char *f[7];
+	size_t nf = 0;
+
+	f[nf++] = v;
+	for (const char *p = v; *p != '\0' && nf < 7; p++) {
+		if (*p == '\n')
+			f[nf++] = p + 1;
+	}
+	if (nf < 7)
+		return;
+	h->fence = strtoll(f[0], NULL, 10);
+	h->since_ms = strtoll(f[1], NULL, 10);
+	h->age_ms = h->since_ms > 0 ? now - h->since_ms : 0;
+	h->pid = strtoll(f[3], NULL, 10);
+	snprintf(h->host, sizeof(h->host), "%.*s", (int)(f[5] - f[4] - 1),
+		 f[4]);
+	snprintf(h->user, sizeof(h->user), "%.*s", (int)(f[6] - f[5] - 1),
+		 f[5]);
+	snprintf(h->command, sizeof(h->command), "%s", f[6]);
 }
 
 /* ---- acquire -------------------------------------------------------- */
@@ -425,18 +490,76 @@ static int distinct(struct rlock *rl)
 	return RLOCK_OK;
 }
 
+/* The holders' kind disagrees with ours: say which and how. */
+static int conflict(struct rlock *rl, const char *name, const char *ours,
+		    const char *theirs)
+{
+	char want[64], have[64];
+	int s, l;
+
+	parse_kind(ours, &s, &l);
+	if (s)
+		snprintf(want, sizeof(want), "a shared lock (-s)");
+	else if (l > 1)
+		snprintf(want, sizeof(want), "a semaphore of %d (--limit %d)",
+			 l, l);
+	else
+		snprintf(want, sizeof(want), "an exclusive lock");
+	parse_kind(theirs, &s, &l);
+	if (s)
+		snprintf(have, sizeof(have), "held shared (-s)");
+	else if (l > 1)
+		snprintf(have, sizeof(have), "a semaphore of %d holders "
+			 "(--limit %d)", l, l);
+	else
+		snprintf(have, sizeof(have), "held as an exclusive lock");
+	rlock_seterr(rl->err, sizeof(rl->err), "%s: is %s, not %s: every user "
+		     "of a name must ask for the same kind and --limit", name,
+		     have, want);
+	return RLOCK_EUSAGE;
+}
+
+/* What a busy answer says: {0, pttl, place, waiting, holders, joined,
+ * kind held} and, when asked for, the holder's details. */
+static int parse_busy(const redisReply *r, struct rlock_holder *h,
+		      int *joined)
+{
+	char k[24];
+
+	if (r->elements < 7)
+		return -1;
+	if (r->elements >= 15 && parse_holder_at(r, 7, h) != 0)
+		return -1;
+	/* Without details: only the lease left; the details are those of
+	 * the last detailed answer. */
+	h->held = 1;
+	h->ttl_ms = elem_ll(r, 1);
+	h->place = elem_ll(r, 2);
+	if (elem_ll(r, 3) >= 0)
+		h->waiters = elem_ll(r, 3);
+	h->nholders = elem_ll(r, 4);
+	*joined |= elem_ll(r, 5) == 1;
+	elem_str(r, 6, k, sizeof(k));
+	if (k[0] != '\0')
+		parse_kind(k, &h->shared, &h->limit);
+	return 0;
+}
+
 /* One attempt on every server.  Returns RLOCK_OK, RLOCK_BUSY with holder
- * filled, or an error. */
-static int try_acquire(struct rlock *rl, const struct names *n,
+ * filled (and *joined set when this attempt took a place in line), or an
+ * error. */
+static int try_acquire(struct rlock *rl, const char *name,
+		       const struct names *n,
 		       const struct rlock_acquire_opts *o, const char *token,
-		       int details, struct rlock_lease *lease,
-		       struct rlock_holder *holder)
+		       const struct ask *a, struct rlock_lease *lease,
+		       struct rlock_holder *holder, int *joined)
 {
 	struct acquirer who;
 	struct request q;
 	struct fan f;
 	size_t i, ngrant = 0, nbusy = 0, nfail = 0, unsure = 0;
 	long long fence = 0, got[RLOCK_MAX_SERVERS] = { 0 };
+	char theirs[24] = "";
 	int64_t t0, elapsed;
 	int rc;
 
@@ -446,12 +569,13 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 	who.label = o->label;
 	who.pid = o->pid > 0 ? o->pid : (long long)getpid();
 	who.min_hold_ms = o->min_hold_ms;
-	req_acquire(&q, &n->v, token, o->ttl_ms, &who, details);
+	req_acquire(&q, &n->v, token, o->ttl_ms, &who, a);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	t0 = rlock_boot_ms();
 	fan_run(rl, &f);
 	elapsed = rlock_boot_ms() - t0;
+	*joined = 0;
 	if (rl->nnode > 1 && distinct(rl) != RLOCK_OK) {
 		char why[sizeof(rl->err)];
 
@@ -482,19 +606,20 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 			got[i] = elem_ll(r, 1);
 			if (got[i] > fence)
 				fence = got[i];
-		} else if (r->elements == 2) {
-			/* The cheap answer: only the lease left; the
-			 * details are those of the last detailed answer. */
-			holder->held = 1;
-			holder->ttl_ms = elem_ll(r, 1);
-			nbusy++;
-		} else if (parse_holder(r, holder) == 0) {
-			holder->held = 1;
+		} else if (elem_ll(r, 0) == -1) {
+			elem_str(r, 1, theirs, sizeof(theirs));
+		} else if (parse_busy(r, holder, joined) == 0) {
 			nbusy++;
 		} else {
 			fan_unexpected(&f, i, "acquire");
 			nfail++;
 		}
+	}
+	if (theirs[0] != '\0') {
+		if (ngrant > 0 || unsure > 0)
+			fan_undo(rl, &n->v, token);
+		fan_done(&f);
+		return conflict(rl, name, a->kind, theirs);
 	}
 	if (ngrant >= rl->quorum && rl->nnode > 1 &&
 	    raise_fence(rl, n, token, fence, got) < rl->quorum) {
@@ -543,18 +668,18 @@ static int try_acquire(struct rlock *rl, const struct names *n,
 	return rc;
 }
 
-/* Subscribe every reachable server's second connection to the release
- * channel, on the master that owns the lock's slot.  Returns the number
- * subscribed. */
+/* Subscribe every reachable server's second connection to chan (the
+ * release channel, or a waiter's own), on the master that owns the lock's
+ * slot.  Returns the number subscribed. */
 static size_t subscribe(struct rlock *rl, const struct names *n,
-			int64_t deadline, int cancel_fd)
+			const char *chan, int64_t deadline, int cancel_fd)
 {
 	size_t i, ok = 0;
 
 	for (i = 0; i < rl->nnode; i++) {
 		struct rlock_conn *c = node_sub(&rl->node[i], n->v.slot,
 					       deadline);
-		const char *argv[2] = { "SUBSCRIBE", n->chan };
+		const char *argv[2] = { "SUBSCRIBE", chan };
 		redisReply *r = NULL;
 
 		if (c == NULL || conn_call(c, deadline, cancel_fd, 2, argv,
@@ -669,16 +794,67 @@ static unsigned jitter(unsigned max)
 	return max > 0 ? (unsigned)rand_r(&seed) % max : 0;
 }
 
+/* A waiter's id: 64 random bits in hex, public (its wake-up channel is
+ * seen by PUBSUB CHANNELS), unlike the token. */
+static int make_waiter_id(char id[LINE_ID_LEN + 1])
+{
+	char t[RLOCK_TOKEN_LEN + 1];
+
+	if (rlock_make_token(t) != 0)
+		return -1;
+	memcpy(id, t, LINE_ID_LEN);
+	id[LINE_ID_LEN] = '\0';
+	explicit_bzero(t, sizeof(t));
+	return 0;
+}
+
+/* Give up a place in line, within one I/O timeout; a waiter that cannot
+ * say so loses its place when its lease ends. */
+static void leave_line(struct rlock *rl, const struct names *n,
+		       const struct ask *a)
+{
+	struct request q;
+	struct fan f;
+
+	req_leave(&q, &n->v, a->kind, a->waiter);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
+	fan_run(rl, &f);
+	fan_done(&f);
+}
+
+/* When to ask again while waiting (see line_wait_ms). */
+static int64_t next_try(const struct rlock_holder *h, int in_line,
+			int subscribed, int64_t now)
+{
+	return now + line_wait_ms(h->ttl_ms, h->place, in_line, subscribed,
+				  jitter(1000));
+}
+
+static void kind_of(const struct rlock_acquire_opts *o, char *buf,
+		    size_t len)
+{
+	if (o->shared)
+		snprintf(buf, len, "s");
+	else if (o->limit > 1)
+		snprintf(buf, len, "%d", o->limit);
+	else
+		snprintf(buf, len, "x");
+}
+
 int rlock_acquire(struct rlock *rl, const char *name,
 		  const struct rlock_acquire_opts *o,
 		  struct rlock_lease *lease, struct rlock_holder *holder)
 {
 	struct rlock_holder h;
 	struct names n;
-	char token[RLOCK_TOKEN_LEN + 1];
+	struct ask a;
+	char token[RLOCK_TOKEN_LEN + 1], kind[24], id[LINE_ID_LEN + 1] = "";
+	const char *chan;
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
 	int64_t backoff = 0;
-	int rc, subscribed = 0, seen_busy = 0, attempts = 0;
+	int rc, subscribed = 0, seen_busy = 0, attempts = 0, in_line = 0;
+	int joined;
 
 	rl->err[0] = '\0';
 	if (holder == NULL)
@@ -687,6 +863,14 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
+	kind_of(o, kind, sizeof(kind));
+	if (rl->nnode > 1 && strcmp(kind, "x") != 0) {
+		rlock_seterr(rl->err, sizeof(rl->err), "shared locks and "
+			     "semaphores need one server (or one Sentinel or "
+			     "Cluster URL): on several independent masters a "
+			     "quorum could let in more holders than allowed");
+		return RLOCK_EUSAGE;
+	}
 	if (o->token != NULL) {
 		snprintf(token, sizeof(token), "%s", o->token);
 	} else if (rlock_make_token(token) != 0) {
@@ -694,11 +878,25 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			     "cannot make a token: %s", strerror(errno));
 		return RLOCK_ESYS;
 	}
+	/* One server keeps a wait line; several masters would each keep
+	 * their own, in different orders, so waiters there are woken by the
+	 * release channel and try in no order. */
+	if (rl->nnode == 1 && o->wait_ms != 0 && make_waiter_id(id) != 0) {
+		rlock_seterr(rl->err, sizeof(rl->err),
+			     "cannot make a waiter id: %s", strerror(errno));
+		return RLOCK_ESYS;
+	}
+	chan = n.k.chan;
+	if (id[0] != '\0') {
+		snprintf(n.mywake, sizeof(n.mywake), "%s%s", n.k.wake, id);
+		chan = n.mywake;
+	}
+	a = (struct ask){ kind, id, 0, 1 };
 	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
 	for (;;) {
-		rc = try_acquire(rl, &n, o, token,
-				 attempts++ == 0 || o->wait_cb != NULL, lease,
-				 holder);
+		a.details = attempts++ == 0 || o->wait_cb != NULL;
+		rc = try_acquire(rl, name, &n, o, token, &a, lease, holder,
+				 &joined);
 		now = rlock_mono_ms();
 		if (rc == RLOCK_EUNAVAIL && seen_busy && now < deadline) {
 			/* The servers answered before: a restart or a dropped
@@ -712,6 +910,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 				wake = deadline;
 			unsubscribe(rl);
 			subscribed = 0;
+			a.join = 0;
 			rc = wait_release(rl, wake, o->cancel_fd);
 			if (rc == RLOCK_CANCELED)
 				break;
@@ -721,16 +920,28 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			break;
 		seen_busy = 1;
 		backoff = 0;
+		if (joined && in_line) {
+			/* Our place was lost (a stall longer than the
+			 * waiter's lease, a server that failed over, a wake-up
+			 * that found no subscriber) and taken again at the
+			 * end: listen again where the slot's master is now. */
+			unsubscribe(rl);
+			subscribed = 0;
+		}
+		in_line |= joined;
 		if (now >= deadline)
 			break;
 		if (subscribed && !subs_up(rl))
 			subscribed = 0; /* dropped: subscribe again */
 		if (!subscribed) {
-			/* Subscribe, then try once more: a release between
-			 * the first try and the subscription is not missed. */
-			subscribed = subscribe(rl, &n, now +
+			/* Subscribe, then try again (and take a place in
+			 * line): a release between the first try and the
+			 * subscription is not missed, and a place is taken
+			 * only once its wake-up can be heard. */
+			subscribed = subscribe(rl, &n, chan, now +
 					       rl->copts.io_timeout_ms,
 					       o->cancel_fd) > 0;
+			a.join = subscribed && id[0] != '\0';
 			if (subscribed)
 				continue;
 		}
@@ -738,16 +949,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			o->wait_cb(holder, now - start, o->wait_arg);
 			last_cb = now;
 		}
-		/* Wake on a release message, or when the holder's lease runs
-		 * out (a holder that died never publishes), plus jitter so
-		 * that waiters do not all arrive at once. */
-		if (holder->ttl_ms >= 0)
-			wake = now + holder->ttl_ms + 1 +
-				jitter((unsigned)(holder->ttl_ms / 20 + 5));
-		else
-			wake = now + 1000;
-		if (!subscribed && wake > now + 1000)
-			wake = now + 1000; /* no channel: check back */
+		wake = next_try(holder, in_line, subscribed, now);
 		if (o->wait_cb != NULL && wake > now + 1000)
 			wake = now + 1000;
 		if (wake > deadline)
@@ -758,6 +960,13 @@ int rlock_acquire(struct rlock *rl, const char *name,
 				     name);
 			break;
 		}
+	}
+	if (in_line && (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)) {
+		char why[sizeof(rl->err)];
+
+		memcpy(why, rl->err, sizeof(why));
+		leave_line(rl, &n, &a);
+		memcpy(rl->err, why, sizeof(why));
 	}
 	if (subscribed)
 		unsubscribe(rl);
@@ -873,7 +1082,7 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 		rlock_seterr(rl->err, sizeof(rl->err), "%s: released; the "
 			     "server refused the wake-up message on %s (no "
 			     "right to publish on it?): waiters notice when "
-			     "they poll", name, n.chan);
+			     "they poll", name, n.k.chan);
 	else if (rc == RLOCK_OK && lost > 0)
 		rlock_seterr(rl->err, sizeof(rl->err), "%s: released (the "
 			     "reply was lost; the retry found the lock "
@@ -911,8 +1120,10 @@ int rlock_force_release(struct rlock *rl, const char *name,
 			fail++;
 			continue;
 		}
-		if (elem_ll(res->r, 0) == 1 && parse_holder(res->r, was) == 0)
+		if (elem_ll(res->r, 0) == 1 && parse_holder(res->r, was) == 0) {
+			was->nholders = elem_ll(res->r, 10);
 			removed++;
+		}
 	}
 	/* Removing is forceful: any server that removed counts, but every
 	 * server must have answered for "was not held" to be true. */
@@ -958,7 +1169,7 @@ static void fill_view(struct rlock *rl, struct fan *f, size_t i,
  * none would say (an ACL user without PUBSUB): unknown, not zero. */
 static long long count_waiters(struct rlock *rl, const struct names *n)
 {
-	const char *argv[3] = { "PUBSUB", "NUMSUB", n->chan };
+	const char *argv[3] = { "PUBSUB", "NUMSUB", n->k.chan };
 	struct request q;
 	struct fan f;
 	long long most = -1;
@@ -980,6 +1191,57 @@ static long long count_waiters(struct rlock *rl, const struct names *n)
 	return most;
 }
 
+/* The rest of a status answer after the holder: kind, holders, waiting,
+ * the next in line and the list of holders. */
+static void parse_status(const redisReply *r, struct rlock_holder *h,
+			 struct rlock_holder **list, size_t *nlist)
+{
+	const redisReply *l;
+	char k[24], *next;
+	long long now;
+
+	if (r->elements < 15)
+		return;
+	now = elem_ll(r, 9);
+	elem_str(r, 10, k, sizeof(k));
+	parse_kind(k, &h->shared, &h->limit);
+	h->nholders = elem_ll(r, 11);
+	h->waiters = elem_ll(r, 12);
+	l = r->element[13];
+	if (l->type == REDIS_REPLY_STRING && l->len > 0) {
+		next = strndup(l->str, l->len);
+		if (next != NULL)
+			parse_waiter(next, now, &h->next);
+		free(next);
+	}
+	l = r->element[14];
+	if (list == NULL || l->type != REDIS_REPLY_ARRAY || l->elements == 0)
+		return;
+	*list = calloc(l->elements, sizeof(**list));
+	if (*list == NULL)
+		return;
+	for (size_t i = 0; i < l->elements; i++) {
+		const redisReply *e = l->element[i];
+		struct rlock_holder *x = &(*list)[*nlist];
+		char *meta;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 3)
+			continue;
+		x->held = 1;
+		x->shared = h->shared;
+		x->limit = h->limit;
+		x->place = -1;
+		elem_str(e, 0, x->token_prefix, sizeof(x->token_prefix));
+		x->ttl_ms = elem_ll(e, 1);
+		meta = e->element[2]->type == REDIS_REPLY_STRING ?
+		       strndup(e->element[2]->str, e->element[2]->len) : NULL;
+		if (meta != NULL)
+			parse_meta(meta, now, x);
+		free(meta);
+		(*nlist)++;
+	}
+}
+
 int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 		 struct rlock_view *each)
 {
@@ -995,6 +1257,9 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	if (rc != RLOCK_OK)
 		return rc;
 	memset(out, 0, sizeof(*out));
+	free(rl->holders);
+	rl->holders = NULL;
+	rl->nholders = 0;
 	req_status(&q, &n.v);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
@@ -1003,6 +1268,9 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 		if (f.slot[i].res.rc == RLOCK_OK &&
 		    parse_holder(f.slot[i].res.r, &h[i]) != 0)
 			fan_unexpected(&f, i, "status");
+		if (f.slot[i].res.rc == RLOCK_OK)
+			parse_status(f.slot[i].res.r, &h[i], rl->nnode == 1 ?
+				     &rl->holders : NULL, &rl->nholders);
 		if (each != NULL)
 			fill_view(rl, &f, i, &each[i]);
 		if (f.slot[i].res.rc != RLOCK_OK) {
@@ -1035,12 +1303,29 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	}
 	fan_done(&f);
 	if (!out->held) {
+		long long waiters = rl->nnode == 1 ? h[0].waiters : 0;
+		struct rlock_waiter next = h[0].next;
+
 		memset(out, 0, sizeof(*out));
 		out->ttl_ms = -2;
 		out->fence = fence;
+		out->limit = 1;
+		out->waiters = waiters;
+		out->next = next;
 	}
-	out->waiters = count_waiters(rl, &n);
+	out->place = -1;
+	/* Several masters keep no line: their waiters listen on the release
+	 * channel. */
+	if (rl->nnode > 1)
+		out->waiters = count_waiters(rl, &n);
 	return RLOCK_OK;
+}
+
+size_t rlock_status_holders(const struct rlock *rl,
+			    const struct rlock_holder **list)
+{
+	*list = rl->holders;
+	return rl->nholders;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -1050,8 +1335,9 @@ static int cmp_str(const void *a, const void *b)
 
 /* The lock names in one SCAN reply, appended to *names.  Returns RLOCK_OK,
  * RLOCK_EPROTO for a reply of the wrong shape or RLOCK_ESYS. */
-static int take_names(const redisReply *r, size_t plen, char cursor[32],
-		      char ***names, size_t *nnames, size_t *cap)
+static int take_names(const redisReply *r, size_t plen, size_t slen,
+		      char cursor[32], char ***names, size_t *nnames,
+		      size_t *cap)
 {
 	const redisReply *keys;
 
@@ -1065,7 +1351,7 @@ static int take_names(const redisReply *r, size_t plen, char cursor[32],
 		const redisReply *e = keys->element[k];
 		char *nm;
 
-		if (e->type != REDIS_REPLY_STRING || e->len < plen + 2)
+		if (e->type != REDIS_REPLY_STRING || e->len < plen + slen + 2)
 			continue;
 		if (*nnames == *cap) {
 			size_t nc = *cap ? *cap * 2 : 64;
@@ -1076,8 +1362,8 @@ static int take_names(const redisReply *r, size_t plen, char cursor[32],
 			*names = nn;
 			*cap = nc;
 		}
-		/* prefix{NAME}: the name between the braces. */
-		nm = strndup(e->str + plen + 1, e->len - plen - 2);
+		/* prefix{NAME}suffix: the name between the braces. */
+		nm = strndup(e->str + plen + 1, e->len - plen - slen - 2);
 		if (nm == NULL)
 			return RLOCK_ESYS;
 		(*names)[(*nnames)++] = nm;
@@ -1085,21 +1371,21 @@ static int take_names(const redisReply *r, size_t plen, char cursor[32],
 	return RLOCK_OK;
 }
 
-/* SCAN one server for the locks under pattern, into *names.  Returns
- * RLOCK_OK, or an error with the reason in err. */
-static int scan_server(struct rlock *rl, struct rlock_conn *c,
-		       const char *pattern, char ***names, size_t *nnames,
-		       size_t *cap, char *err, size_t errlen)
+/* One SCAN over pattern for keys of type; slen: the suffix after the
+ * name's closing brace. */
+static int scan_pass(struct rlock *rl, struct rlock_conn *c,
+		     const char *pattern, const char *type, size_t slen,
+		     char cursor[32], char ***names, size_t *nnames,
+		     size_t *cap, char *err, size_t errlen)
 {
 	size_t plen = strlen(rl->prefix);
-	char cursor[32] = "0";
 	int rc;
 
 	do {
-		/* Only strings: a key of another type under the prefix is
-		 * not a lock (Redis 6 and later). */
+		/* Only keys of the type: a key of another type under the
+		 * prefix is not a lock (Redis 6 and later). */
 		const char *argv[8] = { "SCAN", cursor, "MATCH", pattern,
-					"COUNT", "1000", "TYPE", "string" };
+					"COUNT", "1000", "TYPE", type };
 		redisReply *r = NULL;
 		struct rlock_result res;
 
@@ -1114,7 +1400,7 @@ static int scan_server(struct rlock *rl, struct rlock_conn *c,
 			freeReplyObject(r);
 			return res.rc;
 		}
-		rc = take_names(r, plen, cursor, names, nnames, cap);
+		rc = take_names(r, plen, slen, cursor, names, nnames, cap);
 		freeReplyObject(r);
 		if (rc == RLOCK_EPROTO)
 			snprintf(err, errlen, "%s: unexpected reply to SCAN",
@@ -1122,6 +1408,28 @@ static int scan_server(struct rlock *rl, struct rlock_conn *c,
 		else if (rc != RLOCK_OK)
 			snprintf(err, errlen, "out of memory");
 	} while (rc == RLOCK_OK && strcmp(cursor, "0") != 0);
+	return rc;
+}
+
+/* SCAN one server for the locks under pattern, into *names.  Returns
+ * RLOCK_OK, or an error with the reason in err. */
+static int scan_server(struct rlock *rl, struct rlock_conn *c,
+		       const char *pattern, char ***names, size_t *nnames,
+		       size_t *cap, char *err, size_t errlen)
+{
+	char cursor[32] = "0", pat[sizeof(rl->prefix) * 2 + 24];
+	int rc = RLOCK_OK;
+
+	/* An exclusive lock's key, and the holders of a shared lock or a
+	 * semaphore. */
+	for (int pass = 0; pass < 2 && rc == RLOCK_OK; pass++) {
+		snprintf(pat, sizeof(pat), "%s%s", pattern,
+			 pass ? KEY_HOLDERS : "");
+		snprintf(cursor, sizeof(cursor), "0");
+		rc = scan_pass(rl, c, pat, pass ? "zset" : "string",
+			       pass ? strlen(KEY_HOLDERS) : 0, cursor, names,
+			       nnames, cap, err, errlen);
+	}
 	return rc;
 }
 

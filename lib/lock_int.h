@@ -10,20 +10,71 @@
 #include "rlock_int.h"
 
 #define RLOCK_MAX_SERVERS 16
-#define RLOCK_REQ_MAXARGS 16
+#define RLOCK_REQ_MAXARGS 24
 
 /* ---- key names (one place for the layout of DESIGN section 3) -------- */
 
 #define KEY_META ":meta"
 #define KEY_FENCE ":fence"
 #define KEY_CHANNEL ":released"
+#define KEY_HOLDERS ":holders"
+#define KEY_HMETA ":holders:meta"
+#define KEY_LINE ":line"
+#define KEY_LEASE ":line:lease"
+#define KEY_WHO ":line:who"
+#define KEY_WAKE ":wake:"		/* + a waiter's id: its wake-up channel */
+
+/*
+ * The wait line (DESIGN section 4): a waiter keeps its place by running
+ * the acquire script every LINE_BEAT_MS; one not heard of for
+ * LINE_LEASE_MS loses its place, so a waiter whose host vanished holds the
+ * line up for at most LINE_LEASE_MS + LINE_BEAT_MS.  One that died on a
+ * live host costs nothing: its wake-up channel has no subscriber left.
+ */
+#define LINE_BEAT_MS 400
+#define LINE_LEASE_MS 1500
+#define LINE_ID_LEN 16			/* hex digits of a waiter's id */
+
+/*
+ * How long a waiter told "held" waits before it asks again (ms), unless
+ * woken first: in line, every LINE_BEAT_MS to keep its place, and the
+ * next in line also when the holder's lease (pttl) runs out, for a holder
+ * that died never releases; not in line, when the lease runs out, or
+ * every second without a channel to hear releases on.  rnd (0..999)
+ * spreads waiters so that they do not all arrive at once.
+ */
+int64_t line_wait_ms(long long pttl, long long place, int in_line,
+		     int subscribed, unsigned rnd);
 
 /* The names of one lock, for the argument builders, and the cluster slot
- * they share (key_slot of key, computed once). */
+ * they share (key_slot of key, computed once).  wake is the prefix of the
+ * waiters' channels. */
 struct lock_names {
-	const char *key, *meta, *fence, *chan;
+	const char *key, *meta, *fence, *holders, *hmeta, *line, *lease,
+		   *who, *chan, *wake;
 	int slot;
 };
+
+/* The names of one lock with room for them (13 KB: one per call, not
+ * one per bench name). */
+struct lock_keys {
+	char key[RLOCK_KEY_MAX];
+	char meta[RLOCK_KEY_MAX + 16], fence[RLOCK_KEY_MAX + 16];
+	char holders[RLOCK_KEY_MAX + 16], hmeta[RLOCK_KEY_MAX + 16];
+	char line[RLOCK_KEY_MAX + 16], lease[RLOCK_KEY_MAX + 16];
+	char who[RLOCK_KEY_MAX + 16], chan[RLOCK_KEY_MAX + 16];
+	char wake[RLOCK_KEY_MAX + 16];
+	struct lock_names v;		/* the above, for the builders */
+};
+
+/* Fill k with the names of lock name under prefix (a checked name and a
+ * bounded prefix always fit). */
+void lock_keys_init(struct lock_keys *k, const char *prefix,
+		    const char *name);
+
+/* The number of keys every line-aware script takes, in this order:
+ * key, meta, fence, holders, hmeta, line, lease, who. */
+#define LOCK_NKEYS 8
 
 /* Write "prefix{name}suffix" into buf.  Returns its length, or -1 when it
  * does not fit. */
@@ -39,6 +90,7 @@ enum rlock_script_id {
 	RLOCK_SCRIPT_FORCE,
 	RLOCK_SCRIPT_FENCE,
 	RLOCK_SCRIPT_STATUS,
+	RLOCK_SCRIPT_LEAVE,
 	RLOCK_SCRIPT_COUNT
 };
 
@@ -63,7 +115,8 @@ struct request {
 	int nkeys;			/* script: the first nkeys of argv */
 	int argc;
 	const char *argv[RLOCK_REQ_MAXARGS];
-	char num[3][24];		/* storage for numbers in argv */
+	char num[4][24];		/* storage for numbers in argv */
+	char member[24 + LINE_ID_LEN];	/* "KIND:ID" of a waiter */
 	char label[RLOCK_LABEL_MAX + 1];
 };
 
@@ -74,10 +127,26 @@ struct acquirer {
 	int64_t min_hold_ms;
 };
 
-/* Acquire.  details: a busy answer carries the holder's metadata. */
+/*
+ * How a lock is asked for: its kind ("x" exclusive, "s" shared, or the
+ * limit of a semaphore in decimal), and the waiter's id when it waits in
+ * line ("" never: several masters keep no line), with join set once the
+ * waiter listens on its wake-up channel.  details: a busy answer carries
+ * the holder's metadata.
+ */
+struct ask {
+	const char *kind;
+	const char *waiter;
+	int join;
+	int details;
+};
+
 void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
-		 int details);
+		 const struct ask *a);
+/* Leave the line: waiter's place of kind. */
+void req_leave(struct request *q, const struct lock_names *n,
+	       const char *kind, const char *waiter);
 void req_extend(struct request *q, const struct lock_names *n,
 		const char *token, int64_t ttl_ms);
 void req_release(struct request *q, const struct lock_names *n,
@@ -99,7 +168,7 @@ int req_send(struct rlock_conn *c, const struct request *q, int use_eval);
 struct rlock_result {
 	int rc;			/* RLOCK_OK with r set, or an error */
 	redisReply *r;
-	char err[512];
+	char err[768];
 };
 
 /* Turn an error reply of c's server into a code and a message users can
@@ -236,7 +305,9 @@ struct rlock {
 	char host[256];
 	char user[64];
 	char keybuf[RLOCK_KEY_MAX];
-	char err[600];
+	struct rlock_holder *holders;	/* rlock_status's list */
+	size_t nholders;
+	char err[800];
 };
 
 /* Fill rl->host and rl->user once, before they are first needed. */

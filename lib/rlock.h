@@ -64,8 +64,23 @@ struct rlock_holder {
 	long long since_ms;		/* wall clock ms since epoch, 0 unknown */
 	long long age_ms;		/* server time minus since_ms */
 	long long ttl_ms;		/* PTTL of the lock key, -1 no expiry */
-	long long waiters;		/* subscribers of the release channel;
-					 * -1 unknown (PUBSUB refused) */
+	long long waiters;		/* waiting in line (several masters:
+					 * subscribers of the release channel;
+					 * -1 unknown, PUBSUB refused) */
+	int shared;			/* held by shared holders */
+	int limit;			/* a semaphore's limit; 1 exclusive */
+	long long nholders;		/* holders (shared, semaphore) */
+	long long place;		/* a waiter's own place in line: 0
+					 * next, -1 not in line */
+	struct rlock_waiter {		/* the next in line, for status */
+		int present;
+		int shared, limit;
+		long long pid;
+		long long waited_ms;
+		char host[256];
+		char user[64];
+		char command[RLOCK_LABEL_MAX + 1];
+	} next;
 };
 
 /* A lease we hold: filled by rlock_acquire, read by extend and release. */
@@ -91,6 +106,9 @@ struct rlock_acquire_opts {
 	int64_t min_hold_ms;		/* a release before this keeps the key */
 	long long pid;			/* shown as the holder's pid; 0: ours */
 	int wait_replicas;		/* WAIT until N replicas have the grant */
+	int shared;			/* a shared lock (-s) */
+	int limit;			/* a semaphore of limit holders; 0, 1:
+					 * exclusive */
 	int cancel_fd;			/* stop waiting when readable; -1 none */
 	rlock_wait_cb wait_cb;
 	void *wait_arg;
@@ -124,11 +142,15 @@ const char *rlock_key(struct rlock *rl, const char *name);
 int rlock_check_name(const char *name, const char **why);
 
 /*
- * Take lock name.  Tries once; if it is held and opts->wait_ms allows,
- * waits for a release message or for the holder's lease to run out, and
- * tries again.  A retry with the same token finds its own grant.  Returns
- * RLOCK_OK with lease filled, RLOCK_BUSY (holder filled when not NULL),
- * RLOCK_CANCELED, or an error code.
+ * Take lock name: exclusive, shared (opts->shared) or one of opts->limit
+ * places of a semaphore.  Tries once; if it is held and opts->wait_ms
+ * allows, takes a place in the lock's wait line (one server: several
+ * masters keep none) and tries again when woken, when the holder's lease
+ * runs out, and every LINE_BEAT_MS to keep its place; a wait that ends
+ * without the lock leaves the line.  A retry with the same token finds its
+ * own grant.  Returns RLOCK_OK with lease filled, RLOCK_BUSY (holder
+ * filled when not NULL), RLOCK_CANCELED, RLOCK_EUSAGE when the holders'
+ * kind or limit disagrees with ours, or an error code.
  */
 int rlock_acquire(struct rlock *rl, const char *name,
 		  const struct rlock_acquire_opts *opts,
@@ -183,6 +205,14 @@ size_t rlock_nservers(const struct rlock *rl);
  */
 int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 		 struct rlock_view *each);
+
+/*
+ * After rlock_status on a lock of shared or semaphore holders: each of
+ * them (up to 100), in the order their leases end.  Returns how many; the
+ * list lives until the next rlock_status or rlock_free.
+ */
+size_t rlock_status_holders(const struct rlock *rl,
+			    const struct rlock_holder **list);
 
 /*
  * Call cb for the name of every lock held under the prefix (SCAN, never

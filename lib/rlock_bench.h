@@ -66,6 +66,11 @@ struct rlock_bench_result {
 	struct rlock_bench_latency handoff;	/* release sent to the next
 						 * waiter's grant, same name */
 	long long reacquired;		/* grants to the name's last releaser */
+	long long requeued;		/* places in line lost and taken again */
+	/* Fairness: cycles per client (fewest, most), clients with none,
+	 * and Jain's index of the cycles (1 even; 1/clients one took all). */
+	long long turns_min, turns_max, starved;
+	double fairness;
 	long long abandoned;		/* waits cut short by the end */
 	double longest_wait_us;		/* granted or cut short */
 	long long errors;
@@ -91,6 +96,9 @@ struct rlock_bench_opts {
 	int64_t hold_ms;		/* time held per cycle, below ttl_ms */
 	int64_t gap_ms;			/* pause between release and the next
 					 * acquire of a client */
+	int limit;			/* a semaphore of limit places; 0, 1:
+					 * an exclusive lock */
+	int shared;			/* shared locks */
 	long long ping_count;		/* PING round trips in the baseline, */
 	int64_t ping_ms;		/* or its length; both 0: no baseline */
 	int cancel_fd;			/* stop early when readable; -1 none */
@@ -104,9 +112,9 @@ struct rlock_bench_opts {
  * first the PING baseline, then cycles of acquire, hold and release on
  * opts->keys lock names (client i uses name i mod keys) with the same
  * scripts as rlock_acquire and rlock_release, one request at a time per
- * client.  A client told "held" waits as rlock_acquire does: on a second
- * connection subscribed to the release channel (made before the run when
- * keys < clients), or for the holder's PTTL plus jitter.  Names are private
+ * client.  A client told "held" waits as rlock_acquire does: in the
+ * name's wait line, woken on a second connection subscribed to its own
+ * channel (made before the run when keys < clients).  Names are private
  * to the run and their keys are deleted at the end.  Needs a handle with
  * one server.  Returns RLOCK_OK with res filled (violations are reported
  * there, not as a code), RLOCK_EUSAGE, RLOCK_EUNAVAIL when the server

@@ -11,84 +11,410 @@
 #include "lock_int.h"
 
 /*
- * Acquire.  KEYS: lock, meta, fence.  ARGV: token, ttl, host, pid, user,
- * command, min-hold, details.  Our own token already there means a retry
- * after a lost reply: renew it and report the grant again.  GET comes
- * first so a key of another type is an error (SET NX alone would answer
- * nil and the caller would wait for ever).  A busy answer carries the
- * holder's details only when asked: every waiter retries on every release,
- * so the busy path must stay cheap.  Every field of meta is written, so
- * nothing of an earlier holder survives into ours.
+ * The keys of a lock, in the order every script below takes them (each
+ * takes the first few it needs):
+ *   1 lock      P{N}               string: the exclusive holder's token
+ *   2 meta      P{N}:meta          hash: the exclusive holder
+ *   3 fence     P{N}:fence         counter, never expires
+ *   4 holders   P{N}:holders       zset: shared or semaphore holders' tokens
+ *                                  by lease deadline (server ms)
+ *   5 hmeta     P{N}:holders:meta  hash: 'limit' ('s' shared, or N), and per
+ *                                  token "fence\nsince\nhold_until\npid\n
+ *                                  host\nuser\ncommand"
+ *   6 line      P{N}:line          zset: waiters, "KIND:ID" by arrival (µs)
+ *   7 lease     P{N}:line:lease    zset: the same by lease deadline (ms)
+ *   8 who       P{N}:line:who      hash: "KIND:ID" -> "since\npid\nhost\n
+ *                                  user\ncommand"
+ * KIND is x (exclusive), s (shared) or the limit N of a semaphore; ID is
+ * 16 random hex digits, and the waiter's wake-up channel is P{N}:wake:ID.
+ */
+
+/* The server's clock, in ms, and numbers formatted for commands (Lua 5.1
+ * writes large numbers as %.14g). */
+#define LUA_NOW \
+	"local t = redis.call('TIME')\n" \
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+	"local function ms(x) return string.format('%.0f', x) end\n"
+
+/* Holders of a shared lock or semaphore: drop those whose lease ended,
+ * keep both keys alive as long as the longest lease. */
+#define LUA_HOLDERS \
+	"local function holders_expire()\n" \
+	"  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n" \
+	"  if last[2] then\n" \
+	"    redis.call('PEXPIREAT', KEYS[4], ms(tonumber(last[2])))\n" \
+	"    redis.call('PEXPIREAT', KEYS[5], ms(tonumber(last[2])))\n" \
+	"  else\n" \
+	"    redis.call('DEL', KEYS[5])\n" \
+	"  end\n" \
+	"end\n" \
+	"local function holders_purge()\n" \
+	"  local gone = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', ms(now), 'LIMIT', 0, 64)\n" \
+	"  if #gone > 0 then\n" \
+	"    redis.call('ZREM', KEYS[4], unpack(gone))\n" \
+	"    redis.call('HDEL', KEYS[5], unpack(gone))\n" \
+	"    holders_expire()\n" \
+	"  end\n" \
+	"end\n" \
+	"local function state()\n" \
+	"  if redis.call('EXISTS', KEYS[1]) == 1 then return 'x', 1 end\n" \
+	"  local n = redis.call('ZCARD', KEYS[4])\n" \
+	"  if n == 0 then return nil, 0 end\n" \
+	"  return redis.call('HGET', KEYS[5], 'limit') or 's', n\n" \
+	"end\n"
+
+/* A shared or semaphore holder's metadata, "fence\nsince\nhold_until\n
+ * pid\nhost\nuser\ncommand", into its seven fields (the command, last,
+ * may hold newlines of its own). */
+#define LUA_UNPACK_META \
+	"local function unpack_meta(v)\n" \
+	"  local f, s = {}, 1\n" \
+	"  for i = 1, 6 do\n" \
+	"    local e = string.find(v, '\\n', s, true)\n" \
+	"    if not e then break end\n" \
+	"    f[i] = string.sub(v, s, e - 1)\n" \
+	"    s = e + 1\n" \
+	"  end\n" \
+	"  f[7] = string.sub(v, s)\n" \
+	"  return f\n" \
+	"end\n"
+
+/*
+ * The line.  A member leaves when it is granted, gives up, or its lease
+ * ended; one whose wake-up channel has no subscriber left (its process
+ * died and the server closed its connection) leaves when it is woken.
+ * ok(kind, i, first) says whether the waiter of kind at place i (1 the
+ * head) may be let in now with hk, hn held, first being the kind at the
+ * head: only the head when exclusive, a run of shared waiters together,
+ * and a semaphore's waiters while places are free.
+ */
+#define LUA_LINE \
+	"local function leave(m)\n" \
+	"  redis.call('ZREM', KEYS[6], m)\n" \
+	"  redis.call('ZREM', KEYS[7], m)\n" \
+	"  redis.call('HDEL', KEYS[8], m)\n" \
+	"end\n" \
+	"local function line_purge()\n" \
+	"  local gone = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', ms(now), 'LIMIT', 0, 64)\n" \
+	"  if #gone > 0 then\n" \
+	"    redis.call('ZREM', KEYS[6], unpack(gone))\n" \
+	"    redis.call('ZREM', KEYS[7], unpack(gone))\n" \
+	"    redis.call('HDEL', KEYS[8], unpack(gone))\n" \
+	"  end\n" \
+	"end\n" \
+	"local function kind(m) return string.match(m, '^[^:]*') end\n" \
+	"local function ok(k, i, first, hk, hn)\n" \
+	"  if hk == 'x' or k ~= first then return false end\n" \
+	"  if k == 'x' then return i == 1 and hk == nil end\n" \
+	"  if hk ~= nil and hk ~= k then return false end\n" \
+	"  if k == 's' then return true end\n" \
+	"  return hn + i <= tonumber(k)\n" \
+	"end\n" \
+	"local wake_refused = false\n" \
+	"local function wake(prefix, skip)\n" \
+	"  for round = 1, 8 do\n" \
+	"    local hk, hn = state()\n" \
+	"    if hk == 'x' then return end\n" \
+	"    local es = redis.call('ZRANGE', KEYS[6], 0, 0)\n" \
+	"    if es[1] and kind(es[1]) ~= 'x' then es = redis.call('ZRANGE', KEYS[6], 0, 63) end\n" \
+	"    local dead = false\n" \
+	"    for i, e in ipairs(es) do\n" \
+	"      if not ok(kind(e), i, kind(es[1]), hk, hn) then break end\n" \
+	"      if e ~= skip then\n" \
+	"        local p = redis.pcall('PUBLISH', prefix .. string.match(e, '[^:]*$'), 'wake')\n" \
+	"        if type(p) == 'table' then wake_refused = true\n" \
+	"        elseif p == 0 then leave(e); dead = true end\n" \
+	"      end\n" \
+	"    end\n" \
+	"    if not dead then return end\n" \
+	"  end\n" \
+	"end\n"
+
+/*
+ * Acquire.  KEYS: the eight above.  ARGV: 1 token, 2 ttl, 3 host, 4 pid,
+ * 5 user, 6 command, 7 min-hold, 8 details, 9 kind, 10 waiter id ('' for
+ * none: several masters keep no line), 11 join ('1': take a place in line
+ * when not let in, or keep it), 12 the waiter's lease, 13 the wake-up
+ * channels' prefix.
+ *
+ * Granted: {1, fence}.  A kind that disagrees with the holders' (a
+ * semaphore of another limit, shared against a semaphore): {-1, theirs}.
+ * Otherwise {0, pttl, place (0 the head, -1 not in line), waiting (-1
+ * unless details), holders, joined, kind held ('' none)} and, when asked, the (first) holder's host, pid, user,
+ * command, since, fence, token prefix and the server's time.
+ *
+ * pttl is the exclusive holder's PTTL (given only to the next in line, to
+ * one not in line, or with details), or the time until the first shared
+ * or semaphore lease ends.
+ *
+ * Our own token already there means a retry after a lost reply: renew it
+ * and report the grant again.  GET comes first so a key of another type
+ * is an error (SET NX alone would answer nil and the caller would wait
+ * for ever).  The path of a free exclusive lock with nobody in line and
+ * no shared holder costs one EXISTS more than SET NX would.
  */
 static const char acquire_lua[] =
+	"local k, tok, ttl = ARGV[9], ARGV[1], tonumber(ARGV[2])\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"if cur == ARGV[1] then\n"
+	"if cur == tok then\n"
 	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
 	"  return {1, tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0}\n"
 	"end\n"
-	"if cur then\n"
-	"  if ARGV[8] == '0' then return {0, redis.call('PTTL', KEYS[1])} end\n"
-	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
-	"  local t = redis.call('TIME')\n"
-	"  return {0, redis.call('PTTL', KEYS[1]), m[1] or '', m[2] or '', m[3] or '',\n"
-	"          m[4] or '', m[5] or '', m[6] or '', string.sub(cur, 1, 8),\n"
-	"          t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))}\n"
-	"end\n"
-	"local t = redis.call('TIME')\n"
-	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	LUA_NOW
 	"local hold = tonumber(ARGV[7])\n"
-	"local f = redis.call('INCR', KEYS[3])\n"
-	"redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-	"redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[3], 'pid', ARGV[4],\n"
-	"           'user', ARGV[5], 'command', ARGV[6], 'since', string.format('%.0f', now),\n"
-	"           'hold_until', hold > 0 and string.format('%.0f', now + hold) or '0')\n"
-	"redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-	"return {1, f}\n";
+	"local hu = hold > 0 and ms(now + hold) or '0'\n"
+	"local function grant_x()\n"
+	"  local f = redis.call('INCR', KEYS[3])\n"
+	"  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
+	"  redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[3], 'pid', ARGV[4],\n"
+	"             'user', ARGV[5], 'command', ARGV[6], 'since', ms(now),\n"
+	"             'hold_until', hu)\n"
+	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+	"  return {1, f}\n"
+	"end\n"
+	"if not cur and k == 'x' and redis.call('EXISTS', KEYS[4], KEYS[6]) == 0 then\n"
+	"  return grant_x()\n"
+	"end\n"
+	LUA_HOLDERS
+	"local function grant()\n"
+	"  if k == 'x' then return grant_x() end\n"
+	"  local f = redis.call('INCR', KEYS[3])\n"
+	"  redis.call('ZADD', KEYS[4], ms(now + ttl), tok)\n"
+	"  redis.call('HSET', KEYS[5], 'limit', k, tok, f .. '\\n' .. ms(now) ..\n"
+	"             '\\n' .. hu .. '\\n' .. ARGV[4] .. '\\n' .. ARGV[3] .. '\\n' ..\n"
+	"             ARGV[5] .. '\\n' .. ARGV[6])\n"
+	"  holders_expire()\n"
+	"  return {1, f}\n"
+	"end\n"
+	LUA_LINE
+	LUA_UNPACK_META
+	"if k ~= 'x' then\n"
+	"  local sc = redis.call('ZSCORE', KEYS[4], tok)\n"
+	"  if sc and tonumber(sc) > now then\n"
+	"    redis.call('ZADD', KEYS[4], ms(now + ttl), tok)\n"
+	"    holders_expire()\n"
+	"    local v = redis.call('HGET', KEYS[5], tok) or '0'\n"
+	"    return {1, tonumber(string.match(v, '^%d+')) or 0}\n"
+	"  end\n"
+	"end\n"
+	"local hk, hn = 'x', 1\n"
+	"if not cur then\n"
+	"  holders_purge()\n"
+	"  hk, hn = state()\n"
+	"end\n"
+	"if hk and hk ~= 'x' and hk ~= 's' and hk ~= k then return {-1, hk} end\n"
+	"if hk == 's' and k ~= 's' and k ~= 'x' then return {-1, hk} end\n"
+	"if hk == 'x' and k ~= 'x' and k ~= 's' then return {-1, 'x'} end\n"
+	"local me = ARGV[10] ~= '' and (k .. ':' .. ARGV[10]) or nil\n"
+	"local place = nil\n"
+	"if me then place = redis.call('ZRANK', KEYS[6], me) end\n"
+	"local let = false\n"
+	"if me and hk ~= 'x' then\n"
+	"  line_purge()\n"
+	"  if place and place > 0 then\n"
+	"    wake(ARGV[13], me)\n"
+	"    hk, hn = state()\n"
+	"  end\n"
+	"  place = redis.call('ZRANK', KEYS[6], me)\n"
+	"end\n"
+	"if hk ~= 'x' and (hk == nil or hk == k) then\n"
+	"  if not me then\n"
+	"    let = k ~= 'x' or hk == nil\n"
+	"    if k ~= 's' and k ~= 'x' then let = hn < tonumber(k) end\n"
+	"  else\n"
+	"    local upto = place or redis.call('ZCARD', KEYS[6])\n"
+	"    if upto <= 64 then\n"
+	"      local es = upto > 0 and redis.call('ZRANGE', KEYS[6], 0, upto - 1) or {}\n"
+	"      es[upto + 1] = me\n"
+	"      let = true\n"
+	"      for i = 1, upto + 1 do\n"
+	"        if not ok(kind(es[i]), i, kind(es[1]), hk, hn) then let = false; break end\n"
+	"      end\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"if let then\n"
+	"  if place then leave(me) end\n"
+	"  return grant()\n"
+	"end\n"
+	"local joined = 0\n"
+	"if me and (place or ARGV[11] == '1') then\n"
+	"  local lease = tonumber(ARGV[12])\n"
+	"  local lt = ms(now + lease)\n"
+	"  if place then\n"
+	"    redis.call('ZADD', KEYS[7], 'XX', lt, me)\n"
+	"  else\n"
+	"    local last = redis.call('ZRANGE', KEYS[6], -1, -1, 'WITHSCORES')\n"
+	"    local at = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"    if last[2] and tonumber(last[2]) >= at then at = tonumber(last[2]) + 1 end\n"
+	"    redis.call('ZADD', KEYS[6], ms(at), me)\n"
+	"    redis.call('ZADD', KEYS[7], lt, me)\n"
+	"    redis.call('HSET', KEYS[8], me, ms(now) .. '\\n' .. ARGV[4] .. '\\n' ..\n"
+	"               ARGV[3] .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[6])\n"
+	"    place = redis.call('ZRANK', KEYS[6], me)\n"
+	"    joined = 1\n"
+	"  end\n"
+	"  -- The line lives while someone keeps a place in it: its keys' TTL\n"
+	"  -- is put back to four leases whenever it falls below three.\n"
+	"  if joined == 1 or redis.call('PTTL', KEYS[6]) < 3 * lease then\n"
+	"    local keep = ms(4 * lease)\n"
+	"    redis.call('PEXPIRE', KEYS[6], keep)\n"
+	"    redis.call('PEXPIRE', KEYS[7], keep)\n"
+	"    redis.call('PEXPIRE', KEYS[8], keep)\n"
+	"  end\n"
+	"end\n"
+	"local pttl, first = 0, nil\n"
+	"local detail = ARGV[8] == '1'\n"
+	"if hk == 'x' and (detail or not place or place == 0) then\n"
+	"  pttl = redis.call('PTTL', KEYS[1])\n"
+	"elseif hk and hk ~= 'x' then\n"
+	"  first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')\n"
+	"  pttl = tonumber(first[2]) - now\n"
+	"end\n"
+	"local r = {0, pttl, place or -1, detail and redis.call('ZCARD', KEYS[6]) or -1,\n"
+	"           hn, joined, hk or ''}\n"
+	"if not detail or not hk then return r end\n"
+	"local who\n"
+	"if hk == 'x' then\n"
+	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
+	"  who = {m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '', m[6] or '',\n"
+	"         string.sub(cur or '', 1, 8)}\n"
+	"else\n"
+	"  local f = unpack_meta(redis.call('HGET', KEYS[5], first[1]) or '')\n"
+	"  who = {f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '', f[1] or '',\n"
+	"         string.sub(first[1], 1, 8)}\n"
+	"end\n"
+	"for i = 1, 7 do r[#r + 1] = who[i] end\n"
+	"r[#r + 1] = ms(now)\n"
+	"return r\n";
 
-/* Extend.  KEYS: lock, meta.  ARGV: token, ttl. */
+/* Extend.  KEYS: lock, meta, fence, holders, hmeta.  ARGV: token, ttl.
+ * A shared or semaphore holder whose lease ended is not brought back. */
 static const char extend_lua[] =
-	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
-	"redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-	"redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+	"  return 1\n"
+	"end\n"
+	"local sc = redis.call('ZSCORE', KEYS[4], ARGV[1])\n"
+	"if not sc then return 0 end\n"
+	LUA_NOW
+	LUA_HOLDERS
+	"if tonumber(sc) <= now then holders_purge(); return 0 end\n"
+	"redis.call('ZADD', KEYS[4], 'XX', ms(now + tonumber(ARGV[2])), ARGV[1])\n"
+	"holders_expire()\n"
 	"return 1\n";
 
 /*
- * Release.  KEYS: lock, meta.  ARGV: token, channel.  Before the holder's
- * hold_until (--min-hold) the key is left to expire then instead of being
- * deleted: the server's clock decides, whichever client releases.  The
- * wake-up is a pcall: an ACL user without the channel (Redis 7 grants none
- * by default) has released once the DEL ran, and says so with 3, not with
- * an error that would make the caller believe it still holds the lock.
+ * Release.  KEYS: the eight.  ARGV: token, release channel, wake-up
+ * prefix.  Before the holder's hold_until (--min-hold) the lease is cut to
+ * end then instead of being removed: the server's clock decides, whichever
+ * client releases.  Then the next in line is woken (or the next run of
+ * shared waiters, or as many as a semaphore has free places); with nobody
+ * in line, the release channel hears it.  The wake-up is a pcall: an ACL
+ * user without the channel (Redis 7 grants none by default) has released
+ * once the DEL ran, and says so with 3, not with an error that would make
+ * the caller believe it still holds the lock.
  */
 static const char release_lua[] =
-	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
-	"local hu = tonumber(redis.call('HGET', KEYS[2], 'hold_until') or '0') or 0\n"
-	"if hu > 0 then\n"
-	"  local t = redis.call('TIME')\n"
-	"  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"local tok = ARGV[1]\n"
+	"local cur = redis.call('GET', KEYS[1])\n"
+	"if cur == tok then\n"
+	"  local hu = tonumber(redis.call('HGET', KEYS[2], 'hold_until') or '0') or 0\n"
+	"  if hu > 0 then\n"
+	"    local t = redis.call('TIME')\n"
+	"    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"    if hu > now then\n"
+	"      local left = string.format('%.0f', hu - now)\n"
+	"      redis.call('PEXPIRE', KEYS[1], left)\n"
+	"      redis.call('PEXPIRE', KEYS[2], left)\n"
+	"      return 2\n"
+	"    end\n"
+	"  end\n"
+	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
+	"end\n"
+	"local function announce()\n"
+	"  local p = redis.pcall('PUBLISH', ARGV[2], 'released')\n"
+	"  if type(p) == 'table' then return 3 end\n"
+	"  return 1\n"
+	"end\n"
+	"if cur == tok and redis.call('EXISTS', KEYS[6]) == 0 then return announce() end\n"
+	LUA_NOW
+	LUA_HOLDERS
+	LUA_LINE
+	"if cur ~= tok then\n"
+	"  local sc = redis.call('ZSCORE', KEYS[4], tok)\n"
+	"  if not sc then return 0 end\n"
+	"  if tonumber(sc) <= now then holders_purge(); return 0 end\n"
+	"  local hu = tonumber(string.match(redis.call('HGET', KEYS[5], tok) or '',\n"
+	"                                   '^[^\\n]*\\n[^\\n]*\\n(%d+)') or '0') or 0\n"
 	"  if hu > now then\n"
-	"    local left = string.format('%.0f', hu - now)\n"
-	"    redis.call('PEXPIRE', KEYS[1], left)\n"
-	"    redis.call('PEXPIRE', KEYS[2], left)\n"
+	"    redis.call('ZADD', KEYS[4], 'XX', ms(hu), tok)\n"
+	"    holders_expire()\n"
 	"    return 2\n"
 	"  end\n"
+	"  redis.call('ZREM', KEYS[4], tok)\n"
+	"  redis.call('HDEL', KEYS[5], tok)\n"
+	"  holders_expire()\n"
+	"  if redis.call('EXISTS', KEYS[6]) == 0 then return announce() end\n"
 	"end\n"
-	"redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"local p = redis.pcall('PUBLISH', ARGV[2], 'released')\n"
-	"if type(p) == 'table' and p.err then return 3 end\n"
+	"line_purge()\n"
+	"wake(ARGV[3], nil)\n"
+	"if wake_refused then return 3 end\n"
 	"return 1\n";
 
-/* Forced release.  KEYS: lock, meta.  ARGV: channel.  The wake-up as in
- * release. */
+/*
+ * Leave the line.  KEYS: the eight.  ARGV: member ("KIND:ID"), wake-up
+ * prefix.  A waiter that gives up (its wait ran out, a signal) leaves at
+ * once, and when it was the one let in next, the next after it is woken.
+ */
+static const char leave_lua[] =
+	LUA_NOW
+	LUA_HOLDERS
+	LUA_LINE
+	"leave(ARGV[1])\n"
+	"if redis.call('EXISTS', KEYS[6]) == 1 then\n"
+	"  line_purge()\n"
+	"  wake(ARGV[2], nil)\n"
+	"end\n"
+	"return 1\n";
+
+/*
+ * Forced release.  KEYS: the eight.  ARGV: release channel, wake-up
+ * prefix.  Removes the exclusive holder, or every shared or semaphore
+ * holder, and wakes the line as release does.  Answers {0} when nothing
+ * was held, else the holder layout of status ({1, 0, host, pid, user,
+ * command, since, fence, token prefix, 0}) and how many were removed.
+ */
 static const char force_lua[] =
+	LUA_NOW
+	LUA_HOLDERS
+	LUA_LINE
+	LUA_UNPACK_META
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"if not cur then return {0} end\n"
-	"local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
-	"redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"redis.pcall('PUBLISH', ARGV[1], 'forced')\n"
-	"return {1, 0, m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '',\n"
-	"        m[6] or '', string.sub(cur, 1, 8), '0'}\n";
+	"local r\n"
+	"if cur then\n"
+	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
+	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
+	"  r = {1, 0, m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '',\n"
+	"       m[6] or '', string.sub(cur, 1, 8), '0', 1}\n"
+	"else\n"
+	"  holders_purge()\n"
+	"  local hs = redis.call('ZRANGE', KEYS[4], 0, -1)\n"
+	"  if #hs == 0 then return {0} end\n"
+	"  local f = unpack_meta(redis.call('HGET', KEYS[5], hs[1]) or '')\n"
+	"  redis.call('DEL', KEYS[4], KEYS[5])\n"
+	"  r = {1, 0, f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '',\n"
+	"       f[1] or '', string.sub(hs[1], 1, 8), '0', #hs}\n"
+	"end\n"
+	"if redis.call('EXISTS', KEYS[6]) == 0 then\n"
+	"  redis.pcall('PUBLISH', ARGV[1], 'forced')\n"
+	"else\n"
+	"  line_purge()\n"
+	"  wake(ARGV[2], nil)\n"
+	"end\n"
+	"return r\n";
 
 /*
  * Fence.  KEYS: lock, meta, fence.  ARGV: token, fence.  With several
@@ -106,16 +432,53 @@ static const char fence_lua[] =
 	"end\n"
 	"return 1\n";
 
-/* Status.  KEYS: lock, meta, fence.  Same holder layout as acquire. */
+/*
+ * Status.  KEYS: the eight.  Reads only (expired holders and waiters are
+ * skipped, not removed).  {held, pttl, host, pid, user, command, since,
+ * fence, token prefix, now} as the acquire's busy answer lays out a
+ * holder (the exclusive one, or the shared or semaphore holder whose
+ * lease ends first), then the kind held ('x', 's', the limit, '' free),
+ * the number of holders, the number waiting in line, the next in line
+ * ("KIND:ID\nsince\npid\nhost\nuser\ncommand", '' none), and up to 100
+ * holders as {token prefix, ttl, metadata}.
+ */
 static const char status_lua[] =
+	LUA_NOW
+	LUA_UNPACK_META
 	"local cur = redis.call('GET', KEYS[1])\n"
 	"local f = redis.call('GET', KEYS[3]) or '0'\n"
-	"local t = redis.call('TIME')\n"
-	"local now = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))\n"
-	"if not cur then return {0, -2, '', '', '', '', '', f, '', now} end\n"
-	"local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
-	"return {1, redis.call('PTTL', KEYS[1]), m[1] or '', m[2] or '', m[3] or '',\n"
-	"        m[4] or '', m[5] or '', m[6] or f, string.sub(cur, 1, 8), now}\n";
+	"local nline = redis.call('ZCOUNT', KEYS[7], '(' .. ms(now), '+inf')\n"
+	"local head = ''\n"
+	"if nline > 0 then\n"
+	"  for _, m in ipairs(redis.call('ZRANGE', KEYS[6], 0, 63)) do\n"
+	"    local d = tonumber(redis.call('ZSCORE', KEYS[7], m) or '0')\n"
+	"    if d > now then\n"
+	"      head = m .. '\\n' .. (redis.call('HGET', KEYS[8], m) or '')\n"
+	"      break\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"if cur then\n"
+	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
+	"  return {1, redis.call('PTTL', KEYS[1]), m[1] or '', m[2] or '', m[3] or '',\n"
+	"          m[4] or '', m[5] or '', m[6] or f, string.sub(cur, 1, 8), ms(now),\n"
+	"          'x', 1, nline, head, {}}\n"
+	"end\n"
+	"local hs = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. ms(now), '+inf',\n"
+	"                      'WITHSCORES', 'LIMIT', 0, 100)\n"
+	"if #hs == 0 then\n"
+	"  return {0, -2, '', '', '', '', '', f, '', ms(now), '', 0, nline, head, {}}\n"
+	"end\n"
+	"local list = {}\n"
+	"for i = 1, #hs, 2 do\n"
+	"  list[#list + 1] = {string.sub(hs[i], 1, 8), ms(tonumber(hs[i + 1]) - now),\n"
+	"                     redis.call('HGET', KEYS[5], hs[i]) or ''}\n"
+	"end\n"
+	"local m = unpack_meta(list[1][3])\n"
+	"return {1, tonumber(list[1][2]), m[5] or '', m[4] or '', m[6] or '', m[7] or '',\n"
+	"        m[2] or '', m[1] or f, list[1][1], ms(now),\n"
+	"        redis.call('HGET', KEYS[5], 'limit') or 's',\n"
+	"        redis.call('ZCOUNT', KEYS[4], '(' .. ms(now), '+inf'), nline, head, list}\n";
 
 /*
  * The scripts' SHA-1 digests, written here rather than computed at every
@@ -125,17 +488,19 @@ static const char status_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "1fd9acb7b37d46713b46b1f4679b16b1dba8f068" },
+				   "771920bb69e6b02711d85e91b93c06c235aa69d6" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
-				  "628126630f9cabe0b036df8dd68e7a49081bba66" },
+				  "482f3c3e811190c3d52db8fbdbd35cddfb7b6a12" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "21d394ba38e011b797e4deae096f790d7363055b" },
+				   "a2e28d003cf5963c23059c1db1c6504c85677291" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "ef391c7870e95b75ae766ab1ae728c5cd278f524" },
+				 "666773b01bcb2e7166b58e2034fab0efbe33ebdb" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "a3a2ce407637b107b8ddedc20e8a0070fefb76bd" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
-				  "2fff7f8cda4f3a5613b78ffc6b10480bfdf9374c" },
+				  "ac95e90bd6c1783a16aa24c5a8c1f352add3498d" },
+	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
+				 "454b5142b37352dd573cc61a82ec2d2eae9c47e2" },
 };
 
 /* ---- key names and argument builders ---------------------------------- */
@@ -146,6 +511,36 @@ int lock_key(char *buf, size_t len, const char *prefix, const char *name,
 	int n = snprintf(buf, len, "%s{%s}%s", prefix, name, suffix);
 
 	return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+void lock_keys_init(struct lock_keys *k, const char *prefix,
+		    const char *name)
+{
+	lock_key(k->key, sizeof(k->key), prefix, name, "");
+	lock_key(k->meta, sizeof(k->meta), prefix, name, KEY_META);
+	lock_key(k->fence, sizeof(k->fence), prefix, name, KEY_FENCE);
+	lock_key(k->holders, sizeof(k->holders), prefix, name, KEY_HOLDERS);
+	lock_key(k->hmeta, sizeof(k->hmeta), prefix, name, KEY_HMETA);
+	lock_key(k->line, sizeof(k->line), prefix, name, KEY_LINE);
+	lock_key(k->lease, sizeof(k->lease), prefix, name, KEY_LEASE);
+	lock_key(k->who, sizeof(k->who), prefix, name, KEY_WHO);
+	lock_key(k->chan, sizeof(k->chan), prefix, name, KEY_CHANNEL);
+	lock_key(k->wake, sizeof(k->wake), prefix, name, KEY_WAKE);
+	k->v = (struct lock_names){ k->key, k->meta, k->fence, k->holders,
+				    k->hmeta, k->line, k->lease, k->who,
+				    k->chan, k->wake,
+				    key_slot(k->key, strlen(k->key)) };
+}
+
+int64_t line_wait_ms(long long pttl, long long place, int in_line,
+		     int subscribed, unsigned rnd)
+{
+	int64_t ms = pttl >= 0 ? pttl + 1 + rnd % (pttl / 20 + 5) : 1000;
+	int64_t beat = LINE_BEAT_MS - rnd % (LINE_BEAT_MS / 8);
+
+	if (in_line)
+		return place != 0 || ms > beat ? beat : ms;
+	return !subscribed && ms > 1000 ? 1000 : ms;
 }
 
 /* CRC16-CCITT (XMODEM), the checksum Redis Cluster hashes keys with. */
@@ -176,7 +571,9 @@ int key_slot(const char *key, size_t len)
 static void begin(struct request *q, int script, int nkeys,
 		  const struct lock_names *n)
 {
-	const char *keys[3] = { n->key, n->meta, n->fence };
+	const char *keys[LOCK_NKEYS] = { n->key, n->meta, n->fence,
+					 n->holders, n->hmeta, n->line,
+					 n->lease, n->who };
 
 	q->script = script;
 	q->slot = n->slot;
@@ -191,13 +588,13 @@ static const char *num(struct request *q, int slot, long long v)
 	return q->num[slot];
 }
 
-/* KEYS: lock, meta, fence.  ARGV: token, ttl, host, pid, user, command,
- * min-hold, details. */
+/* KEYS: the eight.  ARGV: token, ttl, host, pid, user, command, min-hold,
+ * details, kind, waiter, join, waiter's lease, wake-up prefix. */
 void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
-		 int details)
+		 const struct ask *a)
 {
-	begin(q, RLOCK_SCRIPT_ACQUIRE, 3, n);
+	begin(q, RLOCK_SCRIPT_ACQUIRE, LOCK_NKEYS, n);
 	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
 	snprintf(q->label, sizeof(q->label), "%s",
 		 who->label != NULL ? who->label : "");
@@ -208,32 +605,49 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = who->user;
 	q->argv[q->argc++] = q->label;
 	q->argv[q->argc++] = num(q, 2, who->min_hold_ms);
-	q->argv[q->argc++] = details ? "1" : "0";
+	q->argv[q->argc++] = a->details ? "1" : "0";
+	q->argv[q->argc++] = a->kind;
+	q->argv[q->argc++] = a->waiter;
+	q->argv[q->argc++] = a->join ? "1" : "0";
+	q->argv[q->argc++] = num(q, 3, LINE_LEASE_MS);
+	q->argv[q->argc++] = n->wake;
 }
 
-/* KEYS: lock, meta.  ARGV: token, ttl. */
+/* KEYS: lock, meta, fence, holders, hmeta.  ARGV: token, ttl. */
 void req_extend(struct request *q, const struct lock_names *n,
 		const char *token, int64_t ttl_ms)
 {
-	begin(q, RLOCK_SCRIPT_EXTEND, 2, n);
+	begin(q, RLOCK_SCRIPT_EXTEND, 5, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = num(q, 0, ttl_ms);
 }
 
-/* KEYS: lock, meta.  ARGV: token, channel. */
+/* KEYS: the eight.  ARGV: token, channel, wake-up prefix. */
 void req_release(struct request *q, const struct lock_names *n,
 		 const char *token)
 {
-	begin(q, RLOCK_SCRIPT_RELEASE, 2, n);
+	begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = n->chan;
+	q->argv[q->argc++] = n->wake;
 }
 
-/* KEYS: lock, meta.  ARGV: channel. */
+/* KEYS: the eight.  ARGV: "KIND:ID", wake-up prefix. */
+void req_leave(struct request *q, const struct lock_names *n,
+	       const char *kind, const char *waiter)
+{
+	begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS, n);
+	snprintf(q->member, sizeof(q->member), "%s:%s", kind, waiter);
+	q->argv[q->argc++] = q->member;
+	q->argv[q->argc++] = n->wake;
+}
+
+/* KEYS: the eight.  ARGV: channel, wake-up prefix. */
 void req_force(struct request *q, const struct lock_names *n)
 {
-	begin(q, RLOCK_SCRIPT_FORCE, 2, n);
+	begin(q, RLOCK_SCRIPT_FORCE, LOCK_NKEYS, n);
 	q->argv[q->argc++] = n->chan;
+	q->argv[q->argc++] = n->wake;
 }
 
 /* KEYS: lock, meta, fence.  ARGV: token, fence. */
@@ -245,12 +659,11 @@ void req_fence(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = num(q, 0, fence);
 }
 
-/* KEYS: lock, meta, fence. */
+/* KEYS: the eight. */
 void req_status(struct request *q, const struct lock_names *n)
 {
-	begin(q, RLOCK_SCRIPT_STATUS, 3, n);
+	begin(q, RLOCK_SCRIPT_STATUS, LOCK_NKEYS, n);
 }
-
 void req_command(struct request *q, int argc, const char *const *argv,
 		 int slot)
 {
@@ -296,8 +709,9 @@ static int starts_with(const redisReply *r, const char *p)
  * them, so only the first words are kept.
  */
 /* What the scripts call, for the ACL rule that lets them. */
-#define SCRIPT_COMMANDS "+evalsha +eval +get +set +pexpire +pttl +hget " \
-	"+hmget +hset +incr +del +publish +time"
+#define SCRIPT_COMMANDS "+evalsha +eval +get +set +pexpire +pexpireat " \
+	"+pttl +hget +hmget +hset +hdel +incr +del +exists +publish +time " \
+	"+zadd +zrem +zrange +zrangebyscore +zrank +zscore +zcard +zcount"
 
 /* Whether the error reply says an ACL refused something. */
 static int acl_refusal(const redisReply *r)
@@ -319,7 +733,7 @@ static void acl_error(const redisReply *r, int n, const char *addr,
 	const char *brace = strchr(key, '{');
 	const char *q1 = memchr(r->str, '\'', r->len), *q2 = NULL;
 	int plen = brace != NULL ? (int)(brace - key) : (int)strlen(key);
-	char rule[160];
+	char rule[240];
 
 	if (user[0] == '\0')
 		user = "default";

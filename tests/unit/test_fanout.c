@@ -167,7 +167,9 @@ static int answer(struct fake *f, struct client *c, const redisReply *r)
 		say(c->fd, "*2\r\n:1\r\n:%lld\r\n", st.val);
 		return 1;
 	case A_BUSY:
-		say(c->fd, "*2\r\n:0\r\n:5000\r\n");
+		/* {0, pttl, place, waiting, holders, joined, kind} */
+		say(c->fd, "*7\r\n:0\r\n:5000\r\n:-1\r\n:0\r\n:1\r\n"
+			":0\r\n$1\r\nx\r\n");
 		return 1;
 	case A_INT:
 		say(c->fd, ":%lld\r\n", st.val);
@@ -464,14 +466,17 @@ static int acquire(struct world *w, struct rlock_lease *l,
 
 static const struct lock_names job = {
 	"rlock:{job}", "rlock:{job}:meta", "rlock:{job}:fence",
-	"rlock:{job}:released"
+	"rlock:{job}:holders", "rlock:{job}:holders:meta", "rlock:{job}:line",
+	"rlock:{job}:line:lease", "rlock:{job}:line:who",
+	"rlock:{job}:released", "rlock:{job}:wake:", 0
 };
 
 static void acquire_req(struct request *q)
 {
 	static const struct acquirer who = { "host", "user", "unit", 1, 0 };
 
-	req_acquire(q, &job, TOKEN, 1000, &who, 1);
+	req_acquire(q, &job, TOKEN, 1000, &who,
+		    &(struct ask){ "x", "", 0, 1 });
 }
 
 static int has(const char *s, const char *part)
