@@ -22,6 +22,7 @@ enum {
 	OPT_HOLD = 1000,
 	OPT_NO_PING,
 	OPT_GAP,
+	OPT_LIMIT,
 };
 
 struct bench_args {
@@ -32,6 +33,8 @@ struct bench_args {
 	int64_t ttl_ms;
 	int64_t hold_ms;
 	int64_t gap_ms;
+	long long limit;		/* semaphore places; 0: exclusive */
+	int shared;
 	int ping;
 	int progress;			/* live line on stderr */
 };
@@ -149,6 +152,15 @@ static void print_json(const struct bench_args *a,
 	else
 		fputs(",\"ping\":null", stdout);
 	printf("},\"longest_wait_us\":%.1f,", r->longest_wait_us);
+	printf("\"kind\":\"%s\",", a->shared ? "shared" : a->limit > 1 ?
+	       "semaphore" : "exclusive");
+	if (a->limit > 1)
+		printf("\"limit\":%lld,", a->limit);
+	else
+		fputs("\"limit\":null,", stdout);
+	printf("\"turns\":{\"min\":%lld,\"max\":%lld,\"none\":%lld,"
+	       "\"fairness\":%.4f},\"requeued\":%lld,", r->turns_min,
+	       r->turns_max, r->starved, r->fairness, r->requeued);
 	printf("\"errors\":{\"total\":%lld", r->errors);
 	for (i = 0; i < RLOCK_BENCH_NERR; i++)
 		printf(",\"%s\":%lld", rlock_bench_error_name(i),
@@ -208,6 +220,10 @@ static void print_human(const struct bench_args *a,
 	       a->hold_ms > 0 ? rlock_fmt_ms(a->hold_ms, t2, sizeof(t2)) : "0");
 	if (a->gap_ms > 0)
 		printf("gap %s, ", rlock_fmt_ms(a->gap_ms, t2, sizeof(t2)));
+	if (a->shared)
+		printf("shared, ");
+	else if (a->limit > 1)
+		printf("semaphore of %lld, ", a->limit);
 	if (a->cycles > 0)
 		printf("%lld cycles\n", a->cycles);
 	else
@@ -233,6 +249,12 @@ static void print_human(const struct bench_args *a,
 		human_latency("PING", &r->ping);
 	printf("  hand-offs    %lld to a waiter, %lld re-taken by the releaser\n",
 	       r->handoff.count, r->reacquired);
+	printf("  turns        %lld to %lld cycles per client, %lld with "
+	       "none; fairness %.3f (Jain's index, 1 = even)\n",
+	       r->turns_min, r->turns_max, r->starved, r->fairness);
+	if (r->requeued > 0)
+		printf("  line         %lld places lost and taken again\n",
+		       r->requeued);
 	printf("  longest wait %s", fmt_us(r->longest_wait_us, t1, sizeof(t1)));
 	if (r->abandoned > 0)
 		printf(" (%lld waits cut short by the end of the run)",
@@ -273,6 +295,8 @@ static void parse(int argc, char **argv, struct cli *g, struct bench_args *a)
 		{ "hold", required_argument, NULL, OPT_HOLD },
 		{ "gap", required_argument, NULL, OPT_GAP },
 		{ "no-ping", no_argument, NULL, OPT_NO_PING },
+		{ "limit", required_argument, NULL, 'l' },
+		{ "shared", no_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -282,7 +306,7 @@ static void parse(int argc, char **argv, struct cli *g, struct bench_args *a)
 	a->duration_ms = 5000;
 	a->ttl_ms = 10000;
 	a->ping = 1;
-	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "c:k:n:d:t:",
+	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "c:k:n:d:t:l:s",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -313,6 +337,12 @@ static void parse(int argc, char **argv, struct cli *g, struct bench_args *a)
 		case OPT_NO_PING:
 			a->ping = 0;
 			break;
+		case 'l':
+			a->limit = parse_count(g, "--limit", optarg, 100000);
+			break;
+		case 's':
+			a->shared = 1;
+			break;
 		default:
 			if (!cli_global_option(g, c, optarg))
 				cli_bad_option(g, c, argv);
@@ -327,6 +357,10 @@ static void parse(int argc, char **argv, struct cli *g, struct bench_args *a)
 				"--clients (%lld)", a->keys, a->clients);
 	if (a->keys == 0)
 		a->keys = a->clients;
+	if (a->shared && a->limit > 1)
+		cli_usage_error(g, "--shared and --limit %lld cannot be "
+				"combined: a semaphore's holders are neither "
+				"shared nor exclusive", a->limit);
 	if (a->hold_ms >= a->ttl_ms)
 		cli_usage_error(g, "invalid --hold: must be shorter than --ttl "
 				"(bench does not renew)");
@@ -368,6 +402,8 @@ int cmd_bench(int argc, char **argv, struct cli *g)
 	o.ttl_ms = a.ttl_ms;
 	o.hold_ms = a.hold_ms;
 	o.gap_ms = a.gap_ms;
+	o.limit = (int)a.limit;
+	o.shared = a.shared;
 	if (a.ping) {
 		/* Long enough for a steady rate, short next to the run. */
 		if (a.cycles > 0)

@@ -72,8 +72,8 @@ const struct cmd cli_cmds[] = {
 	  "Drive C clients from one process through acquire, hold and release cycles\n"
 	  "on K lock names of their own (K = C: no contention; K = 1: all contend),\n"
 	  "after a PING baseline with the same clients.  Report cycles/s, latency\n"
-	  "percentiles, hand-off, errors and violations of mutual exclusion (exit 70\n"
-	  "if there was any).\n"
+	  "percentiles, hand-off, how evenly the clients had turns, errors and\n"
+	  "violations of mutual exclusion (exit 70 if there was any).\n"
 	  "\n"
 	  "Options:\n"
 	  "  -c, --clients C                concurrent clients (default 50)\n"
@@ -84,6 +84,8 @@ const struct cmd cli_cmds[] = {
 	  "      --hold DUR                 time held per cycle (default 0)\n"
 	  "      --gap DUR                  pause between a client's release and its\n"
 	  "                                 next acquire (default 0)\n"
+	  "  -l, --limit N                  semaphores of N places instead of locks\n"
+	  "  -s, --shared                   shared locks instead of exclusive ones\n"
 	  "      --no-ping                  skip the PING baseline\n" },
 	{ "doctor", cmd_doctor, "check that the servers can keep locks safe",
 	  "Usage: rlock doctor [options] [NAME]\n"

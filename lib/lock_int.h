@@ -72,8 +72,9 @@ struct lock_keys {
 void lock_keys_init(struct lock_keys *k, const char *prefix,
 		    const char *name);
 
-/* The number of keys every line-aware script takes, in this order:
- * key, meta, fence, holders, hmeta, line, lease, who. */
+/* The number of keys of a lock, in the order the scripts take them (each
+ * the first few it needs): key, meta, holders, hmeta, line, lease, who,
+ * fence. */
 #define LOCK_NKEYS 8
 
 /* Write "prefix{name}suffix" into buf.  Returns its length, or -1 when it

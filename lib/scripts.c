@@ -15,16 +15,19 @@
  * takes the first few it needs):
  *   1 lock      P{N}               string: the exclusive holder's token
  *   2 meta      P{N}:meta          hash: the exclusive holder
- *   3 fence     P{N}:fence         counter, never expires
- *   4 holders   P{N}:holders       zset: shared or semaphore holders' tokens
+ *   3 holders   P{N}:holders       zset: shared or semaphore holders' tokens
  *                                  by lease deadline (server ms)
- *   5 hmeta     P{N}:holders:meta  hash: 'limit' ('s' shared, or N), and per
+ *   4 hmeta     P{N}:holders:meta  hash: 'limit' ('s' shared, or N), and per
  *                                  token "fence\nsince\nhold_until\npid\n
  *                                  host\nuser\ncommand"
- *   6 line      P{N}:line          zset: waiters, "KIND:ID" by arrival (µs)
- *   7 lease     P{N}:line:lease    zset: the same by lease deadline (ms)
- *   8 who       P{N}:line:who      hash: "KIND:ID" -> "since\npid\nhost\n
+ *   5 line      P{N}:line          zset: waiters, "KIND:ID" by arrival (µs)
+ *   6 lease     P{N}:line:lease    zset: the same by lease deadline (ms)
+ *   7 who       P{N}:line:who      hash: "KIND:ID" -> "since\npid\nhost\n
  *                                  user\ncommand"
+ *   8 fence     P{N}:fence         counter, never expires
+ * The fence comes last so that only acquire (and status, and the fence
+ * script of several masters) name it: the test's fault proxy tells the
+ * acquire script from release on the wire by it.
  * KIND is x (exclusive), s (shared) or the limit N of a semaphore; ID is
  * 16 random hex digits, and the waiter's wake-up channel is P{N}:wake:ID.
  */
@@ -40,27 +43,27 @@
  * keep both keys alive as long as the longest lease. */
 #define LUA_HOLDERS \
 	"local function holders_expire()\n" \
-	"  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n" \
+	"  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')\n" \
 	"  if last[2] then\n" \
+	"    redis.call('PEXPIREAT', KEYS[3], ms(tonumber(last[2])))\n" \
 	"    redis.call('PEXPIREAT', KEYS[4], ms(tonumber(last[2])))\n" \
-	"    redis.call('PEXPIREAT', KEYS[5], ms(tonumber(last[2])))\n" \
 	"  else\n" \
-	"    redis.call('DEL', KEYS[5])\n" \
+	"    redis.call('DEL', KEYS[4])\n" \
 	"  end\n" \
 	"end\n" \
 	"local function holders_purge()\n" \
-	"  local gone = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', ms(now), 'LIMIT', 0, 64)\n" \
+	"  local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ms(now), 'LIMIT', 0, 64)\n" \
 	"  if #gone > 0 then\n" \
-	"    redis.call('ZREM', KEYS[4], unpack(gone))\n" \
-	"    redis.call('HDEL', KEYS[5], unpack(gone))\n" \
+	"    redis.call('ZREM', KEYS[3], unpack(gone))\n" \
+	"    redis.call('HDEL', KEYS[4], unpack(gone))\n" \
 	"    holders_expire()\n" \
 	"  end\n" \
 	"end\n" \
 	"local function state()\n" \
 	"  if redis.call('EXISTS', KEYS[1]) == 1 then return 'x', 1 end\n" \
-	"  local n = redis.call('ZCARD', KEYS[4])\n" \
+	"  local n = redis.call('ZCARD', KEYS[3])\n" \
 	"  if n == 0 then return nil, 0 end\n" \
-	"  return redis.call('HGET', KEYS[5], 'limit') or 's', n\n" \
+	"  return redis.call('HGET', KEYS[4], 'limit') or 's', n\n" \
 	"end\n"
 
 /* A shared or semaphore holder's metadata, "fence\nsince\nhold_until\n
@@ -90,16 +93,16 @@
  */
 #define LUA_LINE \
 	"local function leave(m)\n" \
+	"  redis.call('ZREM', KEYS[5], m)\n" \
 	"  redis.call('ZREM', KEYS[6], m)\n" \
-	"  redis.call('ZREM', KEYS[7], m)\n" \
-	"  redis.call('HDEL', KEYS[8], m)\n" \
+	"  redis.call('HDEL', KEYS[7], m)\n" \
 	"end\n" \
 	"local function line_purge()\n" \
-	"  local gone = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', ms(now), 'LIMIT', 0, 64)\n" \
+	"  local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', ms(now), 'LIMIT', 0, 64)\n" \
 	"  if #gone > 0 then\n" \
+	"    redis.call('ZREM', KEYS[5], unpack(gone))\n" \
 	"    redis.call('ZREM', KEYS[6], unpack(gone))\n" \
-	"    redis.call('ZREM', KEYS[7], unpack(gone))\n" \
-	"    redis.call('HDEL', KEYS[8], unpack(gone))\n" \
+	"    redis.call('HDEL', KEYS[7], unpack(gone))\n" \
 	"  end\n" \
 	"end\n" \
 	"local function kind(m) return string.match(m, '^[^:]*') end\n" \
@@ -115,8 +118,8 @@
 	"  for round = 1, 8 do\n" \
 	"    local hk, hn = state()\n" \
 	"    if hk == 'x' then return end\n" \
-	"    local es = redis.call('ZRANGE', KEYS[6], 0, 0)\n" \
-	"    if es[1] and kind(es[1]) ~= 'x' then es = redis.call('ZRANGE', KEYS[6], 0, 63) end\n" \
+	"    local es = redis.call('ZRANGE', KEYS[5], 0, 0)\n" \
+	"    if es[1] and kind(es[1]) ~= 'x' then es = redis.call('ZRANGE', KEYS[5], 0, 63) end\n" \
 	"    local dead = false\n" \
 	"    for i, e in ipairs(es) do\n" \
 	"      if not ok(kind(e), i, kind(es[1]), hk, hn) then break end\n" \
@@ -165,7 +168,7 @@ static const char acquire_lua[] =
 	"local hold = tonumber(ARGV[7])\n"
 	"local hu = hold > 0 and ms(now + hold) or '0'\n"
 	"local function grant_x()\n"
-	"  local f = redis.call('INCR', KEYS[3])\n"
+	"  local f = redis.call('INCR', KEYS[8])\n"
 	"  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
 	"  redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[3], 'pid', ARGV[4],\n"
 	"             'user', ARGV[5], 'command', ARGV[6], 'since', ms(now),\n"
@@ -173,15 +176,15 @@ static const char acquire_lua[] =
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
 	"  return {1, f}\n"
 	"end\n"
-	"if not cur and k == 'x' and redis.call('EXISTS', KEYS[4], KEYS[6]) == 0 then\n"
+	"if not cur and k == 'x' and redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then\n"
 	"  return grant_x()\n"
 	"end\n"
 	LUA_HOLDERS
 	"local function grant()\n"
 	"  if k == 'x' then return grant_x() end\n"
-	"  local f = redis.call('INCR', KEYS[3])\n"
-	"  redis.call('ZADD', KEYS[4], ms(now + ttl), tok)\n"
-	"  redis.call('HSET', KEYS[5], 'limit', k, tok, f .. '\\n' .. ms(now) ..\n"
+	"  local f = redis.call('INCR', KEYS[8])\n"
+	"  redis.call('ZADD', KEYS[3], ms(now + ttl), tok)\n"
+	"  redis.call('HSET', KEYS[4], 'limit', k, tok, f .. '\\n' .. ms(now) ..\n"
 	"             '\\n' .. hu .. '\\n' .. ARGV[4] .. '\\n' .. ARGV[3] .. '\\n' ..\n"
 	"             ARGV[5] .. '\\n' .. ARGV[6])\n"
 	"  holders_expire()\n"
@@ -190,11 +193,11 @@ static const char acquire_lua[] =
 	LUA_LINE
 	LUA_UNPACK_META
 	"if k ~= 'x' then\n"
-	"  local sc = redis.call('ZSCORE', KEYS[4], tok)\n"
+	"  local sc = redis.call('ZSCORE', KEYS[3], tok)\n"
 	"  if sc and tonumber(sc) > now then\n"
-	"    redis.call('ZADD', KEYS[4], ms(now + ttl), tok)\n"
+	"    redis.call('ZADD', KEYS[3], ms(now + ttl), tok)\n"
 	"    holders_expire()\n"
-	"    local v = redis.call('HGET', KEYS[5], tok) or '0'\n"
+	"    local v = redis.call('HGET', KEYS[4], tok) or '0'\n"
 	"    return {1, tonumber(string.match(v, '^%d+')) or 0}\n"
 	"  end\n"
 	"end\n"
@@ -208,7 +211,7 @@ static const char acquire_lua[] =
 	"if hk == 'x' and k ~= 'x' and k ~= 's' then return {-1, 'x'} end\n"
 	"local me = ARGV[10] ~= '' and (k .. ':' .. ARGV[10]) or nil\n"
 	"local place = nil\n"
-	"if me then place = redis.call('ZRANK', KEYS[6], me) end\n"
+	"if me then place = redis.call('ZRANK', KEYS[5], me) end\n"
 	"local let = false\n"
 	"if me and hk ~= 'x' then\n"
 	"  line_purge()\n"
@@ -216,16 +219,16 @@ static const char acquire_lua[] =
 	"    wake(ARGV[13], me)\n"
 	"    hk, hn = state()\n"
 	"  end\n"
-	"  place = redis.call('ZRANK', KEYS[6], me)\n"
+	"  place = redis.call('ZRANK', KEYS[5], me)\n"
 	"end\n"
 	"if hk ~= 'x' and (hk == nil or hk == k) then\n"
 	"  if not me then\n"
 	"    let = k ~= 'x' or hk == nil\n"
 	"    if k ~= 's' and k ~= 'x' then let = hn < tonumber(k) end\n"
 	"  else\n"
-	"    local upto = place or redis.call('ZCARD', KEYS[6])\n"
+	"    local upto = place or redis.call('ZCARD', KEYS[5])\n"
 	"    if upto <= 64 then\n"
-	"      local es = upto > 0 and redis.call('ZRANGE', KEYS[6], 0, upto - 1) or {}\n"
+	"      local es = upto > 0 and redis.call('ZRANGE', KEYS[5], 0, upto - 1) or {}\n"
 	"      es[upto + 1] = me\n"
 	"      let = true\n"
 	"      for i = 1, upto + 1 do\n"
@@ -243,25 +246,25 @@ static const char acquire_lua[] =
 	"  local lease = tonumber(ARGV[12])\n"
 	"  local lt = ms(now + lease)\n"
 	"  if place then\n"
-	"    redis.call('ZADD', KEYS[7], 'XX', lt, me)\n"
+	"    redis.call('ZADD', KEYS[6], 'XX', lt, me)\n"
 	"  else\n"
-	"    local last = redis.call('ZRANGE', KEYS[6], -1, -1, 'WITHSCORES')\n"
+	"    local last = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')\n"
 	"    local at = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 	"    if last[2] and tonumber(last[2]) >= at then at = tonumber(last[2]) + 1 end\n"
-	"    redis.call('ZADD', KEYS[6], ms(at), me)\n"
-	"    redis.call('ZADD', KEYS[7], lt, me)\n"
-	"    redis.call('HSET', KEYS[8], me, ms(now) .. '\\n' .. ARGV[4] .. '\\n' ..\n"
+	"    redis.call('ZADD', KEYS[5], ms(at), me)\n"
+	"    redis.call('ZADD', KEYS[6], lt, me)\n"
+	"    redis.call('HSET', KEYS[7], me, ms(now) .. '\\n' .. ARGV[4] .. '\\n' ..\n"
 	"               ARGV[3] .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[6])\n"
-	"    place = redis.call('ZRANK', KEYS[6], me)\n"
+	"    place = redis.call('ZRANK', KEYS[5], me)\n"
 	"    joined = 1\n"
 	"  end\n"
 	"  -- The line lives while someone keeps a place in it: its keys' TTL\n"
 	"  -- is put back to four leases whenever it falls below three.\n"
-	"  if joined == 1 or redis.call('PTTL', KEYS[6]) < 3 * lease then\n"
+	"  if joined == 1 or redis.call('PTTL', KEYS[5]) < 3 * lease then\n"
 	"    local keep = ms(4 * lease)\n"
+	"    redis.call('PEXPIRE', KEYS[5], keep)\n"
 	"    redis.call('PEXPIRE', KEYS[6], keep)\n"
 	"    redis.call('PEXPIRE', KEYS[7], keep)\n"
-	"    redis.call('PEXPIRE', KEYS[8], keep)\n"
 	"  end\n"
 	"end\n"
 	"local pttl, first = 0, nil\n"
@@ -269,10 +272,10 @@ static const char acquire_lua[] =
 	"if hk == 'x' and (detail or not place or place == 0) then\n"
 	"  pttl = redis.call('PTTL', KEYS[1])\n"
 	"elseif hk and hk ~= 'x' then\n"
-	"  first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')\n"
+	"  first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')\n"
 	"  pttl = tonumber(first[2]) - now\n"
 	"end\n"
-	"local r = {0, pttl, place or -1, detail and redis.call('ZCARD', KEYS[6]) or -1,\n"
+	"local r = {0, pttl, place or -1, detail and redis.call('ZCARD', KEYS[5]) or -1,\n"
 	"           hn, joined, hk or ''}\n"
 	"if not detail or not hk then return r end\n"
 	"local who\n"
@@ -281,7 +284,7 @@ static const char acquire_lua[] =
 	"  who = {m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '', m[6] or '',\n"
 	"         string.sub(cur or '', 1, 8)}\n"
 	"else\n"
-	"  local f = unpack_meta(redis.call('HGET', KEYS[5], first[1]) or '')\n"
+	"  local f = unpack_meta(redis.call('HGET', KEYS[4], first[1]) or '')\n"
 	"  who = {f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '', f[1] or '',\n"
 	"         string.sub(first[1], 1, 8)}\n"
 	"end\n"
@@ -289,7 +292,7 @@ static const char acquire_lua[] =
 	"r[#r + 1] = ms(now)\n"
 	"return r\n";
 
-/* Extend.  KEYS: lock, meta, fence, holders, hmeta.  ARGV: token, ttl.
+/* Extend.  KEYS: lock, meta, holders, hmeta.  ARGV: token, ttl.
  * A shared or semaphore holder whose lease ended is not brought back. */
 static const char extend_lua[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
@@ -297,17 +300,17 @@ static const char extend_lua[] =
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
 	"  return 1\n"
 	"end\n"
-	"local sc = redis.call('ZSCORE', KEYS[4], ARGV[1])\n"
+	"local sc = redis.call('ZSCORE', KEYS[3], ARGV[1])\n"
 	"if not sc then return 0 end\n"
 	LUA_NOW
 	LUA_HOLDERS
 	"if tonumber(sc) <= now then holders_purge(); return 0 end\n"
-	"redis.call('ZADD', KEYS[4], 'XX', ms(now + tonumber(ARGV[2])), ARGV[1])\n"
+	"redis.call('ZADD', KEYS[3], 'XX', ms(now + tonumber(ARGV[2])), ARGV[1])\n"
 	"holders_expire()\n"
 	"return 1\n";
 
 /*
- * Release.  KEYS: the eight.  ARGV: token, release channel, wake-up
+ * Release.  KEYS: the first seven.  ARGV: token, release channel, wake-up
  * prefix.  Before the holder's hold_until (--min-hold) the lease is cut to
  * end then instead of being removed: the server's clock decides, whichever
  * client releases.  Then the next in line is woken (or the next run of
@@ -339,25 +342,25 @@ static const char release_lua[] =
 	"  if type(p) == 'table' then return 3 end\n"
 	"  return 1\n"
 	"end\n"
-	"if cur == tok and redis.call('EXISTS', KEYS[6]) == 0 then return announce() end\n"
+	"if cur == tok and redis.call('EXISTS', KEYS[5]) == 0 then return announce() end\n"
 	LUA_NOW
 	LUA_HOLDERS
 	LUA_LINE
 	"if cur ~= tok then\n"
-	"  local sc = redis.call('ZSCORE', KEYS[4], tok)\n"
+	"  local sc = redis.call('ZSCORE', KEYS[3], tok)\n"
 	"  if not sc then return 0 end\n"
 	"  if tonumber(sc) <= now then holders_purge(); return 0 end\n"
-	"  local hu = tonumber(string.match(redis.call('HGET', KEYS[5], tok) or '',\n"
+	"  local hu = tonumber(string.match(redis.call('HGET', KEYS[4], tok) or '',\n"
 	"                                   '^[^\\n]*\\n[^\\n]*\\n(%d+)') or '0') or 0\n"
 	"  if hu > now then\n"
-	"    redis.call('ZADD', KEYS[4], 'XX', ms(hu), tok)\n"
+	"    redis.call('ZADD', KEYS[3], 'XX', ms(hu), tok)\n"
 	"    holders_expire()\n"
 	"    return 2\n"
 	"  end\n"
-	"  redis.call('ZREM', KEYS[4], tok)\n"
-	"  redis.call('HDEL', KEYS[5], tok)\n"
+	"  redis.call('ZREM', KEYS[3], tok)\n"
+	"  redis.call('HDEL', KEYS[4], tok)\n"
 	"  holders_expire()\n"
-	"  if redis.call('EXISTS', KEYS[6]) == 0 then return announce() end\n"
+	"  if redis.call('EXISTS', KEYS[5]) == 0 then return announce() end\n"
 	"end\n"
 	"line_purge()\n"
 	"wake(ARGV[3], nil)\n"
@@ -365,7 +368,7 @@ static const char release_lua[] =
 	"return 1\n";
 
 /*
- * Leave the line.  KEYS: the eight.  ARGV: member ("KIND:ID"), wake-up
+ * Leave the line.  KEYS: the first seven.  ARGV: member ("KIND:ID"), wake-up
  * prefix.  A waiter that gives up (its wait ran out, a signal) leaves at
  * once, and when it was the one let in next, the next after it is woken.
  */
@@ -374,14 +377,14 @@ static const char leave_lua[] =
 	LUA_HOLDERS
 	LUA_LINE
 	"leave(ARGV[1])\n"
-	"if redis.call('EXISTS', KEYS[6]) == 1 then\n"
+	"if redis.call('EXISTS', KEYS[5]) == 1 then\n"
 	"  line_purge()\n"
 	"  wake(ARGV[2], nil)\n"
 	"end\n"
 	"return 1\n";
 
 /*
- * Forced release.  KEYS: the eight.  ARGV: release channel, wake-up
+ * Forced release.  KEYS: the first seven.  ARGV: release channel, wake-up
  * prefix.  Removes the exclusive holder, or every shared or semaphore
  * holder, and wakes the line as release does.  Answers {0} when nothing
  * was held, else the holder layout of status ({1, 0, host, pid, user,
@@ -401,14 +404,14 @@ static const char force_lua[] =
 	"       m[6] or '', string.sub(cur, 1, 8), '0', 1}\n"
 	"else\n"
 	"  holders_purge()\n"
-	"  local hs = redis.call('ZRANGE', KEYS[4], 0, -1)\n"
+	"  local hs = redis.call('ZRANGE', KEYS[3], 0, -1)\n"
 	"  if #hs == 0 then return {0} end\n"
-	"  local f = unpack_meta(redis.call('HGET', KEYS[5], hs[1]) or '')\n"
-	"  redis.call('DEL', KEYS[4], KEYS[5])\n"
+	"  local f = unpack_meta(redis.call('HGET', KEYS[4], hs[1]) or '')\n"
+	"  redis.call('DEL', KEYS[3], KEYS[4])\n"
 	"  r = {1, 0, f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '',\n"
 	"       f[1] or '', string.sub(hs[1], 1, 8), '0', #hs}\n"
 	"end\n"
-	"if redis.call('EXISTS', KEYS[6]) == 0 then\n"
+	"if redis.call('EXISTS', KEYS[5]) == 0 then\n"
 	"  redis.pcall('PUBLISH', ARGV[1], 'forced')\n"
 	"else\n"
 	"  line_purge()\n"
@@ -417,16 +420,16 @@ static const char force_lua[] =
 	"return r\n";
 
 /*
- * Fence.  KEYS: lock, meta, fence.  ARGV: token, fence.  With several
- * masters the fence handed out is the highest of the majority's counters;
+ * Fence.  KEYS: the eight (lock, meta, fence).  ARGV: token, fence.
+ * With several masters the fence handed out is the highest of the majority's counters;
  * raising the others to it (never lowering one) makes every later
  * majority, which shares a master with this one, count above it.  A
  * minority grant that was undone still moved its master's counter, so
  * without this the next fence could be lower than the last.
  */
 static const char fence_lua[] =
-	"local c = tonumber(redis.call('GET', KEYS[3]) or '0') or 0\n"
-	"if c < tonumber(ARGV[2]) then redis.call('SET', KEYS[3], ARGV[2]) end\n"
+	"local c = tonumber(redis.call('GET', KEYS[8]) or '0') or 0\n"
+	"if c < tonumber(ARGV[2]) then redis.call('SET', KEYS[8], ARGV[2]) end\n"
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
 	"  redis.call('HSET', KEYS[2], 'fence', ARGV[2])\n"
 	"end\n"
@@ -446,14 +449,14 @@ static const char status_lua[] =
 	LUA_NOW
 	LUA_UNPACK_META
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"local f = redis.call('GET', KEYS[3]) or '0'\n"
-	"local nline = redis.call('ZCOUNT', KEYS[7], '(' .. ms(now), '+inf')\n"
+	"local f = redis.call('GET', KEYS[8]) or '0'\n"
+	"local nline = redis.call('ZCOUNT', KEYS[6], '(' .. ms(now), '+inf')\n"
 	"local head = ''\n"
 	"if nline > 0 then\n"
-	"  for _, m in ipairs(redis.call('ZRANGE', KEYS[6], 0, 63)) do\n"
-	"    local d = tonumber(redis.call('ZSCORE', KEYS[7], m) or '0')\n"
+	"  for _, m in ipairs(redis.call('ZRANGE', KEYS[5], 0, 63)) do\n"
+	"    local d = tonumber(redis.call('ZSCORE', KEYS[6], m) or '0')\n"
 	"    if d > now then\n"
-	"      head = m .. '\\n' .. (redis.call('HGET', KEYS[8], m) or '')\n"
+	"      head = m .. '\\n' .. (redis.call('HGET', KEYS[7], m) or '')\n"
 	"      break\n"
 	"    end\n"
 	"  end\n"
@@ -464,7 +467,7 @@ static const char status_lua[] =
 	"          m[4] or '', m[5] or '', m[6] or f, string.sub(cur, 1, 8), ms(now),\n"
 	"          'x', 1, nline, head, {}}\n"
 	"end\n"
-	"local hs = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. ms(now), '+inf',\n"
+	"local hs = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ms(now), '+inf',\n"
 	"                      'WITHSCORES', 'LIMIT', 0, 100)\n"
 	"if #hs == 0 then\n"
 	"  return {0, -2, '', '', '', '', '', f, '', ms(now), '', 0, nline, head, {}}\n"
@@ -472,13 +475,13 @@ static const char status_lua[] =
 	"local list = {}\n"
 	"for i = 1, #hs, 2 do\n"
 	"  list[#list + 1] = {string.sub(hs[i], 1, 8), ms(tonumber(hs[i + 1]) - now),\n"
-	"                     redis.call('HGET', KEYS[5], hs[i]) or ''}\n"
+	"                     redis.call('HGET', KEYS[4], hs[i]) or ''}\n"
 	"end\n"
 	"local m = unpack_meta(list[1][3])\n"
 	"return {1, tonumber(list[1][2]), m[5] or '', m[4] or '', m[6] or '', m[7] or '',\n"
 	"        m[2] or '', m[1] or f, list[1][1], ms(now),\n"
-	"        redis.call('HGET', KEYS[5], 'limit') or 's',\n"
-	"        redis.call('ZCOUNT', KEYS[4], '(' .. ms(now), '+inf'), nline, head, list}\n";
+	"        redis.call('HGET', KEYS[4], 'limit') or 's',\n"
+	"        redis.call('ZCOUNT', KEYS[3], '(' .. ms(now), '+inf'), nline, head, list}\n";
 
 /*
  * The scripts' SHA-1 digests, written here rather than computed at every
@@ -488,19 +491,19 @@ static const char status_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "771920bb69e6b02711d85e91b93c06c235aa69d6" },
+				   "fdd3d3966f231a84e3e9616f2e3bfb9af985e914" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
-				  "482f3c3e811190c3d52db8fbdbd35cddfb7b6a12" },
+				  "ea7e43f07b9c2893a454f95115f653b452121115" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "a2e28d003cf5963c23059c1db1c6504c85677291" },
+				   "ab7c237a6420364d1f894eee3888226c8cc91534" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "666773b01bcb2e7166b58e2034fab0efbe33ebdb" },
+				 "f07386b4e1d96a9f068308e3d28c9216b6e9c83d" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
-				 "a3a2ce407637b107b8ddedc20e8a0070fefb76bd" },
+				 "f18aee69d849f12088acabc164cd4ca8c432a96c" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
-				  "ac95e90bd6c1783a16aa24c5a8c1f352add3498d" },
+				  "b21eea5d42b22a181f012255f3a200e8a812252f" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
-				 "454b5142b37352dd573cc61a82ec2d2eae9c47e2" },
+				 "841eb41a579be71a440792ae725038d344fa8b73" },
 };
 
 /* ---- key names and argument builders ---------------------------------- */
@@ -571,9 +574,9 @@ int key_slot(const char *key, size_t len)
 static void begin(struct request *q, int script, int nkeys,
 		  const struct lock_names *n)
 {
-	const char *keys[LOCK_NKEYS] = { n->key, n->meta, n->fence,
-					 n->holders, n->hmeta, n->line,
-					 n->lease, n->who };
+	const char *keys[LOCK_NKEYS] = { n->key, n->meta, n->holders,
+					 n->hmeta, n->line, n->lease, n->who,
+					 n->fence };
 
 	q->script = script;
 	q->slot = n->slot;
@@ -613,48 +616,48 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = n->wake;
 }
 
-/* KEYS: lock, meta, fence, holders, hmeta.  ARGV: token, ttl. */
+/* KEYS: lock, meta, holders, hmeta.  ARGV: token, ttl. */
 void req_extend(struct request *q, const struct lock_names *n,
 		const char *token, int64_t ttl_ms)
 {
-	begin(q, RLOCK_SCRIPT_EXTEND, 5, n);
+	begin(q, RLOCK_SCRIPT_EXTEND, 4, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = num(q, 0, ttl_ms);
 }
 
-/* KEYS: the eight.  ARGV: token, channel, wake-up prefix. */
+/* KEYS: the first seven.  ARGV: token, channel, wake-up prefix. */
 void req_release(struct request *q, const struct lock_names *n,
 		 const char *token)
 {
-	begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS, n);
+	begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS - 1, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = n->chan;
 	q->argv[q->argc++] = n->wake;
 }
 
-/* KEYS: the eight.  ARGV: "KIND:ID", wake-up prefix. */
+/* KEYS: the first seven.  ARGV: "KIND:ID", wake-up prefix. */
 void req_leave(struct request *q, const struct lock_names *n,
 	       const char *kind, const char *waiter)
 {
-	begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS, n);
+	begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS - 1, n);
 	snprintf(q->member, sizeof(q->member), "%s:%s", kind, waiter);
 	q->argv[q->argc++] = q->member;
 	q->argv[q->argc++] = n->wake;
 }
 
-/* KEYS: the eight.  ARGV: channel, wake-up prefix. */
+/* KEYS: the first seven.  ARGV: channel, wake-up prefix. */
 void req_force(struct request *q, const struct lock_names *n)
 {
-	begin(q, RLOCK_SCRIPT_FORCE, LOCK_NKEYS, n);
+	begin(q, RLOCK_SCRIPT_FORCE, LOCK_NKEYS - 1, n);
 	q->argv[q->argc++] = n->chan;
 	q->argv[q->argc++] = n->wake;
 }
 
-/* KEYS: lock, meta, fence.  ARGV: token, fence. */
+/* KEYS: the eight.  ARGV: token, fence. */
 void req_fence(struct request *q, const struct lock_names *n,
 	       const char *token, long long fence)
 {
-	begin(q, RLOCK_SCRIPT_FENCE, 3, n);
+	begin(q, RLOCK_SCRIPT_FENCE, LOCK_NKEYS, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = num(q, 0, fence);
 }

@@ -117,7 +117,7 @@ frozen() {
 	"$RLOCK" -u "$S_URL" acquire -t 30s wr >/dev/null
 	bg_start w "$RLOCK" -u "$S_URL" run -w 20s wr -- echo got-it
 	local pid=$BG_PID
-	wait_until 5 eval '[[ $(rcli S PUBSUB NUMSUB "$(key wr):released" | tail -n1) -ge 1 ]]'
+	wait_until 5 has_waiters wr 1 S
 	# The restart drops the waiter's connections and, without
 	# persistence, the holder's key: the waiter must take the lock.
 	restart_redis S
@@ -284,7 +284,7 @@ time.sleep(30)' >port.txt 3>&- &
 	tok=$("$RLOCK" acquire -t 60s ks)
 	bg_start w "$RLOCK" run -w 50s ks -- echo got-it
 	local pid=$BG_PID
-	wait_until 5 eval '[[ $(rcli R PUBSUB NUMSUB "$(key ks):released" | tail -n1) -ge 1 ]]'
+	wait_until 5 has_waiters ks 1
 	local old
 	old=$(pubsub_ids)
 	rcli R CLIENT KILL TYPE pubsub >/dev/null

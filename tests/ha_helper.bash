@@ -761,10 +761,15 @@ cluster_get() {
 	done
 }
 
-# cwaiters NAME: subscribers of NAME's release channel, on all nodes (with
-# classic pub/sub a waiter may subscribe through any node).
+# cwaiters NAME: processes waiting for NAME: the places in its wait line
+# (on the node that owns its slot), and the subscribers of its release
+# channel on all nodes (with classic pub/sub a waiter may subscribe
+# through any node).
 cwaiters() {
-	_haprobe numsub "$(key "$1"):released" $(_ha_node_ports)
+	local line sub
+	line=$(_haprobe zcard "$(key "$1"):line" $(_ha_node_ports)) || return 1
+	sub=$(_haprobe numsub "$(key "$1"):released" $(_ha_node_ports)) || return 1
+	echo $((line + sub))
 }
 
 chas_waiters() {

@@ -21,6 +21,7 @@ instead.  Used by ha_helper.bash only:
   ha_probe.py allsee SLOT OWNER PORT...    exit 0 when every node names
                                        OWNER for SLOT
   ha_probe.py numsub CHANNEL PORT...   PUBSUB NUMSUB summed over the nodes
+  ha_probe.py zcard KEY PORT...        the largest ZCARD of KEY on the nodes
   ha_probe.py sentinel-settled MASTER REPLICA PASS SPORT[:SPASS]...
                                        exit 0 when MASTER says role master,
                                        REPLICA replicates it with its link
@@ -241,6 +242,16 @@ def main(argv):
             ok = sentinel_settled(args[0], args[1], args[2], args[3:],
                                   op == "sentinel-settled")
             return 0 if ok else 1
+        if op == "zcard":
+            # Only the slot's owner answers; the others redirect (MOVED)
+            # or, as replicas, may lag: count the most any master says.
+            most = 0
+            for p in args[1:]:
+                r = Conn(int(p)).cmd("ZCARD", args[0])
+                if isinstance(r, int):
+                    most = max(most, r)
+            print(most)
+            return 0
         if op == "numsub":
             total = 0
             for p in args[1:]:

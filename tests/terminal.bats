@@ -64,7 +64,7 @@ tty_rc() {
 @test "Ctrl-C on the terminal stops a wait at once and leaves the holder alone" {
 	tok=$("$RLOCK" acquire -t 60s tty-wait)
 	on_tty t "$RLOCK run tty-wait -- true"
-	wait_until 5 eval '[[ $(rcli R PUBSUB NUMSUB "$(key tty-wait):released" | tail -n1) -ge 1 ]]'
+	wait_until 5 has_waiters tty-wait 1
 	type_keys '\003'
 	run tty_rc t
 	assert_output 130
@@ -115,7 +115,7 @@ tty_rc() {
 
 	tok=$("$RLOCK" acquire -t 60s tty-nc)
 	on_tty u "NO_COLOR=1 $RLOCK run -w 30s tty-nc -- echo took-it"
-	wait_until 5 eval '[[ $(rcli R PUBSUB NUMSUB "$(key tty-nc):released" | tail -n1) -ge 1 ]]'
+	wait_until 5 has_waiters tty-nc 1
 	# An absence cannot be polled for: watch the terminal for longer than
 	# the line's 1s redraw period, then check nothing was drawn.
 	sleep 1.5

@@ -612,7 +612,10 @@ held_by() {
 # waiters NAME [SERVER]: subscribers of lock NAME's release channel, which
 # is how rlock waits (and how status counts waiters).
 waiters() {
-	rcli "${2:-R}" PUBSUB NUMSUB "$(key "$1"):released" | sed -n 2p
+	local line sub
+	line=$(rcli "${2:-R}" ZCARD "$(key "$1"):line")
+	sub=$(rcli "${2:-R}" PUBSUB NUMSUB "$(key "$1"):released" | sed -n 2p)
+	[[ -n $line && -n $sub ]] && echo $((line + sub))
 }
 
 # has_waiters NAME N [SERVER]: at least N processes wait for lock NAME.
