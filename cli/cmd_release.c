@@ -37,7 +37,11 @@ int cmd_release(int argc, char **argv, struct cli *g)
 	rl = cli_open(g);
 	if (force) {
 		rc = rlock_force_release(rl, name, &was);
-		if (rc == RLOCK_OK && g->verbose >= 0)
+		if (rc == RLOCK_OK && g->verbose >= 0 && was.nholders > 1)
+			cli_warn(g, "%s: removed %lld holders, the first %s",
+				 name, was.nholders,
+				 cli_holder(&was, who, sizeof(who)));
+		else if (rc == RLOCK_OK && g->verbose >= 0)
 			cli_warn(g, "%s: removed lock held by %s", name,
 				 cli_holder(&was, who, sizeof(who)));
 		if (rc == RLOCK_NOTOURS) {

@@ -537,17 +537,16 @@ void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg)
 	char who[600], a[32], w[32], place[64] = "", nth[24], more[64] = "";
 
 	if (h->place >= 0)
-		snprintf(place, sizeof(place), " (%s in line)",
+		snprintf(place, sizeof(place), "; %s in line",
 			 cli_ordinal(h->place + 1, nth, sizeof(nth)));
 	if (h->nholders > 1)
 		snprintf(more, sizeof(more), " and %lld more", h->nholders - 1);
 	/* Whole seconds: the line is redrawn once a second. */
-	fprintf(stderr, "\rrlock: waiting for %s%s: held by %s%s for %s; "
-		"waited %s\033[K", l->name, place,
-		cli_holder(h, who, sizeof(who)), more,
-		rlock_fmt_ms(h->age_ms > 0 ? h->age_ms / 1000 * 1000 : 0, a,
-			     sizeof(a)),
-		rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w)));
+	fprintf(stderr, "\rrlock: waiting for %s: held by %s%s for %s; "
+		"waited %s%s\033[K", l->name, cli_holder(h, who, sizeof(who)),
+		more, rlock_fmt_ms(h->age_ms > 0 ? h->age_ms / 1000 * 1000 : 0,
+				   a, sizeof(a)),
+		rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w)), place);
 	l->shown = 1;
 }
 

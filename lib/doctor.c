@@ -631,7 +631,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	    p->name, "took probe lock '%s' (fence %lld)", p->name, fence);
 	check_numsub(x, s, p);
 
-	req_extend(&q, &p->k.v, p->token, PROBE_TTL_MS);
+	req_extend(&q, &p->k.v, p->token, PROBE_TTL_MS, 'x');
 	if (script(x, s->c, &q, &r) != RLOCK_OK)
 		r = NULL;
 	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1)

@@ -644,6 +644,7 @@ static int try_acquire(struct rlock *rl, const char *name,
 		lease->taken_boot_ms = t0;
 		lease->renewed_boot_ms = t0;
 		lease->wait_replicas = o->wait_replicas;
+		lease->kind = strcmp(a->kind, "x") == 0 ? 'x' : 'h';
 		rc = RLOCK_OK;
 	} else {
 		/* Undo on all, as Redlock says: a grant that was counted, and
@@ -878,10 +879,10 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			     "cannot make a token: %s", strerror(errno));
 		return RLOCK_ESYS;
 	}
-	/* One server keeps a wait line; several masters would each keep
-	 * their own, in different orders, so waiters there are woken by the
-	 * release channel and try in no order. */
-	if (rl->nnode == 1 && o->wait_ms != 0 && make_waiter_id(id) != 0) {
+	/* One server keeps a wait line (which -n respects too); several
+	 * masters would each keep their own, in different orders, so waiters
+	 * there are woken by the release channel and try in no order. */
+	if (rl->nnode == 1 && make_waiter_id(id) != 0) {
 		rlock_seterr(rl->err, sizeof(rl->err),
 			     "cannot make a waiter id: %s", strerror(errno));
 		return RLOCK_ESYS;
@@ -984,17 +985,27 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 	struct fan f;
 	struct names n;
 	int64_t t0;
-	int rc;
+	int rc, kind;
 
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
-	req_extend(&q, &n.v, token, ttl_ms);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	t0 = rlock_boot_ms();
-	fan_run(rl, &f);
-	rc = fan_tally(rl, &f, "extend", NULL);
+	/* A token of unknown kind (extend's command line) is looked for as
+	 * the exclusive holder's, then among the shared ones. */
+	kind = lease != NULL && lease->kind != 0 ? lease->kind : 'x';
+	for (;;) {
+		req_extend(&q, &n.v, token, ttl_ms, kind);
+		fan_init(&f, rl);
+		fan_all(&f, &q);
+		t0 = rlock_boot_ms();
+		fan_run(rl, &f);
+		rc = fan_tally(rl, &f, "extend", NULL);
+		if (rc != RLOCK_NOTOURS || kind == 'h' ||
+		    (lease != NULL && lease->kind != 0))
+			break;
+		fan_done(&f);
+		kind = 'h';
+	}
 	if (rc == RLOCK_OK && lease != NULL) {
 		/* The server restarted its clock no earlier than we sent. */
 		lease->renewed_boot_ms = t0;

@@ -148,8 +148,9 @@ void req_acquire(struct request *q, const struct lock_names *n,
 /* Leave the line: waiter's place of kind. */
 void req_leave(struct request *q, const struct lock_names *n,
 	       const char *kind, const char *waiter);
+/* Extend a lease of kind 'x' (exclusive) or 'h' (shared, semaphore). */
 void req_extend(struct request *q, const struct lock_names *n,
-		const char *token, int64_t ttl_ms);
+		const char *token, int64_t ttl_ms, int kind);
 void req_release(struct request *q, const struct lock_names *n,
 		 const char *token);
 void req_force(struct request *q, const struct lock_names *n);

@@ -598,6 +598,12 @@ enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 	}
 	if (r->type != REDIS_REPLY_ERROR)
 		return NODE_OK;
+	if (starts_with(r, "TRYAGAIN") && n->asking) {
+		/* The node importing the slot has some of the keys, not all:
+		 * ask it again after the pause, not the one that said ASK. */
+		n->ask = (int)n->cur;
+		return NODE_RETRY;
+	}
 	if (starts_with(r, "LOADING") || starts_with(r, "TRYAGAIN") ||
 	    starts_with(r, "CLUSTERDOWN"))
 		return NODE_RETRY;

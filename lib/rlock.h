@@ -91,6 +91,8 @@ struct rlock_lease {
 	int64_t taken_boot_ms;		/* CLOCK_BOOTTIME when the grant was asked */
 	int64_t renewed_boot_ms;	/* CLOCK_BOOTTIME of the last confirmed send */
 	int wait_replicas;		/* renewals WAIT for N replicas too */
+	int kind;			/* 'x' exclusive, 'h' a shared or
+					 * semaphore holder; 0 unknown */
 };
 
 /* Called by a waiting acquire about once a second and when the holder

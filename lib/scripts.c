@@ -292,22 +292,39 @@ static const char acquire_lua[] =
 	"r[#r + 1] = ms(now)\n"
 	"return r\n";
 
-/* Extend.  KEYS: lock, meta, holders, hmeta.  ARGV: token, ttl.
- * A shared or semaphore holder whose lease ended is not brought back. */
+/*
+ * Extend.  KEYS: lock and meta (ARGV[3] 'x'), or holders and hmeta ('h').
+ * ARGV: token, ttl, kind.  Only the two keys of the holder's kind, which
+ * exist together while it holds: a cluster moving the slot serves the
+ * renewal as long as both are on the same node (a request naming a key
+ * that is missing there is refused with TRYAGAIN until the move ends).
+ * A shared or semaphore holder whose lease ended is not brought back.
+ */
 static const char extend_lua[] =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+	"if ARGV[3] == 'x' then\n"
+	"  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
 	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
 	"  return 1\n"
 	"end\n"
-	"local sc = redis.call('ZSCORE', KEYS[3], ARGV[1])\n"
+	"local sc = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
 	"if not sc then return 0 end\n"
-	LUA_NOW
-	LUA_HOLDERS
-	"if tonumber(sc) <= now then holders_purge(); return 0 end\n"
-	"redis.call('ZADD', KEYS[3], 'XX', ms(now + tonumber(ARGV[2])), ARGV[1])\n"
-	"holders_expire()\n"
-	"return 1\n";
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"if tonumber(sc) <= now then\n"
+	"  redis.call('ZREM', KEYS[1], ARGV[1])\n"
+	"  redis.call('HDEL', KEYS[2], ARGV[1])\n"
+	"else\n"
+	"  redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])\n"
+	"end\n"
+	"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+	"if last[2] then\n"
+	"  redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', tonumber(last[2])))\n"
+	"  redis.call('PEXPIREAT', KEYS[2], string.format('%.0f', tonumber(last[2])))\n"
+	"else\n"
+	"  redis.call('DEL', KEYS[2])\n"
+	"end\n"
+	"return tonumber(sc) > now and 1 or 0\n";
 
 /*
  * Release.  KEYS: the first seven.  ARGV: token, release channel, wake-up
@@ -493,7 +510,7 @@ const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
 				   "fdd3d3966f231a84e3e9616f2e3bfb9af985e914" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
-				  "ea7e43f07b9c2893a454f95115f653b452121115" },
+				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
 				   "ab7c237a6420364d1f894eee3888226c8cc91534" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
@@ -516,23 +533,35 @@ int lock_key(char *buf, size_t len, const char *prefix, const char *name,
 	return n < 0 || (size_t)n >= len ? -1 : n;
 }
 
+/* dst = key followed by suffix (dst has room for RLOCK_KEY_MAX + 16). */
+static void suffixed(char *dst, const char *key, size_t klen,
+		     const char *suffix)
+{
+	size_t slen = strlen(suffix);
+
+	memcpy(dst, key, klen);
+	memcpy(dst + klen, suffix, slen + 1);
+}
+
 void lock_keys_init(struct lock_keys *k, const char *prefix,
 		    const char *name)
 {
-	lock_key(k->key, sizeof(k->key), prefix, name, "");
-	lock_key(k->meta, sizeof(k->meta), prefix, name, KEY_META);
-	lock_key(k->fence, sizeof(k->fence), prefix, name, KEY_FENCE);
-	lock_key(k->holders, sizeof(k->holders), prefix, name, KEY_HOLDERS);
-	lock_key(k->hmeta, sizeof(k->hmeta), prefix, name, KEY_HMETA);
-	lock_key(k->line, sizeof(k->line), prefix, name, KEY_LINE);
-	lock_key(k->lease, sizeof(k->lease), prefix, name, KEY_LEASE);
-	lock_key(k->who, sizeof(k->who), prefix, name, KEY_WHO);
-	lock_key(k->chan, sizeof(k->chan), prefix, name, KEY_CHANNEL);
-	lock_key(k->wake, sizeof(k->wake), prefix, name, KEY_WAKE);
+	int n = lock_key(k->key, sizeof(k->key), prefix, name, "");
+	size_t len = n > 0 ? (size_t)n : 0;
+
+	/* The key once, then its suffixes: this runs twice per run. */
+	suffixed(k->meta, k->key, len, KEY_META);
+	suffixed(k->fence, k->key, len, KEY_FENCE);
+	suffixed(k->holders, k->key, len, KEY_HOLDERS);
+	suffixed(k->hmeta, k->key, len, KEY_HMETA);
+	suffixed(k->line, k->key, len, KEY_LINE);
+	suffixed(k->lease, k->key, len, KEY_LEASE);
+	suffixed(k->who, k->key, len, KEY_WHO);
+	suffixed(k->chan, k->key, len, KEY_CHANNEL);
+	suffixed(k->wake, k->key, len, KEY_WAKE);
 	k->v = (struct lock_names){ k->key, k->meta, k->fence, k->holders,
 				    k->hmeta, k->line, k->lease, k->who,
-				    k->chan, k->wake,
-				    key_slot(k->key, strlen(k->key)) };
+				    k->chan, k->wake, key_slot(k->key, len) };
 }
 
 int64_t line_wait_ms(long long pttl, long long place, int in_line,
@@ -616,13 +645,18 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = n->wake;
 }
 
-/* KEYS: lock, meta, holders, hmeta.  ARGV: token, ttl. */
+/* KEYS: lock, meta ('x'), or holders, hmeta ('h').  ARGV: token, ttl,
+ * kind. */
 void req_extend(struct request *q, const struct lock_names *n,
-		const char *token, int64_t ttl_ms)
+		const char *token, int64_t ttl_ms, int kind)
 {
-	begin(q, RLOCK_SCRIPT_EXTEND, 4, n);
+	begin(q, RLOCK_SCRIPT_EXTEND, 0, n);
+	q->nkeys = 2;
+	q->argv[q->argc++] = kind == 'x' ? n->key : n->holders;
+	q->argv[q->argc++] = kind == 'x' ? n->meta : n->hmeta;
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = num(q, 0, ttl_ms);
+	q->argv[q->argc++] = kind == 'x' ? "x" : "h";
 }
 
 /* KEYS: the first seven.  ARGV: token, channel, wake-up prefix. */

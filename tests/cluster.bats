@@ -257,7 +257,12 @@ start_holder() {
 	cluster_migrate_keys "$slot" "$from" "$to"
 	# The keys are on the importing node now: the source answers ASK.
 	assert_equal "$(ccli "$from" GET "$k")" "ASK $slot 127.0.0.1:$to"
-	run -75 "$RLOCK" -u "$(node_url "$from")" acquire -n mg
+	# A request naming keys of which the importing node has some, not all
+	# (the lock has no shared holders), is refused with TRYAGAIN until
+	# the move ends: retried for the I/O timeout, then 69.  The holder's
+	# renewals name only its key and meta, which moved together.
+	run -69 --separate-stderr "$RLOCK" -u "$(node_url "$from")" --io-timeout 500ms acquire -n mg
+	assert_stderr "rlock: acquire: 127.0.0.1:$to: the lock's slot is being migrated (TRYAGAIN)"
 	cluster_migrate_finish "$slot" "$to"
 	assert_equal "$(cluster_owner_port "$k")" "$to"
 	# Two leases later, the holder's renewals reach the new owner.

@@ -936,7 +936,7 @@ static void silence(void)
 		struct request q;
 		struct fan f;
 
-		req_extend(&q, &job, TOKEN, 1000);
+		req_extend(&q, &job, TOKEN, 1000, 'x');
 		fan_init(&f, w.rl);
 		fan_all(&f, &q);
 		t0 = rlock_mono_ms();
@@ -965,7 +965,7 @@ static void single(void)
 	world_init(&w, 1);
 	PLAN(&w.fake[0], { A_ERR, 0, "ERR something odd happened" },
 	     { A_ERR, 0, "READONLY You can't write against a read only "
-	       "replica." }, { A_INT, 0 }, { A_INT, 0 },
+	       "replica." }, { A_INT, 0 }, { A_INT, 0 }, { A_INT, 0 },
 	     { A_RAW, 0, "!what\r\n" });
 	if (world_start(&w) == 0) {
 		CHECK_INT(acquire(&w, &l, &h), RLOCK_EPROTO);
@@ -977,6 +977,8 @@ static void single(void)
 			 "point rlock at the master, or use a "
 			 "redis-sentinel:// URL", w.fake[0].path);
 		CHECK_STR(rlock_errstr(w.rl), want);
+		/* A token of unknown kind: the exclusive holder's, then
+		 * the shared holders'. */
 		CHECK_INT(rlock_extend(w.rl, "job", TOKEN, 1000, NULL),
 			  RLOCK_NOTOURS);
 		CHECK_STR(rlock_errstr(w.rl),
@@ -991,7 +993,8 @@ static void single(void)
 		CHECK(has(rlock_errstr(w.rl), "protocol error"));
 	}
 	world_stop(&w);
-	CHECK_INT(w.fake[0].nrec, 5);
+	CHECK_INT(w.fake[0].nrec, 6);
+	CHECK_INT(count(&w.fake[0], RLOCK_SCRIPT_EXTEND), 2);
 	CHECK_INT(count(&w.fake[0], RLOCK_SCRIPT_RELEASE), 2);
 
 	unit_context("one server, refused");
@@ -1069,7 +1072,7 @@ static void partial(void)
 	world_init(&w, 3);
 	w.fake[2].refuse = 1;
 	if (world_start(&w) == 0) {
-		req_extend(&q, &job, TOKEN, 1000);
+		req_extend(&q, &job, TOKEN, 1000, 'x');
 		fan_init(&f, w.rl);
 		f.slot[0].req = &q;
 		f.slot[2].req = &q;
