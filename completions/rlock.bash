@@ -9,16 +9,17 @@ _rlock_global_flags='--insecure -v --verbose -q --quiet --json -h --help -V --ve
 _rlock_global_args='-u --url --prefix --connect-timeout --io-timeout --password-file'
 _rlock_global_args+=' --cacert --cacertdir --cert --key --sni'
 _rlock_global_args+=' --sentinel-user --sentinel-password-file'
-_rlock_lease_flags='-n --nonblock'
-_rlock_lease_args='-t --ttl -w --timeout -E --conflict-exit-code --min-hold --label'
-_rlock_lease_args+=' --wait-replicas'
+_rlock_lease_flags='-n --nonblock -s --shared -x --exclusive'
+_rlock_lease_args='-t --ttl -w --timeout -E --conflict-exit-code -l --limit --min-hold'
+_rlock_lease_args+=' --label --wait-replicas'
 _rlock_run_args='-c --command --on-lost -k --kill-after --max-time'
 _rlock_acquire_flags='--renew'
 _rlock_acquire_args='--pid --format'
 _rlock_release_flags='--force'
 _rlock_extend_args='-t --ttl'
-_rlock_bench_flags='--no-ping'
+_rlock_bench_flags='-s --shared --no-ping'
 _rlock_bench_args='-c --clients -k --keys -n --cycles -d --duration -t --ttl --hold --gap'
+_rlock_bench_args+=' -l --limit'
 
 # _rlock_reply COMPGEN-ARGS...: set COMPREPLY to compgen's words, one a line.
 _rlock_reply()
