@@ -237,7 +237,7 @@ static void print_human(const struct bench_args *a,
 		       r->pings, r->ping_elapsed_s, r->pings_per_s,
 		       r->efficiency * 100);
 	printf("  acquire      %lld attempts, %lld told held, %lld woken by "
-	       "release, %lld by TTL\n", r->attempts, r->busy, r->wakeups,
+	       "release, %lld by timer\n", r->attempts, r->busy, r->wakeups,
 	       r->timer_wakeups);
 	printf("  latency          p50       p90       p99     p99.9       "
 	       "max  (count)\n");

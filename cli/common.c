@@ -103,9 +103,9 @@ static void add_url(struct cli *g, const char *u)
 	g->urls[g->nurls++] = u;
 }
 
-/* A whole number 0..max written in digits only, or a usage error. */
+/* A whole number min..max written in digits only, or a usage error. */
 static int int_option(const struct cli *g, const char *opt, const char *arg,
-		      long max)
+		      long min, long max)
 {
 	char *end;
 	long v;
@@ -113,9 +113,9 @@ static int int_option(const struct cli *g, const char *opt, const char *arg,
 	errno = 0;
 	v = strtol(arg, &end, 10);
 	if (errno != 0 || !isdigit((unsigned char)*arg) || *end != '\0' ||
-	    v > max)
-		cli_usage_error(g, "invalid %s '%s': must be 0..%ld", opt, arg,
-				max);
+	    v < min || v > max)
+		cli_usage_error(g, "invalid %s '%s': must be %ld..%ld", opt,
+				arg, min, max);
 	return (int)v;
 }
 
@@ -135,10 +135,7 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		kind_letter = (char)c;
 		return 1;
 	case 'l':
-		ao->limit = int_option(g, "--limit", arg, LIMIT_MAX);
-		if (ao->limit == 0)
-			cli_usage_error(g, "invalid --limit '%s': must be "
-					"1..%d", arg, LIMIT_MAX);
+		ao->limit = int_option(g, "--limit", arg, 1, LIMIT_MAX);
 		return 1;
 	case 't':
 		ao->ttl_ms = cli_duration(g, "--ttl", arg, 1, 0);
@@ -150,7 +147,7 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		ao->wait_ms = cli_duration(g, "--timeout", arg, 0, 1);
 		return 1;
 	case 'E':
-		*conflict = int_option(g, "--conflict-exit-code", arg, 255);
+		*conflict = int_option(g, "--conflict-exit-code", arg, 0, 255);
 		return 1;
 	case OPT_MIN_HOLD:
 		ao->min_hold_ms = cli_duration(g, "--min-hold", arg, 0, 1);
@@ -159,7 +156,8 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		ao->label = arg;
 		return 1;
 	case OPT_WAIT_REPLICAS:
-		ao->wait_replicas = int_option(g, "--wait-replicas", arg, 1000);
+		ao->wait_replicas = int_option(g, "--wait-replicas", arg, 0,
+					       1000);
 		return 1;
 	}
 	return 0;
@@ -520,6 +518,15 @@ int cli_live_ok(const struct cli *g)
 	       getenv("NO_COLOR") == NULL;
 }
 
+/* " and N more" after the first of several holders, else "". */
+static const char *more(const struct rlock_holder *h, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (h->nholders > 1)
+		snprintf(buf, len, " and %lld more", h->nholders - 1);
+	return buf;
+}
+
 const char *cli_ordinal(long long n, char *buf, size_t len)
 {
 	const char *sfx = "th";
@@ -534,19 +541,24 @@ const char *cli_ordinal(long long n, char *buf, size_t len)
 void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg)
 {
 	struct cli_waitline *l = arg;
-	char who[600], a[32], w[32], place[64] = "", nth[24], more[64] = "";
+	char who[600], a[32], w[32], place[64] = "", nth[24], mb[64];
 
 	if (h->place >= 0)
 		snprintf(place, sizeof(place), "; %s in line",
 			 cli_ordinal(h->place + 1, nth, sizeof(nth)));
-	if (h->nholders > 1)
-		snprintf(more, sizeof(more), " and %lld more", h->nholders - 1);
 	/* Whole seconds: the line is redrawn once a second. */
-	fprintf(stderr, "\rrlock: waiting for %s: held by %s%s for %s; "
-		"waited %s%s\033[K", l->name, cli_holder(h, who, sizeof(who)),
-		more, rlock_fmt_ms(h->age_ms > 0 ? h->age_ms / 1000 * 1000 : 0,
-				   a, sizeof(a)),
-		rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w)), place);
+	rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w));
+	if (!h->held)
+		fprintf(stderr, "\rrlock: waiting for %s: being handed to "
+			"the next in line; waited %s%s\033[K", l->name, w,
+			place);
+	else
+		fprintf(stderr, "\rrlock: waiting for %s: held by %s%s for "
+			"%s; waited %s%s\033[K", l->name,
+			cli_holder(h, who, sizeof(who)),
+			more(h, mb, sizeof(mb)),
+			rlock_fmt_ms(h->age_ms > 0 ? h->age_ms / 1000 * 1000 :
+				     0, a, sizeof(a)), w, place);
 	l->shown = 1;
 }
 
@@ -561,7 +573,7 @@ void cli_report_acquire(const struct cli *g, const char *name, int rc,
 			struct rlock *rl, const struct rlock_holder *h,
 			int64_t wait_ms)
 {
-	char who[600], tb[32];
+	char who[600], tb[32], mb[64];
 
 	/* Busy with nobody holding it: a quorum granted, too late. */
 	if (rc != RLOCK_BUSY || !h->held)
@@ -569,12 +581,12 @@ void cli_report_acquire(const struct cli *g, const char *name, int rc,
 	else if (g->verbose < 0)
 		return; /* -q: a busy lock is an answer, not a fault */
 	else if (wait_ms > 0)
-		cli_warn(g, "%s: timed out after %s; held by %s", name,
+		cli_warn(g, "%s: timed out after %s; held by %s%s", name,
 			 rlock_fmt_ms(wait_ms, tb, sizeof(tb)),
-			 cli_holder(h, who, sizeof(who)));
+			 cli_holder(h, who, sizeof(who)), more(h, mb, sizeof(mb)));
 	else
-		cli_warn(g, "%s: held by %s", name,
-			 cli_holder(h, who, sizeof(who)));
+		cli_warn(g, "%s: held by %s%s", name,
+			 cli_holder(h, who, sizeof(who)), more(h, mb, sizeof(mb)));
 }
 
 const char *cli_name_token(const struct cli *g, int argc, char **argv,

@@ -539,12 +539,12 @@ static void check_numsub(struct doc *x, struct server *s, struct probe *p)
 		return;
 	if (r->type == REDIS_REPLY_ERROR)
 		refused(x, s, "pubsub", RLOCK_CHECK_NOTE, r, p->k.key,
-			"PUBSUB NUMSUB refused: status cannot count waiters");
+			"PUBSUB NUMSUB refused: status cannot count waiters on several masters");
 	else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 		 r->element[1]->type == REDIS_REPLY_INTEGER)
 		add(x, s->addr, "pubsub", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_NUMBER, p->subscribed ? "1" : "0",
-		    "PUBSUB NUMSUB counts waiters (%lld seen)",
+		    "PUBSUB NUMSUB counts waiters on several masters (%lld seen)",
 		    r->element[1]->integer);
 	freeReplyObject(r);
 }

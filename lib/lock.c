@@ -531,15 +531,16 @@ static int parse_busy(const redisReply *r, struct rlock_holder *h,
 	if (r->elements >= 15 && parse_holder_at(r, 7, h) != 0)
 		return -1;
 	/* Without details: only the lease left; the details are those of
-	 * the last detailed answer. */
-	h->held = 1;
+	 * the last detailed answer.  No kind held: free, with others in line
+	 * first. */
+	elem_str(r, 6, k, sizeof(k));
+	h->held = k[0] != '\0';
 	h->ttl_ms = elem_ll(r, 1);
 	h->place = elem_ll(r, 2);
 	if (elem_ll(r, 3) >= 0)
 		h->waiters = elem_ll(r, 3);
 	h->nholders = elem_ll(r, 4);
 	*joined |= elem_ll(r, 5) == 1;
-	elem_str(r, 6, k, sizeof(k));
 	if (k[0] != '\0')
 		parse_kind(k, &h->shared, &h->limit);
 	return 0;
@@ -971,7 +972,11 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	}
 	if (subscribed)
 		unsubscribe(rl);
-	if (rc == RLOCK_BUSY && rl->err[0] == '\0')
+	if (rc == RLOCK_BUSY && rl->err[0] == '\0' && !holder->held)
+		rlock_seterr(rl->err, sizeof(rl->err), "%s: free, but %lld "
+			     "waiting in line come first", name,
+			     holder->waiters);
+	else if (rc == RLOCK_BUSY && rl->err[0] == '\0')
 		rlock_seterr(rl->err, sizeof(rl->err), "%s: held", name);
 	return rc;
 }
