@@ -579,7 +579,8 @@ def spread(xs, unit):
 
 
 def ratio(a, b):
-    return "–" if a is None or b in (None, 0) else "%.2f×" % (a / b)
+    # A difference may be negative: no ratio of it then.
+    return "–" if a is None or b is None or a < 0 or b <= 0 else "%.2f×" % (a / b)
 
 
 L = []
