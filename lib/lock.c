@@ -844,15 +844,84 @@ static void kind_of(const struct rlock_acquire_opts *o, char *buf,
 		snprintf(buf, len, "x");
 }
 
+/* One acquire's own state: the lock's names, the token, what it asks for
+ * and, on one server, the waiter's id and wake-up channel. */
+struct acq {
+	struct names n;
+	struct ask a;
+	char token[RLOCK_TOKEN_LEN + 1];
+	char kind[24];
+	char id[LINE_ID_LEN + 1];
+	const char *chan;		/* where a waiter listens */
+};
+
+static int acq_init(struct rlock *rl, const char *name,
+		    const struct rlock_acquire_opts *o, struct acq *q)
+{
+	int rc = make_names(rl, name, &q->n);
+
+	if (rc != RLOCK_OK)
+		return rc;
+	kind_of(o, q->kind, sizeof(q->kind));
+	if (rl->nnode > 1 && strcmp(q->kind, "x") != 0) {
+		rlock_seterr(rl->err, sizeof(rl->err), "shared locks and "
+			     "semaphores need one server (or one Sentinel or "
+			     "Cluster URL): on several independent masters a "
+			     "quorum could let in more holders than allowed");
+		return RLOCK_EUSAGE;
+	}
+	if (o->token != NULL) {
+		snprintf(q->token, sizeof(q->token), "%s", o->token);
+	} else if (rlock_make_token(q->token) != 0) {
+		rlock_seterr(rl->err, sizeof(rl->err),
+			     "cannot make a token: %s", strerror(errno));
+		return RLOCK_ESYS;
+	}
+	/* One server keeps a wait line (which -n respects too); several
+	 * masters would each keep their own, in different orders, so waiters
+	 * there are woken by the release channel and try in no order. */
+	q->id[0] = '\0';
+	q->chan = q->n.k.chan;
+	if (rl->nnode == 1) {
+		if (make_waiter_id(q->id) != 0) {
+			rlock_seterr(rl->err, sizeof(rl->err), "cannot make a "
+				     "waiter id: %s", strerror(errno));
+			return RLOCK_ESYS;
+		}
+		snprintf(q->n.mywake, sizeof(q->n.mywake), "%s%s",
+			 q->n.k.wake, q->id);
+		q->chan = q->n.mywake;
+	}
+	q->a = (struct ask){ q->kind, q->id, 0, 1 };
+	return RLOCK_OK;
+}
+
+/* After a wait that ended without the lock: leave the line, and say why
+ * when nothing did yet. */
+static void acq_end(struct rlock *rl, const char *name, struct acq *q,
+		    int rc, int in_line, const struct rlock_holder *holder)
+{
+	if (in_line && (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)) {
+		char why[sizeof(rl->err)];
+
+		memcpy(why, rl->err, sizeof(why));
+		leave_line(rl, &q->n, &q->a);
+		memcpy(rl->err, why, sizeof(why));
+	}
+	if (rc == RLOCK_BUSY && rl->err[0] == '\0' && !holder->held)
+		rlock_seterr(rl->err, sizeof(rl->err), "%s: free, but %lld "
+			     "waiting in line come first", name,
+			     holder->waiters);
+	else if (rc == RLOCK_BUSY && rl->err[0] == '\0')
+		rlock_seterr(rl->err, sizeof(rl->err), "%s: held", name);
+}
+
 int rlock_acquire(struct rlock *rl, const char *name,
 		  const struct rlock_acquire_opts *o,
 		  struct rlock_lease *lease, struct rlock_holder *holder)
 {
 	struct rlock_holder h;
-	struct names n;
-	struct ask a;
-	char token[RLOCK_TOKEN_LEN + 1], kind[24], id[LINE_ID_LEN + 1] = "";
-	const char *chan;
+	struct acq q;
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
 	int64_t backoff = 0;
 	int rc, subscribed = 0, seen_busy = 0, attempts = 0, in_line = 0;
@@ -862,43 +931,14 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	if (holder == NULL)
 		holder = &h;
 	memset(holder, 0, sizeof(*holder));
-	rc = make_names(rl, name, &n);
+	rc = acq_init(rl, name, o, &q);
 	if (rc != RLOCK_OK)
 		return rc;
-	kind_of(o, kind, sizeof(kind));
-	if (rl->nnode > 1 && strcmp(kind, "x") != 0) {
-		rlock_seterr(rl->err, sizeof(rl->err), "shared locks and "
-			     "semaphores need one server (or one Sentinel or "
-			     "Cluster URL): on several independent masters a "
-			     "quorum could let in more holders than allowed");
-		return RLOCK_EUSAGE;
-	}
-	if (o->token != NULL) {
-		snprintf(token, sizeof(token), "%s", o->token);
-	} else if (rlock_make_token(token) != 0) {
-		rlock_seterr(rl->err, sizeof(rl->err),
-			     "cannot make a token: %s", strerror(errno));
-		return RLOCK_ESYS;
-	}
-	/* One server keeps a wait line (which -n respects too); several
-	 * masters would each keep their own, in different orders, so waiters
-	 * there are woken by the release channel and try in no order. */
-	if (rl->nnode == 1 && make_waiter_id(id) != 0) {
-		rlock_seterr(rl->err, sizeof(rl->err),
-			     "cannot make a waiter id: %s", strerror(errno));
-		return RLOCK_ESYS;
-	}
-	chan = n.k.chan;
-	if (id[0] != '\0') {
-		snprintf(n.mywake, sizeof(n.mywake), "%s%s", n.k.wake, id);
-		chan = n.mywake;
-	}
-	a = (struct ask){ kind, id, 0, 1 };
 	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
 	for (;;) {
-		a.details = attempts++ == 0 || o->wait_cb != NULL;
-		rc = try_acquire(rl, name, &n, o, token, &a, lease, holder,
-				 &joined);
+		q.a.details = attempts++ == 0 || o->wait_cb != NULL;
+		rc = try_acquire(rl, name, &q.n, o, q.token, &q.a, lease,
+				 holder, &joined);
 		now = rlock_mono_ms();
 		if (rc == RLOCK_EUNAVAIL && seen_busy && now < deadline) {
 			/* The servers answered before: a restart or a dropped
@@ -912,7 +952,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 				wake = deadline;
 			unsubscribe(rl);
 			subscribed = 0;
-			a.join = 0;
+			q.a.join = 0;
 			rc = wait_release(rl, wake, o->cancel_fd);
 			if (rc == RLOCK_CANCELED)
 				break;
@@ -940,10 +980,10 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			 * line): a release between the first try and the
 			 * subscription is not missed, and a place is taken
 			 * only once its wake-up can be heard. */
-			subscribed = subscribe(rl, &n, chan, now +
+			subscribed = subscribe(rl, &q.n, q.chan, now +
 					       rl->copts.io_timeout_ms,
 					       o->cancel_fd) > 0;
-			a.join = subscribed && id[0] != '\0';
+			q.a.join = subscribed && q.id[0] != '\0';
 			if (subscribed)
 				continue;
 		}
@@ -963,21 +1003,9 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			break;
 		}
 	}
-	if (in_line && (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)) {
-		char why[sizeof(rl->err)];
-
-		memcpy(why, rl->err, sizeof(why));
-		leave_line(rl, &n, &a);
-		memcpy(rl->err, why, sizeof(why));
-	}
+	acq_end(rl, name, &q, rc, in_line, holder);
 	if (subscribed)
 		unsubscribe(rl);
-	if (rc == RLOCK_BUSY && rl->err[0] == '\0' && !holder->held)
-		rlock_seterr(rl->err, sizeof(rl->err), "%s: free, but %lld "
-			     "waiting in line come first", name,
-			     holder->waiters);
-	else if (rc == RLOCK_BUSY && rl->err[0] == '\0')
-		rlock_seterr(rl->err, sizeof(rl->err), "%s: held", name);
 	return rc;
 }
 
