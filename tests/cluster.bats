@@ -234,6 +234,54 @@ start_holder() {
 	clock_free cnt
 }
 
+@test "waiters through three nodes are served in arrival order, each woken by the one release before it" {
+	start_holder "$(owner_url fo)" fo -t 30s
+	local -a ports pids
+	mapfile -t ports < <(cluster_master_ports)
+	local i
+	# Each waiter through another node, started once the one before has
+	# its place in line (on the slot's owner).
+	for i in 1 2 3 4; do
+		bg_start "w$i" "$RLOCK" -u "$(node_url "${ports[i % 3]}")" run -w 30s fo -- \
+			sh -c "echo $i >> order"
+		pids+=("$BG_PID")
+		wait_until 10 chas_waiters fo "$i"
+	done
+	touch go-fo
+	for i in 0 1 2 3; do
+		bg_wait "${pids[i]}" 15
+		assert_equal "$BG_STATUS" 0
+	done
+	assert_equal "$(tr '\n' ' ' <order)" "1 2 3 4 "
+	bg_wait "$HOLDER_PID" 5
+	clock_free fo
+	# The line's keys went with the last waiter.
+	local k
+	k=$(key fo)
+	assert_equal "$(ccli "$(cluster_owner_port "$k")" EXISTS "$k:line" "$k:line:lease" "$k:line:who")" 0
+}
+
+@test "a semaphore of 2 through different nodes: two hold together, never a third" {
+	local -a ports pids
+	mapfile -t ports < <(cluster_master_ports)
+	local i
+	for i in 1 2 3 4 5 6; do
+		bg_start "s$i" "$RLOCK" -u "$(node_url "${ports[i % 3]}")" run -l 2 -w 30s sem -- \
+			sh -c 'n=$(redis-cli -p "$1" INCR "$2"); echo "$n" >> peaks; sleep 0.3; redis-cli -p "$1" DECR "$2" >/dev/null' \
+			sh "$(cluster_owner_port "$(key sem)")" "$(key sem):count"
+		pids+=("$BG_PID")
+	done
+	for i in 0 1 2 3 4 5; do
+		bg_wait "${pids[i]}" 30
+		assert_equal "$BG_STATUS" 0
+	done
+	assert_equal "$(sort -n peaks | tail -n 1)" 2
+	assert_equal "$(wc -l <peaks)" 6
+	local k
+	k=$(key sem)
+	assert_equal "$(ccli "$(cluster_owner_port "$k")" EXISTS "$k:holders" "$k:holders:meta")" 0
+}
+
 # ---- slot migration ---------------------------------------------------------
 
 @test "a slot migrated during a hold: ASK while it moves, then renewal, extend, release and the waiter follow it" {

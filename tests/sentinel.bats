@@ -92,6 +92,36 @@ elapsed_since() {
 	mlock_free rn
 }
 
+@test "through the sentinels: waiters in arrival order, shared holders together, a semaphore's places" {
+	local token i
+	token=$("$RLOCK" "${SU[@]}" acquire -t 30s line)
+	local -a pids
+	for i in 1 2 3; do
+		bg_start "w$i" "$RLOCK" "${SU[@]}" run -w 20s line -- sh -c "echo $i >> order"
+		pids+=("$BG_PID")
+		wait_until 10 has_waiters line "$i" "$(ha_master)"
+	done
+	"$RLOCK" "${SU[@]}" release line "$token"
+	for i in 0 1 2; do
+		bg_wait "${pids[i]}" 10
+		assert_equal "$BG_STATUS" 0
+	done
+	assert_equal "$(tr '\n' ' ' <order)" "1 2 3 "
+	# Two shared holders at once; a semaphore of 2 refuses a third place.
+	local s1 s2
+	s1=$("$RLOCK" "${SU[@]}" acquire -s sh)
+	s2=$("$RLOCK" "${SU[@]}" acquire -s sh)
+	run -0 "$RLOCK" "${SU[@]}" status sh
+	assert_line "  shared: 2 holders"
+	run -75 --separate-stderr "$RLOCK" "${SU[@]}" acquire -x -n sh
+	"$RLOCK" "${SU[@]}" release sh "$s1"
+	"$RLOCK" "${SU[@]}" release sh "$s2"
+	"$RLOCK" "${SU[@]}" acquire -l 2 sem >/dev/null
+	"$RLOCK" "${SU[@]}" acquire -l 2 sem >/dev/null
+	run -75 --separate-stderr "$RLOCK" "${SU[@]}" acquire -l 2 -n sem
+	assert_equal "$(redis-cli -h 127.0.0.1 -p "$(sentinel_master_port)" ZCARD "$(key sem):holders")" 2
+}
+
 @test "a dead first sentinel is skipped at once" {
 	stop_redis S1
 	local t0 token
