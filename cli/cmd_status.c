@@ -84,17 +84,24 @@ static const char *kind_name(const struct rlock_holder *h)
 	return h->shared ? "shared" : h->limit > 1 ? "semaphore" : "exclusive";
 }
 
+/* ',"host":…,"pid":…,"user":…,"command":…' of a holder or waiter. */
+static void json_who(FILE *f, const char *host, long long pid,
+		     const char *user, const char *command)
+{
+	fputs(",\"host\":", f);
+	cli_json_str(f, host);
+	fprintf(f, ",\"pid\":%lld,\"user\":", pid);
+	cli_json_str(f, user);
+	fputs(",\"command\":", f);
+	cli_json_str(f, command);
+}
+
 /* One holder as JSON. */
 static void json_holder(FILE *f, const struct rlock_holder *h)
 {
 	fputs("{\"token_prefix\":", f);
 	cli_json_str(f, h->token_prefix);
-	fputs(",\"host\":", f);
-	cli_json_str(f, h->host);
-	fprintf(f, ",\"pid\":%lld,\"user\":", h->pid);
-	cli_json_str(f, h->user);
-	fputs(",\"command\":", f);
-	cli_json_str(f, h->command);
+	json_who(f, h->host, h->pid, h->user, h->command);
 	fprintf(f, ",\"fence\":%lld,\"since_ms\":%lld,\"age_ms\":%lld,"
 		"\"ttl_ms\":%lld}", h->fence, h->since_ms, h->age_ms, h->ttl_ms);
 }
@@ -130,12 +137,7 @@ static void json_kind_line(const struct status *s,
 		fputs("{\"kind\":", s->out);
 		cli_json_str(s->out, w->shared ? "shared" : w->limit > 1 ?
 			     "semaphore" : "exclusive");
-		fputs(",\"host\":", s->out);
-		cli_json_str(s->out, w->host);
-		fprintf(s->out, ",\"pid\":%lld,\"user\":", w->pid);
-		cli_json_str(s->out, w->user);
-		fputs(",\"command\":", s->out);
-		cli_json_str(s->out, w->command);
+		json_who(s->out, w->host, w->pid, w->user, w->command);
 		fprintf(s->out, ",\"waited_ms\":%lld}", w->waited_ms);
 	} else {
 		fputs("null", s->out);
@@ -153,12 +155,7 @@ static void print_json(struct status *s, const char *name,
 	if (h->held) {
 		fputs(",\"held\":true,\"token_prefix\":", s->out);
 		cli_json_str(s->out, h->token_prefix);
-		fputs(",\"host\":", s->out);
-		cli_json_str(s->out, h->host);
-		fprintf(s->out, ",\"pid\":%lld,\"user\":", h->pid);
-		cli_json_str(s->out, h->user);
-		fputs(",\"command\":", s->out);
-		cli_json_str(s->out, h->command);
+		json_who(s->out, h->host, h->pid, h->user, h->command);
 		fprintf(s->out, ",\"fence\":%lld,\"since_ms\":%lld,\"age_ms\":%lld,"
 		       "\"ttl_ms\":%lld,\"waiters\":", h->fence,
 		       h->since_ms, h->age_ms, h->ttl_ms);

@@ -300,23 +300,29 @@ static void parse_kind(const char *k, int *shared, int *limit)
 		 (int)strtol(k, NULL, 10);
 }
 
+/* Point f[0..max-1] at the newline-separated fields of v (the last one
+ * runs to the end, newlines and all).  Returns how many were found. */
+static size_t split_fields(const char *v, const char **f, size_t max)
+{
+	size_t nf = 0;
+
+	f[nf++] = v;
+	for (const char *p = v; *p != '\0' && nf < max; p++) {
+		if (*p == '\n')
+			f[nf++] = p + 1;
+	}
+	return nf;
+}
+
 /* Split "since\npid\nhost\nuser\ncommand" (a waiter) into w, its kind
  * and id before it as "KIND:ID\n". */
 static void parse_waiter(const char *v, long long now, struct rlock_waiter *w)
 {
 	const char *f[6];
-	size_t nf = 0;
 	char kind[24];
 
 	memset(w, 0, sizeof(*w));
-	if (v[0] == '\0')
-		return;
-	f[nf++] = v;
-	for (const char *p = v; *p != '\0' && nf < 6; p++) {
-		if (*p == '\n')
-			f[nf++] = p + 1;
-	}
-	if (nf < 6)
+	if (v[0] == '\0' || split_fields(v, f, 6) < 6)
 		return;
 	w->present = 1;
 	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(f[0], ":\n"), f[0]);
@@ -335,14 +341,8 @@ static void parse_waiter(const char *v, long long now, struct rlock_waiter *w)
 static void parse_meta(const char *v, long long now, struct rlock_holder *h)
 {
 	const char *f[7];
-	size_t nf = 0;
 
-	f[nf++] = v;
-	for (const char *p = v; *p != '\0' && nf < 7; p++) {
-		if (*p == '\n')
-			f[nf++] = p + 1;
-	}
-	if (nf < 7)
+	if (split_fields(v, f, 7) < 7)
 		return;
 	h->fence = strtoll(f[0], NULL, 10);
 	h->since_ms = strtoll(f[1], NULL, 10);
