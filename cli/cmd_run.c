@@ -36,6 +36,7 @@ struct run {
 	int64_t kill_after_ms;
 	int64_t max_time_ms;
 	int reentrant;
+	char kind[24];			/* "x", "s" or the limit, as asked */
 	struct cli_waitline line;	/* the live line while waiting */
 };
 
@@ -148,21 +149,25 @@ static void set_child_env(struct run *r, const struct rlock_lease *lease)
 		setenv("RLOCK_FENCE", num, 1);
 		snprintf(num, sizeof(num), "%lld", (long long)lease->ttl_ms);
 		setenv("RLOCK_TTL_MS", num, 1);
-		/* Keys are newline-separated: names have no control
-		 * characters. */
-		if (held != NULL && *held != '\0') {
-			if (asprintf(&nh, "%s\n%s", held, r->key) < 0)
-				return;
-			setenv("RLOCK_HELD", nh, 1);
-			free(nh);
-		} else {
-			setenv("RLOCK_HELD", r->key, 1);
-		}
+		/* Keys are newline-separated, a shared or semaphore hold's
+		 * kind after a tab: names have no control characters. */
+		if (asprintf(&nh, "%s%s%s%s%s", held != NULL ? held : "",
+			     held != NULL && *held != '\0' ? "\n" : "",
+			     r->key, r->kind[0] != 'x' ? "\t" : "",
+			     r->kind[0] != 'x' ? r->kind : "") < 0)
+			return;
+		setenv("RLOCK_HELD", nh, 1);
+		free(nh);
 	}
 }
 
 /* Whether key is in the newline-separated list held. */
-static int holds(const char *held, const char *key)
+/*
+ * Whether the newline-separated list held has key in a kind that covers
+ * kind ("x", "s" or a semaphore's limit): an exclusive hold covers an
+ * exclusive or a shared run, any other hold a run of its own kind.
+ */
+static int holds(const char *held, const char *key, const char *kind)
 {
 	size_t klen = strlen(key);
 	const char *p = held;
@@ -170,8 +175,15 @@ static int holds(const char *held, const char *key)
 	while (p != NULL && *p != '\0') {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
+		char have[24] = "x";
 
-		if (len == klen && memcmp(p, key, klen) == 0)
+		if (len > klen && p[klen] == '\t')
+			snprintf(have, sizeof(have), "%.*s",
+				 (int)(len - klen - 1), p + klen + 1);
+		if (len >= klen && memcmp(p, key, klen) == 0 &&
+		    (len == klen || p[klen] == '\t') &&
+		    (strcmp(have, kind) == 0 ||
+		     (strcmp(have, "x") == 0 && strcmp(kind, "s") == 0)))
 			return 1;
 		p = nl != NULL ? nl + 1 : NULL;
 	}
@@ -616,7 +628,13 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	rl = cli_open(g);
 	snprintf(r.key, sizeof(r.key), "%s", rlock_key(rl, r.name));
 	held = getenv("RLOCK_HELD");
-	r.reentrant = held != NULL && holds(held, r.key);
+	if (r.ao.shared)
+		snprintf(r.kind, sizeof(r.kind), "s");
+	else if (r.ao.limit > 1)
+		snprintf(r.kind, sizeof(r.kind), "%d", r.ao.limit);
+	else
+		snprintf(r.kind, sizeof(r.kind), "x");
+	r.reentrant = held != NULL && holds(held, r.key, r.kind);
 	make_label(&r, label);
 
 	/* Signals that would stop us end a wait; they are read from sfd. */
