@@ -380,6 +380,16 @@ place_lapsed() {
 	assert_equal "$BG_STATUS" 0
 }
 
+@test "a nested run that disagrees on the limit with its ancestor's hold exits 64" {
+	run "$RLOCK" run -l 3 nest -- sh -c \
+		'"$RLOCK" run -l 2 nest -- touch inner; echo $? > inner.rc; exit $(cat inner.rc)'
+	[[ ! -e inner ]] || fail "the nested --limit 2 ran its command under a semaphore of 3"
+	assert_equal "$status" 64
+	assert_equal "$(cat inner.rc)" 64
+	run -0 "$RLOCK" run -l 3 nest -- sh -c '"$RLOCK" run -l 3 nest -- touch same'
+	[[ -e same ]]
+}
+
 @test "usage: a limit that is not a number of holders, or with -s/-x, exits 64" {
 	local cmd
 	for cmd in run acquire; do

@@ -321,6 +321,28 @@ EOF
 	json_check "$output" "d['locks'][0]['kind'] is None" "d['locks'][0]['holders'] == []"
 }
 
+# A nested run on a lock an ancestor holds runs without taking it again
+# (RLOCK_HELD); an ancestor that holds it shared cannot stand for an
+# exclusive hold, which another reader would share.
+@test "a nested -x run under an ancestor that holds the lock shared does not run as if exclusive" {
+	local t
+	t=$("$RLOCK" acquire -s nest)
+	run --separate-stderr "$RLOCK" run -s nest -- sh -c \
+		'"$RLOCK" run -x nest -- touch inner; echo $? > inner.rc; exit $(cat inner.rc)'
+	[[ ! -e inner ]] || fail "the nested -x ran its command while another reader held the lock"
+	assert_equal "$status" 64
+	assert_equal "$(cat inner.rc)" 64
+	assert_regex "$stderr" '^rlock: run: nest: '
+	holders_is nest 1
+	[[ -n $(rcli R ZSCORE "$(key nest):holders" "$t") ]]
+	# Shared under shared, and shared under exclusive, are held already.
+	run -0 "$RLOCK" run -s nest -- sh -c '"$RLOCK" run -s nest -- touch ss'
+	[[ -e ss ]]
+	"$RLOCK" release nest "$t"
+	run -0 "$RLOCK" run -x nest -- sh -c '"$RLOCK" run -s nest -- touch xs'
+	[[ -e xs ]]
+}
+
 @test "a shared lock needs one server: with several masters -s exits 64" {
 	start_redis A
 	start_redis B
