@@ -266,13 +266,13 @@ place_lapsed() {
 
 @test "--min-hold keeps a semaphore place after its release until the hold ends" {
 	local t t2 t3 s left
-	t=$("$RLOCK" acquire -l 2 --min-hold 5s mh)
+	t=$("$RLOCK" acquire -l 2 --min-hold 4s mh)
 	t2=$("$RLOCK" acquire -l 2 mh)
 	run -0 "$RLOCK" release mh "$t"
 	s=$(score mh "$t")
 	[[ -n $s ]] || fail "the place went with the release"
 	left=$((s - $(server_ms)))
-	((left > 0 && left <= 5000)) || fail "the place ends in ${left}ms"
+	((left > 0 && left <= 4000)) || fail "the place ends in ${left}ms"
 	# Both places are still taken.
 	run -75 "$RLOCK" acquire -n -l 2 mh
 	holders_is mh 2
@@ -435,5 +435,11 @@ place_lapsed() {
 	local s
 	for s in R A B; do
 		assert_equal "$(rcli "$s" KEYS "${RLOCK_PREFIX}*")" ""
+	done
+	# --limit 1 is the exclusive lock, Redlock's own.
+	run -0 "$RLOCK" -u "$R_URL" -u "$A_URL" -u "$B_URL" run -l 1 rl -- touch one
+	[[ -e one ]]
+	for s in R A B; do
+		assert_equal "$(rcli "$s" KEYS "${RLOCK_PREFIX}*")" "$(key rl):fence"
 	done
 }
