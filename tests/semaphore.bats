@@ -233,7 +233,7 @@ place_lapsed() {
 @test "acquire --renew keeps a semaphore place alive until its release" {
 	local t s0 s
 	bg_start sleeper sleep 30
-	t=$(timeout 10 "$RLOCK" acquire -l 2 --renew --pid "$BG_PID" -t 500ms rn >renew.out; cat renew.out)
+	t=$(timeout 10 "$RLOCK" acquire -l 2 --renew --pid "$BG_PID" -t 2s rn >renew.out; cat renew.out)
 	assert_regex "$t" '^[0-9a-f]{32}$'
 	s0=$(score rn "$t")
 	# Long after the first lease would have ended, the place is held.

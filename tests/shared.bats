@@ -252,7 +252,7 @@ EOF
 	assert_equal "$(rcli R EXISTS "$(key tk):holders" "$(hmeta tk)")" 0
 
 	bg_start sleeper sleep 30
-	t=$(timeout 10 "$RLOCK" acquire -s --renew --pid "$BG_PID" -t 500ms tk >renew.out; cat renew.out)
+	t=$(timeout 10 "$RLOCK" acquire -s --renew --pid "$BG_PID" -t 2s tk >renew.out; cat renew.out)
 	s0=$(rcli R ZSCORE "$(key tk):holders" "$t")
 	# Long after the first lease would have ended, it is held.
 	wait_until 10 eval '(($(server_ms) > s0 + 1000))'
