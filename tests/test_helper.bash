@@ -737,3 +737,47 @@ setup_file() { rl_setup_file; }
 teardown_file() { rl_teardown_file; }
 setup() { rl_setup; }
 teardown() { rl_teardown; }
+
+# ---- the wait line, shared locks and semaphores ---------------------------
+# For fifo.bats, shared.bats and semaphore.bats (keys: DESIGN section 3).
+#	line_len NAME [SERVER]		places taken in NAME's wait line (ZCARD)
+#	line_is NAME N [SERVER]		exactly N places taken
+#	line_members NAME [SERVER]	their "KIND:ID", first in line first
+#	nholders NAME [SERVER]		shared or semaphore holders (ZCARD)
+#	holders_is NAME N [SERVER]	exactly N of them
+#	server_ms [SERVER]		the server's clock in ms (TIME)
+#	evalsha_calls [SERVER]		EVALSHA calls so far (INFO commandstats)
+
+line_len() {
+	rcli "${2:-R}" ZCARD "$(key "$1"):line"
+}
+
+line_is() {
+	[[ $(line_len "$1" "${3:-R}") == "$2" ]]
+}
+
+line_members() {
+	rcli "${2:-R}" ZRANGE "$(key "$1"):line" 0 -1
+}
+
+nholders() {
+	rcli "${2:-R}" ZCARD "$(key "$1"):holders"
+}
+
+holders_is() {
+	[[ $(nholders "$1" "${3:-R}") == "$2" ]]
+}
+
+server_ms() {
+	local t
+	t=$(rcli "${1:-R}" TIME | tr '\n' ' ')
+	read -r -a t <<<"$t"
+	echo $((t[0] * 1000 + 10#${t[1]} / 1000))
+}
+
+evalsha_calls() {
+	local n
+	n=$(rcli "${1:-R}" INFO commandstats | tr -d '\r' |
+		sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p')
+	echo "${n:-0}"
+}

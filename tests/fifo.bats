@@ -1,0 +1,384 @@
+#!/usr/bin/env bats
+# fifo.bats - the wait line (issue 9): waiters are served in the order they
+# arrived, a release wakes only the next one, a waiter that dies or gives
+# up does not hold the line up, -n does not barge past the line, and the
+# lock's string key is still the plain SET NX PX convention other clients
+# share.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+
+# The lease of a place in line (LINE_LEASE_MS in lib/lock_int.h).
+LINE_LEASE_MS=1500
+
+# lease_of NAME MEMBER: when MEMBER's place in line lapses (server ms),
+# empty when it has none.
+lease_of() {
+	rcli R ZSCORE "$(key "$1"):line:lease" "$2"
+}
+
+# lease_lapsed NAME MEMBER: MEMBER's place in line has run out.
+lease_lapsed() {
+	local s
+	s=$(lease_of "$1" "$2")
+	[[ -z $s ]] || ((s <= $(server_ms)))
+}
+
+# numsub CHANNEL: its subscribers.
+numsub() {
+	rcli R PUBSUB NUMSUB "$1" | sed -n 2p
+}
+
+# The wake-up channel of a member "KIND:ID" of NAME's line.
+wake_chan() {
+	echo "$(key "$1"):wake:${2#*:}"
+}
+
+@test "waiters are served in the order they arrived" {
+	local t i pid pids=()
+	t=$("$RLOCK" acquire -t 30s ord)
+	# Each one starts only once the one before has its place.
+	for ((i = 1; i <= 4; i++)); do
+		bg_start "w$i" "$RLOCK" run -w 30s --label "w$i" ord -- \
+			sh -c "echo w$i \$RLOCK_FENCE >> order"
+		pids+=("$BG_PID")
+		wait_until 10 line_is ord "$i"
+	done
+	# The line's own order is theirs, and status names the first.
+	run -0 "$RLOCK" status --json ord
+	json_check "$output" "d['locks'][0]['next']['pid'] == int(a[0])" \
+		"d['locks'][0]['waiters'] == 4" -- "${pids[0]}"
+	"$RLOCK" release ord "$t"
+	for pid in "${pids[@]}"; do
+		bg_wait "$pid" 15
+		assert_equal "$BG_STATUS" 0
+	done
+	assert_equal "$(cat order)" "$(printf 'w1 2\nw2 3\nw3 4\nw4 5')"
+	lock_free ord
+	line_is ord 0
+}
+
+# With the thundering herd every release woke all the waiters, and each
+# ran the acquire script: ~280 scripts per hand-off with 150 waiters,
+# ~40000 in all.  A release now wakes only the next in line; what is left
+# per waiter is its own acquire and release and the beats that keep its
+# place while it waits (one per ~375ms, N*elapsed/750 in all).  Measured
+# on 2 cores: ~8 EVALSHA per waiter (1230-1310 for 150 waiters, 4.5-5s of
+# hand-offs).  The bound is 12 per waiter, or on a machine so loaded that
+# the hand-offs took over 6s, 4 per waiter plus a beat per 500ms.
+@test "150 waiters: a hand-off costs a few scripts, not one per waiter" {
+	local t n=150 before after used el t0 bound
+	start_redis H
+	export RLOCK_URL=$H_URL
+	t=$("$RLOCK" acquire -t 60s herd)
+	bg_start herd bash -c 'for ((i = 0; i < '$n'; i++)); do
+		( "$RLOCK" run -w 90s herd -- true; echo $? >> statuses ) &
+	done; wait'
+	wait_until 40 line_is herd "$n" H
+	before=$(evalsha_calls H)
+	t0=$(now_ms)
+	"$RLOCK" release herd "$t"
+	bg_wait "$BG_PID" 90
+	el=$(($(now_ms) - t0))
+	after=$(evalsha_calls H)
+	used=$((after - before))
+	assert_equal "$(grep -c '^0$' statuses)" "$n"
+	# Each one took it once, in turn.
+	assert_equal "$(rcli H GET "$(key herd):fence")" $((n + 1))
+	lock_free herd H
+	assert_equal "$(rcli H EXISTS "$(key herd):line")" 0
+	bound=$((12 * n))
+	if ((4 * n + n * el / 500 > bound)); then
+		bound=$((4 * n + n * el / 500))
+	fi
+	((used <= bound)) ||
+		fail "$used scripts for $n hand-offs in ${el}ms (at most $bound)"
+}
+
+@test "a SIGKILLed waiter does not hold the line up: the next is served at once" {
+	local t a b first s0 since
+	t=$("$RLOCK" acquire -t 30s dead)
+	bg_start a "$RLOCK" run -w 30s dead -- touch aran
+	a=$BG_PID
+	wait_until 10 line_is dead 1
+	first=$(line_members dead)
+	bg_start b "$RLOCK" run -w 30s dead -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
+	b=$BG_PID
+	wait_until 10 line_is dead 2
+	kill -KILL "$a"
+	bg_wait "$a" 5
+	assert_equal "$BG_STATUS" 137
+	# The server saw its connection close: nobody hears its wake-up.
+	wait_until 5 eval '[[ $(numsub "$(wake_chan dead "$first")") == 0 ]]'
+	# Its place would last a minute more (LINE_LEASE_MS at most in
+	# life; longer here so that a loaded machine cannot let it lapse
+	# first): only the silent channel can tell the release it is gone.
+	rcli R ZADD "$(key dead):line:lease" XX $(($(server_ms) + 60000)) "$first" >/dev/null
+	s0=$(server_ms)
+	"$RLOCK" release dead "$t"
+	# The release found no one listening and dropped it, and woke b.
+	assert_equal "$(rcli R ZSCORE "$(key dead):line" "$first")" ""
+	wait_until 10 eval '[[ $(meta dead pid) == "$b" ]]'
+	since=$(meta dead since)
+	(((since - s0) < 1500)) || fail "the next waiter got the lock $((since - s0))ms after the release"
+	touch go
+	bg_wait "$b" 10
+	assert_equal "$BG_STATUS" 0
+	[[ ! -e aran ]]
+	line_is dead 0
+}
+
+@test "waiters that give up (-w ran out, SIGINT) leave the line at once" {
+	local t w1 w2 m1 host pid
+	t=$("$RLOCK" acquire -t 30s quit)
+	host=$(meta quit host)
+	pid=$(meta quit pid)
+	bg_start w2 "$RLOCK" run quit -- touch w2ran
+	w2=$BG_PID
+	wait_until 10 line_is quit 1
+	bg_start w1 "$RLOCK" run -w 2s quit -- touch w1ran
+	w1=$BG_PID
+	wait_until 10 line_is quit 2
+	m1=$(line_members quit | sed -n 2p)
+	[[ $m1 == x:* ]]
+
+	bg_wait "$w1" 10
+	assert_equal "$BG_STATUS" 75
+	assert_equal "$(bg_err w1)" \
+		"rlock: run: quit: timed out after 2s; held by $host pid $pid (rlock acquire)"
+	# Gone as it exited, not when its place would have lapsed.
+	line_is quit 1
+	assert_equal "$(rcli R ZSCORE "$(key quit):line:lease" "$m1")" ""
+	assert_equal "$(rcli R HEXISTS "$(key quit):line:who" "$m1")" 0
+	run -0 "$RLOCK" status quit
+	assert_equal "$(awk '$1 == "quit" { print $6 }' <<<"$output")" 1
+	run -0 "$RLOCK" status --json quit
+	json_check "$output" "d['locks'][0]['waiters'] == 1" \
+		"d['locks'][0]['next']['pid'] == int(a[0])" -- "$w2"
+
+	kill -INT "$w2"
+	bg_wait "$w2" 5
+	assert_equal "$BG_STATUS" 130
+	assert_equal "$(rcli R EXISTS "$(key quit):line" "$(key quit):line:lease" \
+		"$(key quit):line:who")" 0
+	run -0 "$RLOCK" status quit
+	assert_equal "$(awk '$1 == "quit" { print $6 }' <<<"$output")" 0
+	[[ ! -e w1ran && ! -e w2ran ]]
+	held_by quit "$t"
+}
+
+@test "-n is refused while someone waits in line, even when the lock is free for a moment" {
+	local t w m
+	t=$("$RLOCK" acquire -t 30s nb)
+	bg_start w "$RLOCK" run -w 30s nb -- touch wran
+	w=$BG_PID
+	wait_until 10 line_is nb 1
+	m=$(line_members nb)
+	# Stopped, the waiter cannot take the lock when the release wakes
+	# it, and keeps its place until its lease lapses (pushed a minute
+	# away, so that a loaded machine cannot let it lapse meanwhile).
+	kill -STOP "$w"
+	wait_until 5 pid_stopped "$w"
+	rcli R ZADD "$(key nb):line:lease" XX $(($(server_ms) + 60000)) "$m" >/dev/null
+	"$RLOCK" release nb "$t"
+	lock_free nb
+	line_is nb 1
+	run -75 --separate-stderr "$RLOCK" acquire -n nb
+	assert_output ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" '^rlock: acquire: nb: '
+	run -75 --separate-stderr "$RLOCK" run -n nb -- touch nran
+	assert_regex "$stderr" '^rlock: run: nb: '
+	run -75 "$RLOCK" acquire -w 0 nb
+	[[ ! -e nran ]]
+	lock_free nb
+	kill -CONT "$w"
+	bg_wait "$w" 10
+	assert_equal "$BG_STATUS" 0
+	[[ -e wran ]]
+}
+
+@test "a waiter whose host vanished loses its place, and still gets the lock once back" {
+	local t a b ma t0
+	t=$("$RLOCK" acquire -t 30s gone)
+	bg_start a "$RLOCK" run -w 30s gone -- sh -c 'echo a >> order'
+	a=$BG_PID
+	wait_until 10 line_is gone 1
+	ma=$(line_members gone)
+	bg_start b "$RLOCK" run -w 30s gone -- sh -c "echo b >> order; $(gate "$BATS_TEST_TMPDIR/go")"
+	b=$BG_PID
+	wait_until 10 line_is gone 2
+	kill -STOP "$a"
+	t0=$(now_ms)
+	wait_until 5 pid_stopped "$a"
+	wait_until 5 lease_lapsed gone "$ma"
+	run -0 "$RLOCK" status --json gone
+	json_check "$output" "d['locks'][0]['waiters'] == 1" \
+		"d['locks'][0]['next']['pid'] == int(a[0])" -- "$b"
+	"$RLOCK" release gone "$t"
+	wait_until 10 file_has order b
+	assert_equal "$(meta gone pid)" "$b"
+	# Stopped for more than two seconds in all.
+	wait_until 5 eval '(($(now_ms) - t0 >= 2000))'
+	kill -CONT "$a"
+	# Back, it finds its place gone and queues again.
+	wait_until 10 line_is gone 1
+	pid_alive "$a"
+	touch go
+	bg_wait "$b" 10
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$a" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat order)" "$(printf 'b\na')"
+}
+
+@test "a SIGKILLed holder: the first in line takes over when its lease ends, not before" {
+	local h w1 w2 p s expiry since
+	bg_start h "$RLOCK" run -t 2s hk -- sleep 60
+	h=$BG_PID
+	wait_until 10 lock_held hk
+	bg_start w1 "$RLOCK" run -w 30s hk -- sh -c "echo w1 >> order; $(gate "$BATS_TEST_TMPDIR/go")"
+	w1=$BG_PID
+	wait_until 10 line_is hk 1
+	bg_start w2 "$RLOCK" run -w 30s hk -- sh -c 'echo w2 >> order'
+	w2=$BG_PID
+	wait_until 10 line_is hk 2
+	kill -KILL "$h"
+	wait_until 5 pid_gone "$h"
+	s=$(server_ms)
+	p=$(pttl hk)
+	((p > 0)) || fail "pttl $p after the kill"
+	# At the latest: the time was read before the PTTL.
+	expiry=$((s + p))
+	wait_until 10 eval '[[ $(meta hk pid) == "$w1" ]]'
+	since=$(meta hk since)
+	((since >= expiry)) || fail "w1 took it $((expiry - since))ms before the lease ended"
+	(((since - expiry) < 2000)) || fail "w1 took it $((since - expiry))ms after the lease ended"
+	touch go
+	bg_wait "$w1" 10
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$w2" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat order)" "$(printf 'w1\nw2')"
+}
+
+@test "the line's keys live while someone waits and are gone when everyone is" {
+	local t w sfx p
+	t=$("$RLOCK" acquire -t 30s exp)
+	bg_start w "$RLOCK" run -w 30s exp -- true
+	w=$BG_PID
+	wait_until 10 line_is exp 1
+	for sfx in :line :line:lease :line:who; do
+		p=$(rcli R PTTL "$(key exp)$sfx")
+		((p > 0 && p <= 4 * LINE_LEASE_MS)) || fail "PTTL of $sfx: $p"
+	done
+	"$RLOCK" release exp "$t"
+	bg_wait "$w" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(rcli R EXISTS "$(key exp):line" "$(key exp):line:lease" \
+		"$(key exp):line:who")" 0
+	assert_equal "$(rcli R PUBSUB CHANNELS "$(key exp):wake:*")" ""
+	lock_free exp
+
+	# A waiter killed while the lock is held, and no release to drop it:
+	# its place and the keys expire on their own.
+	t=$("$RLOCK" acquire -t 30s exp)
+	bg_start w "$RLOCK" run -w 30s exp -- true
+	w=$BG_PID
+	wait_until 10 line_is exp 1
+	kill -KILL "$w"
+	wait_until $((5 * LINE_LEASE_MS / 1000 + 1)) eval \
+		'[[ $(rcli R EXISTS "$(key exp):line" "$(key exp):line:lease" "$(key exp):line:who") == 0 ]]'
+	held_by exp "$t"
+}
+
+@test "the lock's key is still plain SET NX PX: shared with other clients" {
+	local k t w s0 since cas
+	k=$(key py)
+	cas="if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+	# Another client's SET NX PX keeps rlock out...
+	assert_equal "$(rcli R SET "$k" foreign NX PX 60000)" OK
+	run -75 --separate-stderr "$RLOCK" run -n py -- touch ran
+	assert_stderr "rlock: run: py: held by another client (no rlock metadata)"
+	[[ ! -e ran ]]
+	held_by py foreign
+	assert_equal "$(rcli R EVAL "$cas" 1 "$k" foreign)" 1
+	# ...rlock's holder keeps it out...
+	t=$("$RLOCK" acquire py)
+	assert_equal "$(rcli R SET "$k" other NX PX 60000)" ""
+	held_by py "$t"
+	assert_equal "$(rcli R EVAL "$cas" 1 "$k" other)" 0
+	"$RLOCK" release py "$t"
+	lock_free py
+	# ...and its compare-and-delete hands the lock to a waiting rlock.
+	assert_equal "$(rcli R SET "$k" foreign NX PX 120000)" OK
+	bg_start w "$RLOCK" run -w 120s py -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
+	w=$BG_PID
+	wait_until 10 line_is py 1
+	s0=$(server_ms)
+	assert_equal "$(rcli R EVAL "$cas" 1 "$k" foreign)" 1
+	# Nobody announced it: the first in line looks again within a beat.
+	wait_until 10 eval '[[ $(meta py pid) == "$w" ]]'
+	since=$(meta py since)
+	(((since - s0) < 2000)) || fail "the waiter got the lock $((since - s0))ms after the delete"
+	touch go
+	bg_wait "$w" 10
+	assert_equal "$BG_STATUS" 0
+	lock_free py
+}
+
+@test "status shows the next in line, and --json the kind, holders and next" {
+	local h w1 w2 host user
+	bg_start h "$RLOCK" run --label holder-job st -- sh -c "$(gate "$BATS_TEST_TMPDIR/go1")"
+	h=$BG_PID
+	wait_until 10 lock_held st
+	host=$(meta st host)
+	user=$(meta st user)
+	bg_start w1 "$RLOCK" run -w 30s --label first-waiter st -- sh -c "$(gate "$BATS_TEST_TMPDIR/go2")"
+	w1=$BG_PID
+	wait_until 10 line_is st 1
+	bg_start w2 "$RLOCK" run -s -w 30s --label reader st -- true
+	w2=$BG_PID
+	wait_until 10 line_is st 2
+
+	run -0 --separate-stderr "$RLOCK" status st
+	assert_equal "$(awk '$1 == "st" { print $2, $6, $7, $8 }' <<<"$output")" \
+		"held 2 $user@$host:$h holder-job"
+	assert_line --regexp "^  next: $user@$host:$w1, waiting [0-9.]+(ms|s)  first-waiter\$"
+	assert_equal "${#lines[@]}" 3
+	run -0 "$RLOCK" status --json st
+	json_check "$output" \
+		"d['locks'][0]['kind'] == 'exclusive'" \
+		"d['locks'][0]['limit'] is None" \
+		"d['locks'][0]['waiters'] == 2" \
+		"[x['pid'] for x in d['locks'][0]['holders']] == [int(a[0])]" \
+		"d['locks'][0]['holders'][0]['command'] == 'holder-job'" \
+		"d['locks'][0]['holders'][0]['fence'] == 1" \
+		"d['locks'][0]['holders'][0]['ttl_ms'] > 0" \
+		"d['locks'][0]['next'] == {'kind': 'exclusive', 'host': a[2], 'pid': int(a[1]), 'user': a[3], 'command': 'first-waiter', 'waited_ms': d['locks'][0]['next']['waited_ms']}" \
+		"0 <= d['locks'][0]['next']['waited_ms'] < 30000" \
+		-- "$h" "$w1" "$host" "$user"
+
+	# The first waiter holds it: the shared one is next.
+	touch go1
+	bg_wait "$h" 10
+	assert_equal "$BG_STATUS" 0
+	wait_until 10 line_is st 1
+	run -0 "$RLOCK" status st
+	assert_line --regexp "^  next: $user@$host:$w2 \\(shared\\), waiting [0-9.]+(ms|s)  reader\$"
+	run -0 "$RLOCK" status --json st
+	json_check "$output" "d['locks'][0]['next']['kind'] == 'shared'" \
+		"d['locks'][0]['next']['pid'] == int(a[0])" \
+		"d['locks'][0]['holders'][0]['pid'] == int(a[1])" \
+		"d['locks'][0]['waiters'] == 1" -- "$w2" "$w1"
+	touch go2
+	bg_wait "$w1" 10
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$w2" 10
+	assert_equal "$BG_STATUS" 0
+
+	run -1 "$RLOCK" status --json st
+	json_check "$output" "d['locks'][0]['kind'] is None" \
+		"d['locks'][0]['holders'] == []" "d['locks'][0]['next'] is None" \
+		"d['locks'][0]['waiters'] == 0"
+}
