@@ -162,12 +162,9 @@ static void set_child_env(struct run *r, const struct rlock_lease *lease)
 }
 
 /* Whether key is in the newline-separated list held. */
-/*
- * Whether the newline-separated list held has key in a kind that covers
- * kind ("x", "s" or a semaphore's limit): an exclusive hold covers an
- * exclusive or a shared run, any other hold a run of its own kind.
- */
-static int holds(const char *held, const char *key, const char *kind)
+/* Whether the newline-separated list held has key; have gets the kind it
+ * is held in ("x", "s" or a semaphore's limit). */
+static int held_as(const char *held, const char *key, char have[24])
 {
 	size_t klen = strlen(key);
 	const char *p = held;
@@ -175,19 +172,37 @@ static int holds(const char *held, const char *key, const char *kind)
 	while (p != NULL && *p != '\0') {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
-		char have[24] = "x";
 
-		if (len > klen && p[klen] == '\t')
-			snprintf(have, sizeof(have), "%.*s",
-				 (int)(len - klen - 1), p + klen + 1);
 		if (len >= klen && memcmp(p, key, klen) == 0 &&
-		    (len == klen || p[klen] == '\t') &&
-		    (strcmp(have, kind) == 0 ||
-		     (strcmp(have, "x") == 0 && strcmp(kind, "s") == 0)))
+		    (len == klen || p[klen] == '\t')) {
+			snprintf(have, 24, "%.*s", len > klen ?
+				 (int)(len - klen - 1) : 1,
+				 len > klen ? p + klen + 1 : "x");
 			return 1;
+		}
 		p = nl != NULL ? nl + 1 : NULL;
 	}
 	return 0;
+}
+
+/* Whether a hold of kind have stands for a run asking for kind want: an
+ * exclusive hold for an exclusive or a shared run, any other for its own
+ * kind. */
+static int covers(const char *have, const char *want)
+{
+	return strcmp(have, want) == 0 ||
+	       (strcmp(have, "x") == 0 && strcmp(want, "s") == 0);
+}
+
+static const char *kind_words(const char *k, char *buf, size_t len)
+{
+	if (strcmp(k, "s") == 0)
+		snprintf(buf, len, "shared (-s)");
+	else if (strcmp(k, "x") == 0)
+		snprintf(buf, len, "exclusive");
+	else
+		snprintf(buf, len, "as a semaphore of %s (--limit %s)", k, k);
+	return buf;
 }
 
 /*
@@ -611,7 +626,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	struct renewer rn;
 	sigset_t waitset, runset, oldmask;
 	const char *held;
-	char label[RLOCK_LABEL_MAX + 1], err[512];
+	char label[RLOCK_LABEL_MAX + 1], err[512], have[24], w1[64], w2[64];
 	int sfd, rc, lost = 0, ret;
 	size_t i;
 
@@ -634,7 +649,20 @@ int cmd_run(int argc, char **argv, struct cli *g)
 		snprintf(r.kind, sizeof(r.kind), "%d", r.ao.limit);
 	else
 		snprintf(r.kind, sizeof(r.kind), "x");
-	r.reentrant = held != NULL && holds(held, r.key, r.kind);
+	if (held != NULL && held_as(held, r.key, have)) {
+		/* Asking for more than the tree's own hold would wait for
+		 * that hold, which waits for us. */
+		if (!covers(have, r.kind)) {
+			cli_warn(g, "%s: this process tree holds it %s; a run "
+				 "asking for it %s inside that hold would wait "
+				 "for its own ancestor", r.name,
+				 kind_words(have, w1, sizeof(w1)),
+				 kind_words(r.kind, w2, sizeof(w2)));
+			rlock_free(rl);
+			return EX_USAGE;
+		}
+		r.reentrant = 1;
+	}
 	make_label(&r, label);
 
 	/* Signals that would stop us end a wait; they are read from sfd. */
