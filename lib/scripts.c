@@ -89,7 +89,12 @@
  * ok(kind, i, first) says whether the waiter of kind at place i (1 the
  * head) may be let in now with hk, hn held, first being the kind at the
  * head: only the head when exclusive, a run of shared waiters together,
- * and a semaphore's waiters while places are free.
+ * and a semaphore's waiters while places are free.  wake(prefix, skip)
+ * publishes to each of those (skip aside) on its channel, and drops one
+ * that nobody listens to and looks again, at most eight times: PUBLISH
+ * counts the receivers, so a waiter whose process died costs nothing.  A
+ * waiter listens before it takes its place, so a place is never dropped
+ * for want of a listener that was still coming.
  */
 #define LUA_LINE \
 	"local function leave(m)\n" \
