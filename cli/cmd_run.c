@@ -161,7 +161,6 @@ static void set_child_env(struct run *r, const struct rlock_lease *lease)
 	}
 }
 
-/* Whether key is in the newline-separated list held. */
 /* Whether the newline-separated list held has key; have gets the kind it
  * is held in ("x", "s" or a semaphore's limit). */
 static int held_as(const char *held, const char *key, char have[24])
@@ -199,7 +198,7 @@ static const char *kind_words(const char *k, char *buf, size_t len)
 	if (strcmp(k, "s") == 0)
 		snprintf(buf, len, "shared (-s)");
 	else if (strcmp(k, "x") == 0)
-		snprintf(buf, len, "exclusive");
+		snprintf(buf, len, "exclusively");
 	else
 		snprintf(buf, len, "as a semaphore of %s (--limit %s)", k, k);
 	return buf;
@@ -643,12 +642,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	rl = cli_open(g);
 	snprintf(r.key, sizeof(r.key), "%s", rlock_key(rl, r.name));
 	held = getenv("RLOCK_HELD");
-	if (r.ao.shared)
-		snprintf(r.kind, sizeof(r.kind), "s");
-	else if (r.ao.limit > 1)
-		snprintf(r.kind, sizeof(r.kind), "%d", r.ao.limit);
-	else
-		snprintf(r.kind, sizeof(r.kind), "x");
+	rlock_kind(&r.ao, r.kind, sizeof(r.kind));
 	if (held != NULL && held_as(held, r.key, have)) {
 		/* Asking for more than the tree's own hold would wait for
 		 * that hold, which waits for us. */

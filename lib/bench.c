@@ -521,13 +521,11 @@ static void on_granted(struct bench *b, struct bclient *c, long long fence,
 {
 	struct bname *n = &b->nm[c->name];
 
-	/* Exclusive: one holder, and each grant's fence above the last
-	 * (shared and semaphore grants may be answered out of order). */
-	if (b->o->shared) {
-		n->nheld++;
-	} else if (++n->nheld > (b->o->limit > 1 ? b->o->limit : 1)) {
+	/* A semaphore: at most limit holders.  Exclusive: one holder, and
+	 * each grant's fence above the last (shared and semaphore grants may
+	 * be answered out of order). */
+	if (++n->nheld > b->o->limit && b->o->limit > 1)
 		b->res->overlaps++;
-	}
 	if (b->o->limit <= 1 && !b->o->shared) {
 		if (n->holder >= 0 && n->holder != c->id)
 			b->res->overlaps++;
@@ -1378,12 +1376,9 @@ int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
 		rlock_seterr(rl->err, sizeof(rl->err), "invalid bench options");
 		return RLOCK_EUSAGE;
 	}
-	if (o->shared)
-		snprintf(b.kind, sizeof(b.kind), "s");
-	else if (o->limit > 1)
-		snprintf(b.kind, sizeof(b.kind), "%d", o->limit);
-	else
-		snprintf(b.kind, sizeof(b.kind), "x");
+	rlock_kind(&(struct rlock_acquire_opts){ .shared = o->shared,
+						 .limit = o->limit },
+		   b.kind, sizeof(b.kind));
 	res->clients = b.nc;
 	res->keys = b.nk;
 	identify(rl);

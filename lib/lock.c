@@ -833,8 +833,8 @@ static int64_t next_try(const struct rlock_holder *h, int in_line,
 				  jitter(1000));
 }
 
-static void kind_of(const struct rlock_acquire_opts *o, char *buf,
-		    size_t len)
+const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,
+		       size_t len)
 {
 	if (o->shared)
 		snprintf(buf, len, "s");
@@ -842,6 +842,7 @@ static void kind_of(const struct rlock_acquire_opts *o, char *buf,
 		snprintf(buf, len, "%d", o->limit);
 	else
 		snprintf(buf, len, "x");
+	return buf;
 }
 
 /* One acquire's own state: the lock's names, the token, what it asks for
@@ -862,7 +863,7 @@ static int acq_init(struct rlock *rl, const char *name,
 
 	if (rc != RLOCK_OK)
 		return rc;
-	kind_of(o, q->kind, sizeof(q->kind));
+	rlock_kind(o, q->kind, sizeof(q->kind));
 	if (rl->nnode > 1 && strcmp(q->kind, "x") != 0) {
 		rlock_seterr(rl->err, sizeof(rl->err), "shared locks and "
 			     "semaphores need one server (or one Sentinel or "

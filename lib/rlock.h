@@ -118,6 +118,11 @@ struct rlock_acquire_opts {
 
 struct rlock;
 
+/* What opts ask for as the lock's keys record it: "x" exclusive, "s"
+ * shared, or a semaphore's limit in decimal (buf: 24 bytes will do). */
+const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,
+		       size_t len);
+
 /*
  * Create a handle for cfg.  No connection is made until the first call that
  * needs one; a rediss:// URL loads OpenSSL and its certificates here.  On
