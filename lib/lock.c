@@ -1348,9 +1348,14 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	}
 	fan_done(&f);
 	if (!out->held) {
-		long long waiters = rl->nnode == 1 ? h[0].waiters : 0;
-		struct rlock_waiter next = h[0].next;
+		/* The line of the one server (several keep none). */
+		struct rlock_waiter next = { 0 };
+		long long waiters = 0;
 
+		if (rl->nnode == 1) {
+			waiters = h[0].waiters;
+			next = h[0].next;
+		}
 		memset(out, 0, sizeof(*out));
 		out->ttl_ms = -2;
 		out->fence = fence;
