@@ -25,22 +25,30 @@
 #define KEY_WAKE ":wake:"		/* + a waiter's id: its wake-up channel */
 
 /*
- * The wait line (DESIGN section 4): a waiter keeps its place by running
- * the acquire script every LINE_BEAT_MS; one not heard of for
- * LINE_LEASE_MS loses its place, so a waiter whose host vanished holds the
- * line up for at most LINE_LEASE_MS + LINE_BEAT_MS.  One that died on a
- * live host costs nothing: its wake-up channel has no subscriber left.
+ * The wait line (DESIGN section 4): a waiter among the first LINE_NEAR
+ * keeps its place by running the acquire script every LINE_BEAT_MS, and
+ * loses it when not heard of for LINE_LEASE_MS; one further back asks
+ * less often, in proportion to its place (at most 20 times less), with a
+ * lease as much longer, so that keeping a long line costs the server
+ * about the same per hand-off as a short one.  A waiter that is woken has
+ * its lease cut back to LINE_LEASE_MS, so one whose host vanished holds
+ * the line up for at most LINE_LEASE_MS + LINE_BEAT_MS wherever it stood.
+ * One that died on a live host costs nothing: its wake-up channel has no
+ * subscriber left.
  */
 #define LINE_BEAT_MS 400
 #define LINE_LEASE_MS 1500
+#define LINE_NEAR 4
+#define LINE_FAR_MAX 20			/* the longest interval, in beats */
 #define LINE_ID_LEN 16			/* hex digits of a waiter's id */
 
 /*
  * How long a waiter told "held" waits before it asks again (ms), unless
- * woken first: in line, every LINE_BEAT_MS to keep its place, and the
- * next in line also when the holder's lease (pttl) runs out, for a holder
- * that died never releases; not in line, when the lease runs out, or
- * every second without a channel to hear releases on.  rnd (0..999)
+ * woken first: in line, every LINE_BEAT_MS (further back, less often:
+ * see LINE_NEAR) to keep its place, and the next in line also when the
+ * holder's lease (pttl) runs out, for a holder that died never releases;
+ * not in line, when the lease runs out, or every second without a channel
+ * to hear releases on.  rnd (0..999)
  * spreads waiters so that they do not all arrive at once.
  */
 int64_t line_wait_ms(long long pttl, long long place, int in_line,

@@ -10,6 +10,10 @@
 
 #include "lock_int.h"
 
+/* A number macro as a string, for the scripts. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 /*
  * The keys of a lock, in the order every script below takes them (each
  * takes the first few it needs):
@@ -119,6 +123,11 @@
 	"  return hn + i <= tonumber(k)\n" \
 	"end\n" \
 	"local wake_refused = false\n" \
+	"local function lease_for(p)\n" \
+	"  if not p or p < " STR(LINE_NEAR) " then return " STR(LINE_LEASE_MS) " end\n" \
+	"  return math.min(" STR(LINE_LEASE_MS) " * p / " STR(LINE_NEAR) ", " \
+	STR(LINE_LEASE_MS) " * " STR(LINE_FAR_MAX) ")\n" \
+	"end\n" \
 	"local function wake(prefix, skip)\n" \
 	"  for round = 1, 8 do\n" \
 	"    local hk, hn = state()\n" \
@@ -131,7 +140,10 @@
 	"      if e ~= skip then\n" \
 	"        local p = redis.pcall('PUBLISH', prefix .. string.match(e, '[^:]*$'), 'wake')\n" \
 	"        if type(p) == 'table' then wake_refused = true\n" \
-	"        elseif p == 0 then leave(e); dead = true end\n" \
+	"        elseif p == 0 then leave(e); dead = true\n" \
+	"        elseif tonumber(redis.call('ZSCORE', KEYS[6], e) or '0') > now + lease_for(0) then\n" \
+	"          redis.call('ZADD', KEYS[6], ms(now + lease_for(0)), e)\n" \
+	"        end\n" \
 	"      end\n" \
 	"    end\n" \
 	"    if not dead then return end\n" \
@@ -142,7 +154,8 @@
  * Acquire.  KEYS: the eight above.  ARGV: 1 token, 2 ttl, 3 host, 4 pid,
  * 5 user, 6 command, 7 min-hold, 8 details, 9 kind, 10 waiter id ('' for
  * none: several masters keep no line), 11 join ('1': take a place in line
- * when not let in, or keep it), 12 the waiter's lease, 13 the wake-up
+ * when not let in, or keep it), 12 (unused: the lease of a place is
+ * lease_for its place), 13 the wake-up
  * channels' prefix.
  *
  * Granted: {1, fence}.  A kind that disagrees with the holders' (a
@@ -248,21 +261,18 @@ static const char acquire_lua[] =
 	"end\n"
 	"local joined = 0\n"
 	"if me and (place or ARGV[11] == '1') then\n"
-	"  local lease = tonumber(ARGV[12])\n"
-	"  local lt = ms(now + lease)\n"
-	"  if place then\n"
-	"    redis.call('ZADD', KEYS[6], 'XX', lt, me)\n"
-	"  else\n"
+	"  if not place then\n"
 	"    local last = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')\n"
 	"    local at = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 	"    if last[2] and tonumber(last[2]) >= at then at = tonumber(last[2]) + 1 end\n"
 	"    redis.call('ZADD', KEYS[5], ms(at), me)\n"
-	"    redis.call('ZADD', KEYS[6], lt, me)\n"
 	"    redis.call('HSET', KEYS[7], me, ms(now) .. '\\n' .. ARGV[4] .. '\\n' ..\n"
 	"               ARGV[3] .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[6])\n"
 	"    place = redis.call('ZRANK', KEYS[5], me)\n"
 	"    joined = 1\n"
 	"  end\n"
+	"  local lease = lease_for(place)\n"
+	"  redis.call('ZADD', KEYS[6], ms(now + lease), me)\n"
 	"  -- The line lives while someone keeps a place in it: its keys' TTL\n"
 	"  -- is put back to four leases whenever it falls below three.\n"
 	"  if joined == 1 or redis.call('PTTL', KEYS[5]) < 3 * lease then\n"
@@ -513,19 +523,19 @@ static const char status_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "fdd3d3966f231a84e3e9616f2e3bfb9af985e914" },
+				   "65f1a487c8f5c280f5ef54c69a4c3ac539e2e9ba" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "ab7c237a6420364d1f894eee3888226c8cc91534" },
+				   "b338a9fac870315d52beabdf59df87087fe24894" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "f07386b4e1d96a9f068308e3d28c9216b6e9c83d" },
+				 "5612c38d43192e485f7787196e141b4906e214d7" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "f18aee69d849f12088acabc164cd4ca8c432a96c" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
 				  "b21eea5d42b22a181f012255f3a200e8a812252f" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
-				 "841eb41a579be71a440792ae725038d344fa8b73" },
+				 "ae0d4cf8e854edc7a48aab496ac246c3e3249015" },
 };
 
 /* ---- key names and argument builders ---------------------------------- */
@@ -573,7 +583,14 @@ int64_t line_wait_ms(long long pttl, long long place, int in_line,
 		     int subscribed, unsigned rnd)
 {
 	int64_t ms = pttl >= 0 ? pttl + 1 + rnd % (pttl / 20 + 5) : 1000;
-	int64_t beat = LINE_BEAT_MS - rnd % (LINE_BEAT_MS / 8);
+	int64_t beat = LINE_BEAT_MS;
+
+	/* Further back, less often: as the script lengthens the lease. */
+	if (place >= LINE_NEAR)
+		beat = place >= LINE_NEAR * LINE_FAR_MAX ?
+			LINE_BEAT_MS * LINE_FAR_MAX :
+			LINE_BEAT_MS * place / LINE_NEAR;
+	beat -= rnd % (beat / 8);
 
 	if (in_line)
 		return place != 0 || ms > beat ? beat : ms;
