@@ -878,22 +878,33 @@ static int acq_init(struct rlock *rl, const char *name,
 			     "cannot make a token: %s", strerror(errno));
 		return RLOCK_ESYS;
 	}
-	/* One server keeps a wait line (which -n respects too); several
-	 * masters would each keep their own, in different orders, so waiters
-	 * there are woken by the release channel and try in no order. */
+	/* One server keeps a wait line (which -n respects too): a first try
+	 * asks as a newcomer, whose place would be at the end ("new" is no
+	 * id: it never joins); several masters would each keep their own
+	 * line, in different orders, so waiters there are woken by the
+	 * release channel and try in no order. */
 	q->id[0] = '\0';
 	q->chan = q->n.k.chan;
-	if (rl->nnode == 1) {
-		if (make_waiter_id(q->id) != 0) {
-			rlock_seterr(rl->err, sizeof(rl->err), "cannot make a "
-				     "waiter id: %s", strerror(errno));
-			return RLOCK_ESYS;
-		}
-		snprintf(q->n.mywake, sizeof(q->n.mywake), "%s%s",
-			 q->n.k.wake, q->id);
-		q->chan = q->n.mywake;
+	q->a = (struct ask){ q->kind, rl->nnode == 1 ? "new" : "", 0, 1 };
+	return RLOCK_OK;
+}
+
+/* Before waiting in the one server's line: the waiter's id and wake-up
+ * channel, made only now so that an uncontended acquire (rlock run's
+ * start-up) does without them. */
+static int acq_waiter(struct rlock *rl, struct acq *q)
+{
+	if (rl->nnode != 1 || q->id[0] != '\0')
+		return RLOCK_OK;
+	if (make_waiter_id(q->id) != 0) {
+		rlock_seterr(rl->err, sizeof(rl->err), "cannot make a waiter "
+			     "id: %s", strerror(errno));
+		return RLOCK_ESYS;
 	}
-	q->a = (struct ask){ q->kind, q->id, 0, 1 };
+	snprintf(q->n.mywake, sizeof(q->n.mywake), "%s%s", q->n.k.wake,
+		 q->id);
+	q->chan = q->n.mywake;
+	q->a.waiter = q->id;
 	return RLOCK_OK;
 }
 
@@ -976,6 +987,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			break;
 		if (subscribed && !subs_up(rl))
 			subscribed = 0; /* dropped: subscribe again */
+		if (!subscribed && (rc = acq_waiter(rl, &q)) != RLOCK_OK)
+			break;
 		if (!subscribed) {
 			/* Subscribe, then try again (and take a place in
 			 * line): a release between the first try and the

@@ -139,9 +139,10 @@ struct acquirer {
 /*
  * How a lock is asked for: its kind ("x" exclusive, "s" shared, or the
  * limit of a semaphore in decimal), and the waiter's id when it waits in
- * line ("" never: several masters keep no line), with join set once the
- * waiter listens on its wake-up channel.  details: a busy answer carries
- * the holder's metadata.
+ * line ("new": a first try, which respects the line but takes no place;
+ * "": none, several masters keep no line), with join set once the waiter
+ * listens on its wake-up channel.  details: a busy answer carries the
+ * holder's metadata.
  */
 struct ask {
 	const char *kind;
