@@ -91,12 +91,13 @@ show "rlock run -w 10s --label ./report.sh nightly -- sh -c '...'"
 	echo "   [$(date +%T.%3N)] waiter: has the lock (fence $RLOCK_FENCE)"' sh "$tmp/acquired" &
 waiter=$!
 jobs_started+=("$waiter")
+# Waiting: rlock's own status counts one in line (and names it "next").
 waiting() {
-	[[ $(redis-cli -p "$port" PUBSUB NUMSUB 'rlock:{nightly}:released' | sed -n 2p) -ge 1 ]]
+	"$RLOCK" status --json nightly | grep -q '"waiters":1,'
 }
 poll 5 waiting || unexpected "the waiter is not waiting"
 
-say "4. Who holds it?  (the waiter shows under WAITERS)"
+say "4. Who holds it?  (the waiter shows under WAITERS, and as next in line)"
 show "rlock status"
 "$RLOCK" status | sed 's/^/   /'
 
