@@ -69,7 +69,7 @@ HELPERS = $(HELPER_SRC:.c=)
 # Debian packages the build and the tests need (make deps installs them).
 DEB_PKGS = gcc make pkg-config libhiredis-dev libssl-dev redis-server \
 	   redis-tools redis-sentinel bats bats-support bats-assert mandoc \
-	   openssl procps python3 iproute2 bsdutils zsh fish
+	   openssl procps python3 iproute2 bsdutils zsh fish man-db groff-base
 # What make deb needs (debian/control's Build-Depends and the tools), and
 # what tests/package.bats checks the package with: lintian, and
 # bash-completion's loader.

@@ -276,6 +276,18 @@ check_options() {
 	[ -z "$stderr" ]
 }
 
+@test "docs: man -l renders man/rlock.1 without a warning at 80 and 60 columns" {
+	local w
+	for w in 80 60; do
+		run --separate-stderr env MANWIDTH=$w MANPAGER=cat PAGER=cat \
+			man -l "$MAN_PAGE"
+		echo "width $w, stderr: $stderr"
+		[ "$status" -eq 0 ]
+		[ -z "$stderr" ]
+		[[ $output == *"EXIT STATUS"* ]]
+	done
+}
+
 @test "docs: man page has the sections, and one SYNOPSIS line per subcommand" {
 	need_rlock
 	local text sec cmd cmds synopsis listed
