@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # doctor_tls.bats - rlock doctor's TLS check: the protocol, whether the
 # certificate and name were verified, and the days until the server's
-# certificate expires (a warning under 14).  The test CA's certificates
-# last two days; one server gets a certificate of 400 days.
+# certificate expires (a warning under 14).  One server's certificate ends
+# 36 hours from when the file starts, the other's lasts 400 days.
 
 bats_require_minimum_version 1.5.0
 load test_helper
@@ -14,7 +14,21 @@ setup_file() {
 	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$CERTS/long.ext"
 	openssl x509 -req -in "$CERTS/long.csr" -CA "$CERTS/ca.crt" -CAkey "$CERTS/ca.key" \
 		-CAcreateserial -days 400 -extfile "$CERTS/long.ext" -out "$CERTS/long.crt" 2>/dev/null
-	start_redis_tls T --appendonly yes --appendfsync always
+	# A certificate that ends 36 hours from now: 1 day and some hours left
+	# for the next 12 hours, whenever within the second doctor runs (one
+	# made with -days 2 has exactly 2 days left in the second it is made).
+	_tls_req soon "/CN=soon"
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$CERTS/soon.ext"
+	mkdir -p "$CERTS/ca-db"
+	: >"$CERTS/ca-db/index.txt"
+	printf '[ca]\ndefault_ca = test\n[test]\ndatabase = %s\nnew_certs_dir = %s\nserial = %s\ndefault_md = sha256\npolicy = any\n[any]\ncommonName = supplied\n' \
+		"$CERTS/ca-db/index.txt" "$CERTS/ca-db" "$CERTS/ca-db/serial" >"$CERTS/ca-db/ca.cnf"
+	echo 1000 >"$CERTS/ca-db/serial"
+	openssl ca -batch -notext -config "$CERTS/ca-db/ca.cnf" -cert "$CERTS/ca.crt" \
+		-keyfile "$CERTS/ca.key" -in "$CERTS/soon.csr" -extfile "$CERTS/soon.ext" \
+		-enddate "$(date -u -d '+36 hours' +%Y%m%d%H%M%SZ)" -out "$CERTS/soon.crt" 2>/dev/null
+	start_redis_tls T --appendonly yes --appendfsync always \
+		--tls-cert-file "$CERTS/soon.crt" --tls-key-file "$CERTS/soon.key"
 	start_redis_tls L --appendonly yes --appendfsync always \
 		--tls-cert-file "$CERTS/long.crt" --tls-key-file "$CERTS/long.key"
 }
@@ -45,6 +59,7 @@ for c in json.loads(sys.argv[1]):
 	json=$output
 	[ "$(check "$json" tls level)" = warn ]
 	[[ $(check "$json" tls message) == *"name verified; the server's certificate expires in 1 day: renew it" ]]
+	[ "$(check "$json" tls value)" = 1 ]
 }
 
 @test "doctor tls: --insecure warns that nothing was verified" {
