@@ -210,6 +210,26 @@ int renewer_join(struct renewer *rn);
 /* Stop the thread if it runs and free what renewer_open made. */
 void renewer_stop(struct renewer *rn);
 
+/* ---- what acquire --renew's renewer and release leave (leasefile.c) ---- */
+
+/* Write text to the file WHAT of token ("renewing", "lost") in the user's
+ * lease directory, made if need be.  Returns 0, or -1. */
+int lease_file_write(const char *token, const char *what, const char *text);
+
+/* Read the file WHAT of token into buf.  Returns 0, or -1 (none). */
+int lease_file_read(const char *token, const char *what, char *buf,
+		    size_t len);
+
+/* Remove the file WHAT of token.  Returns 0, or -1 (there was none). */
+int lease_file_remove(const char *token, const char *what);
+
+/* What to do to the command (run) or the followed process (acquire
+ * --renew) when the lock is lost. */
+enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
+
+/* Parse --on-lost's argument or exit 64. */
+enum on_lost cli_on_lost(const struct cli *g, const char *arg);
+
 /* The exit status for a library code (conflict: the code for BUSY). */
 int cli_exit_code(int rc, int conflict);
 

@@ -11,7 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -60,15 +64,164 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 	}
 }
 
+/* ---- the process to follow ---------------------------------------------- */
+
+/* Fields of /proc/PID/stat (1-based, as proc(5) numbers them) that a fork
+ * copies and an exec makes anew (with address space randomisation):
+ * startcode, endcode, startstack, arg_start, arg_end, env_start, env_end. */
+static const int layout_fields[] = { 26, 27, 28, 48, 49, 50, 51 };
+#define NLAYOUT (sizeof(layout_fields) / sizeof(layout_fields[0]))
+
+/* PID's parent and memory layout from /proc/PID/stat.  Returns 0, or -1
+ * when it cannot be read (gone, or not ours to read). */
+static int proc_stat(pid_t pid, pid_t *ppid, unsigned long long *layout)
+{
+	char path[64], buf[2048], *p, *end;
+	ssize_t n;
+	int fd, field;
+	size_t k = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* The command name (field 2) is in parentheses and may hold
+	 * anything, parentheses too: the fields start after the last ')'. */
+	p = strrchr(buf, ')');
+	if (p == NULL)
+		return -1;
+	p++;
+	for (field = 3; k < NLAYOUT && *p != '\0'; field++) {
+		unsigned long long v;
+
+		while (*p == ' ')
+			p++;
+		v = strtoull(p, &end, 10);
+		if (field == 4)
+			*ppid = (pid_t)v;
+		if (field == layout_fields[k])
+			layout[k++] = v;
+		p = end;
+		while (*p != ' ' && *p != '\0')
+			p++;
+	}
+	return k == NLAYOUT ? 0 : -1;
+}
+
+/* Whether child is a forked copy of parent that never ran exec: the same
+ * program file and the same memory layout. */
+static int forked_copy(pid_t child, pid_t parent)
+{
+	unsigned long long a[NLAYOUT], b[NLAYOUT];
+	char pa[64], pb[64];
+	struct stat sa, sb;
+	pid_t ignore;
+
+	if (proc_stat(child, &ignore, a) != 0 ||
+	    proc_stat(parent, &ignore, b) != 0)
+		return 0;
+	for (size_t i = 0; i < NLAYOUT; i++)
+		if (a[i] == 0 || a[i] != b[i])
+			return 0;
+	snprintf(pa, sizeof(pa), "/proc/%d/exe", (int)child);
+	snprintf(pb, sizeof(pb), "/proc/%d/exe", (int)parent);
+	return stat(pa, &sa) == 0 && stat(pb, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /*
- * The background renewer: detached from the terminal and from the
- * caller's pipes (a $(...) would otherwise wait for it), it keeps the
- * lease until pid exits (then releases), or the lock is released or lost.
+ * The process --renew follows when no --pid is given: the one that ran us,
+ * passing over subshells.  bash runs $(...) in a forked copy of itself
+ * when it has an ERR trap with set -E (and in bats), and that copy exits
+ * as soon as we do; the script that will go on using the lock is the
+ * shell it was forked from.  So go up while the process is a forked copy
+ * of its parent.
+ */
+static pid_t follow_pid(void)
+{
+	unsigned long long layout[NLAYOUT];
+	pid_t pid = getppid(), up;
+
+	while (pid > 1 && proc_stat(pid, &up, layout) == 0 && up > 1 &&
+	       forked_copy(pid, up))
+		pid = up;
+	return pid;
+}
+
+/* ---- the background renewer --------------------------------------------- */
+
+/* What the renewer tells acquire once it is ready, or why it cannot be. */
+struct report {
+	int rc;				/* RLOCK_OK: renewing */
+	char msg[600];
+};
+
+/* Tell acquire and close the pipe. */
+static void report(int fd, int rc, const char *msg)
+{
+	struct report rep;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.rc = rc;
+	snprintf(rep.msg, sizeof(rep.msg), "%s", msg);
+	while (write(fd, &rep, sizeof(rep)) < 0 && errno == EINTR)
+		;
+	close(fd);
+}
+
+/*
+ * The lock is lost (code rc, why): unless release gave it up (it removed
+ * TOKEN.renewing), say so to syslog, leave TOKEN.lost for release to
+ * report, and do to the followed process what --on-lost says.
+ */
+static void lost(const char *name, const struct rlock_lease *l, int rc,
+		 const char *why, int pfd, enum on_lost on_lost)
+{
+	static const char *const done[] = {
+		[LOST_TERM] = "; sent SIGTERM to the process it followed",
+		[LOST_KILL] = "; sent SIGKILL to the process it followed",
+		[LOST_IGNORE] = "",
+	};
+	char when[64], text[700];
+	struct timespec now;
+	struct tm tm;
+
+	if (lease_file_remove(l->token, "renewing") != 0 && errno == ENOENT)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	localtime_r(&now.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm);
+	snprintf(text, sizeof(text), "%lld %s\n",
+		 (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, why);
+	lease_file_write(l->token, "lost", text);
+	if (on_lost != LOST_IGNORE)
+		syscall(SYS_pidfd_send_signal, pfd,
+			on_lost == LOST_KILL ? SIGKILL : SIGTERM, NULL, 0);
+	openlog("rlock", LOG_PID, LOG_USER);
+	syslog(LOG_WARNING, "%s: lock lost at %s: %s (%s)%s", name, when, why,
+	       rc == RLOCK_NOTOURS ? "renewal refused" :
+	       "lease ran out unconfirmed", done[on_lost]);
+	closelog();
+}
+
+/*
+ * The background renewer, in a child of acquire: detached from the
+ * terminal and from the caller's pipes (a $(...) would otherwise wait for
+ * it), it makes its own connection in the caller's directory (relative
+ * certificate paths), confirms the lease on every server, and only then
+ * tells acquire on fd that it is ready.  It then keeps the lease until pid
+ * exits (then releases), or the lock is released or lost.
  */
 static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
-		    pid_t pid)
+		    pid_t pid, enum on_lost on_lost, int fd)
 {
 	struct rlock *rl;
+	char err[600], me[32];
 	int pfd, devnull, rc;
 
 	if (setsid() < 0)
@@ -83,20 +236,98 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 	}
 	/* Whatever else the caller had open (a test harness's pipe, a
 	 * lock file) must not be held open by a process that may outlive
-	 * it by hours. */
-	close_range(3, ~0U, 0);
-	if (chdir("/") != 0)
-		_exit(EX_OSERR);
+	 * it by hours; acquire's connection is its own. */
+	if (fd != 3) {
+		dup2(fd, 3);
+		fd = 3;
+	}
+	close_range(4, ~0U, 0);
 	pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pfd < 0)
+	if (pfd < 0) {
+		snprintf(err, sizeof(err), "cannot follow process %d: %s",
+			 (int)pid, strerror(errno));
+		report(fd, RLOCK_ESYS, err);
 		_exit(EX_OSERR);
-	rl = cli_open(g);
+	}
+	rl = cli_try_open(g, &rc, err, sizeof(err));
+	if (rl == NULL) {
+		report(fd, rc, err);
+		_exit(EX_UNAVAILABLE);
+	}
+	rc = rlock_extend(rl, name, l->token, l->ttl_ms, l);
+	if (rc == RLOCK_OK) {
+		snprintf(me, sizeof(me), "%d\n", (int)getpid());
+		if (lease_file_write(l->token, "renewing", me) != 0 &&
+		    on_lost != LOST_IGNORE) {
+			rc = RLOCK_ESYS;
+			snprintf(err, sizeof(err), "--on-lost: cannot write "
+				 "the renewer's mark for release: %s",
+				 strerror(errno));
+		}
+	} else {
+		snprintf(err, sizeof(err), "%s", rlock_errstr(rl));
+	}
+	report(fd, rc, rc == RLOCK_OK ? "" : err);
+	if (rc != RLOCK_OK)
+		_exit(cli_exit_code(rc, EX_TEMPFAIL));
+	if (chdir("/") != 0) {
+		/* Only a directory that goes away can hold us up. */
+	}
 	rc = rlock_keepalive(rl, name, l, pfd);
 	if (rc == RLOCK_OK)
 		rlock_release(rl, name, l->token, l);
+	else
+		lost(name, l, rc, rlock_errstr(rl), pfd, on_lost);
+	lease_file_remove(l->token, "renewing");
 	rlock_free(rl);
 	close(pfd);
 	_exit(rc == RLOCK_OK ? EX_OK : EX_LOST);
+}
+
+/*
+ * Start the renewer and wait until it is ready.  Returns RLOCK_OK with
+ * *child set, or a code with err set (the renewer has exited then).
+ */
+static int start_renewer(struct cli *g, const char *name,
+			 struct rlock_lease *l, pid_t pid, enum on_lost on_lost,
+			 pid_t *child, char *err, size_t errlen)
+{
+	struct report rep;
+	ssize_t n;
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		snprintf(err, errlen, "cannot make a pipe: %s",
+			 strerror(errno));
+		return RLOCK_ESYS;
+	}
+	*child = fork();
+	if (*child < 0) {
+		snprintf(err, errlen, "cannot fork the renewer: %s",
+			 strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return RLOCK_ESYS;
+	}
+	if (*child == 0) {
+		close(p[0]);
+		renewer(g, name, l, pid, on_lost, p[1]);
+	}
+	close(p[1]);
+	do
+		n = read(p[0], &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	if (n != (ssize_t)sizeof(rep)) {
+		snprintf(err, errlen, "the renewer exited before it was "
+			 "ready");
+		return RLOCK_ESYS;
+	}
+	rep.msg[sizeof(rep.msg) - 1] = '\0';
+	snprintf(err, errlen, "%s", rep.msg);
+	if (rep.rc != RLOCK_OK)
+		waitpid(*child, NULL, 0);
+	return rep.rc;
 }
 
 int cmd_acquire(int argc, char **argv, struct cli *g)
@@ -107,6 +338,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 		{ "renew", no_argument, NULL, OPT_RENEW },
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "on-lost", required_argument, NULL, OPT_ON_LOST },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rlock_acquire_opts ao;
@@ -115,12 +347,14 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	struct cli_waitline line = { NULL, 0 };
 	struct rlock *rl;
 	enum format fmt = FMT_TOKEN;
+	enum on_lost on_lost = LOST_IGNORE;
 	int c, rc, conflict = EX_TEMPFAIL, renew = 0, fmt_set = 0;
+	int on_lost_set = 0;
 	long long pid = 0;
 	const char *name;
 	char key[RLOCK_KEY_MAX];
-	char *end;
-	pid_t child;
+	char *end, err[600];
+	pid_t child = 0;
 
 	memset(&ao, 0, sizeof(ao));
 	ao.ttl_ms = 30000;
@@ -142,6 +376,10 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 			    pid <= 0 || pid > 4194304)
 				cli_usage_error(g, "invalid --pid '%s': not a "
 						"process id", optarg);
+			break;
+		case OPT_ON_LOST:
+			on_lost = cli_on_lost(g, optarg);
+			on_lost_set = 1;
 			break;
 		case OPT_FORMAT:
 			fmt_set = 1;
@@ -170,9 +408,11 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	cli_lock_check(g, &ao);
 	if (pid != 0 && !renew)
 		cli_usage_error(g, "--pid needs --renew");
+	if (on_lost_set && !renew)
+		cli_usage_error(g, "--on-lost needs --renew");
 	/* The holder status shows is the calling script, not us. */
 	if (pid == 0)
-		pid = getppid();
+		pid = renew ? follow_pid() : getppid();
 	if (renew && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
 		cli_usage_error(g, "invalid --pid '%lld': no such process",
 				pid);
@@ -194,22 +434,32 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 		rlock_free(rl);
 		return cli_exit_code(rc, conflict);
 	}
+	/* The token is printed only once the renewer keeps the lease: one
+	 * that cannot start leaves nobody holding a lock it cannot keep. */
+	if (renew) {
+		fflush(NULL);
+		rc = start_renewer(g, name, &lease, (pid_t)pid, on_lost, &child,
+				   err, sizeof(err));
+		if (rc != RLOCK_OK) {
+			rlock_release(rl, name, lease.token, &lease);
+			rlock_free(rl);
+			if (g->verbose >= 0)
+				cli_warn(g, "%s", err);
+			return cli_exit_code(rc, conflict);
+		}
+	}
 	print_lease(fmt, name, key, &lease);
 	if (cli_flush_stdout(g) != 0) {
 		/* Nobody has the token: do not leave the lock behind. */
+		if (child > 0) {
+			kill(child, SIGKILL);
+			waitpid(child, NULL, 0);
+			lease_file_remove(lease.token, "renewing");
+		}
 		rlock_release(rl, name, lease.token, &lease);
 		rlock_free(rl);
 		return EX_OSERR;
 	}
 	rlock_free(rl);
-	if (!renew)
-		return EX_OK;
-	child = fork();
-	if (child < 0) {
-		cli_warn(g, "cannot fork the renewer: %s", strerror(errno));
-		return EX_OSERR;
-	}
-	if (child == 0)
-		renewer(g, name, &lease, (pid_t)pid);
 	return EX_OK;
 }

@@ -5,8 +5,47 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
+
+/*
+ * Release token's lock.  An acquire --renew renewer keeping it is told
+ * first (its mark removed), so that it takes the token's end for a
+ * release, not a loss; a token that no longer holds the lock because that
+ * renewer lost it is reported with when and why.
+ */
+static int release(const struct cli *g, struct rlock *rl, const char *name,
+		   const char *token, int *said)
+{
+	char rec[700], when[64], mark[32];
+	long long ms;
+	int rc, marked, n = 0;
+
+	marked = lease_file_read(token, "renewing", mark, sizeof(mark)) == 0 &&
+		 lease_file_remove(token, "renewing") == 0;
+	rc = rlock_release(rl, name, token, NULL);
+	if (marked && rc != RLOCK_OK && rc != RLOCK_NOTOURS)
+		lease_file_write(token, "renewing", mark);
+	if (rc != RLOCK_NOTOURS ||
+	    lease_file_read(token, "lost", rec, sizeof(rec)) != 0)
+		return rc;
+	lease_file_remove(token, "lost");
+	if (sscanf(rec, "%lld %n", &ms, &n) != 1 || n == 0)
+		return rc;
+	rec[strcspn(rec, "\n")] = '\0';
+	if (g->verbose >= 0) {
+		time_t t = (time_t)(ms / 1000);
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm);
+		cli_warn(g, "%s: the lock was lost at %s: %s", name, when,
+			 rec + n);
+	}
+	*said = 1;
+	return rc;
+}
 
 int cmd_release(int argc, char **argv, struct cli *g)
 {
@@ -19,7 +58,7 @@ int cmd_release(int argc, char **argv, struct cli *g)
 	struct rlock *rl;
 	const char *name, *token;
 	char who[600];
-	int c, rc, force = 0, ret;
+	int c, rc, force = 0, said = 0, ret;
 
 	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
 				NULL)) != -1) {
@@ -50,7 +89,7 @@ int cmd_release(int argc, char **argv, struct cli *g)
 			rc = RLOCK_OK;
 		}
 	} else {
-		rc = rlock_release(rl, name, token, NULL);
+		rc = release(g, rl, name, token, &said);
 		/* A note of the release, if it has one, is said under -v. */
 		if (rc == RLOCK_OK && g->verbose > 0 &&
 		    rlock_errstr(rl)[0] != '\0')
@@ -58,7 +97,7 @@ int cmd_release(int argc, char **argv, struct cli *g)
 		else if (rc == RLOCK_OK && g->verbose > 0)
 			cli_warn(g, "%s: released", name);
 	}
-	if (rc != RLOCK_OK && g->verbose >= 0)
+	if (rc != RLOCK_OK && g->verbose >= 0 && !said)
 		cli_warn(g, "%s", rlock_errstr(rl));
 	ret = cli_exit_code(rc, EX_TEMPFAIL);
 	rlock_free(rl);

@@ -22,8 +22,6 @@
 
 #include "cli.h"
 
-enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
-
 struct run {
 	struct cli *g;
 	const char *name;
@@ -89,16 +87,7 @@ static void parse(struct run *r, int argc, char **argv)
 			r->shell_cmd = optarg;
 			break;
 		case OPT_ON_LOST:
-			if (strcmp(optarg, "term") == 0)
-				r->on_lost = LOST_TERM;
-			else if (strcmp(optarg, "kill") == 0)
-				r->on_lost = LOST_KILL;
-			else if (strcmp(optarg, "ignore") == 0)
-				r->on_lost = LOST_IGNORE;
-			else
-				cli_usage_error(g, "invalid --on-lost '%s': "
-						"must be term, kill or ignore",
-						optarg);
+			r->on_lost = cli_on_lost(g, optarg);
 			break;
 		case 'k':
 			r->kill_after_ms = cli_duration(g, "--kill-after",

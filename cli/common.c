@@ -71,6 +71,18 @@ void cli_bad_option(struct cli *g, int c, char **argv)
 	cli_usage_error(g, "unknown option '-%c'", optopt);
 }
 
+enum on_lost cli_on_lost(const struct cli *g, const char *arg)
+{
+	if (strcmp(arg, "term") == 0)
+		return LOST_TERM;
+	if (strcmp(arg, "kill") == 0)
+		return LOST_KILL;
+	if (strcmp(arg, "ignore") == 0)
+		return LOST_IGNORE;
+	cli_usage_error(g, "invalid --on-lost '%s': must be term, kill or "
+			"ignore", arg);
+}
+
 int64_t cli_duration(const struct cli *g, const char *opt, const char *arg,
 		     int ttl, int zero)
 {

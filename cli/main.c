@@ -43,7 +43,10 @@ const struct cmd cli_cmds[] = {
 	  "Options:\n" LOCK_OPTS
 	  "      --renew                    leave a background renewer until release\n"
 	  "      --pid PID                  with --renew: stop and release when PID exits\n"
-	  "                                 (default: the calling process)\n"
+	  "                                 (default: the calling script; subshells\n"
+	  "                                 are passed over)\n"
+	  "      --on-lost term|kill|ignore with --renew: what to send the followed\n"
+	  "                                 process when the lock is lost (default ignore)\n"
 	  "      --format token|json|env    what to print (default token; env is for eval)\n" },
 	{ "release", cmd_release, "give up a lock held by a token",
 	  "Usage: rlock release [options] NAME [TOKEN]\n"

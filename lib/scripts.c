@@ -870,6 +870,12 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "an empty hash tag: on a cluster its keys would span "
 			 "slots (CROSSSLOT); a name must not start with '}'",
 			 key);
+	} else if (memmem(r->str, r->len, "max number of clients", 21) !=
+		   NULL) {
+		/* Said on connecting, and read as the first reply. */
+		res->rc = RLOCK_EUNAVAIL;
+		snprintf(res->err, sizeof(res->err), "%s: the server takes no "
+			 "more clients (maxclients reached)", addr);
 	} else if (starts_with(r, "LOADING") || starts_with(r, "MASTERDOWN") ||
 		   starts_with(r, "CLUSTERDOWN") || starts_with(r, "BUSY")) {
 		res->rc = RLOCK_EUNAVAIL;

@@ -1,0 +1,112 @@
+/*
+ * leasefile.c - what acquire --renew's background renewer and release tell
+ * each other, in a directory of the user's own: TOKEN.renewing exists while
+ * a renewer keeps TOKEN's lease (release removes it first, so the renewer
+ * knows a token that stops holding was given up, not lost), and TOKEN.lost
+ * records when and why a renewer lost it (release reports it, then removes
+ * it).  The directory is $XDG_RUNTIME_DIR/rlock, else ${TMPDIR:-/tmp}/
+ * rlock-UID, made 0700 and used only when it is ours and no one else can
+ * write to it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* The directory into buf, made when make is set.  Returns 0, or -1 when
+ * there is none fit to use. */
+static int lease_dir(char *buf, size_t len, int make)
+{
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	const char *tmp = getenv("TMPDIR");
+	struct stat st;
+	int n;
+
+	if (run != NULL && run[0] == '/' && stat(run, &st) == 0 &&
+	    S_ISDIR(st.st_mode) && st.st_uid == getuid())
+		n = snprintf(buf, len, "%s/rlock", run);
+	else
+		n = snprintf(buf, len, "%s/rlock-%u",
+			     tmp != NULL && tmp[0] == '/' ? tmp : "/tmp",
+			     (unsigned)getuid());
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	if (make && mkdir(buf, 0700) != 0 && errno != EEXIST)
+		return -1;
+	/* Another user's directory, or one others may write to, could be
+	 * made to say anything. */
+	if (lstat(buf, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != getuid() || (st.st_mode & 022) != 0)
+		return -1;
+	return 0;
+}
+
+static int lease_path(char *buf, size_t len, const char *token,
+		      const char *what, int make)
+{
+	char dir[4096];
+	int n;
+
+	/* A token from the command line names a file only when it cannot
+	 * name one elsewhere; rlock's own are 32 hex digits. */
+	if (token[0] == '\0' || strlen(token) > 128 ||
+	    strspn(token, "0123456789abcdefABCDEF-_") != strlen(token))
+		return -1;
+	if (lease_dir(dir, sizeof(dir), make) != 0)
+		return -1;
+	n = snprintf(buf, len, "%s/%s.%s", dir, token, what);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int lease_file_write(const char *token, const char *what, const char *text)
+{
+	char path[4200];
+	size_t len = strlen(text);
+	int fd, ret = -1;
+
+	if (lease_path(path, sizeof(path), token, what, 1) != 0)
+		return -1;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, len) == (ssize_t)len)
+		ret = 0;
+	if (close(fd) != 0)
+		ret = -1;
+	return ret;
+}
+
+int lease_file_read(const char *token, const char *what, char *buf,
+		    size_t len)
+{
+	char path[4200];
+	ssize_t n;
+	int fd;
+
+	if (lease_path(path, sizeof(path), token, what, 0) != 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+int lease_file_remove(const char *token, const char *what)
+{
+	char path[4200];
+
+	if (lease_path(path, sizeof(path), token, what, 0) != 0)
+		return -1;
+	return unlink(path);
+}
