@@ -97,6 +97,7 @@ complete -c rlock -n '__rlock_using run' -l max-time -x -d 'Stop the command aft
 # acquire
 complete -c rlock -n '__rlock_using acquire' -l renew -d 'Keep the lease alive in the background until release'
 complete -c rlock -n '__rlock_using acquire' -l pid -x -a '(__fish_complete_pids)' -d 'Stop renewing when this process exits'
+complete -c rlock -n '__rlock_using acquire' -l on-lost -x -a 'term kill ignore' -d 'What to send the followed process when the lock is lost'
 complete -c rlock -n '__rlock_using acquire' -l format -x -a 'token json env' -d 'Output format'
 
 # release
