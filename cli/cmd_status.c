@@ -32,10 +32,15 @@ static void print_json_views(const struct status *s)
 		if (v->state == RLOCK_VIEW_HELD) {
 			fputs(",\"held\":true,\"token_prefix\":", s->out);
 			cli_json_str(s->out, h->token_prefix);
-			fputs(",\"host\":", s->out);
-			cli_json_str(s->out, h->host);
-			fprintf(s->out, ",\"pid\":%lld,\"ttl_ms\":%lld,\"error\":null}",
-			       h->pid, h->ttl_ms);
+			if (h->host[0] != '\0') {
+				fputs(",\"host\":", s->out);
+				cli_json_str(s->out, h->host);
+				fprintf(s->out, ",\"pid\":%lld", h->pid);
+			} else {
+				fputs(",\"host\":null,\"pid\":null", s->out);
+			}
+			fprintf(s->out, ",\"ttl_ms\":%lld,\"error\":null}",
+				h->ttl_ms);
 		} else if (v->state == RLOCK_VIEW_FREE) {
 			fputs(",\"held\":false,\"token_prefix\":null,"
 			      "\"host\":null,\"pid\":null,\"ttl_ms\":null,"
@@ -84,10 +89,16 @@ static const char *kind_name(const struct rlock_holder *h)
 	return h->shared ? "shared" : h->limit > 1 ? "semaphore" : "exclusive";
 }
 
-/* ',"host":…,"pid":…,"user":…,"command":…' of a holder or waiter. */
+/* ',"host":…,"pid":…,"user":…,"command":…' of a holder or waiter; all
+ * null for a key without rlock's metadata (another client's SET NX). */
 static void json_who(FILE *f, const char *host, long long pid,
 		     const char *user, const char *command)
 {
+	if (host[0] == '\0') {
+		fputs(",\"host\":null,\"pid\":null,\"user\":null,"
+		      "\"command\":null", f);
+		return;
+	}
 	fputs(",\"host\":", f);
 	cli_json_str(f, host);
 	fprintf(f, ",\"pid\":%lld,\"user\":", pid);
@@ -96,14 +107,25 @@ static void json_who(FILE *f, const char *host, long long pid,
 	cli_json_str(f, command);
 }
 
+/* ',"since_ms":…,"age_ms":…', null when the key has no metadata. */
+static void json_since(FILE *f, const struct rlock_holder *h)
+{
+	if (h->since_ms > 0)
+		fprintf(f, ",\"since_ms\":%lld,\"age_ms\":%lld", h->since_ms,
+			h->age_ms);
+	else
+		fputs(",\"since_ms\":null,\"age_ms\":null", f);
+}
+
 /* One holder as JSON. */
 static void json_holder(FILE *f, const struct rlock_holder *h)
 {
 	fputs("{\"token_prefix\":", f);
 	cli_json_str(f, h->token_prefix);
 	json_who(f, h->host, h->pid, h->user, h->command);
-	fprintf(f, ",\"fence\":%lld,\"since_ms\":%lld,\"age_ms\":%lld,"
-		"\"ttl_ms\":%lld}", h->fence, h->since_ms, h->age_ms, h->ttl_ms);
+	fprintf(f, ",\"fence\":%lld", h->fence);
+	json_since(f, h);
+	fprintf(f, ",\"ttl_ms\":%lld}", h->ttl_ms);
 }
 
 /* The kind held, every holder and the wait line, as JSON members. */
@@ -156,9 +178,9 @@ static void print_json(struct status *s, const char *name,
 		fputs(",\"held\":true,\"token_prefix\":", s->out);
 		cli_json_str(s->out, h->token_prefix);
 		json_who(s->out, h->host, h->pid, h->user, h->command);
-		fprintf(s->out, ",\"fence\":%lld,\"since_ms\":%lld,\"age_ms\":%lld,"
-		       "\"ttl_ms\":%lld,\"waiters\":", h->fence,
-		       h->since_ms, h->age_ms, h->ttl_ms);
+		fprintf(s->out, ",\"fence\":%lld", h->fence);
+		json_since(s->out, h);
+		fprintf(s->out, ",\"ttl_ms\":%lld,\"waiters\":", h->ttl_ms);
 	} else {
 		fprintf(s->out, ",\"held\":false,\"token_prefix\":null,\"host\":null,"
 		       "\"pid\":null,\"user\":null,\"command\":null,"

@@ -50,6 +50,19 @@ start_holder() {
 	assert_regex "${lines[1]}" '^plain +held '
 }
 
+@test "status --json of a key without rlock's metadata has null host, pid, user, command and times" {
+	rcli R SET "$(key plain)" foreign-token NX PX 30000
+	run -0 --separate-stderr "$RLOCK" status --json plain
+	json_check "$output" \
+		'd["locks"][0]["held"] is True' \
+		'd["locks"][0]["token_prefix"] == "foreign-"' \
+		'all(d["locks"][0][k] is None for k in ("host", "pid", "user", "command", "since_ms", "age_ms"))' \
+		'0 < d["locks"][0]["ttl_ms"] <= 30000' \
+		'all(d["locks"][0]["holders"][0][k] is None for k in ("host", "pid", "user", "command", "since_ms", "age_ms"))' \
+		'd["locks"][0]["servers"][0]["held"] is True' \
+		'd["locks"][0]["servers"][0]["host"] is None and d["locks"][0]["servers"][0]["pid"] is None'
+}
+
 @test "status without NAME lists the held locks under the prefix only" {
 	local other="o${RLOCK_PREFIX}"
 	"$RLOCK" acquire one >/dev/null
