@@ -226,6 +226,12 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 
 	if (setsid() < 0)
 		_exit(EX_OSERR);
+	/* Out of the way of 0, 1 and 2, which a caller may have closed. */
+	if (fd < 3) {
+		fd = fcntl(fd, F_DUPFD, 3);
+		if (fd < 0)
+			_exit(EX_OSERR);
+	}
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, 0);

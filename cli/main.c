@@ -2,6 +2,8 @@
  * main.c - rlock's entry point: global options, then one subcommand from
  * the table below.  Help is generated from the same table.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +218,16 @@ int main(int argc, char **argv)
 	const struct cmd *c;
 	int ch;
 
+	/* A caller may start us with standard input, output or error
+	 * closed.  Keep those numbers taken, or our first socket would
+	 * become standard output and a token be written to the server:
+	 * read-only /dev/null, where a write fails as on a closed
+	 * descriptor, and close-on-exec, so that a command run gets them
+	 * closed as they were given. */
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", O_RDONLY | O_CLOEXEC) < 0)
+			return EX_OSERR;
 	memset(&g, 0, sizeof(g));
 	g.connect_timeout_ms = -1;
 	g.io_timeout_ms = -1;

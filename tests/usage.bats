@@ -343,6 +343,26 @@ setup_file() {
 	lock_free full2
 }
 
+@test "a closed stdout is a failed write, never the server's connection" {
+	export RLOCK_URL=$R_URL
+	local status=0
+	# Were fd 1 free, the first socket would take it and the token would
+	# be written to the server, with exit 0.
+	"$RLOCK" acquire -t 30s closed >&- 2>err || status=$?
+	assert_equal "$status" 71
+	assert_equal "$(cat err)" "rlock: acquire: write error: Bad file descriptor"
+	lock_free closed
+	status=0
+	"$RLOCK" acquire --renew -t 30s closed >&- 2>err || status=$?
+	assert_equal "$status" 71
+	lock_free closed
+	[[ -z $(rlock_pids) ]] || fail "a renewer was left: $(rlock_pids)"
+	# The command of run gets the descriptors closed as they were given.
+	out=$("$RLOCK" run closed -- sh -c \
+		'if { true >&0; } 2>/dev/null; then echo open; else echo closed; fi' <&-)
+	assert_equal "$out" closed
+}
+
 @test "bad URLs exit 64" {
 	for url in http://127.0.0.1:1 ftp://x 'redis://127.0.0.1:notaport' \
 		'redis://127.0.0.1:99999' 'redis://127.0.0.1:0' \
