@@ -176,11 +176,12 @@ static void report(int fd, int rc, const char *msg)
 
 /*
  * The lock is lost (code rc, why): unless release gave it up (it removed
- * TOKEN.renewing), say so to syslog, leave TOKEN.lost for release to
- * report, and do to the followed process what --on-lost says.
+ * TOKEN.renewing, which marked says was written), say so to syslog, leave
+ * TOKEN.lost for release to report, and do to the followed process what
+ * --on-lost says.
  */
 static void lost(const char *name, const struct rlock_lease *l, int rc,
-		 const char *why, int pfd, enum on_lost on_lost)
+		 const char *why, int pfd, enum on_lost on_lost, int marked)
 {
 	static const char *const done[] = {
 		[LOST_TERM] = "; sent SIGTERM to the process it followed",
@@ -191,7 +192,7 @@ static void lost(const char *name, const struct rlock_lease *l, int rc,
 	struct timespec now;
 	struct tm tm;
 
-	if (lease_file_remove(l->token, "renewing") != 0 && errno == ENOENT)
+	if (marked && lease_file_remove(l->token, "renewing") != 0)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
 	localtime_r(&now.tv_sec, &tm);
@@ -222,7 +223,7 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 {
 	struct rlock *rl;
 	char err[600], me[32];
-	int pfd, devnull, rc;
+	int pfd, devnull, rc, marked = 0;
 
 	if (setsid() < 0)
 		_exit(EX_OSERR);
@@ -263,8 +264,8 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 	rc = rlock_extend(rl, name, l->token, l->ttl_ms, l);
 	if (rc == RLOCK_OK) {
 		snprintf(me, sizeof(me), "%d\n", (int)getpid());
-		if (lease_file_write(l->token, "renewing", me) != 0 &&
-		    on_lost != LOST_IGNORE) {
+		marked = lease_file_write(l->token, "renewing", me) == 0;
+		if (!marked && on_lost != LOST_IGNORE) {
 			rc = RLOCK_ESYS;
 			snprintf(err, sizeof(err), "--on-lost: cannot write "
 				 "the renewer's mark for release: %s",
@@ -276,15 +277,16 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 	report(fd, rc, rc == RLOCK_OK ? "" : err);
 	if (rc != RLOCK_OK)
 		_exit(cli_exit_code(rc, EX_TEMPFAIL));
-	if (chdir("/") != 0) {
-		/* Only a directory that goes away can hold us up. */
-	}
+	/* Keep no directory of the caller's busy for hours; "/" is there. */
+	rc = chdir("/");
+	(void)rc;
 	rc = rlock_keepalive(rl, name, l, pfd);
 	if (rc == RLOCK_OK)
 		rlock_release(rl, name, l->token, l);
 	else
-		lost(name, l, rc, rlock_errstr(rl), pfd, on_lost);
-	lease_file_remove(l->token, "renewing");
+		lost(name, l, rc, rlock_errstr(rl), pfd, on_lost, marked);
+	if (marked)
+		lease_file_remove(l->token, "renewing");
 	rlock_free(rl);
 	close(pfd);
 	_exit(rc == RLOCK_OK ? EX_OK : EX_LOST);
