@@ -331,6 +331,46 @@ start_run() {
 	assert_stderr "rlock: release: ae: token does not hold the lock"
 }
 
+@test "three masters: acquire --renew from a strict-mode script renews on every master; a loss on two sends the script SIGTERM, and release says when" {
+	local t pid t0 m
+	cat >script <<EOF
+#!/bin/bash
+set -eEu
+trap 'echo err >>errs' ERR
+token=\$("$RLOCK" acquire --renew --on-lost term -t 1s rr)
+trap 'echo term >got; exit 3' TERM
+echo \$\$ >pid
+echo "\$token" >tok
+$(gate "$BATS_TEST_TMPDIR/go")
+EOF
+	RLOCK_URL="$M1_URL,$M2_URL,$M3_URL" bg_start s bash script
+	wait_until 10 file_nonempty tok
+	t=$(<tok)
+	pid=$(<pid)
+	assert_equal "$pid" "$BG_PID"
+	# Held on every master well past the 1s lease, by the script's pid.
+	t0=$(now_ms)
+	while (($(now_ms) - t0 < 2500)); do
+		held_on rr "$t" M1 M2 M3 || fail "not held $(($(now_ms) - t0))ms on"
+		sleep 0.1
+	done
+	for m in M1 M2 M3; do
+		rq "$m" HGET "$(key rr):meta" pid
+		assert_equal "$RQ" "$pid"
+	done
+	# Taken away on two of three: the renewer's next extend finds no
+	# majority, and the script hears of it.
+	rq M1 DEL "$(key rr)"
+	rq M2 DEL "$(key rr)"
+	wait_until 5 file_has got term
+	bg_wait "$BG_PID"
+	assert_equal "$BG_STATUS" 3
+	[[ ! -e errs ]]
+	run -76 --separate-stderr "$RLOCK" "${U3[@]}" release rr "$t"
+	assert_regex "$stderr" '^rlock: release: rr: the lock was lost at [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} [A-Z]+: '
+	wait_until 5 no_rlock_pids
+}
+
 @test "three masters from RLOCK_URL, comma-separated, are a Redlock too" {
 	RLOCK_URL="$M1_URL,$M2_URL,$M3_URL" run -0 --separate-stderr "$RLOCK" run env3 -- sh -c '
 		for p in "$M1_PORT" "$M2_PORT" "$M3_PORT"; do
