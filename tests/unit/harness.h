@@ -45,5 +45,6 @@ void test_sha1(void);
 void test_scripts(void);
 void test_slots(void);
 void test_fanout(void);
+void test_doctor(void);
 
 #endif /* UNIT_HARNESS_H */

@@ -28,6 +28,7 @@ static const struct group {
 	{ "scripts", test_scripts },
 	{ "slots", test_slots },
 	{ "fanout", test_fanout },
+	{ "doctor", test_doctor },
 };
 
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
