@@ -660,6 +660,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	struct request q;
 	redisReply *r = NULL;
 	long long fence, out = 0;
+	char why[128];
 	int64_t t0;
 
 	req_acquire(&q, &p->k.v, p->token, PROBE_TTL_MS, &who,
@@ -667,6 +668,13 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	if (script(x, s->c, &q, &r) != RLOCK_OK) {
 		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 		    RLOCK_VALUE_NULL, NULL, "%s", conn_errstr(s->c));
+		return 0;
+	}
+	if (r->type == REDIS_REPLY_ERROR &&
+	    scripts_unavailable(r, why, sizeof(why))) {
+		add(x, s->addr, "scripts", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
+		    RLOCK_VALUE_NULL, NULL, "%s", why);
+		freeReplyObject(r);
 		return 0;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
