@@ -40,6 +40,10 @@ static void print_json(const struct rlock_doctor *d)
 			cli_json_str(stdout, k->value);
 		else
 			fputs("null", stdout);
+		if (k->product[0] != '\0') {
+			fputs(",\"product\":", stdout);
+			cli_json_str(stdout, k->product);
+		}
 		putchar('}');
 	}
 	puts("]");

@@ -103,8 +103,8 @@ const struct cmd cli_cmds[] = {
 	  "With NAME the probe lock is NAME.doctor-..., in NAME's cluster slot, so the\n"
 	  "ACL key patterns and the master NAME uses are what is tested; NAME's own lock\n"
 	  "is not touched.  Exits 0 when nothing warns, 1 when a check warns, 69 when a\n"
-	  "server is unreachable, refuses the password, is a replica or is out of\n"
-	  "memory, 77 when its ACL refuses what rlock needs.\n"
+	  "server is unreachable, refuses the password, is a replica, is out of memory\n"
+	  "or cannot run Lua scripts, 77 when its ACL refuses what rlock needs.\n"
 	  "\n"
 	  "Options:\n" },
 	{ "help", cmd_help, "show help for a command",

@@ -11,13 +11,16 @@
  * and a refused INFO is "unknown", never an error.  INFO does not show
  * appendfsync, so an AOF's fsync policy is a note that says what to check.
  */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "doctor_int.h"
 #include "lock_int.h"
 #include "rlock_doctor.h"
 
@@ -43,7 +46,9 @@ struct server {
 	char addr[300];
 	char *info;			/* INFO's text; NULL when refused */
 	char info_why[600];		/* why INFO is unknown */
-	char version[32], mode[32], role[32];
+	char hello_server[16], hello_version[32];	/* "" when unsaid */
+	struct server_id id;
+	char mode[32], role[32];
 };
 
 /* ---- the list ----------------------------------------------------------- */
@@ -160,6 +165,44 @@ static int info_field(const char *info, const char *name, char *buf,
 			p++;
 	}
 	return 0;
+}
+
+int server_identify(const char *info, const char *hello_server,
+		    const char *hello_version, struct server_id *id)
+{
+	char field[sizeof(id->product) + 8];
+
+	memset(id, 0, sizeof(*id));
+	if (info == NULL || !info_field(info, "server_name", id->product,
+					 sizeof(id->product)) ||
+	    id->product[0] == '\0')
+		snprintf(id->product, sizeof(id->product), "%s",
+			 hello_server[0] != '\0' ? hello_server : "redis");
+	for (char *p = id->product; *p != '\0'; p++)
+		*p = (char)tolower((unsigned char)*p);
+	snprintf(id->title, sizeof(id->title), "%s", id->product);
+	id->title[0] = (char)toupper((unsigned char)id->title[0]);
+
+	/* The product's own field; HELLO's version only when HELLO names
+	 * the same product (Valkey in compatibility mode says 7.2.4 there). */
+	snprintf(field, sizeof(field), "%s_version", id->product);
+	if ((info == NULL ||
+	     !info_field(info, field, id->version, sizeof(id->version)) ||
+	     id->version[0] == '\0') &&
+	    strcasecmp(hello_server, id->product) == 0)
+		snprintf(id->version, sizeof(id->version), "%s",
+			 hello_version);
+
+	/* Every Valkey has what Redis 7.2 has. */
+	if (strcmp(id->product, "redis") == 0)
+		snprintf(id->compat, sizeof(id->compat), "%s", id->version);
+	else if (info == NULL ||
+		 !info_field(info, "redis_version", id->compat,
+			     sizeof(id->compat)) || id->compat[0] == '\0')
+		snprintf(id->compat, sizeof(id->compat), "%s",
+			 strcmp(id->product, "valkey") == 0 ? "7.2.0" :
+			 id->version);
+	return id->version[0] != '\0' ? 0 : -1;
 }
 
 static long long info_ll(const char *info, const char *name)
@@ -312,7 +355,8 @@ static void check_rtt(struct doc *x, struct server *s)
 /* ---- server ------------------------------------------------------------- */
 
 /* HELLO 2 tells version, mode and role with no right beyond @connection;
- * INFO, when HELLO is unknown (Redis 5) or refused. */
+ * INFO, when HELLO is unknown (Redis 5) or refused.  INFO tells what
+ * HELLO may not: that the server is Valkey, and its own version. */
 static void learn_server(struct doc *x, struct server *s)
 {
 	const char *hello[2] = { "HELLO", "2" }, *info[1] = { "INFO" };
@@ -320,7 +364,9 @@ static void learn_server(struct doc *x, struct server *s)
 
 	if (call(x, s->c, 2, hello, &r) == RLOCK_OK &&
 	    r->type == REDIS_REPLY_ARRAY) {
-		map_str(r, "version", s->version, sizeof(s->version));
+		map_str(r, "server", s->hello_server, sizeof(s->hello_server));
+		map_str(r, "version", s->hello_version,
+			sizeof(s->hello_version));
 		map_str(r, "mode", s->mode, sizeof(s->mode));
 		map_str(r, "role", s->role, sizeof(s->role));
 	}
@@ -338,13 +384,13 @@ static void learn_server(struct doc *x, struct server *s)
 			 "allow it with ACL SETUSER %s +info", user_of(s->c));
 	}
 	freeReplyObject(r);
+	server_identify(s->info, s->hello_server, s->hello_version, &s->id);
 	if (s->info == NULL)
 		return;
-	if (s->version[0] == '\0')
-		info_field(s->info, "redis_version", s->version,
-			   sizeof(s->version));
-	if (s->mode[0] == '\0')
-		info_field(s->info, "redis_mode", s->mode, sizeof(s->mode));
+	/* Valkey 8 says server_mode, unless in Redis compatibility mode. */
+	if (s->mode[0] == '\0' &&
+	    !info_field(s->info, "redis_mode", s->mode, sizeof(s->mode)))
+		info_field(s->info, "server_mode", s->mode, sizeof(s->mode));
 	if (s->role[0] == '\0')
 		info_field(s->info, "role", s->role, sizeof(s->role));
 }
@@ -355,33 +401,49 @@ static void unknown(struct doc *x, struct server *s, const char *check)
 	    "unknown: %s", s->info_why[0] ? s->info_why : "INFO refused");
 }
 
+/* The product and its own version, with what rlock can use there, judged
+ * by the Redis version whose features it has. */
 static void check_version(struct doc *x, struct server *s)
 {
+	const struct server_id *id = &s->id;
+	struct rlock_doctor *d = x->d;
+	size_t n = d->n;
 	int maj = 0, min = 0, pat = 0;
 
-	if (s->version[0] == '\0') {
+	if (id->version[0] == '\0' && s->info != NULL) {
+		add(x, s->addr, "version", RLOCK_CHECK_NOTE, 0,
+		    RLOCK_VALUE_NULL, NULL, "unknown: INFO names the server "
+		    "'%s' but not its version", id->product);
+		return;
+	}
+	if (id->version[0] == '\0') {
 		unknown(x, s, "version");
 		return;
 	}
-	sscanf(s->version, "%d.%d.%d", &maj, &min, &pat);
+	sscanf(id->compat, "%d.%d.%d", &maj, &min, &pat);
 	if (maj < 2 || (maj == 2 && (min < 6 || (min == 6 && pat < 12))))
 		add(x, s->addr, "version", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
-		    RLOCK_VALUE_STRING, s->version, "Redis %s has no SET NX "
-		    "PX or Lua scripts: rlock needs 2.6.12 or later",
-		    s->version);
+		    RLOCK_VALUE_STRING, id->version, "%s %s has no SET NX "
+		    "PX or Lua scripts: rlock needs Redis 2.6.12 or later",
+		    id->title, id->version);
 	else if (maj < 6)
 		add(x, s->addr, "version", RLOCK_CHECK_NOTE, 0,
-		    RLOCK_VALUE_STRING, s->version, "Redis %s: SET NX PX and "
+		    RLOCK_VALUE_STRING, id->version, "%s %s: SET NX PX and "
 		    "scripts; no ACLs, TLS or HELLO (6.0), no sharded pub/sub "
-		    "(7.0)", s->version);
+		    "(7.0)", id->title, id->version);
 	else if (maj < 7)
 		add(x, s->addr, "version", RLOCK_CHECK_OK, 0,
-		    RLOCK_VALUE_STRING, s->version, "Redis %s: SET NX PX, "
-		    "scripts, ACLs, TLS; no sharded pub/sub (7.0)", s->version);
+		    RLOCK_VALUE_STRING, id->version, "%s %s: SET NX PX, "
+		    "scripts, ACLs, TLS; no sharded pub/sub (7.0)", id->title,
+		    id->version);
 	else
 		add(x, s->addr, "version", RLOCK_CHECK_OK, 0,
-		    RLOCK_VALUE_STRING, s->version, "Redis %s: SET NX PX, "
-		    "scripts, ACLs, TLS, sharded pub/sub", s->version);
+		    RLOCK_VALUE_STRING, id->version, "%s %s: SET NX PX, "
+		    "scripts, ACLs, TLS, sharded pub/sub", id->title,
+		    id->version);
+	if (d->n > n)
+		snprintf(d->check[n].product, sizeof(d->check[n].product),
+			 "%s", id->product);
 }
 
 static void check_mode(struct doc *x, struct server *s)
@@ -598,6 +660,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	struct request q;
 	redisReply *r = NULL;
 	long long fence, out = 0;
+	char why[128];
 	int64_t t0;
 
 	req_acquire(&q, &p->k.v, p->token, PROBE_TTL_MS, &who,
@@ -605,6 +668,13 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	if (script(x, s->c, &q, &r) != RLOCK_OK) {
 		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 		    RLOCK_VALUE_NULL, NULL, "%s", conn_errstr(s->c));
+		return 0;
+	}
+	if (r->type == REDIS_REPLY_ERROR &&
+	    scripts_unavailable(r, why, sizeof(why))) {
+		add(x, s->addr, "scripts", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
+		    RLOCK_VALUE_NULL, NULL, "%s", why);
+		freeReplyObject(r);
 		return 0;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {

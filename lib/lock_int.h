@@ -182,8 +182,19 @@ struct rlock_result {
 	char err[768];
 };
 
+/*
+ * Whether error reply r says that the server cannot run scripts at all:
+ * EVAL or EVALSHA renamed away or disabled, or a Valkey without its Lua
+ * engine, which answers EVALSHA with NOSCRIPT and then EVAL with "Could
+ * not find scripting engine 'lua'".  If so, why gets what to tell users,
+ * after the server's name: "cannot run Lua scripts (EVALSHA is an unknown
+ * command): rlock needs EVAL and EVALSHA".  Returns 1 or 0.
+ */
+int scripts_unavailable(const redisReply *r, char *why, size_t len);
+
 /* Turn an error reply of c's server into a code and a message users can
- * act on; key names what the request was about. */
+ * act on; key names what the request was about.  A server that cannot
+ * run scripts is RLOCK_EUNAVAIL, named once here for every verb. */
 void classify_error(const redisReply *r, const struct rlock_conn *c,
 		    const char *key, struct rlock_result *res);
 

@@ -29,6 +29,7 @@ struct rlock_check {
 	char message[700];		/* what was found; the fix, if any */
 	int value_kind;			/* RLOCK_VALUE_* */
 	char value[128];		/* the measured value, as text */
+	char product[16];		/* version: "redis", "valkey"; else "" */
 };
 
 struct rlock_doctor {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "lock_int.h"
 
@@ -780,6 +781,39 @@ static int acl_refusal(const redisReply *r)
 		      31) != NULL;
 }
 
+int scripts_unavailable(const redisReply *r, char *why, size_t len)
+{
+	static const char unknown[] = "ERR unknown command ";
+	static const char *const cmd[2] = { "EVALSHA", "EVAL" };
+	static const char needs[] = "rlock needs EVAL and EVALSHA";
+	size_t at = sizeof(unknown) - 1;
+
+	if (r->type != REDIS_REPLY_ERROR)
+		return 0;
+	/* Quoted with ' from Redis 6.2, with ` before. */
+	if (starts_with(r, unknown) && r->len > at &&
+	    (r->str[at] == '\'' || r->str[at] == '`')) {
+		for (int i = 0; i < 2; i++) {
+			size_t n = strlen(cmd[i]);
+
+			if (r->len > at + 1 + n &&
+			    strncasecmp(r->str + at + 1, cmd[i], n) == 0 &&
+			    r->str[at + 1 + n] == r->str[at]) {
+				snprintf(why, len, "cannot run Lua scripts (%s is "
+					 "an unknown command): %s", cmd[i], needs);
+				return 1;
+			}
+		}
+	}
+	/* rlock's scripts have no shebang: the engine asked for is Lua. */
+	if (starts_with(r, "ERR Could not find scripting engine")) {
+		snprintf(why, len, "cannot run Lua scripts (no Lua engine is "
+			 "loaded): %s", needs);
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * An ACL refusal, with the rule that would allow it: keys and channels
  * under the key's prefix, or the command named.  user is the URL's ("" is
@@ -824,11 +858,15 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 	const char *addr = conn_addr(c);
 	int n = (int)r->len;
 	const char *tail = memmem(r->str, r->len, " script:", 8);
+	char why[128];
 
 	if (tail != NULL)
 		n = (int)(tail - r->str);
 	if (acl_refusal(r)) {
 		acl_error(r, n, addr, conn_url(c)->user, key, res);
+	} else if (scripts_unavailable(r, why, sizeof(why))) {
+		res->rc = RLOCK_EUNAVAIL;
+		snprintf(res->err, sizeof(res->err), "%s %s", addr, why);
 	} else if (starts_with(r, "READONLY")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),

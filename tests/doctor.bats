@@ -159,11 +159,13 @@ keyspace() {
 	[ "$(level "$json" eviction "127.0.0.1:$LRU_PORT")" = warn ]
 }
 
-@test "doctor: --json is a list of {check, server, level, message, value}" {
+@test "doctor: --json is a list of {check, server, level, message, value}, the version's with its product" {
 	run -1 --separate-stderr "$RLOCK" --json doctor
 	json_check "$output" \
 		'isinstance(d, list) and len(d) >= 15' \
-		'all(sorted(c) == ["check", "level", "message", "server", "value"] for c in d)' \
+		'all(sorted(c) == ["check", "level", "message", "server", "value"] for c in d if c["check"] != "version")' \
+		'[sorted(c) for c in d if c["check"] == "version"] == [["check", "level", "message", "product", "server", "value"]]' \
+		'[(c["product"], c["message"].startswith("Redis " + c["value"] + ": ")) for c in d if c["check"] == "version"] == [("redis", True)]' \
 		'all(c["level"] in ("ok", "note", "warn", "fail") for c in d)' \
 		'all(c["server"] == a[0] for c in d)' \
 		'[c["check"] for c in d][:4] == ["reach", "tls", "auth", "rtt"]' \

@@ -43,7 +43,9 @@ void test_util(void);
 void test_resp(void);
 void test_sha1(void);
 void test_scripts(void);
+void test_no_scripts(void);
 void test_slots(void);
 void test_fanout(void);
+void test_doctor(void);
 
 #endif /* UNIT_HARNESS_H */

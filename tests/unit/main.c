@@ -26,8 +26,10 @@ static const struct group {
 	{ "resp", test_resp },
 	{ "sha1", test_sha1 },
 	{ "scripts", test_scripts },
+	{ "noscripts", test_no_scripts },
 	{ "slots", test_slots },
 	{ "fanout", test_fanout },
+	{ "doctor", test_doctor },
 };
 
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))

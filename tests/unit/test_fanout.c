@@ -844,6 +844,58 @@ static void noscript(void)
 	unit_context(NULL);
 }
 
+/* A server that cannot run scripts: a Valkey without its Lua engine
+ * answers NOSCRIPT, then fails the EVAL; an EVALSHA or EVAL renamed away
+ * is an unknown command.  One line says so, the server is unusable, and
+ * the EVAL after NOSCRIPT is sent once, not again and again. */
+static void no_scripts(void)
+{
+	char want[300];
+	struct rlock_lease l;
+	struct rlock_holder h;
+	struct world w;
+
+	unit_context("no scripts");
+	world_init(&w, 1);
+	PLAN(&w.fake[0], { A_NOSCRIPT },
+	     { A_ERR, 0, "ERR Could not find scripting engine 'lua'" },
+	     { A_ERR, 0, "ERR unknown command 'EVALSHA', with args beginning "
+	       "with: 'b338a9fac870315d52beabdf59df87087fe24894' '7' " },
+	     { A_NOSCRIPT },
+	     { A_ERR, 0, "ERR unknown command 'EVAL', with args beginning "
+	       "with: 'local t' '2' " });
+	if (world_start(&w) == 0) {
+		CHECK_INT(acquire(&w, &l, &h), RLOCK_EUNAVAIL);
+		snprintf(want, sizeof(want), "%s cannot run Lua scripts (no "
+			 "Lua engine is loaded): rlock needs EVAL and EVALSHA",
+			 w.fake[0].path);
+		CHECK_STR(rlock_errstr(w.rl), want);
+		CHECK_INT(rlock_release(w.rl, "job", TOKEN, NULL),
+			  RLOCK_EUNAVAIL);
+		snprintf(want, sizeof(want), "%s cannot run Lua scripts "
+			 "(EVALSHA is an unknown command): rlock needs EVAL "
+			 "and EVALSHA", w.fake[0].path);
+		CHECK_STR(rlock_errstr(w.rl), want);
+		CHECK_INT(rlock_extend(w.rl, "job", TOKEN, 1000, NULL),
+			  RLOCK_EUNAVAIL);
+		snprintf(want, sizeof(want), "%s cannot run Lua scripts "
+			 "(EVAL is an unknown command): rlock needs EVAL and "
+			 "EVALSHA", w.fake[0].path);
+		CHECK_STR(rlock_errstr(w.rl), want);
+	}
+	world_stop(&w);
+	CHECK_INT(w.fake[0].nrec, 5);
+	CHECK_STR(w.fake[0].rec[0].cmd, "EVALSHA");
+	CHECK_STR(w.fake[0].rec[1].cmd, "EVAL");
+	CHECK_INT(w.fake[0].rec[1].script, RLOCK_SCRIPT_ACQUIRE);
+	CHECK_STR(w.fake[0].rec[2].cmd, "EVALSHA");
+	CHECK_INT(w.fake[0].rec[2].script, RLOCK_SCRIPT_RELEASE);
+	CHECK_STR(w.fake[0].rec[3].cmd, "EVALSHA");
+	CHECK_STR(w.fake[0].rec[4].cmd, "EVAL");
+	CHECK_INT(w.fake[0].rec[4].script, RLOCK_SCRIPT_EXTEND);
+	unit_context(NULL);
+}
+
 /* LOADING is asked again 100ms later; a server that stays loading for the
  * whole I/O timeout is reported as loading. */
 static void loading(void)
@@ -1277,6 +1329,7 @@ void test_fanout(void)
 	drop_then_grant();
 	drop_exhausted();
 	noscript();
+	no_scripts();
 	loading();
 	silence();
 	single();

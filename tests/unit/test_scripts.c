@@ -1,8 +1,10 @@
 /*
  * test_scripts.c - every Lua script's digest, written by hand in
  * scripts.c, is the SHA-1 of its body: EVALSHA would otherwise always
- * miss and pay a NOSCRIPT and an EVAL.  And the cluster slot of a key,
- * which must be the server's or every request would be redirected.
+ * miss and pay a NOSCRIPT and an EVAL.  The error replies of a server
+ * that cannot run scripts, told from every other.  And the cluster slot
+ * of a key, which must be the server's or every request would be
+ * redirected.
  */
 #include <string.h>
 
@@ -20,6 +22,65 @@ void test_scripts(void)
 		CHECK(s->body != NULL && s->sha != NULL);
 		rlock_sha1_hex(s->body, strlen(s->body), hex);
 		CHECK_STR(s->sha, hex);
+	}
+	unit_context(NULL);
+}
+
+/* Redis 7.0.15 with EVAL or EVALSHA renamed to "" (Redis 6.0 and older
+ * quote with `), Valkey's src/eval.c without a Lua engine, and replies
+ * that mean something else. */
+#define NO(why) "cannot run Lua scripts (" why "): rlock needs EVAL and EVALSHA"
+
+static const struct {
+	int type;
+	const char *str, *why;
+} no_scripts[] = {
+	{ REDIS_REPLY_ERROR, "ERR unknown command 'EVALSHA', with args "
+	  "beginning with: 'b338a9fac870315d52beabdf59df87087fe24894' '7' ",
+	  NO("EVALSHA is an unknown command") },
+	{ REDIS_REPLY_ERROR, "ERR unknown command 'EVAL', with args "
+	  "beginning with: 'local t = redis.call' '2' ",
+	  NO("EVAL is an unknown command") },
+	{ REDIS_REPLY_ERROR, "ERR unknown command `EVALSHA`, with args "
+	  "beginning with: `b338a9fac870315d52beabdf59df87087fe24894`, ",
+	  NO("EVALSHA is an unknown command") },
+	{ REDIS_REPLY_ERROR, "ERR unknown command 'evalsha', with args "
+	  "beginning with: ", NO("EVALSHA is an unknown command") },
+	{ REDIS_REPLY_ERROR, "ERR Could not find scripting engine 'lua'",
+	  NO("no Lua engine is loaded") },
+	{ REDIS_REPLY_ERROR, "ERR unknown command 'EVALSHA_RO', with args "
+	  "beginning with: ", NULL },
+	{ REDIS_REPLY_ERROR, "ERR unknown command 'SCAN', with args "
+	  "beginning with: '0' ", NULL },
+	{ REDIS_REPLY_ERROR, "ERR unknown command 'EVAL", NULL },
+	{ REDIS_REPLY_ERROR, "NOSCRIPT No matching script. Please use EVAL.",
+	  NULL },
+	{ REDIS_REPLY_ERROR, "NOPERM User app has no permissions to run the "
+	  "'evalsha' command", NULL },
+	{ REDIS_REPLY_ERROR, "ERR Error running script (call to "
+	  "f_0123): @user_script:1: Script attempted to access nonexistent "
+	  "global variable 'x'", NULL },
+	{ REDIS_REPLY_STATUS, "ERR Could not find scripting engine 'lua'",
+	  NULL },
+};
+
+void test_no_scripts(void)
+{
+	for (size_t i = 0; i < sizeof(no_scripts) / sizeof(no_scripts[0]);
+	     i++) {
+		redisReply r;
+		char why[128] = "";
+		int got;
+
+		unit_context("%s", no_scripts[i].str);
+		memset(&r, 0, sizeof(r));
+		r.type = no_scripts[i].type;
+		r.str = (char *)no_scripts[i].str;
+		r.len = strlen(r.str);
+		got = scripts_unavailable(&r, why, sizeof(why));
+		CHECK_INT(got, no_scripts[i].why != NULL);
+		if (no_scripts[i].why != NULL)
+			CHECK_STR(why, no_scripts[i].why);
 	}
 	unit_context(NULL);
 }
