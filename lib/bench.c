@@ -1362,18 +1362,18 @@ int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
 	b.nc = o->clients;
 	b.nk = o->keys > 0 ? o->keys : o->clients;
 	if (rl->nnode != 1) {
-		rlock_seterr(rl->err, sizeof(rl->err), "bench drives one "
-			     "server: give one --url");
+		set_error(rl->err, sizeof(rl->err), "bench drives one "
+			  "server: give one --url");
 		return RLOCK_EUSAGE;
 	}
 	if (b.nc < 1 || b.nk < 1 || b.nk > b.nc || o->ttl_ms <= 0 ||
 	    o->hold_ms < 0 || o->hold_ms >= o->ttl_ms ||
 	    (o->cycles <= 0 && o->duration_ms <= 0)) {
-		rlock_seterr(rl->err, sizeof(rl->err), "invalid bench options");
+		set_error(rl->err, sizeof(rl->err), "invalid bench options");
 		return RLOCK_EUSAGE;
 	}
 	if (o->shared && o->limit > 1) {
-		rlock_seterr(rl->err, sizeof(rl->err), "invalid bench options");
+		set_error(rl->err, sizeof(rl->err), "invalid bench options");
 		return RLOCK_EUSAGE;
 	}
 	rlock_kind(&(struct rlock_acquire_opts){ .shared = o->shared,

@@ -115,7 +115,7 @@ const char *conn_host(const struct rlock_conn *c)
 
 int conn_fail(struct rlock_conn *c, const char *fmt, const char *why)
 {
-	rlock_seterr(c->err, sizeof(c->err), fmt, c->addr, why);
+	set_error(c->err, sizeof(c->err), fmt, c->addr, why);
 	conn_close(c);
 	return RLOCK_EUNAVAIL;
 }
@@ -332,7 +332,7 @@ static int hello(struct rlock_conn *c, int64_t deadline)
 			 "master", role->str);
 		freeReplyObject(r);
 		c->refusal = CONN_REFUSED_REPLICA;
-		rlock_seterr(c->err, sizeof(c->err), "%s %s", c->addr, why);
+		set_error(c->err, sizeof(c->err), "%s %s", c->addr, why);
 		conn_close(c);
 		return RLOCK_EUNAVAIL;
 	}
@@ -384,8 +384,8 @@ int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
 	/* hiredis 0.14 does not write through argv, only declares so. */
 	n = redisFormatCommandArgv(&cmd, argc, (const char **)argv, lens);
 	if (n < 0) {
-		rlock_seterr(c->err, sizeof(c->err), "%s: out of memory",
-			     c->addr);
+		set_error(c->err, sizeof(c->err), "%s: out of memory",
+			  c->addr);
 		return RLOCK_ESYS;
 	}
 	if (c->olen + (size_t)n > c->ocap) {
@@ -394,8 +394,8 @@ int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
 
 		if (nb == NULL) {
 			redisFreeCommand(cmd);
-			rlock_seterr(c->err, sizeof(c->err),
-				     "%s: out of memory", c->addr);
+			set_error(c->err, sizeof(c->err),
+				  "%s: out of memory", c->addr);
 			return RLOCK_ESYS;
 		}
 		c->obuf = nb;
@@ -561,8 +561,8 @@ int conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 		}
 		ev = conn_wait_fd(c->fd, conn_events(c), deadline, cancel_fd);
 		if (ev < 0) {
-			rlock_seterr(c->err, sizeof(c->err), "%s: canceled",
-				     c->addr);
+			set_error(c->err, sizeof(c->err), "%s: canceled",
+				  c->addr);
 			return RLOCK_CANCELED;
 		}
 		if (ev == 0)

@@ -1144,22 +1144,22 @@ int rlock_doctor_run(struct rlock *rl, const char *name,
 	memset(d, 0, sizeof(*d));
 	rl->err[0] = '\0';
 	if (name != NULL && rlock_check_name(name, &why) != RLOCK_OK) {
-		rlock_seterr(rl->err, sizeof(rl->err), "invalid lock name: %s",
-			     why);
+		set_error(rl->err, sizeof(rl->err), "invalid lock name: %s",
+			  why);
 		return RLOCK_EUSAGE;
 	}
 	/* Room for ".doctor-XXXXXXXX-K" after it. */
 	if (name != NULL && strlen(name) > RLOCK_NAME_MAX - 32) {
-		rlock_seterr(rl->err, sizeof(rl->err), "invalid lock name: "
-			     "longer than %d bytes leaves no room for the "
-			     "probe's", RLOCK_NAME_MAX - 32);
+		set_error(rl->err, sizeof(rl->err), "invalid lock name: "
+			  "longer than %d bytes leaves no room for the "
+			  "probe's", RLOCK_NAME_MAX - 32);
 		return RLOCK_EUSAGE;
 	}
 	for (size_t i = 0; i < rl->nnode && !x.oom; i++)
 		check_node(&x, &rl->node[i]);
 	if (x.oom) {
 		rlock_doctor_free(d);
-		rlock_seterr(rl->err, sizeof(rl->err), "out of memory");
+		set_error(rl->err, sizeof(rl->err), "out of memory");
 		return RLOCK_ESYS;
 	}
 	return RLOCK_OK;

@@ -64,18 +64,18 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 
 	*code = RLOCK_EUSAGE;
 	if (cfg->nurls == 0 || cfg->nurls > RLOCK_MAX_SERVERS) {
-		rlock_seterr(err, errlen, "between 1 and %d servers needed",
-			     RLOCK_MAX_SERVERS);
+		set_error(err, errlen, "between 1 and %d servers needed",
+			  RLOCK_MAX_SERVERS);
 		return NULL;
 	}
 	if (cfg->nurls == 2) {
-		rlock_seterr(err, errlen, "two servers cannot form a quorum: "
-			     "give one URL, or three or more independent masters");
+		set_error(err, errlen, "two servers cannot form a quorum: "
+			  "give one URL, or three or more independent masters");
 		return NULL;
 	}
 	if (cfg->prefix != NULL && strlen(cfg->prefix) >= sizeof(rl->prefix)) {
-		rlock_seterr(err, errlen, "prefix longer than %zu bytes",
-			     sizeof(rl->prefix) - 1);
+		set_error(err, errlen, "prefix longer than %zu bytes",
+			  sizeof(rl->prefix) - 1);
 		return NULL;
 	}
 	rl = calloc(1, sizeof(*rl));
@@ -100,9 +100,9 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 		const char *why = NULL;
 		struct rlock_url *u = &rl->node[i].url;
 
-		if (rlock_url_parse(cfg->urls[i], u, &why) != 0) {
-			rlock_seterr(err, errlen, "invalid URL '%s': %s",
-				     cfg->urls[i], why);
+		if (url_parse(cfg->urls[i], u, &why) != 0) {
+			set_error(err, errlen, "invalid URL '%s': %s",
+				  cfg->urls[i], why);
 			goto fail;
 		}
 		rl->nnode++;
@@ -110,10 +110,10 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 	for (i = 0; i < rl->nnode; i++) {
 		for (size_t j = 0; j < i; j++) {
 			if (same_server(&rl->node[i].url, &rl->node[j].url)) {
-				rlock_seterr(err, errlen, "%s and %s are the "
-					     "same server: a quorum needs "
-					     "independent masters",
-					     cfg->urls[j], cfg->urls[i]);
+				set_error(err, errlen, "%s and %s are the "
+					  "same server: a quorum needs "
+					  "independent masters",
+					  cfg->urls[j], cfg->urls[i]);
 				goto fail;
 			}
 		}
@@ -133,7 +133,7 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 	return rl;
 oom:
 	*code = RLOCK_ESYS;
-	rlock_seterr(err, errlen, "out of memory");
+	set_error(err, errlen, "out of memory");
 	return NULL;
 fail:
 	rlock_free(rl);
@@ -211,8 +211,8 @@ static int make_names(struct rlock *rl, const char *name, struct names *n)
 	const char *why;
 
 	if (rlock_check_name(name, &why) != RLOCK_OK) {
-		rlock_seterr(rl->err, sizeof(rl->err),
-			     "invalid lock name: %s", why);
+		set_error(rl->err, sizeof(rl->err),
+			  "invalid lock name: %s", why);
 		return RLOCK_EUSAGE;
 	}
 	lock_keys_init(&n->k, rl->prefix, name);
@@ -454,9 +454,9 @@ static int replicated(struct rlock *rl, const struct names *n,
 	    rl->quorum)
 		return RLOCK_OK;
 	fan_undo(rl, &n->v, token);
-	rlock_seterr(rl->err, sizeof(rl->err), "took the lock, but only %lld "
-		     "of %d replicas acknowledged within %s (%s); released it",
-		     least, want, rlock_fmt_ms(rl->copts.io_timeout_ms, tb,
+	set_error(rl->err, sizeof(rl->err), "took the lock, but only %lld "
+		  "of %d replicas acknowledged within %s (%s); released it",
+		  least, want, rlock_fmt_ms(rl->copts.io_timeout_ms, tb,
 					       sizeof(tb)), addr);
 	return RLOCK_EUNAVAIL;
 }
@@ -476,13 +476,13 @@ static int distinct(struct rlock *rl)
 
 			if (conn_is_up(b) &&
 			    strcmp(conn_addr(a), conn_addr(b)) == 0) {
-				rlock_seterr(rl->err, sizeof(rl->err),
-					     "servers %zu and %zu of the URLs "
-					     "both reach %s: a quorum needs "
-					     "independent masters (nodes of "
-					     "one cluster, or sentinels of "
-					     "one master, are one)", j + 1,
-					     i + 1, conn_addr(a));
+				set_error(rl->err, sizeof(rl->err),
+					  "servers %zu and %zu of the URLs "
+					  "both reach %s: a quorum needs "
+					  "independent masters (nodes of "
+					  "one cluster, or sentinels of "
+					  "one master, are one)", j + 1,
+					  i + 1, conn_addr(a));
 				return RLOCK_EUSAGE;
 			}
 		}
@@ -513,9 +513,9 @@ static int conflict(struct rlock *rl, const char *name, const char *ours,
 			 "(--limit %d)", l, l);
 	else
 		snprintf(have, sizeof(have), "held as an exclusive lock");
-	rlock_seterr(rl->err, sizeof(rl->err), "%s: is %s, not %s: every user "
-		     "of a name must ask for the same kind and --limit", name,
-		     have, want);
+	set_error(rl->err, sizeof(rl->err), "%s: is %s, not %s: every user "
+		  "of a name must ask for the same kind and --limit", name,
+		  have, want);
 	return RLOCK_EUSAGE;
 }
 
@@ -624,8 +624,8 @@ static int try_acquire(struct rlock *rl, const char *name,
 	}
 	if (ngrant >= rl->quorum && rl->nnode > 1 &&
 	    raise_fence(rl, n, token, fence, got) < rl->quorum) {
-		rlock_seterr(rl->err, sizeof(rl->err), "no quorum: the fence "
-			     "could not be raised on a majority");
+		set_error(rl->err, sizeof(rl->err), "no quorum: the fence "
+			  "could not be raised on a majority");
 		fan_undo(rl, &n->v, token);
 		fan_done(&f);
 		return RLOCK_EUNAVAIL;
@@ -661,8 +661,8 @@ static int try_acquire(struct rlock *rl, const char *name,
 			rc = fan_first_error(rl, &f, nfail);
 		} else {
 			/* Granted by a quorum, too late to be of use. */
-			rlock_seterr(rl->err, sizeof(rl->err), "acquire took "
-				     "longer than the TTL allows");
+			set_error(rl->err, sizeof(rl->err), "acquire took "
+				  "longer than the TTL allows");
 			rc = RLOCK_BUSY;
 		}
 	}
@@ -865,17 +865,17 @@ static int acq_init(struct rlock *rl, const char *name,
 		return rc;
 	rlock_kind(o, q->kind, sizeof(q->kind));
 	if (rl->nnode > 1 && strcmp(q->kind, "x") != 0) {
-		rlock_seterr(rl->err, sizeof(rl->err), "shared locks and "
-			     "semaphores need one server (or one Sentinel or "
-			     "Cluster URL): on several independent masters a "
-			     "quorum could let in more holders than allowed");
+		set_error(rl->err, sizeof(rl->err), "shared locks and "
+			  "semaphores need one server (or one Sentinel or "
+			  "Cluster URL): on several independent masters a "
+			  "quorum could let in more holders than allowed");
 		return RLOCK_EUSAGE;
 	}
 	if (o->token != NULL) {
 		snprintf(q->token, sizeof(q->token), "%s", o->token);
 	} else if (rlock_make_token(q->token) != 0) {
-		rlock_seterr(rl->err, sizeof(rl->err),
-			     "cannot make a token: %s", strerror(errno));
+		set_error(rl->err, sizeof(rl->err),
+			  "cannot make a token: %s", strerror(errno));
 		return RLOCK_ESYS;
 	}
 	/* One server keeps a wait line (which -n respects too): a first try
@@ -897,8 +897,8 @@ static int acq_waiter(struct rlock *rl, struct acq *q)
 	if (rl->nnode != 1 || q->id[0] != '\0')
 		return RLOCK_OK;
 	if (make_waiter_id(q->id) != 0) {
-		rlock_seterr(rl->err, sizeof(rl->err), "cannot make a waiter "
-			     "id: %s", strerror(errno));
+		set_error(rl->err, sizeof(rl->err), "cannot make a waiter "
+			  "id: %s", strerror(errno));
 		return RLOCK_ESYS;
 	}
 	snprintf(q->n.mywake, sizeof(q->n.mywake), "%s%s", q->n.k.wake,
@@ -921,11 +921,11 @@ static void acq_end(struct rlock *rl, const char *name, struct acq *q,
 		memcpy(rl->err, why, sizeof(why));
 	}
 	if (rc == RLOCK_BUSY && rl->err[0] == '\0' && !holder->held)
-		rlock_seterr(rl->err, sizeof(rl->err), "%s: free, but %lld "
-			     "waiting in line come first", name,
-			     holder->waiters);
+		set_error(rl->err, sizeof(rl->err), "%s: free, but %lld "
+			  "waiting in line come first", name,
+			  holder->waiters);
 	else if (rc == RLOCK_BUSY && rl->err[0] == '\0')
-		rlock_seterr(rl->err, sizeof(rl->err), "%s: held", name);
+		set_error(rl->err, sizeof(rl->err), "%s: held", name);
 }
 
 int rlock_acquire(struct rlock *rl, const char *name,
@@ -1012,8 +1012,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			wake = deadline;
 		rc = wait_release(rl, wake, o->cancel_fd);
 		if (rc == RLOCK_CANCELED) {
-			rlock_seterr(rl->err, sizeof(rl->err), "%s: canceled",
-				     name);
+			set_error(rl->err, sizeof(rl->err), "%s: canceled",
+				  name);
 			break;
 		}
 	}
@@ -1073,8 +1073,8 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 			      addr, sizeof(addr));
 	}
 	if (rc == RLOCK_NOTOURS)
-		rlock_seterr(rl->err, sizeof(rl->err),
-			     "%s: token does not hold the lock", name);
+		set_error(rl->err, sizeof(rl->err),
+			  "%s: token does not hold the lock", name);
 	fan_done(&f);
 	return rc;
 }
@@ -1137,17 +1137,17 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 	lost = count_lost_replies(&f, lease);
 	rc = fan_tally(rl, &f, "release", NULL);
 	if (rc == RLOCK_OK && unannounced(&f))
-		rlock_seterr(rl->err, sizeof(rl->err), "%s: released; the "
-			     "server refused the wake-up message on %s (no "
-			     "right to publish on it?): waiters notice when "
-			     "they poll", name, n.k.chan);
+		set_error(rl->err, sizeof(rl->err), "%s: released; the "
+			  "server refused the wake-up message on %s (no "
+			  "right to publish on it?): waiters notice when "
+			  "they poll", name, n.k.chan);
 	else if (rc == RLOCK_OK && lost > 0)
-		rlock_seterr(rl->err, sizeof(rl->err), "%s: released (the "
-			     "reply was lost; the retry found the lock "
-			     "free)", name);
+		set_error(rl->err, sizeof(rl->err), "%s: released (the "
+			  "reply was lost; the retry found the lock "
+			  "free)", name);
 	else if (rc == RLOCK_NOTOURS)
-		rlock_seterr(rl->err, sizeof(rl->err),
-			     "%s: token does not hold the lock", name);
+		set_error(rl->err, sizeof(rl->err),
+			  "%s: token does not hold the lock", name);
 	fan_done(&f);
 	return rc;
 }
@@ -1538,17 +1538,17 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 				  sizeof(err));
 
 		if (r == RLOCK_ESYS) {
-			rlock_seterr(rl->err, sizeof(rl->err), "%s", err);
+			set_error(rl->err, sizeof(rl->err), "%s", err);
 			rc = r;
 		} else if (r != RLOCK_OK && ++failed > rl->nnode - rl->quorum) {
 			if (rl->nnode == 1)
-				rlock_seterr(rl->err, sizeof(rl->err), "%s",
-					     err);
+				set_error(rl->err, sizeof(rl->err), "%s",
+					  err);
 			else
-				rlock_seterr(rl->err, sizeof(rl->err),
-					     "no quorum: %zu of %zu servers "
-					     "failed (%s)", failed, rl->nnode,
-					     err);
+				set_error(rl->err, sizeof(rl->err),
+					  "no quorum: %zu of %zu servers "
+					  "failed (%s)", failed, rl->nnode,
+					  err);
 			rc = rl->nnode == 1 ? r : RLOCK_EUNAVAIL;
 		}
 	}
@@ -1616,8 +1616,8 @@ int rlock_keepalive(struct rlock *rl, const char *name,
 		if (rc == RLOCK_OK) {
 			next = lease->renewed_boot_ms + period;
 		} else if (rc == RLOCK_NOTOURS) {
-			rlock_seterr(rl->err, sizeof(rl->err),
-				     "the token no longer holds it");
+			set_error(rl->err, sizeof(rl->err),
+				  "the token no longer holds it");
 			return RLOCK_NOTOURS;
 		} else {
 			/* Keep trying, faster than the period, until the
@@ -1636,9 +1636,9 @@ lost:
 		char tb[32];
 
 		(void)name;
-		rlock_seterr(rl->err, sizeof(rl->err), "no renewal "
-			     "confirmed for %s",
-			     rlock_fmt_ms(rlock_boot_ms() -
+		set_error(rl->err, sizeof(rl->err), "no renewal "
+			  "confirmed for %s",
+			  rlock_fmt_ms(rlock_boot_ms() -
 					  lease->renewed_boot_ms, tb,
 					  sizeof(tb)));
 	}

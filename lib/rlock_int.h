@@ -45,7 +45,7 @@ struct rlock_url {
  * are percent-decoded.  Default port 6379 (26379 for sentinels), db 0.
  * Returns 0, or -1 with a short reason (static string) in *why.
  */
-int rlock_url_parse(const char *s, struct rlock_url *u, const char **why);
+int url_parse(const char *s, struct rlock_url *u, const char **why);
 
 /* ---- transport ------------------------------------------------------ */
 
@@ -171,11 +171,11 @@ void tls_ctx_put(struct tls_ctx *t);
 const char *tls_ctx_sni(const struct tls_ctx *t);
 
 /* SHA-1 of data as 40 lower-case hex digits and a NUL (EVALSHA names). */
-void rlock_sha1_hex(const void *data, size_t len, char out[41]);
+void sha1_hex(const void *data, size_t len, char out[41]);
 
 /* ---- helpers ------------------------------------------------------- */
 
-void rlock_seterr(char *buf, size_t len, const char *fmt, ...)
+void set_error(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 #endif /* RLOCK_INT_H */

@@ -68,14 +68,14 @@ static int load_openssl(char *err, size_t errlen)
 		return RLOCK_OK;
 	h = dlopen(RLOCK_TLS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) {
-		rlock_seterr(err, errlen, "TLS: cannot load " RLOCK_TLS_LIBRARY
-			     " (%s): install libssl3", dlerror());
+		set_error(err, errlen, "TLS: cannot load " RLOCK_TLS_LIBRARY
+			  " (%s): install libssl3", dlerror());
 		return RLOCK_EUNAVAIL;
 	}
 #define OSSL_LOAD(f)                                                       \
 	if ((*(void **)&ossl.f = dlsym(h, #f)) == NULL) {                  \
-		rlock_seterr(err, errlen, "TLS: " RLOCK_TLS_LIBRARY        \
-			     " has no %s: OpenSSL 3 is needed", #f);       \
+		set_error(err, errlen, "TLS: " RLOCK_TLS_LIBRARY        \
+			  " has no %s: OpenSSL 3 is needed", #f);       \
 		dlclose(h);                                                \
 		return RLOCK_EUNAVAIL;                                     \
 	}
@@ -83,7 +83,7 @@ static int load_openssl(char *err, size_t errlen)
 #undef OSSL_LOAD
 	/* No atexit cleanup: a forked child that execs must not run it. */
 	if (ossl.OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, NULL) != 1) {
-		rlock_seterr(err, errlen, "TLS: cannot initialise OpenSSL");
+		set_error(err, errlen, "TLS: cannot initialise OpenSSL");
 		dlclose(h);
 		return RLOCK_EUNAVAIL;
 	}
@@ -187,10 +187,10 @@ static int load_trust(struct tls_ctx *t, const struct tls_opts *o, char *err,
 	if (o->cacert != NULL || o->cacertdir != NULL) {
 		if (ossl.SSL_CTX_load_verify_locations(t->ctx, o->cacert,
 						       o->cacertdir) != 1) {
-			rlock_seterr(err, errlen, "TLS: cannot load %s %s: %s",
-				     o->cacert != NULL ? "--cacert" :
-				     "--cacertdir", o->cacert != NULL ?
-				     o->cacert : o->cacertdir, ossl_reason());
+			set_error(err, errlen, "TLS: cannot load %s %s: %s",
+				  o->cacert != NULL ? "--cacert" :
+				  "--cacertdir", o->cacert != NULL ?
+				  o->cacert : o->cacertdir, ossl_reason());
 			return RLOCK_EUNAVAIL;
 		}
 		return RLOCK_OK;
@@ -205,8 +205,8 @@ static int load_trust(struct tls_ctx *t, const struct tls_opts *o, char *err,
 			return RLOCK_OK;
 	}
 	if (ossl.SSL_CTX_set_default_verify_paths(t->ctx) != 1) {
-		rlock_seterr(err, errlen, "TLS: cannot load the system's "
-			     "trusted certificates: %s", ossl_reason());
+		set_error(err, errlen, "TLS: cannot load the system's "
+			  "trusted certificates: %s", ossl_reason());
 		return RLOCK_EUNAVAIL;
 	}
 	return RLOCK_OK;
@@ -237,32 +237,32 @@ static int load_client_cert(struct tls_ctx *t, const struct tls_opts *o,
 	asked_passphrase = 0;
 	ossl.SSL_CTX_set_default_passwd_cb(t->ctx, no_passphrase);
 	if (ossl.SSL_CTX_use_certificate_chain_file(t->ctx, o->cert) != 1) {
-		rlock_seterr(err, errlen, "TLS: cannot load --cert %s: %s",
-			     o->cert, ossl_reason());
+		set_error(err, errlen, "TLS: cannot load --cert %s: %s",
+			  o->cert, ossl_reason());
 		return RLOCK_EUNAVAIL;
 	}
 	if (ossl.SSL_CTX_use_PrivateKey_file(t->ctx, key, SSL_FILETYPE_PEM) !=
 	    1) {
 		if (asked_passphrase)
-			rlock_seterr(err, errlen, "TLS: %s %s is encrypted and "
-				     "rlock reads no passphrase (decrypt it with "
-				     "openssl pkey)",
-				     o->key != NULL ? "--key" : "--cert", key);
+			set_error(err, errlen, "TLS: %s %s is encrypted and "
+				  "rlock reads no passphrase (decrypt it with "
+				  "openssl pkey)",
+				  o->key != NULL ? "--key" : "--cert", key);
 		else if (ERR_GET_REASON(ossl.ERR_peek_error()) ==
 		    X509_R_KEY_VALUES_MISMATCH)
-			rlock_seterr(err, errlen, "TLS: --key %s does not "
-				     "match --cert %s", key, o->cert);
+			set_error(err, errlen, "TLS: --key %s does not "
+				  "match --cert %s", key, o->cert);
 		else if (o->key != NULL)
-			rlock_seterr(err, errlen, "TLS: cannot load --key %s: "
-				     "%s", key, ossl_reason());
+			set_error(err, errlen, "TLS: cannot load --key %s: "
+				  "%s", key, ossl_reason());
 		else
-			rlock_seterr(err, errlen, "TLS: no private key in "
-				     "--cert %s (give --key)", key);
+			set_error(err, errlen, "TLS: no private key in "
+				  "--cert %s (give --key)", key);
 		return RLOCK_EUNAVAIL;
 	}
 	if (ossl.SSL_CTX_check_private_key(t->ctx) != 1) {
-		rlock_seterr(err, errlen, "TLS: --key %s does not match --cert "
-			     "%s", key, o->cert);
+		set_error(err, errlen, "TLS: --key %s does not match --cert "
+			  "%s", key, o->cert);
 		return RLOCK_EUNAVAIL;
 	}
 	return RLOCK_OK;
@@ -356,8 +356,8 @@ static int ctx_new(const struct tls_opts *o, struct tls_ctx **out, char *err,
 	ossl.ERR_clear_error();
 	t->ctx = ossl.SSL_CTX_new(ossl.TLS_client_method());
 	if (t->ctx == NULL) {
-		rlock_seterr(err, errlen, "TLS: cannot make a context: %s",
-			     ossl_reason());
+		set_error(err, errlen, "TLS: cannot make a context: %s",
+			  ossl_reason());
 		ctx_free(t);
 		return RLOCK_EUNAVAIL;
 	}
@@ -384,7 +384,7 @@ static int ctx_new(const struct tls_opts *o, struct tls_ctx **out, char *err,
 	return RLOCK_OK;
 oom:
 	ctx_free(t);
-	rlock_seterr(err, errlen, "out of memory");
+	set_error(err, errlen, "out of memory");
 	return RLOCK_ESYS;
 }
 

@@ -15,7 +15,7 @@
  * often build the message from strerror(errno) and still want to return
  * with errno telling the truth.
  */
-void rlock_seterr(char *buf, size_t len, const char *fmt, ...)
+void set_error(char *buf, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 	int saved = errno;

@@ -20,7 +20,7 @@ void test_scripts(void)
 
 		unit_context("script %s", s->name);
 		CHECK(s->body != NULL && s->sha != NULL);
-		rlock_sha1_hex(s->body, strlen(s->body), hex);
+		sha1_hex(s->body, strlen(s->body), hex);
 		CHECK_STR(s->sha, hex);
 	}
 	unit_context(NULL);

@@ -1,5 +1,5 @@
 /*
- * test_util.c - rlock_seterr never overflows its buffer, and the two
+ * test_util.c - set_error never overflows its buffer, and the two
  * clocks the library measures leases and waits with behave.
  */
 #include <errno.h>
@@ -16,26 +16,26 @@ static void seterr(void)
 	char buf[16];
 	char small[8 + 4];
 
-	rlock_seterr(buf, sizeof(buf), "%s: %d", "port", 6379);
+	set_error(buf, sizeof(buf), "%s: %d", "port", 6379);
 	CHECK_STR(buf, "port: 6379");
 
 	/* Truncated, terminated, and the bytes after it untouched. */
 	memset(small, 'Z', sizeof(small));
-	rlock_seterr(small, 8, "cannot connect to %s", "127.0.0.1:6379");
+	set_error(small, 8, "cannot connect to %s", "127.0.0.1:6379");
 	CHECK_STR(small, "cannot ");
 	CHECK(memcmp(small + 8, "ZZZZ", 4) == 0);
 
 	/* Zero length and NULL buffers are left alone. */
 	memset(small, 'Z', sizeof(small));
-	rlock_seterr(small, 0, "x");
+	set_error(small, 0, "x");
 	CHECK(small[0] == 'Z');
-	rlock_seterr(NULL, 10, "x");
-	rlock_seterr(small, 1, "anything");
+	set_error(NULL, 10, "x");
+	set_error(small, 1, "anything");
 	CHECK_STR(small, "");
 
 	/* errno survives, so a caller can still return it. */
 	errno = ECONNREFUSED;
-	rlock_seterr(buf, sizeof(buf), "%s", strerror(errno));
+	set_error(buf, sizeof(buf), "%s", strerror(errno));
 	CHECK_INT(errno, ECONNREFUSED);
 
 	/*
@@ -45,7 +45,7 @@ static void seterr(void)
 	 */
 	memset(buf, 'Z', sizeof(buf));
 	errno = ETIMEDOUT;
-	rlock_seterr(buf, sizeof(buf), "euro %ls", euro);
+	set_error(buf, sizeof(buf), "euro %ls", euro);
 	CHECK_INT(errno, ETIMEDOUT);
 	CHECK_STR(buf, "");
 }
