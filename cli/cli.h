@@ -223,6 +223,9 @@ int lease_file_read(const char *token, const char *what, char *buf,
 /* Remove the file WHAT of token.  Returns 0, or -1 (there was none). */
 int lease_file_remove(const char *token, const char *what);
 
+/* Remove marks of renewers long dead and records of old losses. */
+void lease_file_sweep(void);
+
 /* What to do to the command (run) or the followed process (acquire
  * --renew) when the lock is lost. */
 enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };

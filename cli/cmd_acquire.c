@@ -280,6 +280,7 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 	/* Keep no directory of the caller's busy for hours; "/" is there. */
 	rc = chdir("/");
 	(void)rc;
+	lease_file_sweep();
 	rc = rlock_keepalive(rl, name, l, pfd);
 	if (rc == RLOCK_OK)
 		rlock_release(rl, name, l->token, l);

@@ -4,16 +4,20 @@
  * a renewer keeps TOKEN's lease (release removes it first, so the renewer
  * knows a token that stops holding was given up, not lost), and TOKEN.lost
  * records when and why a renewer lost it (release reports it, then removes
- * it).  The directory is $XDG_RUNTIME_DIR/rlock, else ${TMPDIR:-/tmp}/
- * rlock-UID, made 0700 and used only when it is ours and no one else can
- * write to it.
+ * it).  The directory is /tmp/rlock-UID, whatever the environment says: a
+ * script that changes TMPDIR between acquire and release must still find
+ * its renewer.  It is made 0700 and used only when it is ours and no one
+ * else can write to it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -22,18 +26,10 @@
  * there is none fit to use. */
 static int lease_dir(char *buf, size_t len, int make)
 {
-	const char *run = getenv("XDG_RUNTIME_DIR");
-	const char *tmp = getenv("TMPDIR");
 	struct stat st;
 	int n;
 
-	if (run != NULL && run[0] == '/' && stat(run, &st) == 0 &&
-	    S_ISDIR(st.st_mode) && st.st_uid == getuid())
-		n = snprintf(buf, len, "%s/rlock", run);
-	else
-		n = snprintf(buf, len, "%s/rlock-%u",
-			     tmp != NULL && tmp[0] == '/' ? tmp : "/tmp",
-			     (unsigned)getuid());
+	n = snprintf(buf, len, "/tmp/rlock-%u", (unsigned)getuid());
 	if (n < 0 || (size_t)n >= len)
 		return -1;
 	if (make && mkdir(buf, 0700) != 0 && errno != EEXIST)
@@ -49,7 +45,7 @@ static int lease_dir(char *buf, size_t len, int make)
 static int lease_path(char *buf, size_t len, const char *token,
 		      const char *what, int make)
 {
-	char dir[4096];
+	char dir[64];
 	int n;
 
 	/* A token from the command line names a file only when it cannot
@@ -109,4 +105,47 @@ int lease_file_remove(const char *token, const char *what)
 	if (lease_path(path, sizeof(path), token, what, 0) != 0)
 		return -1;
 	return unlink(path);
+}
+
+/*
+ * Remove what renewers left that nobody will read: marks of renewers that
+ * were killed (their pid gone) and records of losses never released, once
+ * they are older than a day and a week.
+ */
+void lease_file_sweep(void)
+{
+	char dir[64], path[600], buf[32];
+	struct dirent *e;
+	struct stat st;
+	time_t now = time(NULL);
+	DIR *d;
+
+	if (lease_dir(dir, sizeof(dir), 0) != 0 || (d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		const char *dot = strrchr(e->d_name, '.');
+		int fd;
+		ssize_t n;
+
+		if (dot == NULL || e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (strcmp(dot, ".lost") == 0 && now - st.st_mtime > 7 * 86400) {
+			unlink(path);
+		} else if (strcmp(dot, ".renewing") == 0 &&
+			   now - st.st_mtime > 86400) {
+			fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			if (fd < 0)
+				continue;
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			buf[n > 0 ? n : 0] = '\0';
+			if (atoi(buf) > 0 && kill(atoi(buf), 0) != 0 &&
+			    errno == ESRCH)
+				unlink(path);
+		}
+	}
+	closedir(d);
 }

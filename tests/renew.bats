@@ -10,8 +10,8 @@
 # Servers for the whole file:
 #	R	plain (the default URL)
 #	T	TLS only, client certificates required
-# Each test keeps the renewer's records (TOKEN.renewing, TOKEN.lost) in a
-# directory of its own, $XDG_RUNTIME_DIR/rlock.
+# The renewer's records (TOKEN.renewing, TOKEN.lost) are in /tmp/rlock-UID,
+# shared by every test: tokens are unique.
 
 bats_require_minimum_version 1.5.0
 load test_helper
@@ -28,8 +28,6 @@ teardown_file() { rl_teardown_file; }
 
 setup() {
 	rl_setup
-	mkdir -m 700 run
-	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
 	SRV=R
 }
 
@@ -371,22 +369,18 @@ release_under_term() {
 	release_under_term
 }
 
-# PRODUCT BUG (reported; cli/ left alone): release tells the renewer that
-# the token's end is a release by removing TOKEN.renewing, which both find
-# through their environment ($XDG_RUNTIME_DIR, else $TMPDIR).  A script
-# that changes TMPDIR between acquire and release (export TMPDIR=$(mktemp
-# -d) is common) releases its lock with 0, and then its renewer takes that
-# for a loss: SIGTERM to the script under --on-lost term, a "lock lost" in
-# syslog.  This test fails until that is fixed.
-@test "the script's own release is no loss even after it changed TMPDIR (fails: product bug)" {
-	unset XDG_RUNTIME_DIR
-	mkdir -m 700 tmp
-	export TMPDIR=$BATS_TEST_TMPDIR/tmp
+# Release tells the renewer that the token's end is a release by removing
+# TOKEN.renewing, in a directory that the environment does not choose: a
+# script that changes TMPDIR or XDG_RUNTIME_DIR between acquire and release
+# (export TMPDIR=$(mktemp -d) is common) must not be taken for a loss.
+@test "the script's own release is no loss even after it changed TMPDIR and XDG_RUNTIME_DIR" {
+	mkdir -m 700 tmp run
+	export TMPDIR=$BATS_TEST_TMPDIR/tmp XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
 	cat >td.sh <<EOF
 $(term_trap td)
 token=\$("\$RLOCK" acquire --renew --on-lost term -t 600ms td)
 echo "\$token" >td.token
-export TMPDIR=\$(mktemp -d)
+export TMPDIR=\$(mktemp -d) XDG_RUNTIME_DIR=/nonexistent
 $(gate td.go)
 "\$RLOCK" release td "\$token"
 : >td.released
