@@ -125,6 +125,39 @@ start_holder() {
 	assert_regex "${lines[1]}" '^mv +free '
 }
 
+@test "acquire --renew from a strict-mode script through a node that does not serve the slot: held past its lease, --on-lost term on a loss" {
+	local t pid t0
+	cat >script <<EOF
+#!/bin/bash
+set -eEu
+trap 'echo err >>errs' ERR
+token=\$("$RLOCK" acquire --renew --on-lost term -t 1s cr)
+trap 'echo term >got; exit 3' TERM
+echo \$\$ >pid
+echo "\$token" >tok
+$(gate "$BATS_TEST_TMPDIR/go")
+EOF
+	RLOCK_URL=$(other_url cr) bg_start s bash script
+	wait_until 10 file_nonempty tok
+	t=$(<tok)
+	pid=$(<pid)
+	assert_equal "$pid" "$BG_PID"
+	t0=$(now_ms)
+	while (($(now_ms) - t0 < 2500)); do
+		[[ $(cholder cr) == "$t" ]] || fail "not held $(($(now_ms) - t0))ms on"
+		sleep 0.1
+	done
+	assert_equal "$(cmeta cr pid)" "$pid"
+	run -0 --separate-stderr "$RLOCK" -u "$(other_url cr)" release --force cr
+	wait_until 5 file_has got term
+	bg_wait "$BG_PID"
+	assert_equal "$BG_STATUS" 3
+	[[ ! -e errs ]]
+	run -76 --separate-stderr "$RLOCK" -u "$(other_url cr)" release cr "$t"
+	assert_regex "$stderr" '^rlock: release: cr: the lock was lost at [0-9-]{10} [0-9:]{8} [A-Z]+: the token no longer holds it$'
+	wait_until 5 no_rlock_pids
+}
+
 @test "run through a seed that does not serve the slot: the owner holds the command's token" {
 	local owner
 	owner=$(cluster_owner_port "$(key rn)")
