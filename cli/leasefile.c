@@ -61,7 +61,7 @@ static int lease_path(char *buf, size_t len, const char *token,
 
 int lease_file_write(const char *token, const char *what, const char *text)
 {
-	char path[4200];
+	char path[256];
 	size_t len = strlen(text);
 	int fd, ret = -1;
 
@@ -81,7 +81,7 @@ int lease_file_write(const char *token, const char *what, const char *text)
 int lease_file_read(const char *token, const char *what, char *buf,
 		    size_t len)
 {
-	char path[4200];
+	char path[256];
 	ssize_t n;
 	int fd;
 
@@ -100,7 +100,7 @@ int lease_file_read(const char *token, const char *what, char *buf,
 
 int lease_file_remove(const char *token, const char *what)
 {
-	char path[4200];
+	char path[256];
 
 	if (lease_path(path, sizeof(path), token, what, 0) != 0)
 		return -1;
