@@ -127,21 +127,9 @@ start_holder() {
 
 @test "acquire --renew from a strict-mode script through a node that does not serve the slot: held past its lease, --on-lost term on a loss" {
 	local t pid t0
-	cat >script <<EOF
-#!/bin/bash
-set -eEu
-trap 'echo err >>errs' ERR
-token=\$("$RLOCK" acquire --renew --on-lost term -t 1s cr)
-trap 'echo term >got; exit 3' TERM
-echo \$\$ >pid
-echo "\$token" >tok
-$(gate "$BATS_TEST_TMPDIR/go")
-EOF
-	RLOCK_URL=$(other_url cr) bg_start s bash script
-	wait_until 10 file_nonempty tok
-	t=$(<tok)
-	pid=$(<pid)
-	assert_equal "$pid" "$BG_PID"
+	start_strict_renewer cr "$(other_url cr)"
+	t=$STRICT_TOKEN
+	pid=$BG_PID
 	t0=$(now_ms)
 	while (($(now_ms) - t0 < 2500)); do
 		[[ $(cholder cr) == "$t" ]] || fail "not held $(($(now_ms) - t0))ms on"

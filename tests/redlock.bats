@@ -333,21 +333,9 @@ start_run() {
 
 @test "three masters: acquire --renew from a strict-mode script renews on every master; a loss on two sends the script SIGTERM, and release says when" {
 	local t pid t0 m
-	cat >script <<EOF
-#!/bin/bash
-set -eEu
-trap 'echo err >>errs' ERR
-token=\$("$RLOCK" acquire --renew --on-lost term -t 1s rr)
-trap 'echo term >got; exit 3' TERM
-echo \$\$ >pid
-echo "\$token" >tok
-$(gate "$BATS_TEST_TMPDIR/go")
-EOF
-	RLOCK_URL="$M1_URL,$M2_URL,$M3_URL" bg_start s bash script
-	wait_until 10 file_nonempty tok
-	t=$(<tok)
-	pid=$(<pid)
-	assert_equal "$pid" "$BG_PID"
+	start_strict_renewer rr "$M1_URL,$M2_URL,$M3_URL"
+	t=$STRICT_TOKEN
+	pid=$BG_PID
 	# Held on every master well past the 1s lease, by the script's pid.
 	t0=$(now_ms)
 	while (($(now_ms) - t0 < 2500)); do

@@ -630,6 +630,29 @@ meta() {
 	rcli "${3:-R}" HGET "$(key "$1"):meta" "$2"
 }
 
+# start_strict_renewer NAME URL: a bash script in strict mode (set -eEu and
+# an ERR trap, where bash runs $(...) in a forked subshell) that takes lock
+# NAME with token=$(rlock acquire --renew --on-lost term -t 1s NAME) on URL
+# (RLOCK_URL), traps TERM ("term" into got, exit 3), and waits on the file
+# go; started with bg_start.  Sets STRICT_TOKEN, and checks that the pid
+# the script wrote is BG_PID.
+start_strict_renewer() {
+	cat >strict.sh <<EOF
+#!/bin/bash
+set -eEu
+trap 'echo err >>errs' ERR
+token=\$("$RLOCK" acquire --renew --on-lost term -t 1s $1)
+trap 'echo term >got; exit 3' TERM
+echo \$\$ >pid
+echo "\$token" >tok
+$(gate "$BATS_TEST_TMPDIR/go")
+EOF
+	RLOCK_URL=$2 bg_start strict bash strict.sh
+	wait_until 10 file_nonempty tok
+	STRICT_TOKEN=$(<tok)
+	assert_equal "$(<pid)" "$BG_PID"
+}
+
 # gate FILE: a shell snippet for commands that should run until FILE exists
 # (bounded at 30s so that nothing outlives a broken test).
 gate() {
