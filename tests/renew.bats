@@ -32,6 +32,8 @@ setup() {
 }
 
 teardown() {
+	# A test that froze the server thaws it even if it failed.
+	[[ ! -e frozen ]] || kill -CONT "$R_PID" 2>/dev/null
 	# A test that set maxclients gets the old value back even if it failed.
 	if [[ -f maxclients.was ]]; then
 		wait_until 5 set_maxclients "$(cat maxclients.was)" || true
@@ -397,6 +399,31 @@ EOF
 	bg_wait "$pid" 5
 	[[ ! -e td.term ]] || fail "the script got SIGTERM after its own release"
 	assert_equal "$BG_STATUS" 0
+}
+
+@test "--on-lost term: a lease that runs out unconfirmed (the server frozen) stops the script; release says why (76)" {
+	local t0
+	lock_script lf.sh lf exit "$(term_trap lf)" --on-lost term -t 1s
+	bg_start lf bash lf.sh
+	local pid=$BG_PID
+	wait_until 10 file_nonempty lf.token
+	t0=$(date +%s)
+	kill -STOP "$R_PID"
+	: >frozen
+	# The renewer judges the lease lost a safety margin before it ends,
+	# whatever the frozen server would say.
+	wait_until 5 file_exists lf.term
+	kill -CONT "$R_PID"
+	rm frozen
+	bg_wait "$pid" 5
+	assert_equal "$BG_STATUS" 3
+	wait_until 5 lock_free lf
+	run -76 --separate-stderr "$RLOCK" release lf "$(cat lf.token)"
+	assert_stderr --regexp "^rlock: release: lf: the lock was lost at [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} [A-Za-z0-9+-]+: no renewal confirmed for [0-9.]+m?s\$"
+	local when=${stderr#*lost at }
+	when=$(date -d "${when%%: *}" +%s)
+	((t0 <= when && when <= $(date +%s))) || fail "lost at $when, not after $t0"
+	wait_until 5 no_rlock_pids
 }
 
 @test "--on-lost kill: the script dies of SIGKILL when the lock is taken away" {
