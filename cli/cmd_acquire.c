@@ -113,18 +113,14 @@ static int proc_stat(pid_t pid, pid_t *ppid, unsigned long long *layout)
 	return k == NLAYOUT ? 0 : -1;
 }
 
-/* Whether child is a forked copy of parent that never ran exec: the same
- * program file and the same memory layout. */
-static int forked_copy(pid_t child, pid_t parent)
+/* Whether child, whose layout is a, is a forked copy of parent (layout b)
+ * that never ran exec: the same memory layout and the same program file. */
+static int forked_copy(pid_t child, const unsigned long long *a,
+		       pid_t parent, const unsigned long long *b)
 {
-	unsigned long long a[NLAYOUT], b[NLAYOUT];
 	char pa[64], pb[64];
 	struct stat sa, sb;
-	pid_t ignore;
 
-	if (proc_stat(child, &ignore, a) != 0 ||
-	    proc_stat(parent, &ignore, b) != 0)
-		return 0;
 	for (size_t i = 0; i < NLAYOUT; i++)
 		if (a[i] == 0 || a[i] != b[i])
 			return 0;
@@ -140,16 +136,21 @@ static int forked_copy(pid_t child, pid_t parent)
  * when it has an ERR trap with set -E (and in bats), and that copy exits
  * as soon as we do; the script that will go on using the lock is the
  * shell it was forked from.  So go up while the process is a forked copy
- * of its parent.
+ * of its parent, reading each one's stat once.
  */
 static pid_t follow_pid(void)
 {
-	unsigned long long layout[NLAYOUT];
-	pid_t pid = getppid(), up;
+	unsigned long long a[NLAYOUT], b[NLAYOUT];
+	pid_t pid = getppid(), up, upup;
 
-	while (pid > 1 && proc_stat(pid, &up, layout) == 0 && up > 1 &&
-	       forked_copy(pid, up))
+	if (pid <= 1 || proc_stat(pid, &up, a) != 0)
+		return pid;
+	while (up > 1 && proc_stat(up, &upup, b) == 0 &&
+	       forked_copy(pid, a, up, b)) {
 		pid = up;
+		up = upup;
+		memcpy(a, b, sizeof(a));
+	}
 	return pid;
 }
 
