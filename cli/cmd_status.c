@@ -216,7 +216,7 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 
 		snprintf(who, sizeof(who), "%s@%s:%lld", x->user, x->host,
 			 x->pid);
-		fprintf(s->out, "    %-8s fence %-6lld age %-7s ttl %-7s %-24s "
+		fprintf(s->out, "    %-8s fence %-16lld age %-7s ttl %-7s %-24s "
 			"%s\n", x->token_prefix, x->fence,
 			rlock_fmt_ms(x->age_ms, age, sizeof(age)),
 			rlock_fmt_ms(x->ttl_ms, ttl, sizeof(ttl)),
@@ -241,7 +241,7 @@ static void print_row(struct status *s, const char *name,
 	char age[32], ttl[32], holder[400], cmd[RLOCK_LABEL_MAX + 1], w[24];
 
 	if (s->rows++ == 0)
-		fprintf(s->out, "%-20s %-5s %6s %8s %8s %7s  %-24s %s\n", "NAME",
+		fprintf(s->out, "%-20s %-5s %16s %8s %8s %7s  %-24s %s\n", "NAME",
 		       "STATE", "FENCE", "AGE", "TTL", "WAITERS", "HOLDER",
 		       "COMMAND");
 	/* "?": the server refused PUBSUB, so the count is unknown. */
@@ -250,7 +250,7 @@ static void print_row(struct status *s, const char *name,
 	else
 		snprintf(w, sizeof(w), "?");
 	if (!h->held) {
-		fprintf(s->out, "%-20s %-5s %6lld %8s %8s %7s  %-24s %s\n", name,
+		fprintf(s->out, "%-20s %-5s %16lld %8s %8s %7s  %-24s %s\n", name,
 		       "free", h->fence, "-", "-", w, "-", "-");
 		print_more(s, h);
 		print_views(s);
@@ -261,7 +261,7 @@ static void print_row(struct status *s, const char *name,
 			 h->host, h->pid);
 	else
 		snprintf(holder, sizeof(holder), "?");
-	fprintf(s->out, "%-20s %-5s %6lld %8s %8s %7s  %-24s %s\n", name, "held",
+	fprintf(s->out, "%-20s %-5s %16lld %8s %8s %7s  %-24s %s\n", name, "held",
 	       h->fence, h->since_ms > 0 ?
 	       rlock_fmt_ms(h->age_ms, age, sizeof(age)) : "-",
 	       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :

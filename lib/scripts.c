@@ -44,6 +44,27 @@
 	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
 	"local function ms(x) return string.format('%.0f', x) end\n"
 
+/*
+ * The next fence: one more than the last, and at least the server's clock
+ * in µs, so that a server that forgot the counter (a restart without AOF,
+ * a failover to a replica that missed the last grants, the key deleted)
+ * still hands out a fence above every one before, as long as its clock is
+ * not behind the clock of the last grant.  Below 2^53 until the year 2255:
+ * exact in a double, in JSON and in shell arithmetic.  INCR first: a
+ * counter that is not an integer stays an error, as it always was.  The
+ * counter is written as digits (Lua would write 1.7e+15).
+ */
+#define LUA_NEXT_FENCE \
+	"local function next_fence()\n" \
+	"  local f = redis.call('INCR', KEYS[8])\n" \
+	"  local c = tonumber(t[1]) * 1000000 + tonumber(t[2])\n" \
+	"  if f < c then\n" \
+	"    f = c\n" \
+	"    redis.call('SET', KEYS[8], ms(f))\n" \
+	"  end\n" \
+	"  return f\n" \
+	"end\n"
+
 /* Holders of a shared lock or semaphore: drop those whose lease ended,
  * keep both keys alive as long as the longest lease. */
 #define LUA_HOLDERS \
@@ -184,12 +205,13 @@ static const char acquire_lua[] =
 	"  return {1, tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0}\n"
 	"end\n"
 	LUA_NOW
+	LUA_NEXT_FENCE
 	"local hold = tonumber(ARGV[7])\n"
 	"local hu = hold > 0 and ms(now + hold) or '0'\n"
 	"local function grant_x()\n"
-	"  local f = redis.call('INCR', KEYS[8])\n"
+	"  local f = next_fence()\n"
 	"  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
-	"  redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[3], 'pid', ARGV[4],\n"
+	"  redis.call('HSET', KEYS[2], 'fence', ms(f), 'host', ARGV[3], 'pid', ARGV[4],\n"
 	"             'user', ARGV[5], 'command', ARGV[6], 'since', ms(now),\n"
 	"             'hold_until', hu)\n"
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
@@ -201,9 +223,9 @@ static const char acquire_lua[] =
 	LUA_HOLDERS
 	"local function grant()\n"
 	"  if k == 'x' then return grant_x() end\n"
-	"  local f = redis.call('INCR', KEYS[8])\n"
+	"  local f = next_fence()\n"
 	"  redis.call('ZADD', KEYS[3], ms(now + ttl), tok)\n"
-	"  redis.call('HSET', KEYS[4], 'limit', k, tok, f .. '\\n' .. ms(now) ..\n"
+	"  redis.call('HSET', KEYS[4], 'limit', k, tok, ms(f) .. '\\n' .. ms(now) ..\n"
 	"             '\\n' .. hu .. '\\n' .. ARGV[4] .. '\\n' .. ARGV[3] .. '\\n' ..\n"
 	"             ARGV[5] .. '\\n' .. ARGV[6])\n"
 	"  holders_expire()\n"
@@ -524,7 +546,7 @@ static const char status_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "65f1a487c8f5c280f5ef54c69a4c3ac539e2e9ba" },
+				   "08376cef16a942725400ab7647727e01a8a5e5ae" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,

@@ -138,7 +138,11 @@ every_subcommand() {
 	bg_start waiter "$RLOCK" -u "$url" acquire -w 20s job
 	wait_until 5 has_waiters job 1
 	run -0 --separate-stderr "$RLOCK" -u "$url" status job
-	assert_line --regexp '^job +held +1 .* +1 +'
+	local fence
+	fence=$(meta job fence)
+	assert_fence "$fence"
+	assert_line --regexp "^job +held +$fence .* +1 +"
+	assert_status_row "${lines[1]}" job held "$fence"
 	[ -z "$stderr" ]
 	run -0 --separate-stderr "$RLOCK" -u "$url" --json status job
 	json_check "$output" 'd["locks"][0]["waiters"] == 1'

@@ -38,13 +38,22 @@ load test_helper
 }
 
 @test "the fence increases with every acquisition" {
-	local t1 t2 f1 f2
+	local t1 t2 f1 f2 b1 a1 b2 a2
+	b1=$(server_us)
 	t1=$("$RLOCK" acquire f)
+	a1=$(server_us)
 	f1=$(meta f fence)
 	"$RLOCK" release f "$t1"
+	b2=$(server_us)
 	t2=$("$RLOCK" acquire f)
+	a2=$(server_us)
 	f2=$(meta f fence)
-	assert_equal "$f2" "$((f1 + 1))"
+	# Each grant took the server's clock at that moment, and the second
+	# one is above the first.
+	assert_fence "$f1" "$b1" "$a1"
+	assert_fence "$f2" "$b2" "$a2"
+	assert_increasing "$f1" "$f2"
+	assert_equal "$(rcli R GET "$(key f):fence")" "$f2"
 	assert_not_equal "$t1" "$t2"
 }
 
@@ -61,6 +70,9 @@ assert isinstance(d["fence"], int) and d["fence"] >= 1, d
 assert d["ttl_ms"] == 5000, d
 print(d["token"])' "$(key j)" >tok
 	held_by j "$(cat tok)"
+	# The fence in the JSON is the one the server keeps, digit for digit.
+	assert_regex "$output" ',"fence":[0-9]+,'
+	assert_equal "$(sed 's/.*,"fence":\([0-9]*\),.*/\1/' <<<"$output")" "$(meta j fence)"
 
 	run -0 "$RLOCK" acquire --format json j2
 	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["ttl_ms"] == 30000 and d["name"] == "j2"' "$output"

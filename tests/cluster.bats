@@ -50,6 +50,23 @@ cfence() {
 	ccli "$(cluster_owner_port "$k")" GET "$k"
 }
 
+# cnode_us PORT: the clock (TIME) of the node on PORT, in µs.
+cnode_us() {
+	ccli "$1" TIME | time_us
+}
+
+# cfence_ahead NAME: set lock NAME's fence counter on its slot's owner
+# 10^12 µs ahead of the clock and print it: from there each grant adds
+# exactly one, wherever the slot's keys go.
+cfence_ahead() {
+	local k p c
+	k="$(key "$1"):fence"
+	p=$(cluster_owner_port "$k")
+	c=$(($(cnode_us "$p") + 1000000000000))
+	[[ $(ccli "$p" SET "$k" "$c") == OK ]] || return 1
+	echo "$c"
+}
+
 # cmeta NAME FIELD
 cmeta() {
 	local k
@@ -113,7 +130,9 @@ start_holder() {
 	assert_equal "$(cholder mv)" "$token"
 	run -0 --separate-stderr "$RLOCK" -u "$url" status mv
 	assert_equal "$stderr" ""
-	assert_regex "${lines[1]}" '^mv +held +1 '
+	assert_fence "$(cmeta mv fence)"
+	assert_equal "$(cfence mv)" "$(cmeta mv fence)"
+	assert_status_row "${lines[1]}" mv held "$(cmeta mv fence)"
 	run -0 "$RLOCK" -u "$url" extend -t 60s mv "$token"
 	p=$(cpttl mv)
 	((p > 10000 && p <= 60000)) || fail "pttl after extend: $p"
@@ -191,6 +210,8 @@ start_holder() {
 	# status through the owner counts the waiter wherever it subscribed.
 	run -0 "$RLOCK" -u "$(owner_url ho)" status --json ho
 	json_check "$output" 'd["locks"][0]["held"] is True' 'd["locks"][0]["waiters"] == 1'
+	local go_us
+	go_us=$(cnode_us "$(cluster_owner_port "$(key ho):fence")")
 	t0=$(now_ms)
 	touch go-ho
 	bg_wait "$wpid" 10
@@ -201,7 +222,11 @@ start_holder() {
 	assert_equal "$BG_STATUS" 0
 	local wfence wtoken
 	read -r wfence wtoken <got
-	assert_equal "$wfence" $((FENCE + 1))
+	# The waiter's grant came after the holder's, once it was let go, and
+	# was the last one.
+	assert_increasing "$FENCE" "$wfence"
+	assert_fence "$wfence" "$go_us"
+	assert_equal "$(cfence ho)" "$wfence"
 	[[ $wtoken != "$TOKEN" ]]
 	clock_free ho
 }
@@ -311,7 +336,12 @@ start_holder() {
 	slot=$(cluster_slot "$k")
 	from=$(cluster_owner_port "$k")
 	to=$(cluster_other_port "$k")
+	# The counter ahead of the clock, so that the fences below show it
+	# went on from where it was: it moved with the slot.
+	local c
+	c=$(cfence_ahead mg)
 	start_holder "$(node_url "$from")" mg -t 2s
+	assert_equal "$FENCE" $((c + 1))
 	# A second lock in the same slot, taken with acquire, for extend and
 	# release by token after the move.
 	local other token2
@@ -360,8 +390,8 @@ start_holder() {
 	(($(elapsed_since "$t0") < 3000)) || fail "the waiter took $(elapsed_since "$t0")ms"
 	local wfence wtoken
 	read -r wfence wtoken <got
-	assert_equal "$wfence" $((FENCE + 1))
-	assert_equal "$(ccli "$to" GET "$k:fence")" $((FENCE + 1))
+	assert_equal "$wfence" $((c + 2))
+	assert_equal "$(ccli "$to" GET "$k:fence")" $((c + 2))
 	assert_equal "$(ccli "$to" EXISTS "$k")" 0
 }
 
@@ -369,7 +399,10 @@ start_holder() {
 	local k slot from to token
 	k=$(key tg)
 	# Taken and released once: the fence key stays, so the acquire script
-	# gets TRYAGAIN while the slot is split between two nodes.
+	# gets TRYAGAIN while the slot is split between two nodes.  Counted
+	# from ahead of the clock, the fences show the counter moved.
+	local c
+	c=$(cfence_ahead tg)
 	token=$("$RLOCK" -u "$(owner_url tg)" acquire tg)
 	"$RLOCK" -u "$(owner_url tg)" release tg "$token"
 	slot=$(cluster_slot "$k")
@@ -384,7 +417,8 @@ start_holder() {
 	assert_equal "$BG_STATUS" 0
 	token=$(bg_out acq)
 	assert_equal "$(ccli "$to" GET "$k")" "$token"
-	assert_equal "$(ccli "$to" GET "$k:fence")" 2
+	assert_equal "$(ccli "$to" GET "$k:fence")" $((c + 2))
+	assert_equal "$(ccli "$to" HGET "$k:meta" fence)" $((c + 2))
 }
 
 # ---- failover and bench -------------------------------------------------------

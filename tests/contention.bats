@@ -6,8 +6,10 @@ bats_require_minimum_version 1.5.0
 load test_helper
 
 @test "50 contending runs never overlap: no lost updates" {
-	local pids=() i pid bad=()
+	local pids=() i pid bad=() c
 	echo 0 >counter
+	# With the counter ahead of the clock each grant adds exactly one.
+	c=$(fence_ahead counter)
 	# Hold the lock until all 50 wait for it, so that they really contend.
 	bg_start h "$RLOCK" run -t 30s counter -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
 	wait_until 5 lock_held counter
@@ -24,12 +26,14 @@ load test_helper
 	done
 	assert_equal "${bad[*]}" ""
 	assert_equal "$(cat counter)" 50
-	assert_equal "$(rcli R GET "$(key counter):fence")" 51
+	# The holder and the 50: 51 grants, no more.
+	assert_equal "$(rcli R GET "$(key counter):fence")" $((c + 51))
 	lock_free counter
 }
 
 @test "the fences handed to contending runs are all distinct" {
-	local pids=() i pid
+	local pids=() i pid t0 t1
+	t0=$(server_us)
 	for ((i = 0; i < 20; i++)); do
 		bg_start "f$i" "$RLOCK" run -w 60s fences -- sh -c 'echo "$RLOCK_FENCE" >> fences'
 		pids+=("$BG_PID")
@@ -38,8 +42,14 @@ load test_helper
 		bg_wait "$pid" 60
 		assert_equal "$BG_STATUS" 0
 	done
+	t1=$(server_us)
+	assert_equal "$(wc -l <fences)" 20
 	assert_equal "$(sort -n fences | uniq | wc -l)" 20
-	assert_equal "$(sort -n fences | tail -n 1)" 20
+	# Each run holds the lock alone, so the order they wrote in is the
+	# order of their grants: increasing, from the server's clock then.
+	assert_increasing "$t0" $(cat fences)
+	assert_fence "$(tail -n 1 fences)" "$t0" "$t1"
+	assert_equal "$(sort -n fences | tail -n 1)" "$(rcli R GET "$(key fences):fence")"
 }
 
 @test "a waiter gets the lock as soon as the holder releases it" {
@@ -49,6 +59,9 @@ load test_helper
 	bg_start w "$RLOCK" run -w 60s ho -- sh -c 'echo "$RLOCK_FENCE" > got'
 	wpid=$BG_PID
 	wait_until 5 has_waiters ho 1
+	local hfence go_us
+	hfence=$(meta ho fence)
+	go_us=$(server_us)
 	t0=$(now_ms)
 	touch go
 	bg_wait "$hpid" 10
@@ -56,7 +69,11 @@ load test_helper
 	bg_wait "$wpid" 15
 	el=$(($(now_ms) - t0))
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(cat got)" 2
+	# The waiter's grant came after the holder's, once it was let go, and
+	# was the last one.
+	assert_increasing "$hfence" "$(cat got)"
+	assert_fence "$(cat got)" "$go_us"
+	assert_equal "$(rcli R GET "$(key ho):fence")" "$(cat got)"
 	# Not waiting out the holder's 20s lease: woken by the release.
 	((el < 5000)) || fail "hand-off took ${el}ms"
 }

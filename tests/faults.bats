@@ -197,21 +197,28 @@ frozen() {
 	local url="redis://127.0.0.1:$P_PORT"
 	run -69 --separate-stderr "$RLOCK" -u "redis://:wrong@127.0.0.1:$P_PORT" acquire pw
 	assert_stderr --regexp "^rlock: acquire: 127\.0\.0\.1:$P_PORT: authentication failed: WRONGPASS"
+	assert_equal "$(rcli P EXISTS "$(key pw):fence")" 0
+	# Seven runs below get the lock, the one with a wrong password none:
+	# with the counter ahead of the clock each grant adds exactly one.
+	local c
+	c=$(fence_ahead pw P)
+	local rec='echo $RLOCK_FENCE >>fences'
 
-	run -0 "$RLOCK" -u "redis://:s3cret@127.0.0.1:$P_PORT" run pw -- true
-	run -0 "$RLOCK" -u "redis://default:s3cret@127.0.0.1:$P_PORT" run pw -- true
-	REDISCLI_AUTH=s3cret run -0 "$RLOCK" -u "$url" run pw -- true
+	run -0 "$RLOCK" -u "redis://:s3cret@127.0.0.1:$P_PORT" run pw -- sh -c "$rec"
+	run -0 "$RLOCK" -u "redis://default:s3cret@127.0.0.1:$P_PORT" run pw -- sh -c "$rec"
+	REDISCLI_AUTH=s3cret run -0 "$RLOCK" -u "$url" run pw -- sh -c "$rec"
 	printf 's3cret' >pwfile
-	run -0 "$RLOCK" -u "$url" --password-file pwfile run pw -- true
+	run -0 "$RLOCK" -u "$url" --password-file pwfile run pw -- sh -c "$rec"
 	printf 's3cret\n' >pwfile-nl
-	run -0 "$RLOCK" -u "$url" --password-file pwfile-nl run pw -- true
+	run -0 "$RLOCK" -u "$url" --password-file pwfile-nl run pw -- sh -c "$rec"
 
 	# the file beats the environment, which beats the URL
-	REDISCLI_AUTH=wrong run -0 "$RLOCK" -u "$url" --password-file pwfile run pw -- true
-	REDISCLI_AUTH=s3cret run -0 "$RLOCK" -u "redis://:wrong@127.0.0.1:$P_PORT" run pw -- true
+	REDISCLI_AUTH=wrong run -0 "$RLOCK" -u "$url" --password-file pwfile run pw -- sh -c "$rec"
+	REDISCLI_AUTH=s3cret run -0 "$RLOCK" -u "redis://:wrong@127.0.0.1:$P_PORT" run pw -- sh -c "$rec"
 	printf 'wrong' >badfile
-	REDISCLI_AUTH=s3cret run -69 "$RLOCK" -u "$url" --password-file badfile run pw -- true
-	[[ $(rcli P GET "$(key pw):fence") == 7 ]]
+	REDISCLI_AUTH=s3cret run -69 "$RLOCK" -u "$url" --password-file badfile run pw -- sh -c "$rec"
+	assert_equal "$(cat fences)" "$(seq $((c + 1)) $((c + 7)))"
+	assert_equal "$(rcli P GET "$(key pw):fence")" $((c + 7))
 }
 
 @test "a password file that cannot be read is an error, not an empty password" {

@@ -35,7 +35,9 @@ wake_chan() {
 }
 
 @test "waiters are served in the order they arrived" {
-	local t i pid pids=()
+	local t i pid pids=() c
+	# With the counter ahead of the clock each grant adds exactly one.
+	c=$(fence_ahead ord)
 	t=$("$RLOCK" acquire -t 30s ord)
 	# Each one starts only once the one before has its place.
 	for ((i = 1; i <= 4; i++)); do
@@ -53,7 +55,8 @@ wake_chan() {
 		bg_wait "$pid" 15
 		assert_equal "$BG_STATUS" 0
 	done
-	assert_equal "$(cat order)" "$(printf 'w1 2\nw2 3\nw3 4\nw4 5')"
+	assert_equal "$(cat order)" "$(printf 'w1 %s\nw2 %s\nw3 %s\nw4 %s' \
+		$((c + 2)) $((c + 3)) $((c + 4)) $((c + 5)))"
 	lock_free ord
 	line_is ord 0
 }
@@ -70,6 +73,8 @@ wake_chan() {
 	local t n=150 before after used el t0 bound
 	start_redis H
 	export RLOCK_URL=$H_URL
+	local c
+	c=$(fence_ahead herd H)
 	t=$("$RLOCK" acquire -t 60s herd)
 	bg_start herd bash -c 'for ((i = 0; i < '$n'; i++)); do
 		( "$RLOCK" run -w 90s herd -- true; echo $? >> statuses ) &
@@ -83,8 +88,9 @@ wake_chan() {
 	after=$(evalsha_calls H)
 	used=$((after - before))
 	assert_equal "$(grep -c '^0$' statuses)" "$n"
-	# Each one took it once, in turn.
-	assert_equal "$(rcli H GET "$(key herd):fence")" $((n + 1))
+	# Each one took it once, in turn (the counter ahead of the clock adds
+	# exactly one a grant).
+	assert_equal "$(rcli H GET "$(key herd):fence")" $((c + n + 1))
 	lock_free herd H
 	assert_equal "$(rcli H EXISTS "$(key herd):line")" 0
 	bound=$((12 * n))
@@ -346,6 +352,8 @@ wake_chan() {
 		"held 2 $user@$host:$h holder-job"
 	assert_line --regexp "^  next: $user@$host:$w1, waiting [0-9.]+(ms|s)  first-waiter\$"
 	assert_equal "${#lines[@]}" 3
+	assert_fence "$(meta st fence)"
+	assert_status_row "${lines[1]}" st held "$(meta st fence)"
 	run -0 "$RLOCK" status --json st
 	json_check "$output" \
 		"d['locks'][0]['kind'] == 'exclusive'" \
@@ -353,11 +361,12 @@ wake_chan() {
 		"d['locks'][0]['waiters'] == 2" \
 		"[x['pid'] for x in d['locks'][0]['holders']] == [int(a[0])]" \
 		"d['locks'][0]['holders'][0]['command'] == 'holder-job'" \
-		"d['locks'][0]['holders'][0]['fence'] == 1" \
+		"d['locks'][0]['holders'][0]['fence'] == int(a[4])" \
+		"d['locks'][0]['fence'] == int(a[4])" \
 		"d['locks'][0]['holders'][0]['ttl_ms'] > 0" \
 		"d['locks'][0]['next'] == {'kind': 'exclusive', 'host': a[2], 'pid': int(a[1]), 'user': a[3], 'command': 'first-waiter', 'waited_ms': d['locks'][0]['next']['waited_ms']}" \
 		"0 <= d['locks'][0]['next']['waited_ms'] < 30000" \
-		-- "$h" "$w1" "$host" "$user"
+		-- "$h" "$w1" "$host" "$user" "$(meta st fence)"
 
 	# The first waiter holds it: the shared one is next.
 	touch go1

@@ -5,7 +5,7 @@
 # no longer confirms it.  Five real redis-server processes are started once
 # for the file; the three-master tests use M1..M3, the others all five.
 # A test that stops, freezes or kills a master leaves it to teardown to
-# bring it back (masters_up), so that a failed test cannot take the next
+# bring it back (servers_up), so that a failed test cannot take the next
 # one's servers down with it.  Fault proxies (a lost reply, slow replies)
 # are started by the tests that need them, in front of a master.
 
@@ -19,10 +19,9 @@ setup_file() {
 	local m
 	for m in "${MASTERS[@]}"; do
 		start_redis "$m"
-		# Tests SIGKILL masters: no "Killed" notice from this shell.
-		local pid="${m}_PID"
-		disown "${!pid}"
 	done
+	# Tests SIGKILL masters.
+	disown_servers "${MASTERS[@]}"
 }
 
 teardown_file() {
@@ -31,7 +30,7 @@ teardown_file() {
 
 setup() {
 	rl_setup
-	masters_up
+	servers_up "${MASTERS[@]}"
 	# -u for three and for five masters (arrays are not exported from
 	# setup_file, the URLs are).
 	U3=(-u "$M1_URL" -u "$M2_URL" -u "$M3_URL")
@@ -43,7 +42,7 @@ setup() {
 teardown() {
 	stop_all_proxies
 	rl_teardown
-	masters_up
+	servers_up "${MASTERS[@]}"
 }
 
 # ---- masters -------------------------------------------------------------
@@ -54,23 +53,6 @@ master_pid() {
 	local dir="${1}_DIR" pid=
 	{ read -r pid <"${!dir}/pid"; } 2>/dev/null
 	echo "$pid"
-}
-
-# masters_up: thaw a frozen master and start again one that a test stopped
-# or killed, on its port (empty: persistence is off).
-masters_up() {
-	local m pid dir
-	for m in "${MASTERS[@]}"; do
-		dir="${m}_DIR"
-		pid=
-		{ read -r pid <"${!dir}/pid"; } 2>/dev/null
-		if [[ -n $pid ]] && pid_stopped "$pid"; then
-			kill -CONT "$pid"
-		fi
-		if [[ -z $pid ]] || pid_gone "$pid"; then
-			restart_redis "$m" || return 1
-		fi
-	done
 }
 
 # kill_master SIGNAL M...: send SIGNAL to masters by pid and wait until
@@ -197,6 +179,64 @@ fence_is() {
 	done
 }
 
+# fence_ahead_on NAME M...: set lock NAME's fence counter on each master to
+# one value 10^12 µs (11.6 days) ahead of the clock, and print it: from
+# there each grant on a master adds exactly one to its counter, and masters
+# that grant together hand out the same fence, so that a test can count
+# grants.  (From the clock, masters that grant together hand out different
+# fences, and rlock raises those below the highest to it, only until a
+# majority has it.)
+fence_ahead_on() {
+	local name=$1 c m
+	shift
+	c=$(($(server_us "$1") + 1000000000000))
+	for m in "$@"; do
+		rq "$m" SET "${RLOCK_PREFIX}{$name}:fence" "$c" || return 1
+	done
+	echo "$c"
+}
+
+# fence_max NAME M...: the highest of lock NAME's fence counters on the
+# masters, which is the last fence handed out (0: none).
+fence_max() {
+	local name=$1 m max=0
+	shift
+	for m in "$@"; do
+		rq "$m" GET "${RLOCK_PREFIX}{$name}:fence" || return 1
+		if [[ -n $RQ ]] && ((RQ > max)); then
+			max=$RQ
+		fi
+	done
+	echo "$max"
+}
+
+# fence_on_majority NAME F M...: F is the highest of lock NAME's counters
+# on the masters, and a majority of them are at F (in their counters and,
+# where the lock is held, their meta), as rlock leaves a fence it handed
+# out.
+fence_on_majority() {
+	local name=$1 f=$2 m at=0
+	shift 2
+	for m in "$@"; do
+		rq "$m" GET "${RLOCK_PREFIX}{$name}:fence" || return 1
+		((${RQ:-0} <= f)) || {
+			echo "$name's counter on $m: $RQ, above $f" >&2
+			return 1
+		}
+		[[ $RQ == "$f" ]] || continue
+		rq "$m" HGET "$(key "$name"):meta" fence || return 1
+		[[ -z $RQ || $RQ == "$f" ]] || {
+			echo "$name's meta fence on $m: $RQ, not $f" >&2
+			return 1
+		}
+		at=$((at + 1))
+	done
+	((at > $# / 2)) || {
+		echo "$name's fence $f on $at of $# masters" >&2
+		return 1
+	}
+}
+
 # other_holds NAME M...: another client's lock (a plain SET PX, as redis-py
 # or redsync would leave) on each master.
 other_holds() {
@@ -269,12 +309,14 @@ start_run() {
 # ---- all masters up ----------------------------------------------------------
 
 @test "three masters: run puts its token and meta on all three, and takes them off all three" {
+	local c
+	c=$(fence_ahead_on tri M1 M2 M3)
 	start_run tri
 	assert_regex "$TOKEN" '^[0-9a-f]{32}$'
-	assert_equal "$(cat fence)" 1
+	assert_equal "$(cat fence)" $((c + 1))
 	held_on tri "$TOKEN" M1 M2 M3
 	pttl_between tri 1 30000 M1 M2 M3
-	meta_on tri fence 1 M1 M2 M3
+	meta_on tri fence $((c + 1)) M1 M2 M3
 	meta_on tri pid "$RUN_PID" M1 M2 M3
 	touch go
 	bg_wait "$RUN_PID" 10
@@ -285,27 +327,41 @@ start_run() {
 	local m
 	for m in M1 M2 M3; do
 		rq "$m" GET "$(key tri):fence"
-		assert_equal "$RQ" 1
+		assert_equal "$RQ" $((c + 1))
+		rq "$m" TTL "$(key tri):fence"
+		assert_equal "$RQ" -1
 	done
 }
 
 @test "three masters: the fence increases, every run has a fresh token, the command's status is kept" {
-	local a b
+	local a b t0 t1
+	t0=$(server_us M1)
 	a=$("$RLOCK" "${U3[@]}" run fx -- sh -c 'echo "$RLOCK_FENCE $RLOCK_TOKEN"')
+	fence_on_majority fx "${a%% *}" M1 M2 M3
 	b=$("$RLOCK" "${U3[@]}" run fx -- sh -c 'echo "$RLOCK_FENCE $RLOCK_TOKEN"')
-	assert_equal "${a%% *}" 1
-	assert_equal "${b%% *}" 2
+	fence_on_majority fx "${b%% *}" M1 M2 M3
 	assert_not_equal "${a#* }" "${b#* }"
 	run -7 --separate-stderr "$RLOCK" "${U3[@]}" run fx -- sh -c 'echo "$RLOCK_FENCE"; exit 7'
-	assert_output 3
+	t1=$(server_us M1)
 	assert_equal "$stderr" ""
+	# Each from the masters' clocks then (one machine's), each above the
+	# one before, and the last the highest counter.
+	assert_increasing "$t0" "${a%% *}" "${b%% *}" "$output" "$((t1 + 1))"
+	fence_on_majority fx "$output" M1 M2 M3
 	gone_on fx M1 M2 M3
 }
 
 @test "three masters: acquire, extend and release reach every master; a wrong token exits 76 and changes nothing" {
 	local t
+	local t0 t1
+	t0=$(server_us M1)
 	run -0 --separate-stderr "$RLOCK" "${U3[@]}" acquire --json -t 10s ae
-	assert_regex "$output" '"token":"[0-9a-f]{32}","fence":1,'
+	t1=$(server_us M1)
+	assert_regex "$output" '"token":"[0-9a-f]{32}","fence":[0-9]+,'
+	[[ $output =~ \"fence\":([0-9]+), ]]
+	local f=${BASH_REMATCH[1]}
+	assert_fence "$f" "$t0" "$t1"
+	fence_on_majority ae "$f" M1 M2 M3
 	[[ $output =~ \"token\":\"([0-9a-f]{32})\" ]]
 	t=${BASH_REMATCH[1]}
 	held_on ae "$t" M1 M2 M3
@@ -378,10 +434,12 @@ start_run() {
 		redis-cli -p "$M2_PORT" GET "$RLOCK_KEY"
 		redis-cli -p "$M3_PORT" GET "$RLOCK_KEY"'
 	assert_equal "$stderr" ""
-	assert_equal "${lines[0]}" 1
+	assert_fence "${lines[0]}"
 	assert_regex "${lines[1]}" '^[0-9a-f]{32}$'
 	assert_equal "${lines[2]}" "${lines[1]}"
 	gone_on one M2 M3
+	# The two that granted both have the fence handed out.
+	fence_is one "${lines[0]}" M2 M3
 
 	local t
 	t=$("$RLOCK" "${U3[@]}" --connect-timeout 1s acquire -t 30s one)
@@ -415,9 +473,13 @@ start_run() {
 }
 
 @test "two masters of three frozen: 69 within the timeouts, and no grant survives on any master once they thaw" {
+	# Counted from a value ahead of the clock, each grant adds one.
+	local c
+	c=$(fence_ahead_on frz M1 M2 M3)
 	# The scripts in the masters' cache (a restart empties it), so that
 	# the frozen masters run our EVALSHA when they thaw.
 	run -0 "$RLOCK" "${U3[@]}" run frz -- true
+	fence_is frz $((c + 1)) M1 M2 M3
 	kill_master STOP M2 M3
 	local t0 el
 	t0=$(now_ms)
@@ -432,7 +494,7 @@ start_run() {
 	# The acquire the frozen masters had queued has run once their fence
 	# counter moved on; the grant it made must be undone after it, not
 	# left to block the lock for its 30s.
-	wait_until 5 fence_is frz 2 M2 M3
+	wait_until 5 fence_is frz $((c + 2)) M2 M3
 	wait_until 5 gone_on frz M1 M2 M3 2>/dev/null || gone_on frz M1 M2 M3
 }
 
@@ -583,16 +645,19 @@ start_run() {
 	start_proxy P2 "$M2_PORT"
 	proxy_cmd P1 delay down 300
 	proxy_cmd P2 delay down 300
+	# Counted from a value ahead of the clock, each grant adds one.
+	local c
+	c=$(fence_ahead_on late M1 M2 M3)
 	run -75 --separate-stderr timeout 20 "$RLOCK" -u "$P1_URL" -u "$P2_URL" -u "$M3_URL" \
 		run -n -t 200ms late -- touch ran
 	[[ ! -e ran ]] || fail "the command ran"
 	# All three granted it (each counted an acquisition) ...
-	wait_until 5 fence_is late 1 M1 M2 M3
+	wait_until 5 fence_is late $((c + 1)) M1 M2 M3
 	# ... and the next run, on time, takes it.
 	proxy_cmd P1 normal
 	proxy_cmd P2 normal
 	run -0 --separate-stderr "$RLOCK" -u "$P1_URL" -u "$P2_URL" -u "$M3_URL" run -n late -- sh -c 'echo "$RLOCK_FENCE"'
-	assert_output 2
+	assert_output $((c + 2))
 	gone_on late M1 M2 M3
 }
 
@@ -632,24 +697,26 @@ start_run() {
 # ---- status ----------------------------------------------------------------
 
 @test "status over three masters: held exits 0, free exits 1, a key on one master only is not held" {
-	local t
+	local t f
 	t=$("$RLOCK" "${U3[@]}" acquire -t 30s st)
+	f=$(fence_max st M1 M2 M3)
+	fence_on_majority st "$f" M1 M2 M3
 	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status st
 	assert_equal "$stderr" ""
 	assert_regex "${lines[0]}" '^NAME +STATE +FENCE +AGE +TTL +WAITERS +HOLDER +COMMAND *$'
-	assert_regex "${lines[1]}" '^st +held +1 '
+	assert_status_row "${lines[1]}" st held "$f"
 	local who
 	rq M1 HMGET "$(key st):meta" user host pid
 	who="${RQA[0]}@${RQA[1]}:${RQA[2]}"
 	assert_output --partial "$who"
 	run -0 "$RLOCK" "${U3[@]}" status --json st
 	assert_regex "$output" '"held":true,"token_prefix":"'"${t:0:8}"'"'
-	assert_regex "$output" '"fence":1,'
+	assert_regex "$output" '"fence":'"$f"','
 
 	"$RLOCK" "${U3[@]}" release st "$t"
 	run -1 --separate-stderr "$RLOCK" "${U3[@]}" status st
 	assert_equal "$stderr" ""
-	assert_regex "${lines[1]}" '^st +free +1 '
+	assert_status_row "${lines[1]}" st free "$f"
 
 	other_holds st M3
 	run -1 --separate-stderr "$RLOCK" "${U3[@]}" status st
@@ -676,11 +743,14 @@ start_run() {
 }
 
 @test "status with one master of three down still answers: 0 when held by a quorum" {
-	local t
+	local t f
 	t=$("$RLOCK" "${U3[@]}" acquire -t 30s sd)
+	f=$(fence_max sd M1 M2 M3)
+	fence_on_majority sd "$f" M1 M2 M3
 	stop_redis M2
+	# A majority had the fence: M1 or M3 still shows it.
 	run -0 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status sd
-	assert_regex "${lines[1]}" '^sd +held +1 '
+	assert_status_row "${lines[1]}" sd held "$f"
 	"$RLOCK" "${U3[@]}" --connect-timeout 1s release sd "$t"
 	run -1 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status sd
 	assert_regex "${lines[1]}" '^sd +free '
@@ -780,15 +850,17 @@ holder_of() {
 }
 
 @test "status over three masters shows each master's view under the lock's row, in --url order" {
-	local t who
+	local t who f
 	t=$("$RLOCK" "${U3[@]}" acquire -t 30s pm)
+	f=$(fence_max pm M1 M2 M3)
+	fence_on_majority pm "$f" M1 M2 M3
 	rq M3 DEL "$(key pm)"
 	who=$(holder_of pm M1)
 	assert_regex "$who" "^${t:0:8} [^ ]+@[^ ]+:[0-9]+\$"
 	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status pm
 	assert_equal "$stderr" ""
 	assert_equal "${#lines[@]}" 5
-	assert_regex "${lines[1]}" '^pm +held +1 '
+	assert_status_row "${lines[1]}" pm held "$f"
 	master_line "${lines[2]}" M1 held "$who"
 	master_line "${lines[3]}" M2 held "$who"
 	master_line "${lines[4]}" M3 free
@@ -828,15 +900,17 @@ holder_of() {
 }
 
 @test "status with one master of three down shows its error and still answers: 0 when held, 1 when free" {
-	local t who msg
+	local t who msg f
 	t=$("$RLOCK" "${U3[@]}" acquire -t 30s pe)
+	f=$(fence_max pe M1 M2 M3)
+	fence_on_majority pe "$f" M1 M2 M3
 	who=$(holder_of pe M1)
 	stop_redis M2
 	msg="cannot connect to $(addr M2): Connection refused"
 	run -0 --separate-stderr "$RLOCK" "${U3[@]}" --connect-timeout 1s status pe
 	assert_equal "$stderr" ""
 	assert_equal "${#lines[@]}" 5
-	assert_regex "${lines[1]}" '^pe +held +1 '
+	assert_status_row "${lines[1]}" pe held "$f"
 	master_line "${lines[2]}" M1 held "$who"
 	master_line "${lines[3]}" M2 error "$msg"
 	master_line "${lines[4]}" M3 held "$who"
@@ -870,7 +944,8 @@ holder_of() {
 	"$RLOCK" -u "$M1_URL" acquire -t 30s p1 >/dev/null
 	run -0 --separate-stderr "$RLOCK" -u "$M1_URL" status p1
 	assert_equal "${#lines[@]}" 2
-	assert_regex "${lines[1]}" '^p1 +held +1 '
+	assert_fence "$(meta p1 fence M1)"
+	assert_status_row "${lines[1]}" p1 held "$(meta p1 fence M1)"
 	run -0 --separate-stderr "$RLOCK" -u "$M1_URL" status --json p1
 	json_check "$output" \
 		'[s["addr"] for s in d["locks"][0]["servers"]] == [a[0]]' \
@@ -882,31 +957,41 @@ holder_of() {
 
 @test "the fence never goes backwards, though undone minority grants moved one master's counter" {
 	other_holds fb M1 M2
-	local f1 f2
+	local f1 f2 c
+	# M3's counter ahead of the clock (it counted grants faster than time
+	# went, or its clock was ahead), where the others' clocks are.
+	c=$(fence_ahead_on fb M3)
 	# (Not a loop over i: bats's run -N changes the caller's i.)
 	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
 	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
 	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
 	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
 	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
-	# M3 granted and undid five times: its counter is 5, the others' 0.
-	fence_is fb 5 M3
+	# M3 granted and undid five times: its counter moved on five, the
+	# others have none.
+	fence_is fb $((c + 5)) M3
+	fence_is fb "" M1 M2
 	rq M1 DEL "${RLOCK_PREFIX}{fb}"
 	rq M2 DEL "${RLOCK_PREFIX}{fb}"
 	f1=$("$RLOCK" "${U3[@]}" run -n fb -- sh -c 'echo "$RLOCK_FENCE"')
-	assert_equal "$f1" 6
+	assert_equal "$f1" $((c + 6))
 	# The two masters below the fence handed out were raised to it ...
-	fence_is fb 6 M1 M2 M3
+	fence_is fb $((c + 6)) M1 M2 M3
 	# ... so a majority without M3 still counts above it.
 	other_holds fb M3
 	f2=$("$RLOCK" "${U3[@]}" run -n fb -- sh -c 'echo "$RLOCK_FENCE"')
-	((f2 > f1)) || fail "fence went from $f1 to $f2"
+	assert_increasing "$f1" "$f2"
+	assert_equal "$f2" $((c + 7))
 }
 
 @test "an acquire that failed on frozen masters leaves no dead token on them once they thaw" {
+	# Counted from a value ahead of the clock, each grant adds one.
+	local c
+	c=$(fence_ahead_on dead M1 M2 M3)
 	# The scripts in the masters' cache, so that a thawed master runs the
 	# queued EVALSHA; M1 answers busy, so no grant is counted anywhere.
 	run -0 "$RLOCK" "${U3[@]}" run dead -- true
+	fence_is dead $((c + 1)) M1 M2 M3
 	other_holds dead M1
 	kill_master STOP M2 M3
 	run -69 --separate-stderr timeout 20 "$RLOCK" "${U3[@]}" --connect-timeout 1s \
@@ -914,7 +999,7 @@ holder_of() {
 	kill -CONT "$(master_pid M2)" "$(master_pid M3)"
 	rq M1 DEL "${RLOCK_PREFIX}{dead}"
 	# The queued acquire ran on M2 and M3, and the undo after it.
-	wait_until 5 fence_is dead 2 M2 M3
+	wait_until 5 fence_is dead $((c + 2)) M2 M3
 	wait_until 5 gone_on dead M1 M2 M3
 	run -0 "$RLOCK" "${U3[@]}" run -n dead -- true
 }

@@ -6,15 +6,17 @@ bats_require_minimum_version 1.5.0
 load test_helper
 
 @test "release with the right token exits 0 and removes key and meta" {
-	local t
+	local t f
 	t=$("$RLOCK" acquire r)
+	f=$(meta r fence)
+	assert_fence "$f"
 	run -0 --separate-stderr "$RLOCK" release r "$t"
 	assert_output ""
 	assert_equal "$stderr" ""
 	lock_free r
 	[[ $(rcli R EXISTS "$(key r):meta") == 0 ]]
-	# the fence counter survives
-	[[ $(rcli R GET "$(key r):fence") == 1 ]]
+	# the fence counter survives, at the fence the holder had
+	assert_equal "$(rcli R GET "$(key r):fence")" "$f"
 }
 
 @test "release with a wrong token exits 76 and leaves the key" {

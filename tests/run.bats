@@ -105,12 +105,16 @@ load test_helper
 }
 
 @test "the fence increases with every run" {
-	local a b c
+	local a b c t0 t1
+	t0=$(server_us)
 	a=$("$RLOCK" run fx -- sh -c 'echo $RLOCK_FENCE')
 	b=$("$RLOCK" run fx -- sh -c 'echo $RLOCK_FENCE')
 	c=$("$RLOCK" run fx -- sh -c 'echo $RLOCK_FENCE')
-	assert_equal "$b" "$((a + 1))"
-	assert_equal "$c" "$((b + 1))"
+	t1=$(server_us)
+	assert_increasing "$t0" "$a" "$b" "$c"
+	assert_fence "$c" "$t0" "$t1"
+	# The counter is at the last fence handed out: no other grant.
+	assert_equal "$(rcli R GET "$(key fx):fence")" "$c"
 }
 
 @test "every run gets a fresh token" {
@@ -130,10 +134,11 @@ load test_helper
 	[[ $(rcli R EXISTS "$(key rel):meta") == 0 ]]
 	run -3 "$RLOCK" run rel -- sh -c 'exit 3'
 	lock_free rel
-	run -143 "$RLOCK" run rel -- sh -c 'kill $$'
+	run -143 "$RLOCK" run rel -- sh -c 'echo $RLOCK_FENCE >fence; kill $$'
 	lock_free rel
-	# the fence counter stays
-	[[ $(rcli R GET "$(key rel):fence") -ge 3 ]]
+	# the fence counter stays, at the last fence
+	assert_fence "$(<fence)"
+	assert_equal "$(rcli R GET "$(key rel):fence")" "$(<fence)"
 }
 
 # ---- busy -------------------------------------------------------------------
@@ -371,19 +376,31 @@ start_holder() {
 	RLOCK_URL=$U_URL run -0 "$RLOCK" run -t 5s ux -- sh -c '
 		test "$(redis-cli -s "$U_SOCK" GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" && echo ok'
 	assert_output ok
-	run -0 "$RLOCK" -u "unix://$U_SOCK" run ux -- true
+	local f1 f2
+	f1=$(rcli U GET "$(key ux):fence")
+	run -0 "$RLOCK" -u "unix://$U_SOCK" run ux -- sh -c 'echo $RLOCK_FENCE'
+	f2=$output
 	[[ $(rcli U EXISTS "$(key ux)") == 0 ]]
-	[[ $(rcli U GET "$(key ux):fence") == 2 ]]
+	# Both runs were granted by U: its counter went on to the second fence.
+	assert_increasing "$f1" "$f2"
+	assert_equal "$(rcli U GET "$(key ux):fence")" "$f2"
 }
 
 @test "REDIS_URL is used without RLOCK_URL, and RLOCK_URL beats it" {
 	start_redis_unix U
-	env -u RLOCK_URL REDIS_URL="$U_URL" "$RLOCK" run ru -- true
-	[[ $(rcli U GET "$(key ru):fence") == 1 ]]
-	REDIS_URL="$U_URL" "$RLOCK" run ru -- true
-	[[ $(rcli R GET "$(key ru):fence") == 1 ]]
-	RLOCK_URL="$U_URL" "$RLOCK" -u "$R_URL" run ru -- true
-	[[ $(rcli R GET "$(key ru):fence") == 2 ]]
+	local fu fr1 fr2
+	fu=$(env -u RLOCK_URL REDIS_URL="$U_URL" "$RLOCK" run ru -- sh -c 'echo $RLOCK_FENCE')
+	assert_fence "$fu"
+	assert_equal "$(rcli U GET "$(key ru):fence")" "$fu"
+	assert_equal "$(rcli R EXISTS "$(key ru):fence")" 0
+	fr1=$(REDIS_URL="$U_URL" "$RLOCK" run ru -- sh -c 'echo $RLOCK_FENCE')
+	assert_fence "$fr1"
+	assert_equal "$(rcli R GET "$(key ru):fence")" "$fr1"
+	fr2=$(RLOCK_URL="$U_URL" "$RLOCK" -u "$R_URL" run ru -- sh -c 'echo $RLOCK_FENCE')
+	assert_increasing "$fr1" "$fr2"
+	assert_equal "$(rcli R GET "$(key ru):fence")" "$fr2"
+	# U granted once only.
+	assert_equal "$(rcli U GET "$(key ru):fence")" "$fu"
 }
 
 @test "--prefix and RLOCK_PREFIX choose the key" {

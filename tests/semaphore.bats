@@ -31,8 +31,9 @@ place_lapsed() {
 }
 
 @test "--limit 3: never more than 3 holders at once, and 3 do hold together" {
-	local i pid pids=() c
+	local i pid pids=() c t0 t1
 	c="${RLOCK_PREFIX}count"
+	t0=$(server_us)
 	for ((i = 0; i < 8; i++)); do
 		bg_start "s$i" "$RLOCK" run -l 3 -w 60s sem -- sh -c "
 			redis-cli -p \$R_PORT INCR '$c' >> seen
@@ -54,15 +55,22 @@ place_lapsed() {
 	assert_equal "$(wc -l <seen)" 8
 	assert_equal "$(sort -n seen | tail -n 1)" 3
 	assert_equal "$(rcli R GET "$c")" 0
-	# Each holder had a fence of its own.
-	assert_equal "$(sort -n fences | uniq | tr '\n' ' ')" "1 2 3 4 5 6 7 8 "
+	t1=$(server_us)
+	# Each holder had a fence of its own, from the server's clock then,
+	# and the counter is at the last one.
+	assert_equal "$(wc -l <fences)" 8
+	assert_equal "$(sort -n fences | uniq | wc -l)" 8
+	assert_increasing "$t0" $(sort -n fences) "$((t1 + 1))"
+	assert_equal "$(rcli R GET "$(key sem):fence")" "$(sort -n fences | tail -n 1)"
 	assert_equal "$(rcli R EXISTS "$(key sem):holders" "$(hmeta sem)" "$(key sem):line")" 0
 	lock_free sem
 }
 
 @test "a caller who disagrees on the kind or the limit gets exit 64 and changes nothing" {
-	local t msg t0 el
+	local t msg t0 el f
 	t=$("$RLOCK" acquire -l 3 lim)
+	f=$(rcli R HGET "$(hmeta lim)" "$t" | sed -n 1p)
+	assert_fence "$f"
 	msg="every user of a name must ask for the same kind and --limit"
 	run -64 --separate-stderr "$RLOCK" run -l 2 lim -- touch ran
 	assert_stderr "rlock: run: lim: is a semaphore of 3 holders (--limit 3), not a semaphore of 2 (--limit 2): $msg"
@@ -85,7 +93,7 @@ place_lapsed() {
 	holders_is lim 1
 	[[ -n $(score lim "$t") ]]
 	assert_equal "$(rcli R HGET "$(hmeta lim)" limit)" 3
-	assert_equal "$(rcli R GET "$(key lim):fence")" 1
+	assert_equal "$(rcli R GET "$(key lim):fence")" "$f"
 	assert_equal "$(rcli R EXISTS "$(key lim)" "$(key lim):line")" 0
 	# The same limit is welcome.
 	run -0 "$RLOCK" run -l 3 lim -- true
@@ -121,20 +129,27 @@ place_lapsed() {
 		# The holder's metadata starts with its fence.
 		assert_equal "$(rcli R HGET "$(hmeta fen)" "${t[i]}" | sed -n 1p)" "${f[i]}"
 	done
-	assert_equal "${f[*]}" "1 2 3"
+	assert_increasing "${f[@]}"
 	# A place given back and taken again: the next fence, not an old one.
 	"$RLOCK" release fen "${t[1]}"
 	run -0 "$RLOCK" run -l 3 fen -- sh -c 'echo "$RLOCK_FENCE"'
-	assert_output 4
+	f[3]=$output
 	run -0 "$RLOCK" run -l 3 fen -- sh -c 'echo "$RLOCK_FENCE"'
-	assert_output 5
-	assert_equal "$(rcli R HGET "$(hmeta fen)" "${t[2]}" | sed -n 1p)" 3
+	f[4]=$output
+	assert_increasing "${f[@]}"
+	assert_equal "$(rcli R GET "$(key fen):fence")" "${f[4]}"
+	# A holder keeps the fence it was given.
+	assert_equal "$(rcli R HGET "$(hmeta fen)" "${t[2]}" | sed -n 1p)" "${f[2]}"
 }
 
 @test "release and extend work on a semaphore holder's token" {
 	local t t2 s p bogus=0123456789abcdef0123456789abcdef
 	t=$("$RLOCK" acquire -l 3 -t 10s rel)
 	t2=$("$RLOCK" acquire -l 3 -t 30s rel)
+	local f1 f2
+	f1=$(rcli R HGET "$(hmeta rel)" "$t" | sed -n 1p)
+	f2=$(rcli R HGET "$(hmeta rel)" "$t2" | sed -n 1p)
+	assert_increasing "$f1" "$f2"
 	s=$(score rel "$t")
 	(((s - $(server_ms)) <= 10000)) || fail "lease of $((s - $(server_ms)))ms"
 	run -0 --separate-stderr "$RLOCK" extend -t 60s rel "$t"
@@ -169,7 +184,8 @@ place_lapsed() {
 
 	RLOCK_TOKEN=$t2 run -0 "$RLOCK" release rel
 	assert_equal "$(rcli R EXISTS "$(key rel):holders" "$(hmeta rel)")" 0
-	assert_equal "$(rcli R GET "$(key rel):fence")" 2
+	# The counter stays, at the last fence: release and extend took none.
+	assert_equal "$(rcli R GET "$(key rel):fence")" "$f2"
 }
 
 @test "waiters of a semaphore are let in as places free, in the order they came" {
@@ -318,12 +334,26 @@ place_lapsed() {
 	meta=$(rcli R HGET "$(hmeta st)" "$(rcli R ZRANGE "$(key st):holders" 0 0)")
 	host=$(sed -n 5p <<<"$meta")
 	user=$(sed -n 6p <<<"$meta")
+	# Each job's fence and token, from its holder's metadata ("fence\n
+	# since\nhold_until\npid\nhost\nuser\ncommand").
+	local tok m fen=() toks=()
+	for tok in $(rcli R ZRANGE "$(key st):holders" 0 -1); do
+		m=$(rcli R HGET "$(hmeta st)" "$tok")
+		i=$(sed -n 7p <<<"$m")
+		i=${i#job-}
+		fen[i]=$(sed -n 1p <<<"$m")
+		toks[i]=$tok
+	done
+	# They came in turn: their fences increase in that order.
+	assert_increasing "${fen[1]}" "${fen[2]}" "${fen[3]}"
 
 	run -0 --separate-stderr "$RLOCK" status st
-	assert_equal "$(awk '$1 == "st" { print $2, $3, $6 }' <<<"$output")" "held 1 1"
+	# The row shows the holder whose lease ends first: the first one.
+	assert_equal "$(awk '$1 == "st" { print $2, $3, $6 }' <<<"$output")" "held $(sed -n 1p <<<"$meta") 1"
+	assert_status_row "${lines[1]}" st held "$(sed -n 1p <<<"$meta")"
 	assert_line "  semaphore: 3 of 3 places held"
 	for ((i = 1; i <= 3; i++)); do
-		assert_line --regexp "^    [0-9a-f]{8} fence $i +age [^ ]+ +ttl [^ ]+ +$user@$host:${pids[i - 1]} +job-$i\$"
+		assert_line --regexp "^    ${toks[i]:0:8} $(printf 'fence %-16s age' "${fen[i]}") +[^ ]+ +ttl [^ ]+ +$user@$host:${pids[i - 1]} +job-$i\$"
 	done
 	assert_line --regexp "^  next: $user@$host:$w, waiting [^ ]+  waiter\$"
 	assert_equal "${#lines[@]}" 7
@@ -338,13 +368,13 @@ place_lapsed() {
 		"d['locks'][0]['held'] is True" \
 		"d['locks'][0]['waiters'] == 1" \
 		"sorted(x['pid'] for x in d['locks'][0]['holders']) == sorted(map(int, a[:3]))" \
-		"sorted(x['fence'] for x in d['locks'][0]['holders']) == [1, 2, 3]" \
+		"sorted(x['fence'] for x in d['locks'][0]['holders']) == [int(a[4]), int(a[5]), int(a[6])]" \
 		"sorted(x['command'] for x in d['locks'][0]['holders']) == ['job-1', 'job-2', 'job-3']" \
 		"all(len(x['token_prefix']) == 8 and 0 < x['ttl_ms'] <= 30000 and x['age_ms'] >= 0 for x in d['locks'][0]['holders'])" \
 		"d['locks'][0]['next']['kind'] == 'semaphore'" \
 		"d['locks'][0]['next']['pid'] == int(a[3])" \
 		"d['locks'][0]['next']['command'] == 'waiter'" \
-		-- "${pids[@]}" "$w"
+		-- "${pids[@]}" "$w" "${fen[1]}" "${fen[2]}" "${fen[3]}"
 	touch go
 	for i in "${pids[@]}" "$w"; do
 		bg_wait "$i" 15

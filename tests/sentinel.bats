@@ -70,7 +70,8 @@ elapsed_since() {
 	# On the master the sentinels name, as redis-cli sees it.
 	assert_equal "$(redis-cli -h 127.0.0.1 -p "$(sentinel_master_port)" GET "$(key disc)")" "$token"
 	run -0 "$RLOCK" "${SU[@]}" status disc
-	assert_regex "${lines[1]}" '^disc +held +1 '
+	assert_fence "$(meta disc fence "$(ha_master)")"
+	assert_status_row "${lines[1]}" disc held "$(meta disc fence "$(ha_master)")"
 	run -0 "$RLOCK" "${SU[@]}" extend -t 60s disc "$token"
 	local p
 	p=$(mpttl disc)
@@ -458,6 +459,8 @@ fence_intact() {
 	wait_until 10 has_waiters hw 1 "$new"
 	[[ ! -e got ]]
 	held_by hw "$TOKEN" "$new"
+	local go_us
+	go_us=$(server_us "$new")
 	t0=$(now_ms)
 	touch go-hw
 	bg_wait "$wpid" 15
@@ -468,7 +471,11 @@ fence_intact() {
 	assert_equal "$BG_STATUS" 0
 	local wfence wtoken
 	read -r wfence wtoken <got
-	assert_equal "$wfence" $((FENCE + 1))
+	# Granted by the new master after the release, above the holder's
+	# fence, and the last one it handed out.
+	assert_increasing "$FENCE" "$wfence"
+	assert_fence "$wfence" "$go_us"
+	assert_equal "$(rcli "$new" GET "$(key hw):fence")" "$wfence"
 	[[ $wtoken != "$TOKEN" ]]
 	lock_free hw "$new"
 }

@@ -26,8 +26,9 @@ renewed() {
 }
 
 @test "shared holders hold together" {
-	local i pid pids=() c
+	local i pid pids=() c t0 t1
 	c="${RLOCK_PREFIX}count"
+	t0=$(server_us)
 	for ((i = 0; i < 3; i++)); do
 		bg_start "r$i" "$RLOCK" run -s -w 30s rd -- sh -c "
 			redis-cli -p \$R_PORT INCR '$c' > /dev/null
@@ -48,7 +49,12 @@ renewed() {
 		bg_wait "$pid" 15
 		assert_equal "$BG_STATUS" 0
 	done
-	assert_equal "$(sort -n fences | tr '\n' ' ')" "1 2 3 "
+	t1=$(server_us)
+	# A fence each, from the server's clock then; the counter at the last.
+	assert_equal "$(wc -l <fences)" 3
+	assert_equal "$(sort -n fences | uniq | wc -l)" 3
+	assert_increasing "$t0" $(sort -n fences) "$((t1 + 1))"
+	assert_equal "$(rcli R GET "$(key rd):fence")" "$(sort -n fences | tail -n 1)"
 	assert_equal "$(rcli R EXISTS "$(key rd):holders" "$(hmeta rd)")" 0
 }
 
@@ -265,9 +271,10 @@ EOF
 }
 
 @test "shared and semaphore users of one name are told they disagree" {
-	local t msg
+	local t msg f1 f2
 	msg="every user of a name must ask for the same kind and --limit"
 	t=$("$RLOCK" acquire -s cs)
+	f1=$(rcli R HGET "$(hmeta cs)" "$t" | sed -n 1p)
 	run -64 --separate-stderr "$RLOCK" run -l 3 cs -- touch ran
 	assert_stderr "rlock: run: cs: is held shared (-s), not a semaphore of 3 (--limit 3): $msg"
 	run -64 --separate-stderr "$RLOCK" acquire -l 2 -w 10s cs
@@ -278,6 +285,8 @@ EOF
 	"$RLOCK" release cs "$t"
 
 	t=$("$RLOCK" acquire -l 3 cs)
+	f2=$(rcli R HGET "$(hmeta cs)" "$t" | sed -n 1p)
+	assert_increasing "$f1" "$f2"
 	run -64 --separate-stderr "$RLOCK" run -s cs -- touch ran
 	assert_stderr "rlock: run: cs: is a semaphore of 3 holders (--limit 3), not a shared lock (-s): $msg"
 	run -64 --separate-stderr "$RLOCK" run -s -w 10s cs -- touch ran
@@ -286,11 +295,12 @@ EOF
 	assert_equal "$(rcli R HGET "$(hmeta cs)" limit)" 3
 	holders_is cs 1
 	assert_equal "$(rcli R EXISTS "$(key cs):line")" 0
-	assert_equal "$(rcli R GET "$(key cs):fence")" 2
+	# Two grants; the refused callers took no fence.
+	assert_equal "$(rcli R GET "$(key cs):fence")" "$f2"
 }
 
 @test "status shows the shared holders" {
-	local t1 t2 p1 p2 host user
+	local t1 t2 p1 p2 host user f1 f2
 	t1=$("$RLOCK" acquire -s --label reader-1 ss)
 	run -0 --separate-stderr "$RLOCK" status ss
 	assert_line "  shared: 1 holder"
@@ -300,11 +310,16 @@ EOF
 	p2=$(rcli R HGET "$(hmeta ss)" "$t2" | sed -n 4p)
 	host=$(rcli R HGET "$(hmeta ss)" "$t2" | sed -n 5p)
 	user=$(rcli R HGET "$(hmeta ss)" "$t2" | sed -n 6p)
+	f1=$(rcli R HGET "$(hmeta ss)" "$t1" | sed -n 1p)
+	f2=$(rcli R HGET "$(hmeta ss)" "$t2" | sed -n 1p)
+	assert_increasing "$f1" "$f2"
 	run -0 --separate-stderr "$RLOCK" status ss
-	assert_equal "$(awk '$1 == "ss" { print $2, $3 }' <<<"$output")" "held 1"
+	# The row shows the holder whose lease ends first: reader-1.
+	assert_equal "$(awk '$1 == "ss" { print $2, $3 }' <<<"$output")" "held $f1"
+	assert_status_row "${lines[1]}" ss held "$f1"
 	assert_line "  shared: 2 holders"
-	assert_line --regexp "^    ${t1:0:8} fence 1 +age [^ ]+ +ttl [^ ]+ +$user@$host:$p1 +reader-1\$"
-	assert_line --regexp "^    ${t2:0:8} fence 2 +age [^ ]+ +ttl [^ ]+ +$user@$host:$p2 +reader-2\$"
+	assert_line --regexp "^    ${t1:0:8} $(printf 'fence %-16s age' "$f1") +[^ ]+ +ttl [^ ]+ +$user@$host:$p1 +reader-1\$"
+	assert_line --regexp "^    ${t2:0:8} $(printf 'fence %-16s age' "$f2") +[^ ]+ +ttl [^ ]+ +$user@$host:$p2 +reader-2\$"
 	assert_equal "${#lines[@]}" 5
 	run -0 "$RLOCK" status --json ss
 	json_check "$output" \
@@ -313,8 +328,8 @@ EOF
 		"d['locks'][0]['limit'] is None" \
 		"d['locks'][0]['next'] is None" \
 		"d['locks'][0]['waiters'] == 0" \
-		"[(x['token_prefix'], x['fence'], x['command']) for x in d['locks'][0]['holders']] == [(a[0], 1, 'reader-1'), (a[1], 2, 'reader-2')]" \
-		-- "${t1:0:8}" "${t2:0:8}"
+		"[(x['token_prefix'], x['fence'], x['command']) for x in d['locks'][0]['holders']] == [(a[0], int(a[2]), 'reader-1'), (a[1], int(a[3]), 'reader-2')]" \
+		-- "${t1:0:8}" "${t2:0:8}" "$f1" "$f2"
 	"$RLOCK" release ss "$t1"
 	"$RLOCK" release ss "$t2"
 	run -1 "$RLOCK" status --json ss

@@ -21,8 +21,12 @@ start_holder() {
 	run -0 --separate-stderr "$RLOCK" status s
 	assert_equal "$stderr" ""
 	assert_regex "${lines[0]}" '^NAME +STATE +FENCE +AGE +TTL +WAITERS +HOLDER +COMMAND *$'
+	# FENCE is 16 wide, right-aligned over the fences below it.
+	assert_equal "${lines[0]}" "$(printf '%-20s %-5s %16s %8s %8s %7s  %-24s %s' \
+		NAME STATE FENCE AGE TTL WAITERS HOLDER COMMAND)"
 	assert_equal "${#lines[@]}" 2
-	assert_regex "${lines[1]}" "^s +held +1 "
+	assert_fence "$(meta s fence)"
+	assert_status_row "${lines[1]}" s held "$(meta s fence)"
 	assert_output --partial "$(meta s user)@$(meta s host):$HOLDER_PID"
 	assert_output --partial "sleep 30"
 }
@@ -110,7 +114,8 @@ start_holder() {
 		"d['locks'][0]['pid'] == $HOLDER_PID" \
 		"d['locks'][0]['user'] == '$(id -un)'" \
 		'd["locks"][0]["command"] == "sleep 30"' \
-		'd["locks"][0]["fence"] == 1' \
+		"d['locks'][0]['fence'] == $(meta js fence)" \
+		"d['locks'][0]['holders'][0]['fence'] == $(meta js fence)" \
 		"d['locks'][0]['since_ms'] == $(meta js since)" \
 		'0 <= d["locks"][0]["age_ms"] < 60000' \
 		'0 < d["locks"][0]["ttl_ms"] <= 20000' \
@@ -123,7 +128,10 @@ start_holder() {
 }
 
 @test "status --json of a free lock has nulls and exits 1" {
+	local f
 	t=$("$RLOCK" acquire fr)
+	f=$(meta fr fence)
+	assert_fence "$f"
 	"$RLOCK" release fr "$t"
 	run -1 --separate-stderr "$RLOCK" status --json fr never
 	json_check "$output" \
@@ -131,7 +139,7 @@ start_holder() {
 		'[l["name"] for l in d["locks"]] == ["fr", "never"]' \
 		'all(l["held"] is False for l in d["locks"])' \
 		'all(l[k] is None for l in d["locks"] for k in ("token_prefix","host","pid","user","command","since_ms","age_ms","ttl_ms"))' \
-		'd["locks"][0]["fence"] == 1' \
+		"d['locks'][0]['fence'] == $f" \
 		'd["locks"][1]["fence"] == 0' \
 		'all(l["waiters"] == 0 for l in d["locks"])'
 }

@@ -15,6 +15,9 @@
 #	start_redis NAME [redis-server args...]	TCP on a free 127.0.0.1 port
 #	start_redis_unix NAME [args...]		unix socket in the suite's dir
 #	stop_redis NAME / restart_redis NAME	by PID, bounded waits
+#	servers_up NAME...			thaw or start again what a
+#						test froze or killed
+#	disown_servers NAME...			no "Killed" notice for them
 #	rcli NAME args...			redis-cli against it
 # export NAME_PORT (or NAME_SOCK), NAME_PID, NAME_URL, NAME_DIR.  TLS
 # servers (tls_helper.bash) are the same with a "tls" file in their dir.  Servers
@@ -24,6 +27,9 @@
 # Locks (under this test's prefix, on server R unless one is named):
 #	key NAME, holder NAME, pttl NAME, meta NAME FIELD, waiters NAME
 #	lock_held NAME, lock_free NAME, held_by NAME TOKEN, has_waiters NAME N
+# Fences (clock-based, ~16 digits: see the section at the end):
+#	server_us [SERVER], assert_fence F [LO [HI]], assert_increasing F...,
+#	assert_status_row LINE NAME STATE FENCE, fence_ahead NAME [SERVER]
 #
 # Processes:
 #	bg_start ID COMMAND...	start in the background in its own session with
@@ -555,6 +561,33 @@ restart_redis() {
 	return 1
 }
 
+# servers_up NAME...: thaw a server a test froze, and start again (empty)
+# one that a test stopped or killed, on its port.
+servers_up() {
+	local s dir pid
+	for s in "$@"; do
+		dir="${s}_DIR"
+		pid=
+		{ read -r pid <"${!dir}/pid"; } 2>/dev/null
+		if [[ -n $pid ]] && pid_stopped "$pid"; then
+			kill -CONT "$pid"
+		fi
+		if [[ -z $pid ]] || pid_gone "$pid"; then
+			restart_redis "$s" || return 1
+		fi
+	done
+}
+
+# disown_servers NAME...: servers a test will SIGKILL, so that the shell
+# that started them prints no "Killed" notice.
+disown_servers() {
+	local s pid
+	for s in "$@"; do
+		pid="${s}_PID"
+		disown "${!pid}" 2>/dev/null || true
+	done
+}
+
 # rcli NAME args...: redis-cli against server NAME (its password too).
 rcli() {
 	local dir
@@ -769,6 +802,7 @@ teardown() { rl_teardown; }
 #	nholders NAME [SERVER]		shared or semaphore holders (ZCARD)
 #	holders_is NAME N [SERVER]	exactly N of them
 #	server_ms [SERVER]		the server's clock in ms (TIME)
+#	server_us [SERVER]		the server's clock in µs (TIME)
 #	evalsha_calls [SERVER]		EVALSHA calls so far (INFO commandstats)
 
 line_len() {
@@ -798,9 +832,89 @@ server_ms() {
 	echo $((t[0] * 1000 + 10#${t[1]} / 1000))
 }
 
+server_us() {
+	rcli "${1:-R}" TIME | time_us
+}
+
 evalsha_calls() {
 	local n
 	n=$(rcli "${1:-R}" INFO commandstats | tr -d '\r' |
 		sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p')
 	echo "${n:-0}"
+}
+
+# ---- fences ----------------------------------------------------------------
+# A grant's fence is the larger of the :fence counter plus one and the
+# server's clock in µs (lib/scripts.c, LUA_NEXT_FENCE): about 16 digits,
+# strictly increasing per name, below 2^53.  Tests compare fences with each
+# other, with the counter and meta, and with the server's TIME taken before
+# and after the grant, never with a count of acquisitions.
+#	time_us				TIME's two lines on stdin -> µs
+#	assert_fence F [LO [HI]]	F is plain digits (no sign, no exponent),
+#					0 < F < 2^53, and LO <= F <= HI
+#	assert_increasing F...		each fence greater than the one before
+#	assert_status_row LINE NAME STATE FENCE
+#					status's table row starts with NAME,
+#					STATE and FENCE in their columns
+#	fence_ahead NAME [SERVER]	set NAME's counter 10^12 µs (11.6 days)
+#					ahead of the server's clock and print it:
+#					from there each grant adds exactly 1, so
+#					a test can count the grants
+
+FENCE_LIMIT=9007199254740992 # 2^53: exact in a double, in JSON, in bash
+
+time_us() {
+	local s us
+	read -r s && read -r us || return 1
+	[[ $s =~ ^[0-9]+$ && $us =~ ^[0-9]+$ ]] || return 1
+	echo $((s * 1000000 + 10#$us))
+}
+
+assert_fence() {
+	local f=$1 lo=${2:-1} hi=${3:-}
+	[[ $f =~ ^[1-9][0-9]{0,15}$ ]] || {
+		fail "fence '$f' is not plain digits"
+		return 1
+	}
+	((f < FENCE_LIMIT)) || {
+		fail "fence $f is not below 2^53"
+		return 1
+	}
+	((f >= lo)) || {
+		fail "fence $f is below $lo (by $((lo - f)))"
+		return 1
+	}
+	[[ -z $hi ]] || ((f <= hi)) || {
+		fail "fence $f is above $hi (by $((f - hi)))"
+		return 1
+	}
+}
+
+assert_increasing() {
+	local prev= f
+	for f in "$@"; do
+		assert_fence "$f" || return 1
+		if [[ -n $prev ]] && ((f <= prev)); then
+			fail "fences not increasing at $prev -> $f: $*"
+			return 1
+		fi
+		prev=$f
+	done
+}
+
+# The columns are those of cli/cmd_status.c's print_row.
+assert_status_row() {
+	local want
+	want=$(printf '%-20s %-5s %16s ' "$2" "$3" "$4")
+	[[ ${1:0:${#want}} == "$want" ]] || {
+		fail "status row does not start with '$want': '$1'"
+		return 1
+	}
+}
+
+fence_ahead() {
+	local c
+	c=$(($(server_us "${2:-R}") + 1000000000000))
+	rcli "${2:-R}" SET "$(key "$1"):fence" "$c" >/dev/null || return 1
+	echo "$c"
 }

@@ -47,8 +47,12 @@ freeze_replica() {
 	token=$("$RLOCK" acquire --wait-replicas 1 wr)
 	# Read at once, no polling: WAIT already saw the replica acknowledge.
 	assert_equal "$(rcli RPL GET "$(key wr)")" "$token"
-	assert_equal "$(rcli RPL HGET "$(key wr):meta" fence)" 1
-	assert_equal "$(rcli RPL GET "$(key wr):fence")" 1
+	local f
+	f=$(meta wr fence M)
+	assert_fence "$f"
+	assert_equal "$(rcli M GET "$(key wr):fence")" "$f"
+	assert_equal "$(rcli RPL HGET "$(key wr):meta" fence)" "$f"
+	assert_equal "$(rcli RPL GET "$(key wr):fence")" "$f"
 	run -0 "$RLOCK" release wr "$token"
 	lock_free wr M
 }
