@@ -1570,23 +1570,83 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 
 /* ---- keepalive ------------------------------------------------------ */
 
-/* Sleep until wake_boot (CLOCK_BOOTTIME ms) or until stop_fd is readable.
- * Returns 1 when stopped. */
-static int nap(int64_t wake_boot, int stop_fd)
+/* How nap ended. */
+enum nap_end { NAP_TIME, NAP_STOPPED, NAP_DROPPED };
+
+/*
+ * Sleep until wake_boot (CLOCK_BOOTTIME ms), until stop_fd is readable, or
+ * until the server closes one of rl's idle command connections: a restart
+ * or a failover (the sentinels kill the clients of both nodes) drops it
+ * at once, and the lease is worth checking then, not at the next renewal.
+ */
+static enum nap_end nap(struct rlock *rl, int64_t wake_boot, int stop_fd)
 {
-	struct pollfd p = { .fd = stop_fd, .events = POLLIN };
+	struct pollfd p[1 + RLOCK_MAX_SERVERS];
+	size_t i, np;
 
 	for (;;) {
 		int64_t left = wake_boot - rlock_boot_ms();
 
 		if (left <= 0)
-			return 0;
+			return NAP_TIME;
 		/* poll counts on the monotonic clock, which stops during
 		 * suspend: wake at least every second to look again. */
 		if (left > 1000)
 			left = 1000;
-		if (poll(&p, stop_fd >= 0 ? 1 : 0, (int)left) > 0)
-			return 1;
+		p[0] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
+		for (i = 0, np = 1; i < rl->nnode; i++)
+			p[np++] = (struct pollfd){
+				.fd = node_idle_fd(&rl->node[i]),
+				.events = POLLIN };
+		if (poll(p, np, (int)left) <= 0)
+			continue;
+		if (p[0].revents != 0)
+			return NAP_STOPPED;
+		for (i = 0; i < rl->nnode; i++) {
+			if (p[1 + i].revents != 0 &&
+			    node_idle_check(&rl->node[i], p[1 + i].revents))
+				return NAP_DROPPED;
+		}
+	}
+}
+
+/* The pause before renewing again after a renewal failed: from 20 ms,
+ * doubling while nothing answers, at most a quarter of the period and
+ * 500 ms, so that a server back from a restart is asked at once. */
+static int64_t renew_backoff(int64_t period, int failures)
+{
+	int64_t retry = 20, most = period / 4;
+
+	if (most > 500)
+		most = 500;
+	for (int i = 1; i < failures && retry < most; i++)
+		retry *= 2;
+	if (retry > most)
+		retry = most;
+	return retry < 5 ? 5 : retry;
+}
+
+/*
+ * Open the connections that renewing name uses (the master of its slot;
+ * with several masters, each), so that nap can watch them from the start
+ * and not only after the first renewal.  One that cannot be opened now is
+ * opened again when the renewal comes.  A cluster's map is learned first
+ * (CLUSTER SLOTS; one error reply from a server that is no cluster): when
+ * the one node the URL names dies, the others know where its slots went.
+ */
+static void watch_open(struct rlock *rl, const char *name, int64_t hard)
+{
+	struct names n;
+	size_t masters[RLOCK_MAX_SERVERS];
+
+	if (make_names(rl, name, &n) != RLOCK_OK)
+		return;
+	if (rl->nnode == 1 && rl->node[0].sent == NULL &&
+	    !node_is_cluster(&rl->node[0]))
+		node_masters(&rl->node[0], hard, masters, RLOCK_MAX_SERVERS);
+	for (size_t i = 0; i < rl->nnode; i++) {
+		node_route(&rl->node[i], n.v.slot);
+		node_open(&rl->node[i], hard);
 	}
 }
 
@@ -1594,16 +1654,19 @@ int rlock_keepalive(struct rlock *rl, const char *name,
 		    struct rlock_lease *lease, int stop_fd)
 {
 	int64_t period = lease->ttl_ms / 3, margin, next, lost_at, now;
-	int rc;
+	int rc, failures = 0;
 
 	margin = rlock_safety_margin_ms(lease->ttl_ms);
 	next = lease->renewed_boot_ms + period;
+	watch_open(rl, name, rlock_mono_ms() + (lease->renewed_boot_ms +
+		   lease->ttl_ms - margin - rlock_boot_ms()));
 	for (;;) {
 		lost_at = lease->renewed_boot_ms + lease->ttl_ms - margin;
 		now = rlock_boot_ms();
 		if (now >= lost_at)
 			goto lost;
-		if (nap(next < lost_at ? next : lost_at, stop_fd))
+		if (nap(rl, next < lost_at ? next : lost_at, stop_fd) ==
+		    NAP_STOPPED)
 			return RLOCK_OK;
 		now = rlock_boot_ms();
 		if (now >= lost_at)
@@ -1614,21 +1677,16 @@ int rlock_keepalive(struct rlock *rl, const char *name,
 		rc = rlock_extend(rl, name, lease->token, lease->ttl_ms, lease);
 		rl->hard_deadline = 0;
 		if (rc == RLOCK_OK) {
+			failures = 0;
 			next = lease->renewed_boot_ms + period;
 		} else if (rc == RLOCK_NOTOURS) {
 			set_error(rl->err, sizeof(rl->err),
 				  "the token no longer holds it");
 			return RLOCK_NOTOURS;
 		} else {
-			/* Keep trying, faster than the period, until the
-			 * lease may have run out. */
-			int64_t retry = period / 4;
-
-			if (retry > 500)
-				retry = 500;
-			if (retry < 5)
-				retry = 5;
-			next = rlock_boot_ms() + retry;
+			/* Keep trying until the lease may have run out. */
+			next = rlock_boot_ms() +
+			       renew_backoff(period, ++failures);
 		}
 	}
 lost:

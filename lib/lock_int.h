@@ -289,6 +289,17 @@ int node_fallback(const struct rlock_node *n);
 /* What to do after n's connection dropped (r NULL) or answered r. */
 enum node_next node_heard(struct rlock_node *n, const redisReply *r);
 
+/* The socket of n's command connection while it is up, else -1: between
+ * requests a renewer polls it, and the kernel says at once when the server
+ * closed or reset it. */
+int node_idle_fd(const struct rlock_node *n);
+
+/* n's idle command connection polled revents: read what came.  When the
+ * server closed it (or sent what nobody asked for), close it, so that the
+ * next request finds the master (Sentinel) or the slot's owner (Cluster)
+ * anew, and return 1; 0 when it is still up (a TLS record with no reply). */
+int node_idle_check(struct rlock_node *n, short revents);
+
 /* Where n's requests go now, for messages: "host:port", or the master's
  * name before the sentinels named its address. */
 const char *node_addr(const struct rlock_node *n);

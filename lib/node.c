@@ -620,6 +620,29 @@ enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 	return NODE_FAIL;
 }
 
+int node_idle_fd(const struct rlock_node *n)
+{
+	return conn_is_up(n->cmd) ? conn_fd(n->cmd) : -1;
+}
+
+int node_idle_check(struct rlock_node *n, short revents)
+{
+	redisReply *r = NULL;
+	int got;
+
+	if (conn_on_ready(n->cmd, revents) == RLOCK_OK) {
+		got = conn_take_reply(n->cmd, &r);
+		if (got == 0)
+			return 0;
+		if (got > 0)
+			freeReplyObject(r);
+		conn_close(n->cmd);
+	}
+	if (n->slots != NULL)
+		peer_forget(n, n->cur);
+	return 1;
+}
+
 struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard)
 {
 	const struct rlock_url *u;

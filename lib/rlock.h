@@ -234,6 +234,9 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
  * ttl/3 and retry failures until the lease may have run out, judged on
  * CLOCK_BOOTTIME with a safety margin (rlock_safety_margin_ms) so the caller
  * learns of the loss before the server can give the lock to another.
+ * It connects at once and watches its idle connections between renewals:
+ * when the server closes one (a restart, a crash, a Sentinel failover), it
+ * connects again and renews at once, so a lost lock is noticed then.
  * Meant to run on its own thread with its own handle.  Returns RLOCK_OK
  * when stopped, RLOCK_NOTOURS when the server says the token no longer
  * holds the lock, RLOCK_LOST when confirmations ran out.

@@ -14,7 +14,9 @@ load test_helper
 load ha_helper
 
 setup_file() {
-	start_cluster --replicas
+	start_cluster --replicas || return 1
+	# A test SIGKILLs a node.
+	disown_servers $CLUSTER_NODES_LIST
 }
 
 teardown_file() {
@@ -505,4 +507,40 @@ same_owner_name() {
 	for p in $(cluster_master_ports); do
 		assert_equal "$(ccli "$p" --scan --pattern "${RLOCK_PREFIX}*")" ""
 	done
+}
+
+@test "a slot's master killed while its replica missed the grant: the holder follows the cluster's map to the promoted replica and stops its command within seconds (76)" {
+	local k old rep name t0
+	k=$(key cw)
+	old=$(cluster_owner_port "$k")
+	rep=$(cluster_replica_port "$old")
+	[[ -n $rep ]] || fail "no replica of $old"
+	name=$(cluster_node_name "$old")
+	# The replica misses the grant, then its master dies: promoted, it
+	# has no lock.  With -t 60s the holder's next renewal would come 20s
+	# later.  Frozen, and its link cut, the replica cannot catch up.
+	kill -STOP "$(server_pid "$(cluster_node_name "$rep")")"
+	wait_until 5 pid_stopped "$(server_pid "$(cluster_node_name "$rep")")"
+	ccli "$old" CLIENT KILL TYPE replica >/dev/null
+	wait_until 5 eval '[[ $(ccli "$old" INFO replication | tr -d "\r") == *connected_slaves:0* ]]'
+	start_holder "$(node_url "$old")" cw -t 60s
+	kill -KILL "$(server_pid "$name")"
+	wait_until 5 pid_gone "$(server_pid "$name")"
+	kill -CONT "$(server_pid "$(cluster_node_name "$rep")")"
+	t0=$(now_ms)
+	assert_equal "$(ccli "$rep" CLUSTER FAILOVER TAKEOVER)" OK
+	wait_until 10 eval '[[ $(ccli "$rep" INFO replication | tr -d "\r") == *role:master* ]]'
+	wait_until 10 pid_gone "$HOLDER_PID" ||
+		fail "rlock run still runs $(elapsed_since "$t0")ms after its master died"
+	bg_wait "$HOLDER_PID" 1
+	assert_equal "$BG_STATUS" 76
+	wait_until 5 pid_gone "$CHILD"
+	[[ ! -e done-cw ]]
+	run bg_err holder-cw
+	assert_output --partial "cw: lock lost: the token no longer holds it; command stopped"
+	assert_equal "$(ccli "$rep" EXISTS "$k")" 0
+	# The old master comes back empty, as the new one's replica.
+	restart_redis "$name"
+	ha_wait 20 eval "[[ \$(cluster_replica_port '$rep') == $(_rl_port_of "$name") ]]"
+	ha_wait 20 cluster_stable
 }

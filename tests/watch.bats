@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# watch.bats - a holder learns at once that its server restarted or failed
+# over, not at its next renewal.  Between renewals the renewal connection
+# (run's, and acquire --renew's) is idle, and the kernel tells it when the
+# server closes or resets it: rlock then reconnects (following the
+# sentinels), checks its token at once and stops the command when the
+# token is gone (76), or keeps running when it is still there.
+#
+# Servers: R (plain) and T (TLS), both restarted without persistence by
+# the tests, and a Sentinel set (master, replica, three sentinels) for a
+# forced failover to a replica that never got the lock.  Every holder
+# runs with -t 30s, so its next renewal would come 10s later: a holder
+# stopped within 5s was stopped by the watch.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+load tls_helper
+load ha_helper
+
+setup_file() {
+	tls_make_certs
+	start_redis R || return 1
+	start_redis_tls T || return 1
+	# Tests SIGKILL them.
+	disown_servers R T
+	start_sentinel_topology || return 1
+	export T_DEFAULT_URL=$R_URL
+}
+
+teardown_file() { rl_teardown_file; }
+setup() { rl_setup; }
+teardown() {
+	rl_teardown
+	sentinels_up
+}
+
+# start_watched NAME [rlock options...]: a background `rlock run -t 30s`
+# of NAME whose command writes its pid to cmd-NAME and runs until go-NAME
+# exists; a TERM makes it write term-NAME first.
+start_watched() {
+	local name=$1
+	shift
+	bg_start "holder-$name" "$RLOCK" "$@" run -t 30s "$name" -- bash -c \
+		"trap 'touch term-$name; exit 143' TERM; echo \$\$ >cmd-$name; $(gate "$BATS_TEST_TMPDIR/go-$name") & wait"
+	HOLDER_PID=$BG_PID
+	wait_until 10 file_nonempty "cmd-$name"
+	CHILD=$(<"cmd-$name")
+	track_pid "$CHILD"
+}
+
+# crash NAME: SIGKILL the server (its sockets close as a crash closes
+# them), then start it again empty on its port.
+crash() {
+	local dir
+	dir=$(_rl_dir_of "$1") || return 1
+	kill -KILL "$(<"$dir/pid")"
+	restart_redis "$1" || return 1
+	disown "$(<"$dir/pid")" 2>/dev/null || true
+}
+
+# assert_stopped_for_loss: the holder exited 76 within 5s, its command
+# was sent TERM and is gone, and stderr says the lock was lost.
+assert_stopped_for_loss() {
+	local name=$1
+	wait_until 5 pid_gone "$HOLDER_PID" ||
+		fail "rlock run still runs 5s after the server lost its lock"
+	bg_wait "$HOLDER_PID" 1
+	assert_equal "$BG_STATUS" 76
+	[[ -e term-$name ]] || fail "the command was not sent TERM"
+	pid_gone "$CHILD"
+	run bg_err "holder-$name"
+	assert_output --partial "$name: lock lost: the token no longer holds it; command stopped"
+}
+
+@test "a server restarted without persistence: the holder stops its command within seconds (76), and a waiter takes the lock" {
+	start_watched rs
+	bg_start waiter "$RLOCK" run -w 20s rs -- sh -c 'echo "$RLOCK_TOKEN" >waiter-ran'
+	local wpid=$BG_PID
+	wait_until 10 has_waiters rs 1
+	crash R
+	assert_stopped_for_loss rs
+	bg_wait "$wpid" 20
+	assert_equal "$BG_STATUS" 0
+	[[ -s waiter-ran ]]
+	lock_free rs
+}
+
+@test "a connection the server closed while the lock is intact: the token is checked at once and the command runs on (0)" {
+	start_watched ck
+	local p
+	# Let the lease age a second, then kill the holder's connection: a
+	# renewal at once brings the TTL back to 30s, ten seconds early.
+	wait_until 5 eval '(( $(pttl ck) < 29000 ))'
+	rcli R CLIENT KILL TYPE normal >/dev/null
+	wait_until 5 eval '(( $(pttl ck) > 29500 ))' ||
+		fail "no renewal after the connection dropped: pttl $(pttl ck)"
+	pid_alive "$CHILD"
+	[[ ! -e term-ck ]]
+	touch go-ck
+	bg_wait "$HOLDER_PID" 10
+	assert_equal "$BG_STATUS" 0
+	run bg_err holder-ck
+	assert_output ""
+	lock_free ck
+}
+
+@test "TLS: a server restarted without persistence stops the holder within seconds (76)" {
+	start_watched tr -u "$T_URL" --cacert "$CERTS/ca.crt"
+	tlock_held tr
+	crash T
+	assert_stopped_for_loss tr
+	tlock_free tr
+}
+
+@test "acquire --renew: a server restarted without persistence is noticed at once, --on-lost term is sent, release says lost (76)" {
+	bg_start sleeper bash -c "trap 'touch term-seen; exit 0' TERM; $(gate "$BATS_TEST_TMPDIR/never") & wait"
+	local spid=$BG_PID token
+	token=$(timeout 10 "$RLOCK" acquire --renew --pid "$spid" --on-lost term -t 30s ar)
+	held_by ar "$token"
+	crash R
+	wait_until 5 test -e term-seen ||
+		fail "the followed process was not sent TERM within 5s"
+	run -76 --separate-stderr "$RLOCK" release ar "$token"
+	assert_stderr --partial "ar: the lock was lost at "
+	assert_stderr --partial "the token no longer holds it"
+	wait_until 5 no_rlock_pids
+}
+
+@test "a forced failover to a replica that never got the lock: the holder stops its command within seconds (76)" {
+	local old new k
+	old=$(ha_master)
+	new=$(ha_replica)
+	start_watched fo -u "$SENTINEL_URL"
+	k=$(key fo)
+	held_by fo "$(rcli "$old" GET "$k")" "$old"
+	wait_until 10 eval "[[ \$(rcli $new EXISTS '$k') == 1 ]]"
+	# The replica forgets the lock, as one that missed the grant would.
+	rcli "$new" CONFIG SET replica-read-only no >/dev/null
+	rcli "$new" DEL "$k" "$k:meta" >/dev/null
+	rcli "$new" CONFIG SET replica-read-only yes >/dev/null
+	sentinel_failover
+	assert_equal "$(ha_master)" "$new"
+	assert_stopped_for_loss fo
+	lock_free fo "$new"
+}
