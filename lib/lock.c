@@ -440,7 +440,12 @@ static size_t wait_replicas(struct rlock *rl, const struct names *n, int want,
 	return ok;
 }
 
-/* After a grant: make sure want replicas have it, or undo it. */
+/* A grant undone because too few replicas acknowledged it (private to
+ * this file: rlock_acquire turns it into RLOCK_EUNAVAIL). */
+#define UNREPLICATED 101
+
+/* After a grant: make sure want replicas have it, or undo it and return
+ * UNREPLICATED. */
 static int replicated(struct rlock *rl, const struct names *n,
 		      const char *token, int want, const long long *got)
 {
@@ -458,7 +463,7 @@ static int replicated(struct rlock *rl, const struct names *n,
 		  "of %d replicas acknowledged within %s (%s); released it",
 		  least, want, rlock_fmt_ms(rl->copts.io_timeout_ms, tb,
 					       sizeof(tb)), addr);
-	return RLOCK_EUNAVAIL;
+	return UNREPLICATED;
 }
 
 /*
@@ -952,11 +957,21 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		rc = try_acquire(rl, name, &q.n, o, q.token, &q.a, lease,
 				 holder, &joined);
 		now = rlock_mono_ms();
+		if (rc == UNREPLICATED) {
+			/* Granted where the replicas do not follow: a master
+			 * not yet demoted after a failover, or a new one
+			 * whose replicas are still syncing.  Within a wait,
+			 * ask again until they do. */
+			rc = RLOCK_EUNAVAIL;
+			if (o->wait_ms > 0)
+				seen_busy = 1;
+		}
 		if (rc == RLOCK_EUNAVAIL && seen_busy && now < deadline) {
-			/* The servers answered before: a restart or a dropped
-			 * connection must not end a wait of minutes.  Back off
-			 * and try again while the wait lasts; a server that
-			 * never answered fails at once, above. */
+			/* The servers answered before: a restart, a failover
+			 * or a dropped connection must not end a wait of
+			 * minutes.  Back off and try again while the wait
+			 * lasts; a server that never answered fails at once,
+			 * above. */
 			if (backoff < 1000)
 				backoff = backoff == 0 ? 100 : backoff * 2;
 			wake = now + backoff + jitter((unsigned)backoff / 2);
@@ -1053,24 +1068,36 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 		fan_done(&f);
 		kind = 'h';
 	}
-	if (rc == RLOCK_OK && lease != NULL) {
-		/* The server restarted its clock no earlier than we sent. */
-		lease->renewed_boot_ms = t0;
-		lease->ttl_ms = ttl_ms;
-	}
 	if (rc == RLOCK_OK && lease != NULL && lease->wait_replicas > 0) {
-		/* Keep the replicas' copy as long as ours, so a failover does
-		 * not bring back an older, shorter lease.  A shortfall is no
-		 * loss: the master has the renewal. */
+		/* The replicas' copy is the one a failover brings back: a
+		 * renewal they did not get is no renewal.  It confirms
+		 * nothing, and the lease keeps the deadline of the last one
+		 * they did get, so that a master frozen past a failover, whose
+		 * replicas moved on, cannot keep the command running while
+		 * the new master lets the copy expire. */
 		int which[RLOCK_MAX_SERVERS];
 		long long least;
-		char addr[600];
+		char addr[600], tb[32];
 
 		for (size_t i = 0; i < f.n; i++)
 			which[i] = f.slot[i].res.rc == RLOCK_OK &&
 				   f.slot[i].res.r->integer > 0;
-		wait_replicas(rl, &n, lease->wait_replicas, which, &least,
-			      addr, sizeof(addr));
+		if (wait_replicas(rl, &n, lease->wait_replicas, which, &least,
+				  addr, sizeof(addr)) < rl->quorum) {
+			set_error(rl->err, sizeof(rl->err), "%s: renewed, but "
+				  "only %lld of %d replicas acknowledged "
+				  "within %s (%s)", name, least,
+				  lease->wait_replicas,
+				  rlock_fmt_ms(rl->copts.io_timeout_ms, tb,
+					       sizeof(tb)), addr);
+			fan_done(&f);
+			return RLOCK_EUNAVAIL;
+		}
+	}
+	if (rc == RLOCK_OK && lease != NULL) {
+		/* The server restarted its clock no earlier than we sent. */
+		lease->renewed_boot_ms = t0;
+		lease->ttl_ms = ttl_ms;
 	}
 	if (rc == RLOCK_NOTOURS)
 		set_error(rl->err, sizeof(rl->err),

@@ -125,3 +125,31 @@ freeze_replica() {
 	assert_stderr --partial "only 1 of 1000 replicas acknowledged"
 	lock_free wv M
 }
+
+@test "a frozen replica within -w: the shortfall is asked again until the replica thaws, then the command runs (0)" {
+	freeze_replica
+	bg_start waiter "$RLOCK" --io-timeout 500ms run -w 20s --wait-replicas 1 wt -- sh -c 'echo "$RLOCK_TOKEN" >ran'
+	local wpid=$BG_PID
+	# It grants, waits for the replica, gives the lock back, and asks again.
+	wait_until 10 eval '(( $(rcli M INFO commandstats | tr -d "\r" | sed -n "s/^cmdstat_wait:calls=\([0-9]*\),.*/\1/p") >= 2 ))'
+	pid_alive "$wpid"
+	[[ ! -e ran ]]
+	kill -CONT "$(server_pid RPL)"
+	bg_wait "$wpid" 15
+	assert_equal "$BG_STATUS" 0
+	[[ -s ran ]]
+	lock_free wt M
+}
+
+@test "a frozen replica for all of -w: 69 once the wait runs out, naming the shortfall, nothing left" {
+	freeze_replica
+	local t0
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" --io-timeout 300ms run -w 2s --wait-replicas 1 wo -- touch ran
+	(($(elapsed_since "$t0") >= 2000)) || fail "gave up after $(elapsed_since "$t0")ms, before the 2s wait"
+	assert_stderr --partial "only 0 of 1 replicas acknowledged"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ ! -e ran ]]
+	lock_free wo M
+	assert_equal "$(rcli M EXISTS "$(key wo):meta")" 0
+}
