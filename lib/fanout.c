@@ -127,11 +127,28 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 	case NODE_REDIRECT:
 	case NODE_REDISCOVER:
 		if (++s->redirects <= MAX_REDIRECTS) {
+			/* Followed at once, twice; after that the map names
+			 * a node that is down, or a demoted master: a
+			 * failover under way, worth asking again soon, not
+			 * sixteen times in a second. */
+			if (s->redirects > 2) {
+				snprintf(s->res.err, sizeof(s->res.err),
+					 "%s: %.*s", conn_addr(n->cmd),
+					 (int)r->len, r->str);
+				retry_later(s, BUSY_RETRY_MS);
+			} else {
+				s->state = ST_SEND;
+			}
 			freeReplyObject(r);
-			s->state = ST_SEND;
 			return;
 		}
-		/* fall through */
+		/* Redirected in a loop for a whole I/O timeout: the servers
+		 * are unavailable, not mistaken. */
+		classify_error(r, n->cmd, key, &s->res);
+		s->res.rc = RLOCK_EUNAVAIL;
+		freeReplyObject(r);
+		s->state = ST_DONE;
+		return;
 	default:
 		classify_error(r, n->cmd, key, &s->res);
 		freeReplyObject(r);
