@@ -9,7 +9,8 @@
  * connects, the scripts' own argument builders make the probe.  The
  * configuration is read from INFO only: managed services refuse CONFIG,
  * and a refused INFO is "unknown", never an error.  INFO does not show
- * appendfsync, so an AOF's fsync policy is a note that says what to check.
+ * appendfsync: CONFIG GET asks for it, and where CONFIG is refused the
+ * AOF's fsync policy is a note that says what to check.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -866,32 +867,77 @@ static void check_eviction(struct doc *x, struct server *s)
 		    "noeviction", policy, max);
 }
 
+/* The AOF's fsync policy from CONFIG GET, which managed services refuse:
+ * "" then. */
+static void appendfsync(struct doc *x, struct server *s, char *buf,
+			size_t len)
+{
+	const char *argv[3] = { "CONFIG", "GET", "appendfsync" };
+	redisReply *r = NULL;
+
+	buf[0] = '\0';
+	if (call(x, s->c, 3, argv, &r) == RLOCK_OK &&
+	    r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_STRING)
+		snprintf(buf, len, "%s", r->element[1]->str);
+	freeReplyObject(r);
+}
+
+/*
+ * What a restart that loses data costs here, and the operator's cure that
+ * applies.  The fence never goes back (it is floored at the server's
+ * clock), but the lock itself is forgotten: a second holder can start
+ * while the first runs on until it notices.  With replicas a crash is a
+ * failover, whose cure is --wait-replicas (the replication check); a
+ * restart without one still forgets the locks.
+ */
 static void check_persistence(struct doc *x, struct server *s)
 {
-	char status[32] = "";
+	char status[32] = "", fsync[16], how[200];
+	long long nrep;
 
 	if (s->info == NULL || info_ll(s->info, "aof_enabled") < 0) {
 		unknown(x, s, "persistence");
 		return;
 	}
+	nrep = info_ll(s->info, "connected_slaves");
+	snprintf(how, sizeof(how), "%s", nrep > 0 ?
+		 "never restart a crashed master at once (its replicas would "
+		 "copy its empty data): keep it out for the longest TTL in "
+		 "use" :
+		 "keep a restarted server out of service for the longest TTL "
+		 "in use");
 	info_field(s->info, "aof_last_write_status", status, sizeof(status));
-	if (info_ll(s->info, "aof_enabled") == 0)
+	if (info_ll(s->info, "aof_enabled") == 0) {
 		add(x, s->addr, "persistence", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_STRING, "none", "no AOF: a restart forgets "
-		    "every lock (and fences go back); fix: appendonly yes with "
-		    "appendfsync always, or delay restarting the server by the "
-		    "longest TTL in use");
-	else if (strcmp(status, "ok") != 0 && status[0] != '\0')
+		    "every lock, and a second holder can start while the "
+		    "first runs on (fences still increase); fix: %s, or "
+		    "appendonly yes with appendfsync always", how);
+		return;
+	}
+	if (strcmp(status, "ok") != 0 && status[0] != '\0') {
 		add(x, s->addr, "persistence", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_STRING, "aof", "AOF on, but its last write "
 		    "failed (%s): locks taken since are not on disk; check "
 		    "the server's disk", status);
+		return;
+	}
+	appendfsync(x, s, fsync, sizeof(fsync));
+	if (strcmp(fsync, "always") == 0)
+		add(x, s->addr, "persistence", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_STRING, "aof", "AOF with appendfsync always: "
+		    "a crash loses no lock");
+	else if (fsync[0] != '\0')
+		add(x, s->addr, "persistence", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_STRING, "aof", "AOF with appendfsync %s: a "
+		    "crash loses the locks of its last second or more; fix: "
+		    "appendfsync always, or %s", fsync, how);
 	else
 		add(x, s->addr, "persistence", RLOCK_CHECK_NOTE, 0,
-		    RLOCK_VALUE_STRING, "aof", "AOF on; INFO does not show "
-		    "appendfsync: with always a crash loses no lock, with "
-		    "everysec up to a second of them (then delay restarts by "
-		    "the longest TTL)");
+		    RLOCK_VALUE_STRING, "aof", "AOF on; appendfsync unknown "
+		    "(CONFIG refused): with always a crash loses no lock, "
+		    "with everysec the last second of them (then %s)", how);
 }
 
 static void check_replication(struct doc *x, struct server *s)

@@ -55,7 +55,7 @@ keyspace() {
 	run -1 --separate-stderr "$RLOCK" doctor
 	assert_line --regexp '^  warn  persistence  no AOF: a restart forgets every lock'
 	# The table wraps the message: read it as one line.
-	[[ $(tr -s ' \n' ' ' <<<"$output") == *"fix: appendonly yes with appendfsync always, or delay restarting the server by the longest TTL in use"* ]]
+	[[ $(tr -s ' \n' ' ' <<<"$output") == *"a second holder can start while the first runs on (fences still increase); fix: keep a restarted server out of service for the longest TTL in use, or appendonly yes with appendfsync always"* ]]
 	assert_line --regexp '^  ok    role         master$'
 	assert_line --regexp '^  note  replication  no replicas'
 	assert_line --regexp '^  ok    eviction     noeviction'
@@ -82,10 +82,11 @@ keyspace() {
 	[[ $msg == *"set maxmemory-policy noeviction" ]]
 }
 
-@test "doctor: a durable server (AOF, appendfsync always, noeviction) exits 0, AOF a note" {
+@test "doctor: a durable server (AOF, appendfsync always, noeviction) exits 0, persistence ok" {
 	run -0 --separate-stderr "$RLOCK" -u "$DUR_URL" --json doctor
 	json=$output
-	[ "$(level "$json" persistence)" = note ]
+	[ "$(level "$json" persistence)" = ok ]
+	[ "$(message "$json" persistence)" = "AOF with appendfsync always: a crash loses no lock" ]
 	[ "$(level "$json" eviction)" = ok ]
 	json_check "$json" 'all(c["level"] in ("ok", "note") for c in d)'
 }
@@ -155,7 +156,7 @@ keyspace() {
 		[ "$(level "$json" cleanup "127.0.0.1:$p")" = ok ]
 	done
 	[ "$(level "$json" persistence "127.0.0.1:$R_PORT")" = warn ]
-	[ "$(level "$json" persistence "127.0.0.1:$DUR_PORT")" = note ]
+	[ "$(level "$json" persistence "127.0.0.1:$DUR_PORT")" = ok ]
 	[ "$(level "$json" eviction "127.0.0.1:$LRU_PORT")" = warn ]
 }
 
@@ -207,4 +208,29 @@ keyspace() {
 	assert_usage doctor "rlock: doctor: too many arguments"
 	run -64 --separate-stderr "$RLOCK" doctor ''
 	assert_usage doctor "rlock: doctor: invalid lock name: empty"
+}
+
+@test "doctor: AOF with appendfsync everysec warns that a crash loses the last second, with both fixes" {
+	start_redis EVS --appendonly yes --appendfsync everysec --maxmemory-policy noeviction
+	run -1 --separate-stderr "$RLOCK" -u "$EVS_URL" --json doctor
+	json=$output
+	[ "$(level "$json" persistence)" = warn ]
+	[ "$(message "$json" persistence)" = "AOF with appendfsync everysec: a crash loses the locks of its last second or more; fix: appendfsync always, or keep a restarted server out of service for the longest TTL in use" ]
+}
+
+@test "doctor: AOF where CONFIG is refused: a note on what to check, not an error" {
+	rcli DUR ACL SETUSER noconf on '>pw' '~*' '&*' '+@all' '-config' >/dev/null
+	run -0 --separate-stderr "$RLOCK" -u "redis://noconf:pw@127.0.0.1:$DUR_PORT" --json doctor
+	rcli DUR ACL DELUSER noconf >/dev/null
+	json=$output
+	[ "$(level "$json" persistence)" = note ]
+	[ "$(message "$json" persistence)" = "AOF on; appendfsync unknown (CONFIG refused): with always a crash loses no lock, with everysec the last second of them (then keep a restarted server out of service for the longest TTL in use)" ]
+}
+
+@test "doctor: a master with replicas and no AOF: the cure is not to restart it at once, and --wait-replicas for failovers" {
+	run -1 --separate-stderr "$RLOCK" -u "$VTTL_URL" --json doctor
+	json=$output
+	[ "$(level "$json" persistence)" = warn ]
+	[[ $(message "$json" persistence) == *"fix: never restart a crashed master at once (its replicas would copy its empty data): keep it out for the longest TTL in use, or appendonly yes with appendfsync always" ]]
+	[[ $(message "$json" replication) == "1 replica, lag "*"use --wait-replicas 1" ]]
 }
