@@ -220,11 +220,18 @@ deb: deb-deps check-version dist
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(HELPERS:=.d)
 
 # make stress: the randomized safety checker under chaos for STRESS_SECS
-# seconds (default 300; make test runs a 20s version), then the flash-sale
-# example with 1000 buyers and 100 items.
+# seconds (default 300; make test runs a 20s version); the failover chaos
+# harness for STRESS_SECS each through Sentinel, Sentinel with
+# --wait-replicas 1, and a cluster (make test runs a 40s Sentinel one;
+# all three run, and the target fails after them if one failed); then the
+# flash-sale example with 1000 buyers and 100 items.
 STRESS_SECS ?= 300
 stress: rlock tests/helpers/faultproxy
 	./tests/stress/safety.sh --duration $(STRESS_SECS)
+	@st=0; for mode in "" "--wait-replicas 1" "--cluster"; do \
+		echo "./tests/stress/failover.sh --duration $(STRESS_SECS) $$mode"; \
+		./tests/stress/failover.sh --duration $(STRESS_SECS) $$mode || st=1; \
+	done; exit $$st
 	./examples/seckill.sh
 
 .PHONY: stress
