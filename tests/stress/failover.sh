@@ -398,30 +398,11 @@ master_is_not() {
 	m=$(named_master) && [[ $m != "$1" ]]
 }
 
-s_failover() {
-	local old out try s
-	old=$(named_master) || return 1
-	# A sentinel refuses (-NOGOODSLAVE, -INPROG) until it has fresh news
-	# of a replica: ask again, bounded.  The action counts from the
-	# moment one said yes.
-	for ((try = 0; try < 50; try++)); do
-		s=${SENTINELS[RANDOM % 3]}
-		out=$(cli "$(port_of "$s")" SENTINEL FAILOVER mymaster)
-		[[ $out == OK ]] && break
-		nap_ms 200
-	done
-	[[ $out == OK ]] || {
-		chaos_log REFUSED failover "$out"
-		return 0
-	}
-	chaos_log ACT failover "$old"
-	poll 30 master_is_not "$old" || chaos_log NOFAILOVER failover "$old"
-}
 
 
 
 
-# ---- kill, stop, restart: the same on Sentinel and Cluster --------------------
+# ---- the chaos: the same on Sentinel and Cluster --------------------------------
 
 # the_master: the master of the lock's slot (the one the sentinels name, or
 # the cluster's owner of the slot); master_moved PORT: another one now.
@@ -441,6 +422,38 @@ respawn_node() {
 	else
 		respawn "$1"
 	fi
+}
+
+# ask_failover MASTER: one request for a failover away from MASTER (a
+# random sentinel's SENTINEL FAILOVER, or CLUSTER FAILOVER on its replica);
+# prints the answer.
+ask_failover() {
+	local r
+	if ((cluster)); then
+		r=$(replica_of "$1")
+		[[ -n $r ]] && cli "$r" CLUSTER FAILOVER
+	else
+		cli "$(port_of "${SENTINELS[RANDOM % 3]}")" SENTINEL FAILOVER mymaster
+	fi
+}
+
+a_failover() {
+	local m out try
+	m=$(the_master) || return 1
+	# A sentinel refuses (-NOGOODSLAVE, -INPROG) until it has fresh news
+	# of a replica, a replica until it is in sync: ask again, bounded.
+	# The action counts from the moment one said yes.
+	for ((try = 0; try < 50; try++)); do
+		out=$(ask_failover "$m")
+		[[ $out == OK ]] && break
+		nap_ms 200
+	done
+	[[ $out == OK ]] || {
+		chaos_log REFUSED failover "$out"
+		return 0
+	}
+	chaos_log ACT failover "$m"
+	poll 30 master_moved "$m" || chaos_log NOFAILOVER failover "$m"
 }
 
 a_kill() {
@@ -555,23 +568,6 @@ cluster_healthy() {
 		$(grep -c ' slave ' <<<"$first") == 3 ]]
 }
 
-c_failover() {
-	local m r out try
-	m=$(slot_master) || return 1
-	r=$(replica_of "$m")
-	[[ -n $r ]] || return 1
-	for ((try = 0; try < 20; try++)); do
-		out=$(cli "$r" CLUSTER FAILOVER)
-		[[ $out == OK ]] && break
-		nap_ms 200
-	done
-	[[ $out == OK ]] || {
-		chaos_log REFUSED failover "$out"
-		return 0
-	}
-	chaos_log ACT failover "$m"
-	poll 30 slot_master_is_not "$m" || chaos_log NOFAILOVER failover "$m"
-}
 
 
 
@@ -889,13 +885,7 @@ chaos_loop() {
 		now_us t
 		next=$((t + every * (800 + RANDOM % 401) * 1000))
 		say "[$(((t - START) / 1000000))s] $act"
-		if [[ $act != failover ]]; then
-			"a_$act" || chaos_log SKIPPED "$act"
-		elif ((cluster)); then
-			c_failover || chaos_log SKIPPED "$act"
-		else
-			s_failover || chaos_log SKIPPED "$act"
-		fi
+		"a_$act" || chaos_log SKIPPED "$act"
 	done
 	chaos_log END
 }
