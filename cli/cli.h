@@ -53,6 +53,12 @@ enum {
 	OPT_SENTINEL_USER,
 	OPT_SENTINEL_PASSWORD_FILE,
 	OPT_WAIT_REPLICAS,
+	OPT_NOTE,
+	OPT_NO_LOG,
+	OPT_STATUS,
+	OPT_SINCE,
+	OPT_MAX_AGE,
+	OPT_PROMETHEUS,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -74,6 +80,7 @@ enum {
 	{ "verbose", no_argument, NULL, 'v' },                            \
 	{ "quiet", no_argument, NULL, 'q' },                              \
 	{ "json", no_argument, NULL, OPT_JSON },                          \
+	{ "no-log", no_argument, NULL, OPT_NO_LOG },                      \
 	{ "help", no_argument, NULL, 'h' },                               \
 	{ "version", no_argument, NULL, 'V' }
 
@@ -99,6 +106,9 @@ struct cli {
 	int warned_insecure;		/* said once, though run opens two handles */
 	int verbose;			/* -1 quiet, 0 normal, 1 verbose */
 	int json;
+	int no_log;			/* --no-log, RLOCK_LOG=off */
+	long log_max;			/* RLOCK_LOG_MAX, 0 the default */
+	int log_days;			/* RLOCK_LOG_DAYS, 0 the default */
 	int help;
 };
 
@@ -118,6 +128,8 @@ int cmd_extend(int argc, char **argv, struct cli *g);
 int cmd_status(int argc, char **argv, struct cli *g);
 int cmd_bench(int argc, char **argv, struct cli *g);
 int cmd_doctor(int argc, char **argv, struct cli *g);
+int cmd_log(int argc, char **argv, struct cli *g);
+int cmd_last(int argc, char **argv, struct cli *g);
 int cmd_help(int argc, char **argv, struct cli *g);
 
 /* Print "rlock: <cmd>: <msg>" to stderr. */
@@ -148,11 +160,13 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 	{ "conflict-exit-code", required_argument, NULL, 'E' },           \
 	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },            \
 	{ "label", required_argument, NULL, OPT_LABEL },                  \
-	{ "wait-replicas", required_argument, NULL, OPT_WAIT_REPLICAS }
+	{ "wait-replicas", required_argument, NULL, OPT_WAIT_REPLICAS },  \
+	{ "note", required_argument, NULL, OPT_NOTE }
 
 /* After the options: refuse a lock kind that contradicts itself (-s or
- * -x with --limit N > 1). */
-void cli_lock_check(const struct cli *g, const struct rlock_acquire_opts *ao);
+ * -x with --limit N > 1); take the note from RLOCK_NOTE when --note was
+ * not given. */
+void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao);
 
 /* Report a getopt failure ('?' or ':') and exit 64. */
 void cli_bad_option(struct cli *g, int c, char **argv)
@@ -162,6 +176,10 @@ void cli_bad_option(struct cli *g, int c, char **argv)
  * allow zero. */
 int64_t cli_duration(const struct cli *g, const char *opt, const char *arg,
 		     int ttl, int zero);
+
+/* A whole number min..max in digits for option opt, or exit 64. */
+int cli_int(const struct cli *g, const char *opt, const char *arg, long min,
+	    long max);
 
 /* Check a lock name or exit 64. */
 void cli_check_name(const struct cli *g, const char *name);
@@ -241,6 +259,22 @@ void cli_help(const struct cli *g) __attribute__((noreturn));
 
 /* Replace control characters in s by spaces; returns s. */
 char *cli_printable(char *s);
+
+/* The wall clock in ms since the epoch, for what is shown to people. */
+long long cli_wall_ms(void);
+
+/* A history event as a JSON object (servers: how many the handle has). */
+void cli_event_json(FILE *f, const struct rlock_event *e, int servers);
+
+/* How the run an event ended went: "exit 0 after 12s", "lost (why) after
+ * 3s"; and when and where: "2h ago on web3 (root pid 5522)". */
+const char *cli_event_outcome(const struct rlock_event *e, char *buf,
+			      size_t len);
+const char *cli_event_when(const struct rlock_event *e, char *buf,
+			   size_t len);
+
+/* Say once with -v that a server does not keep the history. */
+void cli_history_warn(const struct cli *g, const struct rlock *rl);
 
 /* Write the holder as "host pid N (command)" into buf. */
 const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len);

@@ -189,7 +189,7 @@ static void lost(const char *name, const struct rlock_lease *l, int rc,
 		[LOST_KILL] = "; sent SIGKILL to the process it followed",
 		[LOST_IGNORE] = "",
 	};
-	char when[64], text[700];
+	char when[64], text[900];
 	struct timespec now;
 	struct tm tm;
 
@@ -283,10 +283,17 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 	(void)rc;
 	lease_file_sweep();
 	rc = rlock_keepalive(rl, name, l, pfd);
-	if (rc == RLOCK_OK)
-		rlock_release(rl, name, l->token, l);
-	else
-		lost(name, l, rc, rlock_errstr(rl), pfd, on_lost, marked);
+	if (rc == RLOCK_OK) {
+		rlock_release(rl, name, l->token, l, NULL);
+	} else {
+		char why[800], rec[832];
+
+		snprintf(why, sizeof(why), "%s", rlock_errstr(rl));
+		lost(name, l, rc, why, pfd, on_lost, marked);
+		snprintf(rec, sizeof(rec), "%s%s", rc == RLOCK_NOTOURS ?
+			 "renewal refused: " : "", why);
+		rlock_record_lost(rl, name, l, rec, NULL);
+	}
 	if (marked)
 		lease_file_remove(l->token, "renewing");
 	rlock_free(rl);
@@ -444,6 +451,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 		rlock_free(rl);
 		return cli_exit_code(rc, conflict);
 	}
+	cli_history_warn(g, rl);
 	/* The token is printed only once the renewer keeps the lease: one
 	 * that cannot start leaves nobody holding a lock it cannot keep. */
 	if (renew) {
@@ -451,7 +459,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 		rc = start_renewer(g, name, &lease, (pid_t)pid, on_lost, &child,
 				   err, sizeof(err));
 		if (rc != RLOCK_OK) {
-			rlock_release(rl, name, lease.token, &lease);
+			rlock_release(rl, name, lease.token, &lease, NULL);
 			rlock_free(rl);
 			if (g->verbose >= 0)
 				cli_warn(g, "%s", err);
@@ -466,7 +474,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 			waitpid(child, NULL, 0);
 			lease_file_remove(lease.token, "renewing");
 		}
-		rlock_release(rl, name, lease.token, &lease);
+		rlock_release(rl, name, lease.token, &lease, NULL);
 		rlock_free(rl);
 		return EX_OSERR;
 	}

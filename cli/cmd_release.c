@@ -16,7 +16,8 @@
  * renewer lost it is reported with when and why.
  */
 static int release(const struct cli *g, struct rlock *rl, const char *name,
-		   const char *token, int *said)
+		   const char *token, const struct rlock_outcome *how,
+		   int *said)
 {
 	char rec[700], when[64], mark[32];
 	long long ms;
@@ -24,7 +25,7 @@ static int release(const struct cli *g, struct rlock *rl, const char *name,
 
 	marked = lease_file_read(token, "renewing", mark, sizeof(mark)) == 0 &&
 		 lease_file_remove(token, "renewing") == 0;
-	rc = rlock_release(rl, name, token, NULL);
+	rc = rlock_release(rl, name, token, NULL, how);
 	if (marked && rc != RLOCK_OK && rc != RLOCK_NOTOURS)
 		lease_file_write(token, "renewing", mark);
 	if (rc != RLOCK_NOTOURS ||
@@ -52,8 +53,10 @@ int cmd_release(int argc, char **argv, struct cli *g)
 	static const struct option longopts[] = {
 		CLI_GLOBAL_LONG,
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "status", required_argument, NULL, OPT_STATUS },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct rlock_outcome how = { -1, 0 };
 	struct rlock_holder was;
 	struct rlock *rl;
 	const char *name, *token;
@@ -66,12 +69,17 @@ int cmd_release(int argc, char **argv, struct cli *g)
 			continue;
 		if (c == OPT_FORCE)
 			force = 1;
+		else if (c == OPT_STATUS)
+			how.exit = cli_int(g, "--status", optarg, 0, 255);
 		else
 			cli_bad_option(g, c, argv);
 	}
 	token = cli_name_token(g, argc, argv, &name, !force);
 	if (force && token != NULL)
 		cli_usage_error(g, "--force takes no TOKEN");
+	if (force && how.exit >= 0)
+		cli_usage_error(g, "--status is for a holder's own release, "
+				"not --force");
 	cli_finish(g);
 	rl = cli_open(g);
 	if (force) {
@@ -89,7 +97,7 @@ int cmd_release(int argc, char **argv, struct cli *g)
 			rc = RLOCK_OK;
 		}
 	} else {
-		rc = release(g, rl, name, token, &said);
+		rc = release(g, rl, name, token, &how, &said);
 		/* A note of the release, if it has one, is said under -v. */
 		if (rc == RLOCK_OK && g->verbose > 0 &&
 		    rlock_errstr(rl)[0] != '\0')

@@ -35,6 +35,7 @@ struct run {
 	int64_t max_time_ms;
 	int reentrant;
 	char kind[24];			/* "x", "s" or the limit, as asked */
+	int signal;			/* the signal that ended the command */
 	struct cli_waitline line;	/* the live line while waiting */
 };
 
@@ -524,6 +525,7 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 			 lease->fence, rlock_fmt_ms(lease->ttl_ms, tb,
 						    sizeof(tb)));
 	}
+	cli_history_warn(r->g, rl);
 	return -1;
 }
 
@@ -535,6 +537,8 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 		   const struct rlock_lease *lease, int lost, int ret)
 {
+	struct rlock_outcome how = { ret, r->signal };
+	char why[sizeof(rn->err) + 32];
 	int rc;
 
 	if (lost) {
@@ -542,16 +546,21 @@ static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 			 r->on_lost == LOST_IGNORE ?
 			 "command not stopped (--on-lost ignore)" :
 			 "command stopped");
+		snprintf(why, sizeof(why), "%s%s", rn->result == RLOCK_NOTOURS ?
+			 "renewal refused: " : "", rn->err);
+		rlock_record_lost(rl, r->name, lease, why, &how);
 		/* If only the replies were lost, the server may still hold
 		 * our token: free it now rather than at its expiry.  The
 		 * script deletes nothing but our own token. */
-		rlock_release(rl, r->name, lease->token, NULL);
+		rlock_release(rl, r->name, lease->token, NULL, &how);
 		return EX_LOST;
 	}
-	rc = rlock_release(rl, r->name, lease->token, lease);
+	rc = rlock_release(rl, r->name, lease->token, lease, &how);
 	if (rc == RLOCK_NOTOURS) {
 		cli_warn(r->g, "%s: lock lost before the command ended: "
 			 "token no longer holds it", r->name);
+		rlock_record_lost(rl, r->name, lease, "lease ran out before "
+				  "release", &how);
 		return EX_LOST;
 	}
 	if (rc != RLOCK_OK) {
@@ -602,6 +611,7 @@ static int run_command(struct run *r, int sfd, const sigset_t *oldmask,
 	status = supervise(r, pid, sfd, tty, rn, lost);
 	if (tty >= 0)
 		tcsetpgrp(tty, getpgrp());
+	r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
 		WEXITSTATUS(status);
 }

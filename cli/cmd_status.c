@@ -169,6 +169,8 @@ static void json_kind_line(const struct status *s,
 static void print_json(struct status *s, const char *name,
 		       const struct rlock_holder *h)
 {
+	const struct rlock_event *last;
+
 	fputs(s->rows++ ? ",{" : "{", s->out);
 	fputs("\"name\":", s->out);
 	cli_json_str(s->out, name);
@@ -193,6 +195,16 @@ static void print_json(struct status *s, const char *name,
 	else
 		fputs("null", s->out);
 	json_kind_line(s, h);
+	fputs(",\"note\":", s->out);
+	if (h->held && h->note[0] != '\0')
+		cli_json_str(s->out, h->note);
+	else
+		fputs("null", s->out);
+	fputs(",\"last\":", s->out);
+	if (rlock_status_last(s->rl, &last))
+		cli_event_json(s->out, last, (int)rlock_nservers(s->rl));
+	else
+		fputs("null", s->out);
 	print_json_views(s);
 	fputs("}", s->out);
 }
@@ -204,6 +216,7 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 	const struct rlock_holder *list;
 	size_t n = rlock_status_holders(s->rl, &list);
 	char who[400], cmd[RLOCK_LABEL_MAX + 1], ttl[32], age[32];
+	char note[RLOCK_NOTE_MAX + 1];
 
 	if (h->held && h->limit > 1)
 		fprintf(s->out, "  semaphore: %lld of %d places held\n",
@@ -223,6 +236,9 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 			cli_printable(who),
 			cli_printable(strcpy(cmd, x->command)));
 	}
+	if (h->held && h->note[0] != '\0')
+		fprintf(s->out, "  note: %s\n",
+			cli_printable(strcpy(note, h->note)));
 	if (h->next.present) {
 		const struct rlock_waiter *w = &h->next;
 
@@ -233,6 +249,23 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 			rlock_fmt_ms(w->waited_ms, age, sizeof(age)),
 			cli_printable(strcpy(cmd, w->command)));
 	}
+}
+
+/* A free lock's last run, after its row (and its servers' lines): "last:
+ * 2h ago on web3, exit 0 after 12s". */
+static void print_last(const struct status *s, const struct rlock_holder *h)
+{
+	const struct rlock_event *last;
+	char ago[32], host[256], how[600];
+	long long d;
+
+	if (h->held || !rlock_status_last(s->rl, &last))
+		return;
+	d = cli_wall_ms() - last->time_ms;
+	fprintf(s->out, "  last: %s ago on %s, %s\n",
+		rlock_fmt_ms(d > 0 ? d : 0, ago, sizeof(ago)),
+		cli_printable(strcpy(host, last->host)),
+		cli_event_outcome(last, how, sizeof(how)));
 }
 
 static void print_row(struct status *s, const char *name,
@@ -254,6 +287,7 @@ static void print_row(struct status *s, const char *name,
 		       "free", h->fence, "-", "-", w, "-", "-");
 		print_more(s, h);
 		print_views(s);
+		print_last(s, h);
 		return;
 	}
 	if (h->host[0] != '\0')

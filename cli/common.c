@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -116,7 +117,7 @@ static void add_url(struct cli *g, const char *u)
 }
 
 /* A whole number min..max written in digits only, or a usage error. */
-static int int_option(const struct cli *g, const char *opt, const char *arg,
+int cli_int(const struct cli *g, const char *opt, const char *arg,
 		      long min, long max)
 {
 	char *end;
@@ -129,6 +130,15 @@ static int int_option(const struct cli *g, const char *opt, const char *arg,
 		cli_usage_error(g, "invalid %s '%s': must be %ld..%ld", opt,
 				arg, min, max);
 	return (int)v;
+}
+
+static void check_note(const struct cli *g, const char *what,
+		       const char *note)
+{
+	const char *why;
+
+	if (rlock_check_note(note, &why) != RLOCK_OK)
+		cli_usage_error(g, "invalid %s: %s", what, why);
 }
 
 /* The last of -s and -x given ('s', 'x'), 0 none: flock's letters, where
@@ -147,7 +157,7 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		kind_letter = (char)c;
 		return 1;
 	case 'l':
-		ao->limit = int_option(g, "--limit", arg, 1, LIMIT_MAX);
+		ao->limit = cli_int(g, "--limit", arg, 1, LIMIT_MAX);
 		return 1;
 	case 't':
 		ao->ttl_ms = cli_duration(g, "--ttl", arg, 1, 0);
@@ -159,7 +169,7 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		ao->wait_ms = cli_duration(g, "--timeout", arg, 0, 1);
 		return 1;
 	case 'E':
-		*conflict = int_option(g, "--conflict-exit-code", arg, 0, 255);
+		*conflict = cli_int(g, "--conflict-exit-code", arg, 0, 255);
 		return 1;
 	case OPT_MIN_HOLD:
 		ao->min_hold_ms = cli_duration(g, "--min-hold", arg, 0, 1);
@@ -168,15 +178,25 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		ao->label = arg;
 		return 1;
 	case OPT_WAIT_REPLICAS:
-		ao->wait_replicas = int_option(g, "--wait-replicas", arg, 0,
+		ao->wait_replicas = cli_int(g, "--wait-replicas", arg, 0,
 					       1000);
+		return 1;
+	case OPT_NOTE:
+		check_note(g, "--note", arg);
+		ao->note = arg;
 		return 1;
 	}
 	return 0;
 }
 
-void cli_lock_check(const struct cli *g, const struct rlock_acquire_opts *ao)
+void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao)
 {
+	const char *v = getenv("RLOCK_NOTE");
+
+	if (ao->note == NULL && v != NULL && *v != '\0') {
+		check_note(g, "RLOCK_NOTE", v);
+		ao->note = v;
+	}
 	if (kind_letter != 0 && ao->limit > 1)
 		cli_usage_error(g, "--%s and --limit %d cannot be combined: a "
 				"semaphore's holders are neither shared nor "
@@ -240,6 +260,9 @@ int cli_global_option(struct cli *g, int c, const char *arg)
 		return 1;
 	case OPT_JSON:
 		g->json = 1;
+		return 1;
+	case OPT_NO_LOG:
+		g->no_log = 1;
 		return 1;
 	case 'h':
 		cli_help(g);
@@ -354,6 +377,41 @@ static void finish_tls(struct cli *g)
 	check_readable(g, "--key", g->key, 0);
 }
 
+/* A whole number min..max from the environment, or a usage error. */
+static long env_number(const struct cli *g, const char *var, long min,
+		       long max)
+{
+	const char *v = getenv(var);
+	char *end;
+	long n;
+
+	if (v == NULL || *v == '\0')
+		return 0;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno != 0 || !isdigit((unsigned char)*v) || *end != '\0' ||
+	    n < min || n > max)
+		cli_usage_error(g, "invalid %s '%s': must be %ld..%ld", var, v,
+				min, max);
+	return n;
+}
+
+/* The history's settings from the environment. */
+static void finish_log(struct cli *g)
+{
+	const char *v = getenv("RLOCK_LOG");
+
+	if (v != NULL && *v != '\0') {
+		if (strcmp(v, "off") == 0)
+			g->no_log = 1;
+		else if (strcmp(v, "on") != 0)
+			cli_usage_error(g, "invalid RLOCK_LOG '%s': must be "
+					"on or off", v);
+	}
+	g->log_max = env_number(g, "RLOCK_LOG_MAX", 1, 1000000);
+	g->log_days = (int)env_number(g, "RLOCK_LOG_DAYS", 1, 3650);
+}
+
 void cli_finish(struct cli *g)
 {
 	const char *v;
@@ -403,6 +461,7 @@ void cli_finish(struct cli *g)
 		v = getenv("RLOCK_VERBOSE");
 		g->verbose = v != NULL && strcmp(v, "1") == 0 ? 1 : 0;
 	}
+	finish_log(g);
 }
 
 struct rlock *cli_try_open(struct cli *g, int *rc, char *err, size_t errlen)
@@ -425,6 +484,9 @@ struct rlock *cli_try_open(struct cli *g, int *rc, char *err, size_t errlen)
 	cfg.sentinel_user = g->sentinel_user;
 	cfg.sentinel_password = g->has_sentinel_password ?
 		g->sentinel_password : NULL;
+	cfg.no_log = g->no_log;
+	cfg.log_max = g->log_max;
+	cfg.log_days = g->log_days;
 	if (g->insecure && g->verbose > 0 && uses_tls(g) && !g->warned_insecure) {
 		cli_warn(g, "warning: --insecure: the server's certificate is "
 			 "not verified");
@@ -601,6 +663,14 @@ void cli_report_acquire(const struct cli *g, const char *name, int rc,
 			 cli_holder(h, who, sizeof(who)), more(h, mb, sizeof(mb)));
 }
 
+void cli_history_warn(const struct cli *g, const struct rlock *rl)
+{
+	const char *why = rlock_history_refused(rl);
+
+	if (g->verbose > 0 && why != NULL)
+		cli_warn(g, "warning: %s", why);
+}
+
 const char *cli_name_token(const struct cli *g, int argc, char **argv,
 			   const char **name, int need_token)
 {
@@ -621,4 +691,12 @@ const char *cli_name_token(const struct cli *g, int argc, char **argv,
 					"RLOCK_TOKEN)");
 	}
 	return token;
+}
+
+long long cli_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

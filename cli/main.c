@@ -21,6 +21,8 @@
 	"                                 NAME must give the same N)\n" \
 	"      --min-hold DUR             keep the lock at least DUR after taking it\n" \
 	"      --label TEXT               what status shows as the holder's command\n" \
+	"      --note TEXT                a note for status and the history, such as a\n" \
+	"                                 CI job's URL (default $RLOCK_NOTE)\n" \
 	"      --wait-replicas N          after taking the lock, wait until N replicas\n" \
 	"                                 have it (within the I/O timeout) or give it up\n"
 
@@ -56,7 +58,9 @@ const struct cmd cli_cmds[] = {
 	  "Release lock NAME if TOKEN (default: $RLOCK_TOKEN) holds it.\n"
 	  "\n"
 	  "Options:\n"
-	  "      --force                    remove the lock whoever holds it\n" },
+	  "      --force                    remove the lock whoever holds it\n"
+	  "      --status N                 record N (0..255) as how the work ended, for\n"
+	  "                                 'rlock last' (default: not recorded)\n" },
 	{ "extend", cmd_extend, "push back the expiry of a held lock",
 	  "Usage: rlock extend [options] NAME [TOKEN]\n"
 	  "\n"
@@ -71,6 +75,28 @@ const struct cmd cli_cmds[] = {
 	  "lock is free.\n"
 	  "\n"
 	  "Options:\n" },
+	{ "log", cmd_log, "show what happened to a lock",
+	  "Usage: rlock log [options] NAME\n"
+	  "\n"
+	  "Show the history of lock NAME, oldest first: who acquired and released it,\n"
+	  "how each run ended, who gave up waiting, who forced it, when it was lost.\n"
+	  "Exits 1 when there is none.\n"
+	  "\n"
+	  "Options:\n"
+	  "  -n, --lines N                  the last N events (default 20)\n"
+	  "      --since DUR                only events of the last DUR\n"
+	  "  -f, --follow                   then print new events as they happen, until\n"
+	  "                                 interrupted\n" },
+	{ "last", cmd_last, "show the last run of locks, or check it is recent",
+	  "Usage: rlock last [options] NAME...\n"
+	  "\n"
+	  "Show how the last run of each lock ended: where, when, how long, exit status.\n"
+	  "With --max-age, a monitoring check: silent and 0 when each lock had a\n"
+	  "successful run that ended within DUR, else 1 and a line per stale lock.\n"
+	  "\n"
+	  "Options:\n"
+	  "      --max-age DUR              exit 1 unless each lock succeeded within DUR\n"
+	  "      --prometheus               print node_exporter textfile metrics\n" },
 	{ "bench", cmd_bench, "measure lock throughput, latency and exclusion",
 	  "Usage: rlock bench [options]\n"
 	  "\n"
@@ -136,6 +162,8 @@ static const char global_opts[] =
 	"  -v, --verbose                  more diagnostics\n"
 	"  -q, --quiet                    fewer diagnostics\n"
 	"      --json                     machine-readable output\n"
+	"      --no-log                   keep no history of what this does (or\n"
+	"                                 RLOCK_LOG=off)\n"
 	"  -h, --help                     show this help\n"
 	"  -V, --version                  show the version\n";
 
@@ -155,10 +183,11 @@ static void usage(void)
 	       "Environment:\n"
 	       "  RLOCK_URL, REDIS_URL, RLOCK_PREFIX, REDISCLI_AUTH, RLOCK_CACERT, RLOCK_CERT,\n"
 	       "  RLOCK_CERT_KEY, RLOCK_SENTINEL_USER, RLOCK_SENTINEL_PASSWORD, RLOCK_VERBOSE,\n"
-	       "  NO_COLOR\n"
+	       "  RLOCK_NOTE, RLOCK_LOG, RLOCK_LOG_MAX, RLOCK_LOG_DAYS, NO_COLOR\n"
 	       "\n"
 	       "Exit status:\n"
-	       "  0 success   1 status: a lock is free; doctor: a check warns\n"
+	       "  0 success   1 status: a lock is free; doctor: a check warns;\n"
+	       "              log: no history; last --max-age: a lock is stale\n"
 	       "  N, 128+N the command's status\n"
 	       "  64 usage   69 Redis unavailable   70 internal error   71 system error\n"
 	       "  75 not acquired   76 lock lost / not ours   77 refused by the server's ACL\n"

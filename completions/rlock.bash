@@ -4,22 +4,27 @@
 # COMMAND of "rlock run" when that is loaded.
 
 # Options, by where they are accepted.  The *_args lists take a value.
-_rlock_commands='run acquire release extend status bench doctor help'
-_rlock_global_flags='--insecure -v --verbose -q --quiet --json -h --help -V --version'
+_rlock_commands='run acquire release extend status bench doctor log last help'
+_rlock_global_flags='--insecure -v --verbose -q --quiet --json --no-log -h --help -V --version'
 _rlock_global_args='-u --url --prefix --connect-timeout --io-timeout --password-file'
 _rlock_global_args+=' --cacert --cacertdir --cert --key --sni'
 _rlock_global_args+=' --sentinel-user --sentinel-password-file'
 _rlock_lease_flags='-n --nonblock -s --shared -x --exclusive'
 _rlock_lease_args='-t --ttl -w --timeout -E --conflict-exit-code -l --limit --min-hold'
-_rlock_lease_args+=' --label --wait-replicas'
+_rlock_lease_args+=' --label --note --wait-replicas'
 _rlock_run_args='-c --command --on-lost -k --kill-after --max-time'
 _rlock_acquire_flags='--renew'
 _rlock_acquire_args='--pid --format --on-lost'
 _rlock_release_flags='--force'
+_rlock_release_args='--status'
 _rlock_extend_args='-t --ttl'
 _rlock_bench_flags='-s --shared --no-ping'
 _rlock_bench_args='-c --clients -k --keys -n --cycles -d --duration -t --ttl --hold --gap'
 _rlock_bench_args+=' -l --limit'
+_rlock_log_flags='-f --follow'
+_rlock_log_args='-n --lines --since'
+_rlock_last_flags='--prometheus'
+_rlock_last_args='--max-age'
 
 # _rlock_reply COMPGEN-ARGS...: set COMPREPLY to compgen's words, one a line.
 _rlock_reply()
@@ -28,11 +33,15 @@ _rlock_reply()
 }
 
 # _rlock_takes_value OPTION [SUBCOMMAND]: succeed if OPTION is followed by
-# a value.  "-n" takes one in bench only.
+# a value.  "-n" takes one in bench and log only.
 _rlock_takes_value()
 {
 	local args="$_rlock_global_args $_rlock_lease_args $_rlock_run_args $_rlock_acquire_args"
-	[[ ${2-} == bench ]] && args="$_rlock_global_args $_rlock_bench_args"
+	args+=" $_rlock_release_args $_rlock_last_args"
+	case ${2-} in
+	bench) args="$_rlock_global_args $_rlock_bench_args" ;;
+	log) args="$_rlock_global_args $_rlock_log_args" ;;
+	esac
 	case " $args " in
 	*" $1 "*) return 0 ;;
 	esac
@@ -171,12 +180,16 @@ _rlock()
 	acquire)
 		opts+=" $_rlock_lease_flags $_rlock_lease_args $_rlock_acquire_flags $_rlock_acquire_args" ;;
 	release)
-		opts+=" $_rlock_release_flags" ;;
+		opts+=" $_rlock_release_flags $_rlock_release_args" ;;
 	extend)
 		opts+=" $_rlock_extend_args" ;;
 	status|doctor) ;;
 	bench)
 		opts+=" $_rlock_bench_flags $_rlock_bench_args" ;;
+	log)
+		opts+=" $_rlock_log_flags $_rlock_log_args" ;;
+	last)
+		opts+=" $_rlock_last_flags $_rlock_last_args" ;;
 	help)
 		if [[ $cur != -* ]]; then
 			_rlock_reply -W "$_rlock_commands" -- "$cur"

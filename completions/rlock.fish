@@ -53,8 +53,10 @@ complete -c rlock -n __rlock_needs_command -a extend -d 'Push back the expiry of
 complete -c rlock -n __rlock_needs_command -a status -d 'Show who holds locks'
 complete -c rlock -n __rlock_needs_command -a bench -d 'Measure lock throughput, latency and exclusion'
 complete -c rlock -n __rlock_needs_command -a doctor -d 'Check that the servers can keep locks safe'
+complete -c rlock -n __rlock_needs_command -a log -d 'Show the history of a lock'
+complete -c rlock -n __rlock_needs_command -a last -d 'Say how the last run of locks ended'
 complete -c rlock -n __rlock_needs_command -a help -d 'Show the usage of a command'
-complete -c rlock -n '__rlock_using help' -x -a 'run acquire release extend status bench doctor help'
+complete -c rlock -n '__rlock_using help' -x -a 'run acquire release extend status bench doctor log last help'
 
 # Global options
 complete -c rlock -s u -l url -x -d 'Redis server URL'
@@ -73,6 +75,7 @@ complete -c rlock -l sentinel-password-file -r -F -d "Read the sentinels' passwo
 complete -c rlock -s v -l verbose -d 'Say more on stderr'
 complete -c rlock -s q -l quiet -d 'Say less on stderr'
 complete -c rlock -l json -d 'Machine-readable output'
+complete -c rlock -l no-log -d 'Record nothing in the history of the locks'
 complete -c rlock -s h -l help -d 'Show the usage and exit'
 complete -c rlock -s V -l version -d 'Show the version and exit'
 
@@ -86,6 +89,7 @@ complete -c rlock -n '__rlock_using run acquire' -s x -l exclusive -d 'An exclus
 complete -c rlock -n '__rlock_using run acquire' -s l -l limit -x -d 'A semaphore of this many holders'
 complete -c rlock -n '__rlock_using run acquire' -l min-hold -x -d 'Keep the lock at least this long'
 complete -c rlock -n '__rlock_using run acquire' -l label -x -d 'What status shows as the command'
+complete -c rlock -n '__rlock_using run acquire' -l note -x -d 'A note that status shows and the history keeps'
 complete -c rlock -n '__rlock_using run acquire' -l wait-replicas -x -d 'Wait until this many replicas have the lock'
 
 # run
@@ -102,6 +106,7 @@ complete -c rlock -n '__rlock_using acquire' -l format -x -a 'token json env' -d
 
 # release
 complete -c rlock -n '__rlock_using release' -l force -d 'Remove the lock whoever holds it'
+complete -c rlock -n '__rlock_using release' -l status -x -d 'Record this exit status in the history'
 
 # extend
 complete -c rlock -n '__rlock_using extend' -s t -l ttl -x -d 'New time to live, from now'
@@ -117,3 +122,12 @@ complete -c rlock -n '__rlock_using bench' -l gap -x -d 'Pause between release a
 complete -c rlock -n '__rlock_using bench' -s l -l limit -x -d 'Semaphores of this many places'
 complete -c rlock -n '__rlock_using bench' -s s -l shared -d 'Shared locks instead of exclusive ones'
 complete -c rlock -n '__rlock_using bench' -l no-ping -d 'Skip the PING baseline'
+
+# log
+complete -c rlock -n '__rlock_using log' -s n -l lines -x -d 'Show the newest N events'
+complete -c rlock -n '__rlock_using log' -l since -x -d 'Show the events of this last while'
+complete -c rlock -n '__rlock_using log' -s f -l follow -d 'Keep printing new events until interrupted'
+
+# last
+complete -c rlock -n '__rlock_using last' -l max-age -x -d 'Exit 1 unless a run succeeded this recently'
+complete -c rlock -n '__rlock_using last' -l prometheus -d 'Print the node_exporter textfile format'

@@ -180,7 +180,7 @@ struct bclient {
  * order after the key. */
 static const char *const name_tails[] = {
 	"", KEY_META, KEY_FENCE, KEY_HOLDERS, KEY_HMETA, KEY_LINE, KEY_LEASE,
-	KEY_WHO, KEY_CHANNEL, KEY_WAKE,
+	KEY_WHO, KEY_LOG, KEY_CHANNEL, KEY_WAKE,
 };
 #define NAME_TAILS (sizeof(name_tails) / sizeof(name_tails[0]))
 
@@ -427,7 +427,7 @@ static void send_acquire(struct bench *b, struct bclient *c, int64_t now)
 	 * listens on its wake-up channel. */
 	req_acquire(&q, &b->nm[c->name].v, c->token, b->o->ttl_ms, &b->who,
 		    &(struct ask){ b->kind, c->sub != NULL ? c->wid : "",
-				   c->sub != NULL, 0 });
+				   c->sub != NULL, 0 }, &b->rl->hist);
 	c->state = CS_ACQ;
 	c->op = OP_ACQ;
 	c->woken = 0;
@@ -455,7 +455,7 @@ static void send_release(struct bench *b, struct bclient *c, int64_t now)
 	}
 	c->state = CS_REL;
 	c->op = OP_REL;
-	req_release(&q, &n->v, c->token);
+	req_release(&q, &n->v, c->token, &b->rl->hist, NULL);
 	if (req_send(c->cmd, &q, c->eval) != RLOCK_OK) {
 		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
 		return;
@@ -955,7 +955,7 @@ static char *key_of(const char *prefix, const char *name, const char *tail)
 	return s;
 }
 
-static int make_names(struct bench *b)
+static int bench_names(struct bench *b)
 {
 	unsigned char rnd[4] = { 0 };
 	char name[64];
@@ -978,8 +978,8 @@ static int make_names(struct bench *b)
 		}
 		n->v = (struct lock_names){ n->s[0], n->s[1], n->s[2],
 					    n->s[3], n->s[4], n->s[5],
-					    n->s[6], n->s[7], n->s[8],
-					    n->s[9],
+					    n->s[6], n->s[7], n->s[9],
+					    n->s[10], n->s[8],
 					    key_slot(n->s[0], strlen(n->s[0])) };
 		n->holder = -1;
 		n->releaser = -1;
@@ -1094,7 +1094,7 @@ static int setup(struct bench *b)
 	b->heap = calloc((size_t)b->nc, sizeof(*b->heap));
 	if (b->cl == NULL || b->nm == NULL || b->heap == NULL)
 		return bench_errno(b, "out of memory");
-	if (make_names(b) != RLOCK_OK)
+	if (bench_names(b) != RLOCK_OK)
 		return b->rc;
 	b->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (b->ep < 0)
@@ -1277,7 +1277,7 @@ static void lock_phase(struct bench *b)
 /* Delete the run's keys (the fence counters never expire).  Best effort:
  * the result stands whatever happens here. */
 /*
- * Delete every key of the run, fences included: one DEL per name (a
+ * Delete every key of the run, fences and histories included: one DEL per name (a
  * cluster refuses the keys of several slots in one command), pipelined on
  * one connection to each server that holds names.  Best effort.
  */

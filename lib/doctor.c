@@ -566,7 +566,11 @@ struct probe {
 	int subscribed;
 	redisReply *sub_refusal;	/* SUBSCRIBE's error reply */
 	int refused;			/* the ACL refused the acquire script */
+	int recorded;			/* the history: 1 kept, 0 refused, -1 */
 };
+
+/* The probe's history lasts a minute, should its cleanup fail. */
+static const struct history probe_history = { 10, 60000 };
 
 /* SUBSCRIBE the probe's channel on a connection of its own, as a waiter
  * does. */
@@ -657,7 +661,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 			    int64_t *woke_us)
 {
 	struct acquirer who = { x->rl->host, x->rl->user, "rlock doctor",
-				(long long)getpid(), 0 };
+				NULL, (long long)getpid(), 0, 0 };
 	struct request q;
 	redisReply *r = NULL;
 	long long fence, out = 0;
@@ -665,7 +669,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	int64_t t0;
 
 	req_acquire(&q, &p->k.v, p->token, PROBE_TTL_MS, &who,
-		    &(struct ask){ "x", "", 0, 1 });
+		    &(struct ask){ "x", "", 0, 1 }, &probe_history);
 	if (script(x, s->c, &q, &r) != RLOCK_OK) {
 		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 		    RLOCK_VALUE_NULL, NULL, "%s", conn_errstr(s->c));
@@ -697,6 +701,9 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	}
 	fence = r->element[1]->type == REDIS_REPLY_INTEGER ?
 		r->element[1]->integer : 0;
+	p->recorded = r->elements > 2 &&
+		      r->element[2]->type == REDIS_REPLY_INTEGER ?
+		      (int)r->element[2]->integer : -1;
 	freeReplyObject(r);
 	add(x, s->addr, "acquire", RLOCK_CHECK_OK, 0, RLOCK_VALUE_STRING,
 	    p->name, "took probe lock '%s' (fence %lld)", p->name, fence);
@@ -717,7 +724,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 		    conn_errstr(s->c) : "unexpected reply");
 	freeReplyObject(r);
 
-	req_release(&q, &p->k.v, p->token);
+	req_release(&q, &p->k.v, p->token, &probe_history, NULL);
 	t0 = now_us();
 	if (script(x, s->c, &q, &r) != RLOCK_OK)
 		r = NULL;
@@ -739,16 +746,46 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	return out;
 }
 
+/* Whether the probe's grant was recorded in its history (XADD), and the
+ * history can be read back (XREVRANGE: log, last and status). */
+static void check_history(struct doc *x, struct server *s, struct probe *p)
+{
+	const char *argv[6] = { "XREVRANGE", p->k.log, "+", "-", "COUNT", "1" };
+	const char *user = user_of(s->c);
+	redisReply *r = NULL;
+
+	if (p->recorded == 0) {
+		add(x, s->addr, "history", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "XADD refused: locks work, but "
+		    "no history is kept (rlock log, last); allow it with ACL "
+		    "SETUSER %s +xadd +xrange +xrevrange", user);
+		return;
+	}
+	if (call(x, s->c, 6, argv, &r) != RLOCK_OK)
+		return;
+	if (r->type == REDIS_REPLY_ERROR)
+		refused(x, s, "history", RLOCK_CHECK_WARN, r, p->k.key,
+			"XREVRANGE refused: the history is kept but rlock "
+			"log, last and status cannot read it");
+	else if (p->recorded == 1)
+		add(x, s->addr, "history", RLOCK_CHECK_OK, 0,
+		    RLOCK_VALUE_NULL, NULL, "the probe's grant and release "
+		    "were recorded in its history (%s)", p->k.log);
+	freeReplyObject(r);
+}
+
 /* Delete what the probe may have left (the fence counter never expires)
  * and check that nothing remains. */
 static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 {
-	const char *del[4] = { "DEL", p->k.key, p->k.meta, p->k.fence };
-	const char *exists[4] = { "EXISTS", p->k.key, p->k.meta, p->k.fence };
+	const char *del[5] = { "DEL", p->k.key, p->k.meta, p->k.fence,
+			       p->k.log };
+	const char *exists[5] = { "EXISTS", p->k.key, p->k.meta, p->k.fence,
+				  p->k.log };
 	redisReply *r = NULL;
 	long long left = -1;
 
-	if (call(x, s->c, 4, del, &r) != RLOCK_OK) {
+	if (call(x, s->c, 5, del, &r) != RLOCK_OK) {
 		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "%s; delete %s yourself",
 		    conn_errstr(s->c), p->k.fence);
@@ -762,19 +799,19 @@ static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 	}
 	freeReplyObject(r);
 	r = NULL;
-	if (call(x, s->c, 4, exists, &r) == RLOCK_OK &&
+	if (call(x, s->c, 5, exists, &r) == RLOCK_OK &&
 	    r->type == REDIS_REPLY_INTEGER)
 		left = r->integer;
 	freeReplyObject(r);
 	if (left == 0)
 		add(x, s->addr, "cleanup", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_NUMBER, "0", "the probe left no key behind "
-		    "(its :fence counter deleted)");
+		    "(its :fence counter and :log deleted)");
 	else
 		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "could not confirm that the "
-		    "probe's keys are gone: delete %s, %s and %s", p->k.key,
-		    p->k.meta, p->k.fence);
+		    "probe's keys are gone: delete %s, %s, %s and %s",
+		    p->k.key, p->k.meta, p->k.fence, p->k.log);
 }
 
 /* SCAN, as status lists the locks. */
@@ -820,9 +857,12 @@ static void check_rights(struct doc *x, struct server *s)
 	}
 	identify(x->rl);
 	probe_subscribe(x, s, &p);
+	p.recorded = -1;
 	released = probe_lock(x, s, &p, &woke);
 	if (released != 0)
 		check_wakeup(x, s, &p, released, woke);
+	if (released != 0)
+		check_history(x, s, &p);
 	if (!p.refused)
 		probe_cleanup(x, s, &p);
 	check_scan(x, s, &p);

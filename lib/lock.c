@@ -96,6 +96,10 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 	}
 	snprintf(rl->prefix, sizeof(rl->prefix), "%s",
 		 cfg->prefix != NULL ? cfg->prefix : "rlock:");
+	rl->hist.max = cfg->no_log ? 0 : cfg->log_max > 0 ? cfg->log_max :
+		       RLOCK_LOG_MAX_DEFAULT;
+	rl->hist.ttl_ms = (cfg->log_days > 0 ? cfg->log_days :
+			   RLOCK_LOG_DAYS_DEFAULT) * 86400000LL;
 	for (i = 0; i < cfg->nurls; i++) {
 		const char *why = NULL;
 		struct rlock_url *u = &rl->node[i].url;
@@ -198,15 +202,7 @@ size_t rlock_nservers(const struct rlock *rl)
 	return rl->nnode;
 }
 
-/* The names of lock name (DESIGN section 3), and a waiter's own wake-up
- * channel. */
-struct names {
-	struct lock_keys k;
-	char mywake[RLOCK_KEY_MAX + 16 + LINE_ID_LEN];
-	struct lock_names v;
-};
-
-static int make_names(struct rlock *rl, const char *name, struct names *n)
+int make_names(struct rlock *rl, const char *name, struct names *n)
 {
 	const char *why;
 
@@ -233,7 +229,7 @@ int64_t rlock_safety_margin_ms(int64_t ttl_ms)
 
 /* ---- reading replies ------------------------------------------------ */
 
-static long long elem_ll(const redisReply *r, size_t i)
+long long elem_ll(const redisReply *r, size_t i)
 {
 	const redisReply *e;
 
@@ -247,7 +243,7 @@ static long long elem_ll(const redisReply *r, size_t i)
 	return 0;
 }
 
-static void elem_str(const redisReply *r, size_t i, char *buf, size_t len)
+void elem_str(const redisReply *r, size_t i, char *buf, size_t len)
 {
 	const redisReply *e;
 
@@ -284,7 +280,7 @@ static int parse_holder_at(const redisReply *r, size_t off,
 
 /* Holder layout shared by the force and status scripts:
  * {flag, pttl, host, pid, user, command, since, fence, token8, now}. */
-static int parse_holder(const redisReply *r, struct rlock_holder *h)
+int parse_holder(const redisReply *r, struct rlock_holder *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->limit = 1;
@@ -293,7 +289,7 @@ static int parse_holder(const redisReply *r, struct rlock_holder *h)
 }
 
 /* A kind as the scripts write it ("x", "s", or a limit) into h. */
-static void parse_kind(const char *k, int *shared, int *limit)
+void parse_kind(const char *k, int *shared, int *limit)
 {
 	*shared = strcmp(k, "s") == 0;
 	*limit = *shared || strcmp(k, "x") == 0 || k[0] == '\0' ? 1 :
@@ -316,7 +312,7 @@ static size_t split_fields(const char *v, const char **f, size_t max)
 
 /* Split "since\npid\nhost\nuser\ncommand" (a waiter) into w, its kind
  * and id before it as "KIND:ID\n". */
-static void parse_waiter(const char *v, long long now, struct rlock_waiter *w)
+void parse_waiter(const char *v, long long now, struct rlock_waiter *w)
 {
 	const char *f[6];
 	char kind[24];
@@ -337,12 +333,14 @@ static void parse_waiter(const char *v, long long now, struct rlock_waiter *w)
 }
 
 /* Split a shared or semaphore holder's "fence\nsince\nhold_until\npid\n
- * host\nuser\ncommand" into h. */
-static void parse_meta(const char *v, long long now, struct rlock_holder *h)
+ * host\nuser\nnote\ncommand" into h (a holder of an older rlock has no
+ * note: seven fields). */
+void parse_meta(const char *v, long long now, struct rlock_holder *h)
 {
-	const char *f[7];
+	const char *f[8];
+	size_t nf = split_fields(v, f, 8);
 
-	if (split_fields(v, f, 7) < 7)
+	if (nf < 7)
 		return;
 	h->fence = strtoll(f[0], NULL, 10);
 	h->since_ms = strtoll(f[1], NULL, 10);
@@ -352,7 +350,10 @@ static void parse_meta(const char *v, long long now, struct rlock_holder *h)
 		 f[4]);
 	snprintf(h->user, sizeof(h->user), "%.*s", (int)(f[6] - f[5] - 1),
 		 f[5]);
-	snprintf(h->command, sizeof(h->command), "%s", f[6]);
+	if (nf == 8)
+		snprintf(h->note, sizeof(h->note), "%.*s",
+			 (int)(f[7] - f[6] - 1), f[6]);
+	snprintf(h->command, sizeof(h->command), "%s", f[nf - 1]);
 }
 
 /* ---- acquire -------------------------------------------------------- */
@@ -554,11 +555,26 @@ static int parse_busy(const redisReply *r, struct rlock_holder *h,
 /* One attempt on every server.  Returns RLOCK_OK, RLOCK_BUSY with holder
  * filled (and *joined set when this attempt took a place in line), or an
  * error. */
+/* A grant's reply said the server would not record the history (a
+ * user without +xadd): keep why, for rlock_history_refused. */
+static void history_refused(struct rlock *rl, size_t i)
+{
+	const char *user = rl->node[i].url.user;
+
+	if (rl->hist_refused[0] != '\0')
+		return;
+	set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s refused "
+		  "to record the lock's history (XADD): history is not kept; "
+		  "allow it with ACL SETUSER %s +xadd +xrange +xrevrange",
+		  node_addr(&rl->node[i]), user[0] != '\0' ? user : "default");
+}
+
 static int try_acquire(struct rlock *rl, const char *name,
 		       const struct names *n,
 		       const struct rlock_acquire_opts *o, const char *token,
 		       const struct ask *a, struct rlock_lease *lease,
-		       struct rlock_holder *holder, int *joined)
+		       struct rlock_holder *holder, int *joined,
+		       int64_t waited_ms)
 {
 	struct acquirer who;
 	struct request q;
@@ -573,9 +589,11 @@ static int try_acquire(struct rlock *rl, const char *name,
 	who.host = rl->host;
 	who.user = rl->user;
 	who.label = o->label;
+	who.note = o->note;
 	who.pid = o->pid > 0 ? o->pid : (long long)getpid();
 	who.min_hold_ms = o->min_hold_ms;
-	req_acquire(&q, &n->v, token, o->ttl_ms, &who, a);
+	who.waited_ms = waited_ms;
+	req_acquire(&q, &n->v, token, o->ttl_ms, &who, a, &rl->hist);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	t0 = rlock_boot_ms();
@@ -610,6 +628,8 @@ static int try_acquire(struct rlock *rl, const char *name,
 		if (elem_ll(r, 0) == 1) {
 			ngrant++;
 			got[i] = elem_ll(r, 1);
+			if (r->elements > 2 && elem_ll(r, 2) == 0)
+				history_refused(rl, i);
 			if (got[i] > fence)
 				fence = got[i];
 		} else if (elem_ll(r, 0) == -1) {
@@ -651,6 +671,7 @@ static int try_acquire(struct rlock *rl, const char *name,
 		lease->renewed_boot_ms = t0;
 		lease->wait_replicas = o->wait_replicas;
 		lease->kind = strcmp(a->kind, "x") == 0 ? 'x' : 'h';
+		lease->pid = who.pid;
 		rc = RLOCK_OK;
 	} else {
 		/* Undo on all, as Redlock says: a grant that was counted, and
@@ -913,6 +934,116 @@ static int acq_waiter(struct rlock *rl, struct acq *q)
 	return RLOCK_OK;
 }
 
+/* Record one history entry of values v (EV_NFIELDS) on every server,
+ * keeping rl->err.  Best effort: returns the fan-out's code. */
+static int record(struct rlock *rl, const struct names *n,
+		  const char *const *v)
+{
+	char why[sizeof(rl->err)];
+	struct request q;
+	struct fan f;
+	int rc;
+
+	if (rl->hist.max == 0)
+		return RLOCK_OK;
+	memcpy(why, rl->err, sizeof(why));
+	req_log(&q, &n->v, &rl->hist, v);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
+	fan_run(rl, &f);
+	rc = fan_tally(rl, &f, "log", NULL);
+	fan_done(&f);
+	memcpy(rl->err, why, sizeof(why));
+	return rc;
+}
+
+/* "USER@HOST pid N", for the history's reasons. */
+static const char *who_str(const char *user, const char *host, long long pid,
+			   char *buf, size_t len)
+{
+	snprintf(buf, len, "%.64s@%.200s pid %lld", user, host, pid);
+	return buf;
+}
+
+/* An acquire that gave up: record it as skipped, with who held the lock. */
+static void record_skipped(struct rlock *rl, struct acq *q,
+			   const struct rlock_acquire_opts *o, int rc,
+			   const struct rlock_holder *h, int64_t waited)
+{
+	const char *v[EV_NFIELDS] = { 0 };
+	char pid[24], ms[24], tb[32], who[400], reason[600], tok[9];
+
+	identify(rl);
+	if (rc == RLOCK_CANCELED)
+		snprintf(reason, sizeof(reason), "interrupted");
+	else if (!h->held)
+		snprintf(reason, sizeof(reason), "%lld waiting in line came "
+			 "first", h->waiters);
+	else if (o->wait_ms != 0)
+		snprintf(reason, sizeof(reason), "timed out after %s; held "
+			 "by %s", rlock_fmt_ms(waited, tb, sizeof(tb)),
+			 who_str(h->user, h->host, h->pid, who, sizeof(who)));
+	else
+		snprintf(reason, sizeof(reason), "held by %s",
+			 who_str(h->user, h->host, h->pid, who, sizeof(who)));
+	snprintf(pid, sizeof(pid), "%lld",
+		 o->pid > 0 ? o->pid : (long long)getpid());
+	snprintf(ms, sizeof(ms), "%lld", (long long)waited);
+	snprintf(tok, sizeof(tok), "%.8s", q->token);
+	v[EV_EVENT] = "skipped";
+	v[EV_HOST] = rl->host;
+	v[EV_USER] = rl->user;
+	v[EV_PID] = pid;
+	v[EV_KIND] = q->kind;
+	v[EV_TOKEN] = tok;
+	v[EV_WAITED] = ms;
+	v[EV_REASON] = reason;
+	v[EV_COMMAND] = o->label;
+	v[EV_NOTE] = o->note;
+	record(rl, &q->n, v);
+}
+
+int rlock_record_lost(struct rlock *rl, const char *name,
+		      const struct rlock_lease *lease, const char *reason,
+		      const struct rlock_outcome *how)
+{
+	const char *v[EV_NFIELDS] = { 0 };
+	char pid[24], fence[24], held[24], ex[24], sig[16], tok[9];
+	struct names n;
+	int rc;
+
+	rc = make_names(rl, name, &n);
+	if (rc != RLOCK_OK)
+		return rc;
+	identify(rl);
+	snprintf(pid, sizeof(pid), "%lld", lease->pid);
+	snprintf(fence, sizeof(fence), "%lld", lease->fence);
+	snprintf(held, sizeof(held), "%lld",
+		 (long long)(rlock_boot_ms() - lease->taken_boot_ms));
+	snprintf(tok, sizeof(tok), "%.8s", lease->token);
+	v[EV_EVENT] = "lost";
+	v[EV_HOST] = rl->host;
+	v[EV_USER] = rl->user;
+	v[EV_PID] = lease->pid > 0 ? pid : NULL;
+	v[EV_KIND] = lease->kind == 'h' ? "h" : "x";
+	v[EV_FENCE] = fence;
+	v[EV_TOKEN] = tok;
+	v[EV_HELD] = held;
+	if (how != NULL && how->exit >= 0) {
+		snprintf(ex, sizeof(ex), "%d", how->exit);
+		v[EV_EXIT] = ex;
+	}
+	if (how != NULL && how->signal > 0)
+		v[EV_SIGNAL] = rlock_signame(how->signal, sig, sizeof(sig));
+	v[EV_REASON] = reason;
+	return record(rl, &n, v);
+}
+
+const char *rlock_history_refused(const struct rlock *rl)
+{
+	return rl->hist_refused[0] != '\0' ? rl->hist_refused : NULL;
+}
+
 /* After a wait that ended without the lock: leave the line, and say why
  * when nothing did yet. */
 static void acq_end(struct rlock *rl, const char *name, struct acq *q,
@@ -955,7 +1086,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	for (;;) {
 		q.a.details = attempts++ == 0 || o->wait_cb != NULL;
 		rc = try_acquire(rl, name, &q.n, o, q.token, &q.a, lease,
-				 holder, &joined);
+				 holder, &joined, rlock_mono_ms() - start);
 		now = rlock_mono_ms();
 		if (rc == UNREPLICATED) {
 			/* Granted where the replicas do not follow: a master
@@ -1035,6 +1166,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	acq_end(rl, name, &q, rc, in_line, holder);
 	if (subscribed)
 		unsubscribe(rl);
+	if (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)
+		record_skipped(rl, &q, o, rc, holder, rlock_mono_ms() - start);
 	return rc;
 }
 
@@ -1145,7 +1278,8 @@ static int unannounced(const struct fan *f)
 }
 
 int rlock_release(struct rlock *rl, const char *name, const char *token,
-		  const struct rlock_lease *lease)
+		  const struct rlock_lease *lease,
+		  const struct rlock_outcome *how)
 {
 	struct request q;
 	struct fan f;
@@ -1157,7 +1291,7 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
-	req_release(&q, &n.v, token);
+	req_release(&q, &n.v, token, &rl->hist, how);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	fan_run(rl, &f);
@@ -1186,13 +1320,17 @@ int rlock_force_release(struct rlock *rl, const char *name,
 	struct fan f;
 	struct names n;
 	size_t i, removed = 0, fail = 0;
+	char by[400];
 	int rc;
 
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
 	memset(was, 0, sizeof(*was));
-	req_force(&q, &n.v);
+	identify(rl);
+	snprintf(by, sizeof(by), "by %.64s@%.200s pid %lld", rl->user,
+		 rl->host, (long long)getpid());
+	req_force(&q, &n.v, by, &rl->hist);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	fan_run(rl, &f);
@@ -1219,379 +1357,6 @@ int rlock_force_release(struct rlock *rl, const char *name,
 	else
 		rc = RLOCK_NOTOURS;
 	fan_done(&f);
-	return rc;
-}
-
-/* ---- status and list ------------------------------------------------ */
-
-/* The I/O deadline of one request from now, cut to the hard deadline. */
-static int64_t bound_io(const struct rlock *rl)
-{
-	int64_t d = rlock_mono_ms() + rl->copts.io_timeout_ms;
-
-	return rl->hard_deadline > 0 && d > rl->hard_deadline ?
-		rl->hard_deadline : d;
-}
-
-/* What server i said of the lock, for status's per-server view. */
-static void fill_view(struct rlock *rl, struct fan *f, size_t i,
-		      struct rlock_view *v)
-{
-	const struct rlock_result *res = &f->slot[i].res;
-
-	memset(v, 0, sizeof(*v));
-	snprintf(v->addr, sizeof(v->addr), "%s", node_addr(&rl->node[i]));
-	if (res->rc != RLOCK_OK) {
-		v->state = RLOCK_VIEW_ERROR;
-		snprintf(v->error, sizeof(v->error), "%s", res->err);
-		return;
-	}
-	parse_holder(res->r, &v->holder);
-	v->state = v->holder.held ? RLOCK_VIEW_HELD : RLOCK_VIEW_FREE;
-}
-
-/* The most subscribers of the release channel on any server, or -1 when
- * none would say (an ACL user without PUBSUB): unknown, not zero. */
-static long long count_waiters(struct rlock *rl, const struct names *n)
-{
-	const char *argv[3] = { "PUBSUB", "NUMSUB", n->k.chan };
-	struct request q;
-	struct fan f;
-	long long most = -1;
-
-	/* Waiters subscribe on the master that owns the lock's slot. */
-	req_command(&q, 3, argv, n->v.slot);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	fan_run(rl, &f);
-	for (size_t i = 0; i < f.n; i++) {
-		const redisReply *r = f.slot[i].res.r;
-
-		if (f.slot[i].res.rc == RLOCK_OK &&
-		    r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-		    elem_ll(r, 1) > most)
-			most = elem_ll(r, 1);
-	}
-	fan_done(&f);
-	return most;
-}
-
-/* The rest of a status answer after the holder: kind, holders, waiting,
- * the next in line and the list of holders. */
-static void parse_status(const redisReply *r, struct rlock_holder *h,
-			 struct rlock_holder **list, size_t *nlist)
-{
-	const redisReply *l;
-	char k[24], *next;
-	long long now;
-
-	if (r->elements < 15)
-		return;
-	now = elem_ll(r, 9);
-	elem_str(r, 10, k, sizeof(k));
-	parse_kind(k, &h->shared, &h->limit);
-	h->nholders = elem_ll(r, 11);
-	h->waiters = elem_ll(r, 12);
-	l = r->element[13];
-	if (l->type == REDIS_REPLY_STRING && l->len > 0) {
-		next = strndup(l->str, l->len);
-		if (next != NULL)
-			parse_waiter(next, now, &h->next);
-		free(next);
-	}
-	l = r->element[14];
-	if (list == NULL || l->type != REDIS_REPLY_ARRAY || l->elements == 0)
-		return;
-	*list = calloc(l->elements, sizeof(**list));
-	if (*list == NULL)
-		return;
-	for (size_t i = 0; i < l->elements; i++) {
-		const redisReply *e = l->element[i];
-		struct rlock_holder *x = &(*list)[*nlist];
-		char *meta;
-
-		if (e->type != REDIS_REPLY_ARRAY || e->elements != 3)
-			continue;
-		x->held = 1;
-		x->shared = h->shared;
-		x->limit = h->limit;
-		x->place = -1;
-		elem_str(e, 0, x->token_prefix, sizeof(x->token_prefix));
-		x->ttl_ms = elem_ll(e, 1);
-		meta = e->element[2]->type == REDIS_REPLY_STRING ?
-		       strndup(e->element[2]->str, e->element[2]->len) : NULL;
-		if (meta != NULL)
-			parse_meta(meta, now, x);
-		free(meta);
-		(*nlist)++;
-	}
-}
-
-int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
-		 struct rlock_view *each)
-{
-	struct rlock_holder h[RLOCK_MAX_SERVERS];
-	struct request q;
-	struct fan f;
-	struct names n;
-	size_t i, fail = 0, ok = 0;
-	long long fence = 0;
-	int rc;
-
-	rc = make_names(rl, name, &n);
-	if (rc != RLOCK_OK)
-		return rc;
-	memset(out, 0, sizeof(*out));
-	free(rl->holders);
-	rl->holders = NULL;
-	rl->nholders = 0;
-	req_status(&q, &n.v);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	fan_run(rl, &f);
-	for (i = 0; i < f.n; i++) {
-		if (f.slot[i].res.rc == RLOCK_OK &&
-		    parse_holder(f.slot[i].res.r, &h[i]) != 0)
-			fan_unexpected(&f, i, "status");
-		if (f.slot[i].res.rc == RLOCK_OK)
-			parse_status(f.slot[i].res.r, &h[i], rl->nnode == 1 ?
-				     &rl->holders : NULL, &rl->nholders);
-		if (each != NULL)
-			fill_view(rl, &f, i, &each[i]);
-		if (f.slot[i].res.rc != RLOCK_OK) {
-			fail++;
-			continue;
-		}
-		ok++;
-		if (h[i].fence > fence)
-			fence = h[i].fence;
-	}
-	if (ok < rl->quorum) {
-		rc = fan_first_error(rl, &f, fail);
-		fan_done(&f);
-		return rc;
-	}
-	/* Held when one token holds it on a quorum; shown is that holder
-	 * as the server with the highest fence knows it. */
-	for (i = 0; i < f.n; i++) {
-		size_t same = 0;
-
-		if (f.slot[i].res.rc != RLOCK_OK || !h[i].held)
-			continue;
-		for (size_t j = 0; j < f.n; j++) {
-			if (f.slot[j].res.rc == RLOCK_OK && h[j].held &&
-			    strcmp(h[j].token_prefix, h[i].token_prefix) == 0)
-				same++;
-		}
-		if (same >= rl->quorum && (!out->held || h[i].fence > out->fence))
-			*out = h[i];
-	}
-	fan_done(&f);
-	if (!out->held) {
-		/* The line of the one server (several keep none). */
-		struct rlock_waiter next = { 0 };
-		long long waiters = 0;
-
-		if (rl->nnode == 1) {
-			waiters = h[0].waiters;
-			next = h[0].next;
-		}
-		memset(out, 0, sizeof(*out));
-		out->ttl_ms = -2;
-		out->fence = fence;
-		out->limit = 1;
-		out->waiters = waiters;
-		out->next = next;
-	}
-	out->place = -1;
-	/* Several masters keep no line: their waiters listen on the release
-	 * channel. */
-	if (rl->nnode > 1)
-		out->waiters = count_waiters(rl, &n);
-	return RLOCK_OK;
-}
-
-size_t rlock_status_holders(const struct rlock *rl,
-			    const struct rlock_holder **list)
-{
-	*list = rl->holders;
-	return rl->nholders;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The lock names in one SCAN reply, appended to *names.  Returns RLOCK_OK,
- * RLOCK_EPROTO for a reply of the wrong shape or RLOCK_ESYS. */
-static int take_names(const redisReply *r, size_t plen, size_t slen,
-		      char cursor[32], char ***names, size_t *nnames,
-		      size_t *cap)
-{
-	const redisReply *keys;
-
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-	    r->element[0]->type != REDIS_REPLY_STRING ||
-	    r->element[1]->type != REDIS_REPLY_ARRAY)
-		return RLOCK_EPROTO;
-	snprintf(cursor, 32, "%s", r->element[0]->str);
-	keys = r->element[1];
-	for (size_t k = 0; k < keys->elements; k++) {
-		const redisReply *e = keys->element[k];
-		char *nm;
-
-		if (e->type != REDIS_REPLY_STRING || e->len < plen + slen + 2)
-			continue;
-		if (*nnames == *cap) {
-			size_t nc = *cap ? *cap * 2 : 64;
-			char **nn = realloc(*names, nc * sizeof(*nn));
-
-			if (nn == NULL)
-				return RLOCK_ESYS;
-			*names = nn;
-			*cap = nc;
-		}
-		/* prefix{NAME}suffix: the name between the braces. */
-		nm = strndup(e->str + plen + 1, e->len - plen - slen - 2);
-		if (nm == NULL)
-			return RLOCK_ESYS;
-		(*names)[(*nnames)++] = nm;
-	}
-	return RLOCK_OK;
-}
-
-/* One SCAN over pattern for keys of type; slen: the suffix after the
- * name's closing brace. */
-static int scan_pass(struct rlock *rl, struct rlock_conn *c,
-		     const char *pattern, const char *type, size_t slen,
-		     char cursor[32], char ***names, size_t *nnames,
-		     size_t *cap, char *err, size_t errlen)
-{
-	size_t plen = strlen(rl->prefix);
-	int rc;
-
-	do {
-		/* Only keys of the type: a key of another type under the
-		 * prefix is not a lock (Redis 6 and later). */
-		const char *argv[8] = { "SCAN", cursor, "MATCH", pattern,
-					"COUNT", "1000", "TYPE", type };
-		redisReply *r = NULL;
-		struct rlock_result res;
-
-		rc = conn_call(c, bound_io(rl), -1, 8, argv, NULL, &r);
-		if (rc != RLOCK_OK) {
-			snprintf(err, errlen, "%s", conn_errstr(c));
-			return rc;
-		}
-		if (r->type == REDIS_REPLY_ERROR) {
-			classify_error(r, c, "SCAN", &res);
-			snprintf(err, errlen, "%s", res.err);
-			freeReplyObject(r);
-			return res.rc;
-		}
-		rc = take_names(r, plen, slen, cursor, names, nnames, cap);
-		freeReplyObject(r);
-		if (rc == RLOCK_EPROTO)
-			snprintf(err, errlen, "%s: unexpected reply to SCAN",
-				 conn_addr(c));
-		else if (rc != RLOCK_OK)
-			snprintf(err, errlen, "out of memory");
-	} while (rc == RLOCK_OK && strcmp(cursor, "0") != 0);
-	return rc;
-}
-
-/* SCAN one server for the locks under pattern, into *names.  Returns
- * RLOCK_OK, or an error with the reason in err. */
-static int scan_server(struct rlock *rl, struct rlock_conn *c,
-		       const char *pattern, char ***names, size_t *nnames,
-		       size_t *cap, char *err, size_t errlen)
-{
-	char cursor[32] = "0", pat[sizeof(rl->prefix) * 2 + 24];
-	int rc = RLOCK_OK;
-
-	/* An exclusive lock's key, and the holders of a shared lock or a
-	 * semaphore. */
-	for (int pass = 0; pass < 2 && rc == RLOCK_OK; pass++) {
-		snprintf(pat, sizeof(pat), "%s%s", pattern,
-			 pass ? KEY_HOLDERS : "");
-		snprintf(cursor, sizeof(cursor), "0");
-		rc = scan_pass(rl, c, pat, pass ? "zset" : "string",
-			       pass ? strlen(KEY_HOLDERS) : 0, cursor, names,
-			       nnames, cap, err, errlen);
-	}
-	return rc;
-}
-
-/* Every lock on server i: on each master of a cluster. */
-static int scan_node(struct rlock *rl, size_t i, const char *pattern,
-		     char ***names, size_t *nnames, size_t *cap, char *err,
-		     size_t errlen)
-{
-	struct rlock_node *n = &rl->node[i];
-	size_t masters[NODE_MAX_PEERS];
-	int nm, rc = RLOCK_OK;
-
-	nm = node_masters(n, rl->hard_deadline, masters, NODE_MAX_PEERS);
-	if (nm < 0) {
-		snprintf(err, errlen, "%s", node_errstr(n));
-		return RLOCK_EUNAVAIL;
-	}
-	for (int k = 0; k < nm && rc == RLOCK_OK; k++)
-		rc = scan_server(rl, n->peer[masters[k]]->cmd, pattern, names,
-				 nnames, cap, err, errlen);
-	return rc;
-}
-
-int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
-	       void *arg)
-{
-	char pattern[sizeof(rl->prefix) * 2 + 8], err[sizeof(rl->err)];
-	char **names = NULL;
-	size_t nnames = 0, cap = 0, i, j = 0, failed = 0;
-	int rc = RLOCK_OK;
-
-	/* The prefix is literal: escape the glob characters SCAN knows. */
-	for (i = 0; rl->prefix[i] != '\0'; i++) {
-		if (strchr("*?[]\\", rl->prefix[i]) != NULL)
-			pattern[j++] = '\\';
-		pattern[j++] = rl->prefix[i];
-	}
-	memcpy(pattern + j, "{*}", 4);
-	/* A lock held by a quorum is on a majority: with the others up, a
-	 * server that fails hides none of them. */
-	for (i = 0; i < rl->nnode && rc == RLOCK_OK; i++) {
-		int r = scan_node(rl, i, pattern, &names, &nnames, &cap, err,
-				  sizeof(err));
-
-		if (r == RLOCK_ESYS) {
-			set_error(rl->err, sizeof(rl->err), "%s", err);
-			rc = r;
-		} else if (r != RLOCK_OK && ++failed > rl->nnode - rl->quorum) {
-			if (rl->nnode == 1)
-				set_error(rl->err, sizeof(rl->err), "%s",
-					  err);
-			else
-				set_error(rl->err, sizeof(rl->err),
-					  "no quorum: %zu of %zu servers "
-					  "failed (%s)", failed, rl->nnode,
-					  err);
-			rc = rl->nnode == 1 ? r : RLOCK_EUNAVAIL;
-		}
-	}
-	if (rc == RLOCK_OK && nnames > 0) {
-		/* SCAN may return a key twice, and N servers N times. */
-		qsort(names, nnames, sizeof(*names), cmp_str);
-		for (i = 0; i < nnames; i++) {
-			if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
-				continue;
-			if (cb(names[i], arg) != 0)
-				break;
-		}
-	}
-	for (i = 0; i < nnames; i++)
-		free(names[i]);
-	free(names);
 	return rc;
 }
 

@@ -10,7 +10,7 @@
 #include "rlock_int.h"
 
 #define RLOCK_MAX_SERVERS 16
-#define RLOCK_REQ_MAXARGS 24
+#define RLOCK_REQ_MAXARGS 32
 
 /* ---- key names (one place for the layout of DESIGN section 3) -------- */
 
@@ -23,6 +23,7 @@
 #define KEY_LEASE ":line:lease"
 #define KEY_WHO ":line:who"
 #define KEY_WAKE ":wake:"		/* + a waiter's id: its wake-up channel */
+#define KEY_LOG ":log"
 
 /*
  * The wait line (DESIGN section 4): a waiter among the first LINE_NEAR
@@ -59,7 +60,7 @@ int64_t line_wait_ms(long long pttl, long long place, int in_line,
  * waiters' channels. */
 struct lock_names {
 	const char *key, *meta, *fence, *holders, *hmeta, *line, *lease,
-		   *who, *chan, *wake;
+		   *who, *chan, *wake, *log;
 	int slot;
 };
 
@@ -71,7 +72,7 @@ struct lock_keys {
 	char holders[RLOCK_KEY_MAX + 16], hmeta[RLOCK_KEY_MAX + 16];
 	char line[RLOCK_KEY_MAX + 16], lease[RLOCK_KEY_MAX + 16];
 	char who[RLOCK_KEY_MAX + 16], chan[RLOCK_KEY_MAX + 16];
-	char wake[RLOCK_KEY_MAX + 16];
+	char wake[RLOCK_KEY_MAX + 16], log[RLOCK_KEY_MAX + 16];
 	struct lock_names v;		/* the above, for the builders */
 };
 
@@ -82,8 +83,8 @@ void lock_keys_init(struct lock_keys *k, const char *prefix,
 
 /* The number of keys of a lock, in the order the scripts take them (each
  * the first few it needs): key, meta, holders, hmeta, line, lease, who,
- * fence. */
-#define LOCK_NKEYS 8
+ * fence, log. */
+#define LOCK_NKEYS 9
 
 /* Write "prefix{name}suffix" into buf.  Returns its length, or -1 when it
  * does not fit. */
@@ -100,6 +101,7 @@ enum rlock_script_id {
 	RLOCK_SCRIPT_FENCE,
 	RLOCK_SCRIPT_STATUS,
 	RLOCK_SCRIPT_LEAVE,
+	RLOCK_SCRIPT_LOG,
 	RLOCK_SCRIPT_COUNT
 };
 
@@ -124,17 +126,33 @@ struct request {
 	int nkeys;			/* script: the first nkeys of argv */
 	int argc;
 	const char *argv[RLOCK_REQ_MAXARGS];
-	char num[4][24];		/* storage for numbers in argv */
+	char num[8][24];		/* storage for numbers in argv */
 	char member[24 + LINE_ID_LEN];	/* "KIND:ID" of a waiter */
 	char label[RLOCK_LABEL_MAX + 1];
 };
 
-/* Who asks for a lock, for the holder's metadata. */
+/* Who asks for a lock, for the holder's metadata and the history. */
 struct acquirer {
-	const char *host, *user, *label;
+	const char *host, *user, *label, *note;
 	long long pid;
 	int64_t min_hold_ms;
+	int64_t waited_ms;		/* since the acquire began */
 };
+
+/* What the history of a lock keeps: about max entries (0: nothing is
+ * recorded), for ttl_ms after the last one. */
+struct history {
+	long max;
+	int64_t ttl_ms;
+};
+
+/* The fields of a history entry, in the order every entry has them. */
+enum {
+	EV_EVENT, EV_HOST, EV_USER, EV_PID, EV_KIND, EV_FENCE, EV_TOKEN,
+	EV_WAITED, EV_HELD, EV_EXIT, EV_SIGNAL, EV_REASON, EV_COMMAND,
+	EV_NOTE, EV_NFIELDS
+};
+extern const char *const ev_field[EV_NFIELDS];
 
 /*
  * How a lock is asked for: its kind ("x" exclusive, "s" shared, or the
@@ -153,16 +171,23 @@ struct ask {
 
 void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
-		 const struct ask *a);
+		 const struct ask *a, const struct history *h);
 /* Leave the line: waiter's place of kind. */
 void req_leave(struct request *q, const struct lock_names *n,
 	       const char *kind, const char *waiter);
 /* Extend a lease of kind 'x' (exclusive) or 'h' (shared, semaphore). */
 void req_extend(struct request *q, const struct lock_names *n,
 		const char *token, int64_t ttl_ms, int kind);
+/* Release, recording how the work ended (how NULL: not known). */
 void req_release(struct request *q, const struct lock_names *n,
-		 const char *token);
-void req_force(struct request *q, const struct lock_names *n);
+		 const char *token, const struct history *h,
+		 const struct rlock_outcome *how);
+/* Remove whoever holds it; by is who did, for the history. */
+void req_force(struct request *q, const struct lock_names *n,
+	       const char *by, const struct history *h);
+/* Record one history entry: v holds the EV_NFIELDS values (NULL: ""). */
+void req_log(struct request *q, const struct lock_names *n,
+	     const struct history *h, const char *const *v);
 void req_status(struct request *q, const struct lock_names *n);
 /* Raise the fence counter to fence (several masters). */
 void req_fence(struct request *q, const struct lock_names *n,
@@ -340,8 +365,40 @@ struct rlock {
 	char keybuf[RLOCK_KEY_MAX];
 	struct rlock_holder *holders;	/* rlock_status's list */
 	size_t nholders;
+	struct rlock_event last;	/* rlock_status's last run */
+	int has_last;
+	struct history hist;
+	char hist_refused[400];		/* why a server refused the history */
 	char err[800];
 };
+
+/* The names of lock name (DESIGN section 3), and a waiter's own wake-up
+ * channel. */
+struct names {
+	struct lock_keys k;
+	char mywake[RLOCK_KEY_MAX + 16 + LINE_ID_LEN];
+	struct lock_names v;
+};
+
+/* Fill n with the names of lock name, or say why it is no lock name
+ * (RLOCK_EUSAGE). */
+int make_names(struct rlock *rl, const char *name, struct names *n);
+
+/* ---- reading replies (lock.c) ---- */
+
+/* Element i of array r as a number (integer or digits; 0 otherwise), or
+ * as a string into buf. */
+long long elem_ll(const redisReply *r, size_t i);
+void elem_str(const redisReply *r, size_t i, char *buf, size_t len);
+/* The holder layout of the force and status scripts: {flag, pttl, host,
+ * pid, user, command, since, fence, token8, now}.  Returns 0 or -1. */
+int parse_holder(const redisReply *r, struct rlock_holder *h);
+/* A kind as the scripts write it ("x", "s" or a limit). */
+void parse_kind(const char *k, int *shared, int *limit);
+/* A waiter's "KIND:ID\nsince\npid\nhost\nuser\ncommand" into w. */
+void parse_waiter(const char *v, long long now, struct rlock_waiter *w);
+/* A shared or semaphore holder's metadata into h. */
+void parse_meta(const char *v, long long now, struct rlock_holder *h);
 
 /* Fill rl->host and rl->user once, before they are first needed. */
 void identify(struct rlock *rl);

@@ -17,6 +17,9 @@
 #define RLOCK_NAME_MAX 1024		/* bytes in a lock name */
 #define RLOCK_KEY_MAX (RLOCK_NAME_MAX + 300)	/* prefix{name}: the lock's key */
 #define RLOCK_LABEL_MAX 256		/* bytes of the command shown by status */
+#define RLOCK_NOTE_MAX 256		/* bytes of a holder's note */
+#define RLOCK_LOG_MAX_DEFAULT 1000	/* history entries kept per lock */
+#define RLOCK_LOG_DAYS_DEFAULT 30	/* days a history outlives its last entry */
 #define RLOCK_TTL_MIN_MS 10
 #define RLOCK_TTL_MAX_MS (30LL * 24 * 3600 * 1000)
 
@@ -50,6 +53,12 @@ struct rlock_config {
 	/* For redis-sentinel:// URLs: the sentinels' own credentials (the
 	 * URL's and password above are the master's).  NULL: none. */
 	const char *sentinel_user, *sentinel_password;
+	/* The history (rlock_log): about log_max entries per lock (0 for
+	 * RLOCK_LOG_MAX_DEFAULT), kept log_days after the last (0 for
+	 * RLOCK_LOG_DAYS_DEFAULT); no_log records nothing. */
+	long log_max;
+	int log_days;
+	int no_log;
 };
 
 /* What a server says of a lock, for status and for a waiter's live line. */
@@ -60,6 +69,7 @@ struct rlock_holder {
 	long long pid;
 	char user[64];
 	char command[RLOCK_LABEL_MAX + 1];
+	char note[RLOCK_NOTE_MAX + 1];	/* status only */
 	long long fence;		/* current value of the fence counter */
 	long long since_ms;		/* wall clock ms since epoch, 0 unknown */
 	long long age_ms;		/* server time minus since_ms */
@@ -93,6 +103,13 @@ struct rlock_lease {
 	int wait_replicas;		/* renewals WAIT for N replicas too */
 	int kind;			/* 'x' exclusive, 'h' a shared or
 					 * semaphore holder; 0 unknown */
+	long long pid;			/* the holder's pid as recorded */
+};
+
+/* How the work done under a lock ended, for the history. */
+struct rlock_outcome {
+	int exit;			/* exit status 0..255, -1 not known */
+	int signal;			/* the signal that ended it, 0 none */
 };
 
 /* Called by a waiting acquire about once a second and when the holder
@@ -105,6 +122,7 @@ struct rlock_acquire_opts {
 	int64_t wait_ms;		/* 0: try once; < 0: wait forever */
 	const char *token;		/* NULL: make a fresh one */
 	const char *label;		/* shown as the holder's command */
+	const char *note;		/* shown and recorded; NULL none */
 	int64_t min_hold_ms;		/* a release before this keeps the key */
 	long long pid;			/* shown as the holder's pid; 0: ours */
 	int wait_replicas;		/* WAIT until N replicas have the grant */
@@ -172,7 +190,8 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 		 int64_t ttl_ms, struct rlock_lease *lease);
 
 /*
- * Give up the lock held by token.  A lease taken with min_hold_ms is left
+ * Give up the lock held by token, recording how (NULL: not known) in the
+ * history.  A lease taken with min_hold_ms is left
  * to expire at the end of that time instead of being deleted; the server
  * judges this, so any client's release honours it.  lease, when given, is
  * the lease token holds: if the connection dropped after the request was
@@ -181,7 +200,8 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
  * Returns RLOCK_OK, RLOCK_NOTOURS when token does not hold it, or an error.
  */
 int rlock_release(struct rlock *rl, const char *name, const char *token,
-		  const struct rlock_lease *lease);
+		  const struct rlock_lease *lease,
+		  const struct rlock_outcome *how);
 
 /*
  * Remove the lock whoever holds it; was gets the holder it had.  Returns
@@ -220,6 +240,89 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
  */
 size_t rlock_status_holders(const struct rlock *rl,
 			    const struct rlock_holder **list);
+
+/* ---- the history ----------------------------------------------------- */
+
+/* One entry of a lock's history (DESIGN section 3). */
+struct rlock_event {
+	char id[48];			/* the stream entry's id */
+	char event[12];			/* acquired, released, lost, skipped,
+					 * forced */
+	long long time_ms;		/* server clock, ms since the epoch */
+	char host[256];
+	char user[64];
+	long long pid;			/* -1: not known */
+	char kind[24];			/* "x", "s" or a semaphore's limit */
+	long long fence;		/* -1: not known */
+	char token[9];			/* the holder's token prefix */
+	long long waited_ms, held_ms;	/* -1: not known */
+	int exit;			/* -1: not known */
+	char signal[16];		/* "TERM"; "" none */
+	char reason[320];
+	char command[RLOCK_LABEL_MAX + 1];
+	char note[RLOCK_NOTE_MAX + 1];
+	int servers;			/* how many servers recorded it */
+};
+
+/* Where a reader of the history left off, per server (rlock_log_follow). */
+struct rlock_log_cursor {
+	char id[16][48];
+	char seen[64][32];		/* several masters: events shown */
+	unsigned nseen;
+};
+
+/*
+ * The newest max events of lock name's history whose time is at least
+ * since_ms (0: any), oldest first, into *ev (malloc'd; free it) and *n.
+ * With several masters their records are merged (one event, recorded by
+ * each, counts once with servers set).  cur, when not NULL, is set to
+ * where the history ends, for rlock_log_follow.  Returns RLOCK_OK or an
+ * error (RLOCK_ENOPERM: the ACL refuses reading the stream).
+ */
+int rlock_log(struct rlock *rl, const char *name, size_t max,
+	      long long since_ms, struct rlock_event **ev, size_t *n,
+	      struct rlock_log_cursor *cur);
+
+/* The events recorded after cur (up to 1000), advancing it.  Returns as
+ * rlock_log. */
+int rlock_log_follow(struct rlock *rl, const char *name,
+		     struct rlock_log_cursor *cur, struct rlock_event **ev,
+		     size_t *n);
+
+/*
+ * The last completed run of lock name (the newest released or lost event;
+ * the command and note of its acquired event filled in when found) into
+ * *last, and the last successful one (released with exit 0 or not known)
+ * into *ok.  Each flag is 1 when found.  Returns RLOCK_OK or an error.
+ */
+int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
+	       int *has_last, struct rlock_event *ok, int *has_ok);
+
+/* Whether an event ended a run successfully (released, exit 0 or not
+ * known). */
+int rlock_event_ok(const struct rlock_event *e);
+
+/* After rlock_status: the lock's last completed run.  Returns 1 and points
+ * *e at it (valid until the next rlock_status or rlock_free), or 0. */
+int rlock_status_last(const struct rlock *rl, const struct rlock_event **e);
+
+/* Record that the lease of name was lost (reason for people), and how the
+ * work under it ended (NULL: not known).  Best effort, within the I/O
+ * timeout: returns RLOCK_OK or the error, which callers may ignore. */
+int rlock_record_lost(struct rlock *rl, const char *name,
+		      const struct rlock_lease *lease, const char *reason,
+		      const struct rlock_outcome *how);
+
+/* NULL while the history is kept; else why a server refused to record it
+ * (said once an acquire saw it), with the ACL rule that would allow it. */
+const char *rlock_history_refused(const struct rlock *rl);
+
+/* The name of signal sig without "SIG" ("TERM"), or its number, in buf. */
+const char *rlock_signame(int sig, char *buf, size_t len);
+
+/* Check a note: at most RLOCK_NOTE_MAX bytes, no control characters.
+ * Returns RLOCK_OK or RLOCK_EUSAGE with a reason in why. */
+int rlock_check_note(const char *note, const char **why);
 
 /*
  * Call cb for the name of every lock held under the prefix (SCAN, never

@@ -24,15 +24,17 @@
  *                                  by lease deadline (server ms)
  *   4 hmeta     P{N}:holders:meta  hash: 'limit' ('s' shared, or N), and per
  *                                  token "fence\nsince\nhold_until\npid\n
- *                                  host\nuser\ncommand"
+ *                                  host\nuser\nnote\ncommand"
  *   5 line      P{N}:line          zset: waiters, "KIND:ID" by arrival (µs)
  *   6 lease     P{N}:line:lease    zset: the same by lease deadline (ms)
  *   7 who       P{N}:line:who      hash: "KIND:ID" -> "since\npid\nhost\n
  *                                  user\ncommand"
  *   8 fence     P{N}:fence         counter, never expires
- * The fence comes last so that only acquire (and status, and the fence
- * script of several masters) name it: the test's fault proxy tells the
- * acquire script from release on the wire by it.
+ *   9 log       P{N}:log           stream: the history (LUA_RECORD)
+ * The fence comes after the first seven so that only acquire (and
+ * status, and the fence script of several masters) name it: the test's
+ * fault proxy tells the acquire script from release on the wire by it.
+ * Release and force take the first seven and the log (their KEYS[8]).
  * KIND is x (exclusive), s (shared) or the limit N of a semaphore; ID is
  * 16 random hex digits, and the waiter's wake-up channel is P{N}:wake:ID.
  */
@@ -65,6 +67,23 @@
 	"  return f\n" \
 	"end\n"
 
+/*
+ * The history (DESIGN section 3): record(key, max, ttl, ...) appends one
+ * entry of field/value pairs to the lock's stream, trimmed to about max
+ * entries and kept ttl ms after the last.  max '0' records nothing.  A
+ * pcall: a server or ACL that refuses the stream (a user without +xadd, a
+ * server without streams) never fails the lock operation around it.
+ * Returns 1 recorded, 0 refused, nil not asked to.
+ */
+#define LUA_RECORD \
+	"local function record(key, max, ttl, ...)\n" \
+	"  if max == '0' then return nil end\n" \
+	"  local id = redis.pcall('XADD', key, 'MAXLEN', '~', max, '*', ...)\n" \
+	"  if type(id) ~= 'string' then return 0 end\n" \
+	"  redis.pcall('PEXPIRE', key, ttl)\n" \
+	"  return 1\n" \
+	"end\n"
+
 /* Holders of a shared lock or semaphore: drop those whose lease ended,
  * keep both keys alive as long as the longest lease. */
 #define LUA_HOLDERS \
@@ -93,17 +112,19 @@
 	"end\n"
 
 /* A shared or semaphore holder's metadata, "fence\nsince\nhold_until\n
- * pid\nhost\nuser\ncommand", into its seven fields (the command, last,
- * may hold newlines of its own). */
+ * pid\nhost\nuser\nnote\ncommand", into fence, since, hold_until, pid,
+ * host, user, command and note, in that order (the command, last, may
+ * hold newlines of its own; a note holds none). */
 #define LUA_UNPACK_META \
 	"local function unpack_meta(v)\n" \
 	"  local f, s = {}, 1\n" \
-	"  for i = 1, 6 do\n" \
+	"  for i = 1, 7 do\n" \
 	"    local e = string.find(v, '\\n', s, true)\n" \
 	"    if not e then break end\n" \
 	"    f[i] = string.sub(v, s, e - 1)\n" \
 	"    s = e + 1\n" \
 	"  end\n" \
+	"  f[8] = f[7]\n" \
 	"  f[7] = string.sub(v, s)\n" \
 	"  return f\n" \
 	"end\n"
@@ -173,14 +194,15 @@
 	"end\n"
 
 /*
- * Acquire.  KEYS: the eight above.  ARGV: 1 token, 2 ttl, 3 host, 4 pid,
+ * Acquire.  KEYS: the nine above.  ARGV: 1 token, 2 ttl, 3 host, 4 pid,
  * 5 user, 6 command, 7 min-hold, 8 details, 9 kind, 10 waiter id ('' for
  * none: several masters keep no line), 11 join ('1': take a place in line
  * when not let in, or keep it), 12 (unused: the lease of a place is
- * lease_for its place), 13 the wake-up
- * channels' prefix.
+ * lease_for its place), 13 the wake-up channels' prefix, 14 note, 15 ms
+ * waited, 16 and 17 the history's length and ttl (LUA_RECORD).
  *
- * Granted: {1, fence}.  A kind that disagrees with the holders' (a
+ * Granted: {1, fence, recorded} (recorded: 1, or 0 when the history was
+ * refused, absent when not asked for).  A kind that disagrees with the holders' (a
  * semaphore of another limit, shared against a semaphore): {-1, theirs}.
  * Otherwise {0, pttl, place (0 the head, -1 not in line), waiting (-1
  * unless details), holders, joined, kind held ('' none)} and, when asked, the (first) holder's host, pid, user,
@@ -206,16 +228,24 @@ static const char acquire_lua[] =
 	"end\n"
 	LUA_NOW
 	LUA_NEXT_FENCE
+	LUA_RECORD
 	"local hold = tonumber(ARGV[7])\n"
 	"local hu = hold > 0 and ms(now + hold) or '0'\n"
+	"local function acquired(f)\n"
+	"  return record(KEYS[9], ARGV[16], ARGV[17], 'event', 'acquired',\n"
+	"                'host', ARGV[3], 'user', ARGV[5], 'pid', ARGV[4], 'kind', k,\n"
+	"                'fence', ms(f), 'token', string.sub(tok, 1, 8),\n"
+	"                'waited', ARGV[15], 'held', '', 'exit', '', 'signal', '',\n"
+	"                'reason', '', 'command', ARGV[6], 'note', ARGV[14])\n"
+	"end\n"
 	"local function grant_x()\n"
 	"  local f = next_fence()\n"
 	"  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
 	"  redis.call('HSET', KEYS[2], 'fence', ms(f), 'host', ARGV[3], 'pid', ARGV[4],\n"
 	"             'user', ARGV[5], 'command', ARGV[6], 'since', ms(now),\n"
-	"             'hold_until', hu)\n"
+	"             'hold_until', hu, 'note', ARGV[14])\n"
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-	"  return {1, f}\n"
+	"  return {1, f, acquired(f)}\n"
 	"end\n"
 	"if not cur and k == 'x' and redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then\n"
 	"  return grant_x()\n"
@@ -227,9 +257,9 @@ static const char acquire_lua[] =
 	"  redis.call('ZADD', KEYS[3], ms(now + ttl), tok)\n"
 	"  redis.call('HSET', KEYS[4], 'limit', k, tok, ms(f) .. '\\n' .. ms(now) ..\n"
 	"             '\\n' .. hu .. '\\n' .. ARGV[4] .. '\\n' .. ARGV[3] .. '\\n' ..\n"
-	"             ARGV[5] .. '\\n' .. ARGV[6])\n"
+	"             ARGV[5] .. '\\n' .. ARGV[14] .. '\\n' .. ARGV[6])\n"
 	"  holders_expire()\n"
-	"  return {1, f}\n"
+	"  return {1, f, acquired(f)}\n"
 	"end\n"
 	LUA_LINE
 	LUA_UNPACK_META
@@ -365,8 +395,11 @@ static const char extend_lua[] =
 	"return tonumber(sc) > now and 1 or 0\n";
 
 /*
- * Release.  KEYS: the first seven.  ARGV: token, release channel, wake-up
- * prefix.  Before the holder's hold_until (--min-hold) the lease is cut to
+ * Release.  KEYS: the first seven and the log.  ARGV: token, release
+ * channel, wake-up prefix, the exit status and the signal to record ('' not
+ * known), the history's length and ttl.  The holder's metadata, read before
+ * it goes, gives the record its host, user, pid, fence and time held, so
+ * that a release from another process (rlock release) records the same.  Before the holder's hold_until (--min-hold) the lease is cut to
  * end then instead of being removed: the server's clock decides, whichever
  * client releases.  Then the next in line is woken (or the next run of
  * shared waiters, or as many as a semaphore has free places); with nobody
@@ -376,21 +409,38 @@ static const char extend_lua[] =
  * the caller believe it still holds the lock.
  */
 static const char release_lua[] =
+	LUA_RECORD
 	"local tok = ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
+	"local function clock()\n"
+	"  local t = redis.call('TIME')\n"
+	"  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"end\n"
+	"local function released(kind, host, user, pid, fence, since, at)\n"
+	"  if ARGV[6] == '0' then return end\n"
+	"  at = at or clock()\n"
+	"  since = tonumber(since or '')\n"
+	"  record(KEYS[8], ARGV[6], ARGV[7], 'event', 'released', 'host', host or '',\n"
+	"         'user', user or '', 'pid', pid or '', 'kind', kind, 'fence', fence or '',\n"
+	"         'token', string.sub(tok, 1, 8), 'waited', '',\n"
+	"         'held', since and string.format('%.0f', at - since) or '',\n"
+	"         'exit', ARGV[4], 'signal', ARGV[5], 'reason', '', 'command', '', 'note', '')\n"
+	"end\n"
 	"if cur == tok then\n"
-	"  local hu = tonumber(redis.call('HGET', KEYS[2], 'hold_until') or '0') or 0\n"
+	"  local m = redis.call('HMGET', KEYS[2], 'hold_until', 'host', 'user', 'pid', 'fence', 'since')\n"
+	"  local hu, at = tonumber(m[1] or '0') or 0, nil\n"
 	"  if hu > 0 then\n"
-	"    local t = redis.call('TIME')\n"
-	"    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-	"    if hu > now then\n"
-	"      local left = string.format('%.0f', hu - now)\n"
+	"    at = clock()\n"
+	"    if hu > at then\n"
+	"      local left = string.format('%.0f', hu - at)\n"
 	"      redis.call('PEXPIRE', KEYS[1], left)\n"
 	"      redis.call('PEXPIRE', KEYS[2], left)\n"
+	"      released('x', m[2], m[3], m[4], m[5], m[6], at)\n"
 	"      return 2\n"
 	"    end\n"
 	"  end\n"
 	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
+	"  released('x', m[2], m[3], m[4], m[5], m[6], at)\n"
 	"end\n"
 	"local function announce()\n"
 	"  local p = redis.pcall('PUBLISH', ARGV[2], 'released')\n"
@@ -401,12 +451,17 @@ static const char release_lua[] =
 	LUA_NOW
 	LUA_HOLDERS
 	LUA_LINE
+	LUA_UNPACK_META
 	"if cur ~= tok then\n"
 	"  local sc = redis.call('ZSCORE', KEYS[3], tok)\n"
 	"  if not sc then return 0 end\n"
 	"  if tonumber(sc) <= now then holders_purge(); return 0 end\n"
-	"  local hu = tonumber(string.match(redis.call('HGET', KEYS[4], tok) or '',\n"
-	"                                   '^[^\\n]*\\n[^\\n]*\\n(%d+)') or '0') or 0\n"
+	"  local f = unpack_meta(redis.call('HGET', KEYS[4], tok) or '')\n"
+	"  local hu = tonumber(f[3] or '0') or 0\n"
+	"  if ARGV[6] ~= '0' then\n"
+	"    released(redis.call('HGET', KEYS[4], 'limit') or 's', f[5], f[6], f[4],\n"
+	"             f[1], f[2], now)\n"
+	"  end\n"
 	"  if hu > now then\n"
 	"    redis.call('ZADD', KEYS[3], 'XX', ms(hu), tok)\n"
 	"    holders_expire()\n"
@@ -439,9 +494,11 @@ static const char leave_lua[] =
 	"return 1\n";
 
 /*
- * Forced release.  KEYS: the first seven.  ARGV: release channel, wake-up
- * prefix.  Removes the exclusive holder, or every shared or semaphore
- * holder, and wakes the line as release does.  Answers {0} when nothing
+ * Forced release.  KEYS: the first seven and the log.  ARGV: release
+ * channel, wake-up prefix, who forced it (the record's reason), the
+ * history's length and ttl.  Removes the exclusive holder, or every shared
+ * or semaphore holder (recording each as forced), and wakes the line as
+ * release does.  Answers {0} when nothing
  * was held, else the holder layout of status ({1, 0, host, pid, user,
  * command, since, fence, token prefix, 0}) and how many were removed.
  */
@@ -450,11 +507,21 @@ static const char force_lua[] =
 	LUA_HOLDERS
 	LUA_LINE
 	LUA_UNPACK_META
+	LUA_RECORD
+	"local function forced(kind, host, user, pid, fence, tok, since, command)\n"
+	"  since = tonumber(since or '')\n"
+	"  record(KEYS[8], ARGV[4], ARGV[5], 'event', 'forced', 'host', host or '',\n"
+	"         'user', user or '', 'pid', pid or '', 'kind', kind, 'fence', fence or '',\n"
+	"         'token', string.sub(tok, 1, 8), 'waited', '',\n"
+	"         'held', since and ms(now - since) or '', 'exit', '', 'signal', '',\n"
+	"         'reason', ARGV[3], 'command', command or '', 'note', '')\n"
+	"end\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
 	"local r\n"
 	"if cur then\n"
 	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
 	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
+	"  forced('x', m[1], m[3], m[2], m[6], cur, m[5], m[4])\n"
 	"  r = {1, 0, m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '',\n"
 	"       m[6] or '', string.sub(cur, 1, 8), '0', 1}\n"
 	"else\n"
@@ -462,6 +529,11 @@ static const char force_lua[] =
 	"  local hs = redis.call('ZRANGE', KEYS[3], 0, -1)\n"
 	"  if #hs == 0 then return {0} end\n"
 	"  local f = unpack_meta(redis.call('HGET', KEYS[4], hs[1]) or '')\n"
+	"  local kind = redis.call('HGET', KEYS[4], 'limit') or 's'\n"
+	"  for i, h in ipairs(hs) do\n"
+	"    local g = i == 1 and f or unpack_meta(redis.call('HGET', KEYS[4], h) or '')\n"
+	"    forced(kind, g[5], g[6], g[4], g[1], h, g[2], g[7])\n"
+	"  end\n"
 	"  redis.call('DEL', KEYS[3], KEYS[4])\n"
 	"  r = {1, 0, f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '',\n"
 	"       f[1] or '', string.sub(hs[1], 1, 8), '0', #hs}\n"
@@ -497,12 +569,24 @@ static const char fence_lua[] =
  * holder (the exclusive one, or the shared or semaphore holder whose
  * lease ends first), then the kind held ('x', 's', the limit, '' free),
  * the number of holders, the number waiting in line, the next in line
- * ("KIND:ID\nsince\npid\nhost\nuser\ncommand", '' none), and up to 100
- * holders as {token prefix, ttl, metadata}.
+ * ("KIND:ID\nsince\npid\nhost\nuser\ncommand", '' none), up to 100
+ * holders as {token prefix, ttl, metadata}, the holder's note, and the
+ * last completed run from the history ({id, {field, value, ...}} of the
+ * newest released or lost entry among the last 50; {} none, or the stream
+ * refused: a read, so a pcall).  KEYS: the nine.
  */
 static const char status_lua[] =
 	LUA_NOW
 	LUA_UNPACK_META
+	"local function last_run()\n"
+	"  local es = redis.pcall('XREVRANGE', KEYS[9], '+', '-', 'COUNT', 50)\n"
+	"  if type(es) ~= 'table' or es.err then return {} end\n"
+	"  for _, e in ipairs(es) do\n"
+	"    local ev = e[2][2]\n"
+	"    if ev == 'released' or ev == 'lost' then return e end\n"
+	"  end\n"
+	"  return {}\n"
+	"end\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
 	"local f = redis.call('GET', KEYS[8]) or '0'\n"
 	"local nline = redis.call('ZCOUNT', KEYS[6], '(' .. ms(now), '+inf')\n"
@@ -517,15 +601,16 @@ static const char status_lua[] =
 	"  end\n"
 	"end\n"
 	"if cur then\n"
-	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
+	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence', 'note')\n"
 	"  return {1, redis.call('PTTL', KEYS[1]), m[1] or '', m[2] or '', m[3] or '',\n"
 	"          m[4] or '', m[5] or '', m[6] or f, string.sub(cur, 1, 8), ms(now),\n"
-	"          'x', 1, nline, head, {}}\n"
+	"          'x', 1, nline, head, {}, m[7] or '', last_run()}\n"
 	"end\n"
 	"local hs = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ms(now), '+inf',\n"
 	"                      'WITHSCORES', 'LIMIT', 0, 100)\n"
 	"if #hs == 0 then\n"
-	"  return {0, -2, '', '', '', '', '', f, '', ms(now), '', 0, nline, head, {}}\n"
+	"  return {0, -2, '', '', '', '', '', f, '', ms(now), '', 0, nline, head, {}, '',\n"
+	"          last_run()}\n"
 	"end\n"
 	"local list = {}\n"
 	"for i = 1, #hs, 2 do\n"
@@ -536,7 +621,17 @@ static const char status_lua[] =
 	"return {1, tonumber(list[1][2]), m[5] or '', m[4] or '', m[6] or '', m[7] or '',\n"
 	"        m[2] or '', m[1] or f, list[1][1], ms(now),\n"
 	"        redis.call('HGET', KEYS[4], 'limit') or 's',\n"
-	"        redis.call('ZCOUNT', KEYS[3], '(' .. ms(now), '+inf'), nline, head, list}\n";
+	"        redis.call('ZCOUNT', KEYS[3], '(' .. ms(now), '+inf'), nline, head, list,\n"
+	"        m[8] or '', last_run()}\n";
+
+/*
+ * Log.  KEYS: the log.  ARGV: the history's length and ttl, then an entry's
+ * field/value pairs: a run or acquire that gave up (skipped), a lease that
+ * was lost, which no other script is there to record.
+ */
+static const char log_lua[] =
+	LUA_RECORD
+	"return record(KEYS[1], ARGV[1], ARGV[2], unpack(ARGV, 3))\n";
 
 /*
  * The scripts' SHA-1 digests, written here rather than computed at every
@@ -546,19 +641,26 @@ static const char status_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "08376cef16a942725400ab7647727e01a8a5e5ae" },
+				   "3f9d41a8c7fe438ef586a4cfb1c898ac456f441b" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "b338a9fac870315d52beabdf59df87087fe24894" },
+				   "8c15b58e0689eddc4685cb424130d80910860d5a" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "5612c38d43192e485f7787196e141b4906e214d7" },
+				 "f2e472e6796b23e9e42fb7adfad09340ec7de9c1" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "f18aee69d849f12088acabc164cd4ca8c432a96c" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
-				  "b21eea5d42b22a181f012255f3a200e8a812252f" },
+				  "ab36de027402fd09f825095b598fcbd96acd61cb" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
 				 "ae0d4cf8e854edc7a48aab496ac246c3e3249015" },
+	[RLOCK_SCRIPT_LOG] = { "log", log_lua,
+			       "92ec9b3c386c79f636c0bd5800b1c6dbe46bb389" },
+};
+
+const char *const ev_field[EV_NFIELDS] = {
+	"event", "host", "user", "pid", "kind", "fence", "token", "waited",
+	"held", "exit", "signal", "reason", "command", "note",
 };
 
 /* ---- key names and argument builders ---------------------------------- */
@@ -597,9 +699,11 @@ void lock_keys_init(struct lock_keys *k, const char *prefix,
 	suffixed(k->who, k->key, len, KEY_WHO);
 	suffixed(k->chan, k->key, len, KEY_CHANNEL);
 	suffixed(k->wake, k->key, len, KEY_WAKE);
+	suffixed(k->log, k->key, len, KEY_LOG);
 	k->v = (struct lock_names){ k->key, k->meta, k->fence, k->holders,
 				    k->hmeta, k->line, k->lease, k->who,
-				    k->chan, k->wake, key_slot(k->key, len) };
+				    k->chan, k->wake, k->log,
+				    key_slot(k->key, len) };
 }
 
 int64_t line_wait_ms(long long pttl, long long place, int in_line,
@@ -650,7 +754,7 @@ static void begin(struct request *q, int script, int nkeys,
 {
 	const char *keys[LOCK_NKEYS] = { n->key, n->meta, n->holders,
 					 n->hmeta, n->line, n->lease, n->who,
-					 n->fence };
+					 n->fence, n->log };
 
 	q->script = script;
 	q->slot = n->slot;
@@ -665,11 +769,26 @@ static const char *num(struct request *q, int slot, long long v)
 	return q->num[slot];
 }
 
-/* KEYS: the eight.  ARGV: token, ttl, host, pid, user, command, min-hold,
- * details, kind, waiter, join, waiter's lease, wake-up prefix. */
+/* The history's length and ttl, as the scripts take them. */
+static void history_args(struct request *q, int slot, const struct history *h)
+{
+	q->argv[q->argc++] = h != NULL && h->max > 0 ? num(q, slot, h->max) : "0";
+	q->argv[q->argc++] = num(q, slot + 1, h != NULL ? h->ttl_ms : 0);
+}
+
+/* Append the log as the next key. */
+static void log_key(struct request *q, const struct lock_names *n)
+{
+	q->argv[q->argc++] = n->log;
+	q->nkeys++;
+}
+
+/* KEYS: the nine.  ARGV: token, ttl, host, pid, user, command, min-hold,
+ * details, kind, waiter, join, waiter's lease, wake-up prefix, note,
+ * waited, the history's length and ttl. */
 void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
-		 const struct ask *a)
+		 const struct ask *a, const struct history *h)
 {
 	begin(q, RLOCK_SCRIPT_ACQUIRE, LOCK_NKEYS, n);
 	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
@@ -688,6 +807,9 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = a->join ? "1" : "0";
 	q->argv[q->argc++] = num(q, 3, LINE_LEASE_MS);
 	q->argv[q->argc++] = n->wake;
+	q->argv[q->argc++] = who->note != NULL ? who->note : "";
+	q->argv[q->argc++] = num(q, 4, who->waited_ms);
+	history_args(q, 5, h);
 }
 
 /* KEYS: lock, meta ('x'), or holders, hmeta ('h').  ARGV: token, ttl,
@@ -704,44 +826,71 @@ void req_extend(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = kind == 'x' ? "x" : "h";
 }
 
-/* KEYS: the first seven.  ARGV: token, channel, wake-up prefix. */
+/* KEYS: the first seven, the log.  ARGV: token, channel, wake-up prefix,
+ * exit status, signal, the history's length and ttl. */
 void req_release(struct request *q, const struct lock_names *n,
-		 const char *token)
+		 const char *token, const struct history *h,
+		 const struct rlock_outcome *how)
 {
-	begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS - 1, n);
+	begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS - 2, n);
+	log_key(q, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = n->chan;
 	q->argv[q->argc++] = n->wake;
+	q->argv[q->argc++] = how != NULL && how->exit >= 0 ?
+			     num(q, 0, how->exit) : "";
+	q->argv[q->argc++] = how != NULL && how->signal > 0 ?
+			     rlock_signame(how->signal, q->num[1],
+					   sizeof(q->num[1])) : "";
+	history_args(q, 2, h);
 }
 
 /* KEYS: the first seven.  ARGV: "KIND:ID", wake-up prefix. */
 void req_leave(struct request *q, const struct lock_names *n,
 	       const char *kind, const char *waiter)
 {
-	begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS - 1, n);
+	begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS - 2, n);
 	snprintf(q->member, sizeof(q->member), "%s:%s", kind, waiter);
 	q->argv[q->argc++] = q->member;
 	q->argv[q->argc++] = n->wake;
 }
 
-/* KEYS: the first seven.  ARGV: channel, wake-up prefix. */
-void req_force(struct request *q, const struct lock_names *n)
+/* KEYS: the first seven, the log.  ARGV: channel, wake-up prefix, who
+ * forced it, the history's length and ttl. */
+void req_force(struct request *q, const struct lock_names *n,
+	       const char *by, const struct history *h)
 {
-	begin(q, RLOCK_SCRIPT_FORCE, LOCK_NKEYS - 1, n);
+	begin(q, RLOCK_SCRIPT_FORCE, LOCK_NKEYS - 2, n);
+	log_key(q, n);
 	q->argv[q->argc++] = n->chan;
 	q->argv[q->argc++] = n->wake;
+	q->argv[q->argc++] = by;
+	history_args(q, 0, h);
 }
 
-/* KEYS: the eight.  ARGV: token, fence. */
+/* KEYS: the log.  ARGV: the history's length and ttl, field/value pairs. */
+void req_log(struct request *q, const struct lock_names *n,
+	     const struct history *h, const char *const *v)
+{
+	begin(q, RLOCK_SCRIPT_LOG, 0, n);
+	log_key(q, n);
+	history_args(q, 0, h);
+	for (int i = 0; i < EV_NFIELDS; i++) {
+		q->argv[q->argc++] = ev_field[i];
+		q->argv[q->argc++] = v[i] != NULL ? v[i] : "";
+	}
+}
+
+/* KEYS: the first eight.  ARGV: token, fence. */
 void req_fence(struct request *q, const struct lock_names *n,
 	       const char *token, long long fence)
 {
-	begin(q, RLOCK_SCRIPT_FENCE, LOCK_NKEYS, n);
+	begin(q, RLOCK_SCRIPT_FENCE, LOCK_NKEYS - 1, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = num(q, 0, fence);
 }
 
-/* KEYS: the eight. */
+/* KEYS: the nine. */
 void req_status(struct request *q, const struct lock_names *n)
 {
 	begin(q, RLOCK_SCRIPT_STATUS, LOCK_NKEYS, n);
@@ -793,7 +942,8 @@ static int starts_with(const redisReply *r, const char *p)
 /* What the scripts call, for the ACL rule that lets them. */
 #define SCRIPT_COMMANDS "+evalsha +eval +get +set +pexpire +pexpireat " \
 	"+pttl +hget +hmget +hset +hdel +incr +del +exists +publish +time " \
-	"+zadd +zrem +zrange +zrangebyscore +zrank +zscore +zcard +zcount"
+	"+zadd +zrem +zrange +zrangebyscore +zrank +zscore +zcard +zcount " \
+	"+xadd +xrange +xrevrange"
 
 /* Whether the error reply says an ACL refused something. */
 static int acl_refusal(const redisReply *r)

@@ -3,6 +3,7 @@
  * and the lock-name check.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,4 +89,35 @@ out:
 	if (why != NULL)
 		*why = reason;
 	return reason == NULL ? RLOCK_OK : RLOCK_EUSAGE;
+}
+
+/* A note is shown by status and log, one event per line: the same rule as
+ * a name, and as short as a label. */
+int rlock_check_note(const char *note, const char **why)
+{
+	const char *reason = NULL;
+	size_t len = strnlen(note, RLOCK_NOTE_MAX + 1);
+
+	if (len > RLOCK_NOTE_MAX)
+		reason = "longer than 256 bytes";
+	for (size_t i = 0; i < len && reason == NULL; i++) {
+		unsigned char c = (unsigned char)note[i];
+
+		if (c < 0x20 || c == 0x7f)
+			reason = "contains a control character";
+	}
+	if (why != NULL)
+		*why = reason;
+	return reason == NULL ? RLOCK_OK : RLOCK_EUSAGE;
+}
+
+const char *rlock_signame(int sig, char *buf, size_t len)
+{
+	const char *s = sigabbrev_np(sig);
+
+	if (s != NULL)
+		snprintf(buf, len, "%s", s);
+	else
+		snprintf(buf, len, "%d", sig);
+	return buf;
 }

@@ -335,11 +335,11 @@ place_lapsed() {
 	host=$(sed -n 5p <<<"$meta")
 	user=$(sed -n 6p <<<"$meta")
 	# Each job's fence and token, from its holder's metadata ("fence\n
-	# since\nhold_until\npid\nhost\nuser\ncommand").
+	# since\nhold_until\npid\nhost\nuser\nnote\ncommand").
 	local tok m fen=() toks=()
 	for tok in $(rcli R ZRANGE "$(key st):holders" 0 -1); do
 		m=$(rcli R HGET "$(hmeta st)" "$tok")
-		i=$(sed -n 7p <<<"$m")
+		i=$(sed -n 8p <<<"$m")
 		i=${i#job-}
 		fen[i]=$(sed -n 1p <<<"$m")
 		toks[i]=$tok
@@ -470,6 +470,7 @@ place_lapsed() {
 	run -0 "$RLOCK" -u "$R_URL" -u "$A_URL" -u "$B_URL" run -l 1 rl -- touch one
 	[[ -e one ]]
 	for s in R A B; do
-		assert_equal "$(rcli "$s" KEYS "${RLOCK_PREFIX}*")" "$(key rl):fence"
+		assert_equal "$(rcli "$s" KEYS "${RLOCK_PREFIX}*" | sort)" "$(key rl):fence
+$(key rl):log"
 	done
 }

@@ -1,0 +1,498 @@
+/*
+ * cmd_log.c - what happened to a lock: rlock log (its history, or a live
+ * view of it with --follow) and rlock last (its last run, as a monitoring
+ * check or Prometheus metrics).  The events are formatted here for status
+ * too.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+#define LOG_DEFAULT 20
+#define LOG_MOST 100000
+#define FOLLOW_MS 250
+
+/* ---- formatting events -------------------------------------------------- */
+
+/* A number, or null when not known (< 0). */
+static void json_num(FILE *f, const char *key, long long v)
+{
+	if (v >= 0)
+		fprintf(f, ",\"%s\":%lld", key, v);
+	else
+		fprintf(f, ",\"%s\":null", key);
+}
+
+/* A string, or null when empty. */
+static void json_opt(FILE *f, const char *key, const char *v)
+{
+	fprintf(f, ",\"%s\":", key);
+	if (v[0] != '\0')
+		cli_json_str(f, v);
+	else
+		fputs("null", f);
+}
+
+void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
+{
+	fputs("{\"event\":", f);
+	cli_json_str(f, e->event);
+	fprintf(f, ",\"time_ms\":%lld,\"id\":", e->time_ms);
+	cli_json_str(f, e->id);
+	fputs(",\"host\":", f);
+	cli_json_str(f, e->host);
+	fputs(",\"user\":", f);
+	cli_json_str(f, e->user);
+	json_num(f, "pid", e->pid);
+	fputs(",\"kind\":", f);
+	cli_json_str(f, e->kind);
+	json_num(f, "fence", e->fence);
+	fputs(",\"token\":", f);
+	cli_json_str(f, e->token);
+	json_num(f, "waited_ms", e->waited_ms);
+	json_num(f, "held_ms", e->held_ms);
+	json_num(f, "exit", e->exit);
+	json_opt(f, "signal", e->signal);
+	json_opt(f, "reason", e->reason);
+	fputs(",\"command\":", f);
+	cli_json_str(f, e->command);
+	json_opt(f, "note", e->note);
+	if (servers > 1)
+		fprintf(f, ",\"servers\":%d", e->servers);
+	fputs("}", f);
+}
+
+/* How a run ended: "exit 0", "exit 143 (SIGTERM)", "released" (status not
+ * known), "lost (why)"; with the time held. */
+const char *cli_event_outcome(const struct rlock_event *e, char *buf,
+			      size_t len)
+{
+	char held[32], how[400];
+
+	if (strcmp(e->event, "lost") == 0)
+		snprintf(how, sizeof(how), "lost (%s)", e->reason);
+	else if (e->exit >= 0 && e->signal[0] != '\0')
+		snprintf(how, sizeof(how), "exit %d (SIG%s)", e->exit,
+			 e->signal);
+	else if (e->exit >= 0)
+		snprintf(how, sizeof(how), "exit %d", e->exit);
+	else
+		snprintf(how, sizeof(how), "released, exit status not "
+			 "recorded");
+	if (e->held_ms >= 0)
+		snprintf(buf, len, "%s after %s", how,
+			 rlock_fmt_ms(e->held_ms, held, sizeof(held)));
+	else
+		snprintf(buf, len, "%s", how);
+	return cli_printable(buf);
+}
+
+/* "2h ago on web3 (root pid 5522)" */
+const char *cli_event_when(const struct rlock_event *e, char *buf,
+			   size_t len)
+{
+	char ago[32];
+	long long d = cli_wall_ms() - e->time_ms;
+	char who[128] = "";
+
+	/* An entry written by another client may lack the user or pid. */
+	if (e->user[0] != '\0' && e->pid >= 0)
+		snprintf(who, sizeof(who), " (%s pid %lld)", e->user, e->pid);
+	else if (e->user[0] != '\0')
+		snprintf(who, sizeof(who), " (%s)", e->user);
+	else if (e->pid >= 0)
+		snprintf(who, sizeof(who), " (pid %lld)", e->pid);
+	snprintf(buf, len, "%s ago on %s%s",
+		 rlock_fmt_ms(d > 0 ? d : 0, ago, sizeof(ago)),
+		 e->host[0] != '\0' ? e->host : "an unknown host", who);
+	return cli_printable(buf);
+}
+
+/* One event for people: local time, event, who, and what is known. */
+static void print_event(FILE *f, const struct rlock_event *e, int servers)
+{
+	char when[32], who[400], d[32], line[2048];
+	time_t t = (time_t)(e->time_ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	localtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	if (e->pid >= 0)
+		snprintf(who, sizeof(who), "%s@%s pid %lld", e->user, e->host,
+			 e->pid);
+	else
+		snprintf(who, sizeof(who), "%s@%s", e->user, e->host);
+	n = (size_t)snprintf(line, sizeof(line), "%s  %-8s  %s", when,
+			     e->event, who);
+#define ADD(...)                                                          \
+	do {                                                              \
+		if (n < sizeof(line))                                     \
+			n += (size_t)snprintf(line + n, sizeof(line) - n, \
+					      __VA_ARGS__);               \
+	} while (0)
+	if (e->fence >= 0)
+		ADD("  fence %lld", e->fence);
+	if (e->waited_ms >= 0)
+		ADD("  waited %s", rlock_fmt_ms(e->waited_ms, d, sizeof(d)));
+	if (e->held_ms >= 0)
+		ADD("  held %s", rlock_fmt_ms(e->held_ms, d, sizeof(d)));
+	if (e->exit >= 0)
+		ADD("  exit %d", e->exit);
+	else if (strcmp(e->event, "released") == 0)
+		ADD("  exit ?");
+	if (e->signal[0] != '\0')
+		ADD("  signal %s", e->signal);
+	if (e->reason[0] != '\0')
+		ADD("  (%s)", e->reason);
+	if (e->command[0] != '\0')
+		ADD("  %s", e->command);
+	if (e->note[0] != '\0')
+		ADD("  note: %s", e->note);
+	if (servers > 1 && e->servers < servers)
+		ADD("  [recorded by %d of %d servers]", e->servers, servers);
+#undef ADD
+	fprintf(f, "%s\n", cli_printable(line));
+}
+
+static void show_events(const struct cli *g, const struct rlock_event *ev,
+			size_t n, int servers)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (g->json) {
+			cli_event_json(stdout, &ev[i], servers);
+			putchar('\n');
+		} else {
+			print_event(stdout, &ev[i], servers);
+		}
+	}
+}
+
+/* ---- rlock log -------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_following;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_following = 1;
+}
+
+/* Print what is recorded after cur until SIGINT or SIGTERM; a server that
+ * cannot be reached for a while (a restart, a failover) is asked again. */
+static int follow(struct cli *g, struct rlock *rl, const char *name,
+		  struct rlock_log_cursor *cur)
+{
+	struct sigaction sa;
+	struct rlock_event *ev;
+	size_t n;
+	int rc, said = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	while (!stop_following) {
+		struct timespec ts = { 0, FOLLOW_MS * 1000000L };
+
+		nanosleep(&ts, NULL);
+		if (stop_following)
+			break;
+		rc = rlock_log_follow(rl, name, cur, &ev, &n);
+		if (rc == RLOCK_EUNAVAIL) {
+			if (!said && g->verbose > 0)
+				cli_warn(g, "%s (trying again)",
+					 rlock_errstr(rl));
+			said = 1;
+			continue;
+		}
+		if (rc != RLOCK_OK) {
+			cli_warn(g, "%s", rlock_errstr(rl));
+			return cli_exit_code(rc, EX_TEMPFAIL);
+		}
+		said = 0;
+		show_events(g, ev, n, (int)rlock_nservers(rl));
+		free(ev);
+		if (cli_flush_stdout(g) != 0)
+			return EX_OSERR;
+	}
+	return EX_OK;
+}
+
+int cmd_log(int argc, char **argv, struct cli *g)
+{
+	static const struct option longopts[] = {
+		CLI_GLOBAL_LONG,
+		{ "lines", required_argument, NULL, 'n' },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "follow", no_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rlock_log_cursor cur;
+	struct rlock_event *ev;
+	struct rlock *rl;
+	const char *name;
+	long long since = 0;
+	size_t n, max = LOG_DEFAULT;
+	int c, rc, follow_on = 0, ret;
+
+	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "n:f",
+				longopts, NULL)) != -1) {
+		if (cli_global_option(g, c, optarg))
+			continue;
+		switch (c) {
+		case 'n':
+			max = (size_t)cli_int(g, "-n", optarg, 1, LOG_MOST);
+			break;
+		case OPT_SINCE:
+			since = cli_wall_ms() - cli_duration(g, "--since", optarg,
+							 0, 0);
+			break;
+		case 'f':
+			follow_on = 1;
+			break;
+		default:
+			cli_bad_option(g, c, argv);
+		}
+	}
+	if (optind >= argc)
+		cli_usage_error(g, "missing lock NAME");
+	if (argc - optind > 1)
+		cli_usage_error(g, "too many arguments");
+	name = argv[optind];
+	cli_check_name(g, name);
+	cli_finish(g);
+	rl = cli_open(g);
+	rc = rlock_log(rl, name, max, since > 0 ? since : 0, &ev, &n, &cur);
+	if (rc != RLOCK_OK) {
+		cli_warn(g, "%s", rlock_errstr(rl));
+		rlock_free(rl);
+		return cli_exit_code(rc, EX_TEMPFAIL);
+	}
+	show_events(g, ev, n, (int)rlock_nservers(rl));
+	free(ev);
+	if (cli_flush_stdout(g) != 0) {
+		rlock_free(rl);
+		return EX_OSERR;
+	}
+	if (follow_on) {
+		ret = follow(g, rl, name, &cur);
+	} else if (n == 0) {
+		if (g->verbose >= 0)
+			cli_warn(g, "%s: no history", name);
+		ret = EX_FREE;
+	} else {
+		ret = EX_OK;
+	}
+	rlock_free(rl);
+	return ret;
+}
+
+/* ---- rlock last ------------------------------------------------------- */
+
+struct last {
+	const char *name;
+	struct rlock_event run, ok;
+	int has_run, has_ok;
+};
+
+/* Whether l has no success that ended within max_age of now. */
+static int stale(const struct last *l, int64_t max_age, long long now)
+{
+	return !l->has_ok || now - l->ok.time_ms > max_age;
+}
+
+static void print_last(const struct last *l, int64_t max_age, long long now)
+{
+	char when[600], how[600], okwhen[600], age[32];
+
+	if (max_age < 0) {
+		if (!l->has_run)
+			printf("%s: never ran\n", l->name);
+		else
+			printf("%s: last run ended %s: %s\n", l->name,
+			       cli_event_when(&l->run, when, sizeof(when)),
+			       cli_event_outcome(&l->run, how, sizeof(how)));
+		return;
+	}
+	if (!stale(l, max_age, now))
+		return;
+	printf("%s: no successful run within %s: last success %s; ", l->name,
+	       rlock_fmt_ms(max_age, age, sizeof(age)), l->has_ok ?
+	       cli_event_when(&l->ok, okwhen, sizeof(okwhen)) : "never");
+	if (l->has_run)
+		printf("last run %s: %s\n",
+		       cli_event_when(&l->run, when, sizeof(when)),
+		       cli_event_outcome(&l->run, how, sizeof(how)));
+	else
+		printf("never ran\n");
+}
+
+static void json_last(const struct last *l, int64_t max_age, long long now,
+		      int servers)
+{
+	fputs("{\"lock\":", stdout);
+	cli_json_str(stdout, l->name);
+	fputs(",\"last\":", stdout);
+	if (l->has_run)
+		cli_event_json(stdout, &l->run, servers);
+	else
+		fputs("null", stdout);
+	fputs(",\"last_success\":", stdout);
+	if (l->has_ok)
+		cli_event_json(stdout, &l->ok, servers);
+	else
+		fputs("null", stdout);
+	if (max_age >= 0)
+		printf(",\"stale\":%s", stale(l, max_age, now) ? "true" :
+		       "false");
+	fputs("}\n", stdout);
+}
+
+/* A lock name as a Prometheus label value. */
+static void prom_label(const char *name)
+{
+	fputs("{lock=\"", stdout);
+	for (const char *p = name; *p != '\0'; p++) {
+		if (*p == '\\' || *p == '"')
+			putchar('\\');
+		putchar(*p);
+	}
+	fputs("\"}", stdout);
+}
+
+enum { M_SUCCESS, M_RUN, M_EXIT, M_DURATION, M_COUNT };
+
+static const char *const metric[M_COUNT][2] = {
+	{ "rlock_last_success_timestamp_seconds", "When the last successful "
+	  "run of the lock ended (exit status 0), in seconds since the "
+	  "epoch." },
+	{ "rlock_last_run_timestamp_seconds", "When the last run of the lock "
+	  "ended, in seconds since the epoch." },
+	{ "rlock_last_run_exit_code", "The exit status of the last run of the "
+	  "lock (76: the lock was lost)." },
+	{ "rlock_last_run_duration_seconds", "How long the last run of the "
+	  "lock held it, in seconds." },
+};
+
+/* The value of metric m for l; 0 when l has no sample of it. */
+static int prom_value(const struct last *l, int m, double *v)
+{
+	switch (m) {
+	case M_SUCCESS:
+		*v = (double)l->ok.time_ms / 1000.0;
+		return l->has_ok;
+	case M_RUN:
+		*v = (double)l->run.time_ms / 1000.0;
+		return l->has_run;
+	case M_EXIT:
+		/* A lost run is what rlock run exits with then, whatever
+		 * its command did after it was stopped. */
+		if (l->has_run && strcmp(l->run.event, "lost") == 0)
+			*v = EX_LOST;
+		else if (l->has_run && l->run.exit >= 0)
+			*v = l->run.exit;
+		else
+			return 0;
+		return 1;
+	case M_DURATION:
+		*v = (double)l->run.held_ms / 1000.0;
+		return l->has_run && l->run.held_ms >= 0;
+	}
+	return 0;
+}
+
+/* The node_exporter textfile collector's format. */
+static void print_prometheus(const struct last *all, size_t n)
+{
+	for (int m = 0; m < M_COUNT; m++) {
+		printf("# HELP %s %s\n# TYPE %s gauge\n", metric[m][0],
+		       metric[m][1], metric[m][0]);
+		for (size_t i = 0; i < n; i++) {
+			double v;
+
+			if (!prom_value(&all[i], m, &v))
+				continue;
+			fputs(metric[m][0], stdout);
+			prom_label(all[i].name);
+			printf(m == M_EXIT ? " %.0f\n" : " %.3f\n", v);
+		}
+	}
+}
+
+int cmd_last(int argc, char **argv, struct cli *g)
+{
+	static const struct option longopts[] = {
+		CLI_GLOBAL_LONG,
+		{ "max-age", required_argument, NULL, OPT_MAX_AGE },
+		{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct last *all;
+	struct rlock *rl;
+	int64_t max_age = -1;
+	long long now;
+	size_t n, i;
+	int c, rc = RLOCK_OK, prometheus = 0, any_stale = 0, ret;
+
+	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
+				NULL)) != -1) {
+		if (cli_global_option(g, c, optarg))
+			continue;
+		if (c == OPT_MAX_AGE)
+			max_age = cli_duration(g, "--max-age", optarg, 0, 0);
+		else if (c == OPT_PROMETHEUS)
+			prometheus = 1;
+		else
+			cli_bad_option(g, c, argv);
+	}
+	if (optind >= argc)
+		cli_usage_error(g, "missing lock NAME");
+	if (prometheus && g->json)
+		cli_usage_error(g, "--prometheus and --json cannot be "
+				"combined");
+	for (i = (size_t)optind; i < (size_t)argc; i++)
+		cli_check_name(g, argv[i]);
+	cli_finish(g);
+	n = (size_t)(argc - optind);
+	all = calloc(n, sizeof(*all));
+	if (all == NULL) {
+		cli_warn(g, "out of memory");
+		return EX_OSERR;
+	}
+	rl = cli_open(g);
+	for (i = 0; i < n && rc == RLOCK_OK; i++) {
+		all[i].name = argv[optind + (int)i];
+		rc = rlock_last(rl, all[i].name, &all[i].run, &all[i].has_run,
+				&all[i].ok, &all[i].has_ok);
+	}
+	if (rc != RLOCK_OK) {
+		cli_warn(g, "%s", rlock_errstr(rl));
+		ret = cli_exit_code(rc, EX_TEMPFAIL);
+		goto out;
+	}
+	now = cli_wall_ms();
+	if (prometheus)
+		print_prometheus(all, n);
+	for (i = 0; i < n; i++) {
+		if (max_age >= 0 && stale(&all[i], max_age, now))
+			any_stale = 1;
+		if (g->json)
+			json_last(&all[i], max_age, now,
+				  (int)rlock_nservers(rl));
+		else if (!prometheus)
+			print_last(&all[i], max_age, now);
+	}
+	ret = cli_flush_stdout(g) != 0 ? EX_OSERR : any_stale ? EX_FREE :
+	      EX_OK;
+out:
+	free(all);
+	rlock_free(rl);
+	return ret;
+}
