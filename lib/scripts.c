@@ -986,10 +986,21 @@ int scripts_unavailable(const redisReply *r, char *why, size_t len)
 	return 0;
 }
 
+/* The commands that read the history: log reads with XREVRANGE and
+ * follows with XRANGE, so a rule naming only the one refused would fail
+ * again at the other. */
+#define HISTORY_READS "+xrange +xrevrange"
+
+static int history_read(const char *cmd, size_t len)
+{
+	return (len == 6 && strncasecmp(cmd, "xrange", 6) == 0) ||
+	       (len == 9 && strncasecmp(cmd, "xrevrange", 9) == 0);
+}
+
 /*
  * An ACL refusal, with the rule that would allow it: keys and channels
- * under the key's prefix, or the command named.  user is the URL's ("" is
- * the default user).
+ * under the key's prefix, the history's two reads together, or the
+ * command named.  user is the URL's ("" is the default user).
  */
 static void acl_error(const redisReply *r, int n, const char *addr,
 		      const char *user, const char *key,
@@ -1010,6 +1021,9 @@ static void acl_error(const redisReply *r, int n, const char *addr,
 	else if (memmem(r->str, r->len, "key", 3) != NULL)
 		snprintf(rule, sizeof(rule), "~%.*s*", plen > 100 ? 100 : plen,
 			 key);
+	else if (q2 != NULL && starts_with(r, "NOPERM") &&
+		 history_read(q1 + 1, (size_t)(q2 - q1 - 1)))
+		snprintf(rule, sizeof(rule), "%s", HISTORY_READS);
 	else if (q2 != NULL && starts_with(r, "NOPERM"))
 		snprintf(rule, sizeof(rule), "+%.*s",
 			 (int)(q2 - q1 - 1) > 60 ? 60 : (int)(q2 - q1 - 1),
