@@ -540,9 +540,35 @@ static int same_event(const struct rlock_event *x, const struct rlock_event *y)
 	       strcmp(x->event, y->event) == 0;
 }
 
+/*
+ * One acquisition has one fence, the one handed out: the highest any master
+ * granted.  A master's acquired record carries its own grant, and the
+ * others' release, lost and forced records the fence rlock raised them to.
+ * When the record of the master that granted the highest is missing (it
+ * was restarted empty, or refused the write), the acquired event would
+ * show a lower fence than the holder had, and than its own end: give every
+ * event of a token the highest fence any of them carries.
+ */
+static void one_fence(struct evlist *l)
+{
+	size_t i, j;
+
+	for (i = 0; i < l->n; i++) {
+		struct rlock_event *e = &l->ev[i];
+
+		if (e->fence < 0 || e->token[0] == '\0')
+			continue;
+		for (j = 0; j < l->n; j++) {
+			if (l->ev[j].fence > e->fence &&
+			    strcmp(l->ev[j].token, e->token) == 0)
+				e->fence = l->ev[j].fence;
+		}
+	}
+}
+
 /* Sort l by time and, with several masters, count each event once: the
- * earliest record stands for all, with the highest fence any gave (the
- * fence handed out) and how many servers recorded it. */
+ * earliest record stands for all, with the fence handed out (one_fence)
+ * and how many servers recorded it. */
 static void merge(struct evlist *l, int several)
 {
 	size_t i, j, out = 0;
@@ -564,6 +590,7 @@ static void merge(struct evlist *l, int several)
 		l->ev[out++] = l->ev[i];
 	}
 	l->n = out;
+	one_fence(l);
 }
 
 /*
