@@ -4,7 +4,11 @@
 # and so does its category-based alternative; keys outside the pattern and
 # a refused EVALSHA exit 77 with the rule to add; a user without channel
 # rights runs, acquires and releases quietly with exit 0, and its waiters
-# are still served within about a second.
+# are still served within about a second.  The history: the README's rules
+# let log, last and status's last line read it; a user without +xadd still
+# takes, renews and gives up every kind of lock, records nothing, and hears
+# why from -v (once) and doctor; a user without the history's reads gets 77
+# from log and last, with the rule that lets them work.
 
 bats_require_minimum_version 1.5.0
 load test_helper
@@ -53,6 +57,18 @@ every_subcommand() {
 	run -0 --separate-stderr "$RLOCK" -u "$url" release job "$token"
 	[ -z "$stderr" ]
 	run -1 --separate-stderr "$RLOCK" -u "$url" status job
+	# The history: the run, then the acquire and release.
+	assert_line --regexp '^ *last: [^ ]+ ago on .*, released, exit status not recorded after '
+	assert_equal "$(hist_names job)" "acquired released acquired released"
+	run -0 --separate-stderr "$RLOCK" -u "$url" log job
+	[ -z "$stderr" ]
+	assert_equal "${#lines[@]}" 4
+	assert_regex "${lines[1]}" ' released .* exit 0( |$)'
+	assert_regex "${lines[3]}" ' released .* exit \?( |$)'
+	run -0 --separate-stderr "$RLOCK" -u "$url" last job
+	assert_regex "$output" '^job: last run ended [^ ]+ ago on .*: released, exit status not recorded after '
+	run -0 --separate-stderr "$RLOCK" -u "$url" last --max-age 1h job
+	assert_output ""
 	run -0 --separate-stderr "$RLOCK" -u "$url" acquire --renew --pid $$ kept
 	run -0 --separate-stderr "$RLOCK" -u "$url" release kept "$output"
 	run -0 --separate-stderr "$RLOCK" -u "$url" acquire kept
@@ -60,7 +76,18 @@ every_subcommand() {
 	run -0 --separate-stderr "$RLOCK" -u "$url" bench -c 4 -n 100
 	assert_line --regexp '^  violations   0$'
 	run -0 --separate-stderr "$RLOCK" -u "$url" --json doctor
-	json_check "$output" 'all(c["level"] in ("ok", "note") for c in d)'
+	json_check "$output" 'all(c["level"] in ("ok", "note") for c in d)' \
+		'[c["level"] for c in d if c["check"] == "history"] == ["ok"]'
+}
+
+# no_history_kept: no history stream under this test's prefix.
+no_history_kept() {
+	assert_equal "$(rcli R --scan --pattern "${RLOCK_PREFIX}*:log")" ""
+}
+
+# history_warning USER: what -v says when the server will not record.
+history_warning() {
+	echo "warning: 127.0.0.1:$R_PORT refused to record the lock's history (XADD): history is not kept; allow it with ACL SETUSER $1 +xadd +xrange +xrevrange"
 }
 
 @test "acl: README's minimal rule lets every subcommand work" {
@@ -149,4 +176,148 @@ every_subcommand() {
 	"$RLOCK" -u "$url" release job "$token"
 	bg_wait "$BG_PID" 10
 	[ "$BG_STATUS" -eq 0 ]
+}
+
+@test "acl: without +xadd every kind of lock is taken, renewed and given up as usual, nothing is recorded, -v says so once and doctor warns" {
+	make_user noxadd -@all -xadd
+	url="redis://noxadd:secret@127.0.0.1:$R_PORT"
+	# run: the command's status, and nothing on stderr.
+	run -0 --separate-stderr "$RLOCK" -u "$url" run job -- echo ran
+	assert_output ran
+	assert_equal "$stderr" ""
+	lock_free job
+	run -3 --separate-stderr "$RLOCK" -u "$url" run job -- sh -c 'exit 3'
+	assert_equal "$stderr" ""
+	lock_free job
+	# acquire, extend, release.
+	run -0 --separate-stderr "$RLOCK" -u "$url" acquire -t 20s job
+	token=$output
+	assert_equal "$stderr" ""
+	held_by job "$token"
+	run -0 --separate-stderr "$RLOCK" -u "$url" extend -t 60s job "$token"
+	assert_equal "$stderr" ""
+	(($(pttl job) > 20000)) || fail "extend did not reach the server: pttl $(pttl job)"
+	run -0 --separate-stderr "$RLOCK" -u "$url" release job "$token"
+	assert_equal "$stderr" ""
+	lock_free job
+	# A waiter with -v is served at the release, and says once, with the
+	# rule, that the history is not kept.
+	token=$("$RLOCK" -u "$url" acquire -t 60s job)
+	bg_start waiter "$RLOCK" -u "$url" -v run -w 20s job -- echo served
+	wait_until 5 has_waiters job 1
+	run -0 --separate-stderr "$RLOCK" -u "$url" release job "$token"
+	assert_equal "$stderr" ""
+	bg_wait "$BG_PID" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_out waiter)" served
+	run bg_err waiter
+	assert_line "rlock: run: $(history_warning noxadd)"
+	assert_equal "$(grep -c history <<<"$output")" 1
+	lock_free job
+	# acquire -v: that line, and nothing else.
+	run -0 --separate-stderr "$RLOCK" -u "$url" -v acquire -t 30s job
+	token=$output
+	assert_stderr "rlock: acquire: $(history_warning noxadd)"
+	run -0 --separate-stderr "$RLOCK" -u "$url" release job "$token"
+	assert_equal "$stderr" ""
+	# acquire --renew leaves a renewer that keeps a 1s lease past its
+	# TTL, until release ends it.
+	run -0 --separate-stderr "$RLOCK" -u "$url" acquire --renew --pid $$ -t 1s kept
+	token=$output
+	assert_equal "$stderr" ""
+	renewed_past() {
+		held_by kept "$token" && (($(server_ms) - $(meta kept since) > 1500))
+	}
+	wait_until 10 renewed_past
+	run -0 --separate-stderr "$RLOCK" -u "$url" release kept "$token"
+	assert_equal "$stderr" ""
+	lock_free kept
+	wait_until 5 no_rlock_pids
+	# release --force.
+	"$RLOCK" -u "$url" acquire -t 30s kept >/dev/null
+	run -0 --separate-stderr "$RLOCK" -u "$url" release --force kept
+	assert_regex "$stderr" '^rlock: release: kept: removed lock held by .* pid [0-9]+ \(rlock acquire\)$'
+	lock_free kept
+	# Shared holders, and a semaphore of two places.
+	local s1 s2 p1 p2
+	s1=$("$RLOCK" -u "$url" acquire -s sh)
+	s2=$("$RLOCK" -u "$url" acquire -s sh)
+	holders_is sh 2
+	run -75 --separate-stderr "$RLOCK" -u "$url" acquire -x -n sh
+	"$RLOCK" -u "$url" release sh "$s1"
+	"$RLOCK" -u "$url" release sh "$s2"
+	holders_is sh 0
+	run -0 --separate-stderr "$RLOCK" -u "$url" run -s sh -- true
+	assert_equal "$stderr" ""
+	p1=$("$RLOCK" -u "$url" acquire -l 2 sem)
+	p2=$("$RLOCK" -u "$url" acquire -l 2 sem)
+	run -75 --separate-stderr "$RLOCK" -u "$url" acquire -l 2 -n sem
+	holders_is sem 2
+	"$RLOCK" -u "$url" release sem "$p1"
+	"$RLOCK" -u "$url" release sem "$p2"
+	holders_is sem 0
+	run -0 --separate-stderr "$RLOCK" -u "$url" run -l 2 sem -- true
+	assert_equal "$stderr" ""
+	# Nothing was recorded, and the user, who may read, finds nothing.
+	no_history_kept
+	run -1 --separate-stderr "$RLOCK" -u "$url" log job
+	assert_output ""
+	assert_stderr "rlock: log: job: no history"
+	run -0 --separate-stderr "$RLOCK" -u "$url" last job
+	assert_output "job: never ran"
+	# doctor: the history check warns with the rule, the rest is fine.
+	run -1 --separate-stderr "$RLOCK" -u "$url" --json doctor
+	json_check "$output" \
+		'[c["level"] for c in d if c["check"] == "history"] == ["warn"]' \
+		'all(c["level"] in ("ok", "note") for c in d if c["check"] != "history")' \
+		'[c["message"] for c in d if c["check"] == "history"][0].endswith("allow it with ACL SETUSER noxadd +xadd +xrange +xrevrange")'
+	no_history_kept
+}
+
+@test "acl: without the history's reads locks work and are recorded; log and last exit 77 with the rule, and with it they work" {
+	make_user noread -@all -xrange -xrevrange
+	url="redis://noread:secret@127.0.0.1:$R_PORT"
+	run -0 --separate-stderr "$RLOCK" -u "$url" run job -- true
+	assert_equal "$stderr" ""
+	# XADD is allowed: -v has nothing to say about the history.
+	run -0 --separate-stderr "$RLOCK" -u "$url" -v run job -- true
+	refute_stderr --partial history
+	assert_equal "$(hist_names job)" "acquired released acquired released"
+	# status works, without the last run it cannot read.
+	run -1 --separate-stderr "$RLOCK" -u "$url" status job
+	assert_equal "$stderr" ""
+	refute_output --partial 'last:'
+	local why="127.0.0.1:$R_PORT: permission refused to user 'noread' (NOPERM this user has no permissions to run the 'xrevrange' command): allow it with ACL SETUSER noread +xrange +xrevrange"
+	run -77 --separate-stderr "$RLOCK" -u "$url" log job
+	assert_output ""
+	assert_stderr "rlock: log: $why"
+	run -77 --separate-stderr "$RLOCK" -u "$url" log -f job
+	assert_output ""
+	assert_stderr "rlock: log: $why"
+	run -77 --separate-stderr "$RLOCK" -u "$url" last job
+	assert_output ""
+	assert_stderr "rlock: last: $why"
+	run -77 --separate-stderr "$RLOCK" -u "$url" last --prometheus job
+	assert_output ""
+	assert_stderr "rlock: last: $why"
+	# The rule it names is enough for log, log -f, last and status.
+	local -a rule
+	read -r -a rule <<<"${why#*allow it with }"
+	rcli R "${rule[@]}" >/dev/null
+	run -0 --separate-stderr "$RLOCK" -u "$url" log job
+	assert_equal "${#lines[@]}" 4
+	run -0 --separate-stderr "$RLOCK" -u "$url" last job
+	assert_regex "$output" '^job: last run ended [^ ]+ ago on .*: exit 0 after '
+	run -1 --separate-stderr "$RLOCK" -u "$url" status job
+	assert_line --regexp '^ *last: [^ ]+ ago on .*, exit 0 after '
+	bg_start follow "$RLOCK" -u "$url" log -f job
+	local fpid=$BG_PID
+	wait_until 5 lines_at_least "$BATS_TEST_TMPDIR/follow.out" 4
+	run -0 "$RLOCK" -u "$url" run job -- true
+	wait_until 5 lines_at_least "$BATS_TEST_TMPDIR/follow.out" 6
+	kill -INT "$fpid"
+	bg_wait "$fpid" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err follow)" ""
+	assert_equal "$(wc -l <follow.out)" 6
 }

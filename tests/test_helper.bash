@@ -38,11 +38,16 @@
 #	bg_wait PID [SECS]	reap it (bounded); BG_STATUS is its status
 #	wait_until SECS COMMAND...	poll every 20ms, fail after SECS
 #	gate FILE		shell snippet: run until FILE exists (<= 30s)
+#	file_has FILE LINE, file_nonempty FILE, lines_at_least FILE N
 #	pid_gone, pid_alive, pid_stopped PID; track_pid PID (kill at teardown)
 #	rlock_pids		rlock processes with this test's prefix
 # Teardown kills everything bg_start started (and whatever it left behind
 # in its session), tracked pids, and any process whose environment has
 # this test's RLOCK_PREFIX (renewers, orphaned commands).
+#
+# The lock's history (the stream P{NAME}:log, LOCK HISTORY in the man page):
+#	hist_key NAME, hist_len NAME [SERVER] (XLEN),
+#	hist_names NAME [SERVER] (its events, oldest first, space-separated)
 #
 # Assertions on `run --separate-stderr`: assert_stderr, assert_stderr_line,
 # refute_stderr (as assert_output/assert_line/refute_output), and
@@ -700,6 +705,32 @@ file_has() {
 # file_nonempty FILE
 file_nonempty() {
 	[[ -s $1 ]]
+}
+
+# lines_at_least FILE N: FILE exists and has N lines or more.
+lines_at_least() {
+	[[ -f $1 ]] && (($(wc -l <"$1") >= $2))
+}
+
+# ---- the lock's history -----------------------------------------------------
+# What rlock recorded, read with redis-cli, not through rlock (log.bats has
+# the field-by-field helpers).
+
+# hist_key NAME: the key of lock NAME's history.
+hist_key() {
+	echo "$(key "$1"):log"
+}
+
+# hist_len NAME [SERVER]: entries in lock NAME's history (0: none).
+hist_len() {
+	rcli "${2:-R}" XLEN "$(hist_key "$1")"
+}
+
+# hist_names NAME [SERVER]: the event of each entry, oldest first.
+hist_names() {
+	rcli "${2:-R}" --json XRANGE "$(hist_key "$1")" - + | python3 -c '
+import json, sys
+print(" ".join(dict(zip(kv[0::2], kv[1::2]))["event"] for _, kv in json.load(sys.stdin) or []))'
 }
 
 # ---- assertions on $stderr (run --separate-stderr) ------------------------
