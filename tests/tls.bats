@@ -3,8 +3,8 @@
 # TLS, passwords, the wrong scheme on either side, and every subcommand
 # (run and its renewals, waiting on pub/sub, acquire --renew, status, bench,
 # Redlock) over TLS, a server killed and restarted, a TCP proxy that
-# blackholes the TLS bytes; libssl is loaded only when a rediss:// URL is
-# used.
+# blackholes the TLS bytes; the lock's history (log, last, log -f) over
+# TLS; libssl is loaded only when a rediss:// URL is used.
 #
 # Servers for the whole file (tls_helper.bash):
 #	T	TLS only, client certificates optional (the default URL)
@@ -516,6 +516,38 @@ assert all(l["held"] for l in d["locks"])
 	run -0 "$RLOCK" --cacert "$CA" "${MTLS[@]}" "${urls[@]}" release mx "$token"
 	tlock_free mx T
 	tlock_free mx M
+}
+
+# ---- the history over TLS ---------------------------------------------------
+
+@test "history over TLS: run records, log and last --prometheus read it, log -f follows it until SIGINT" {
+	run -0 --separate-stderr "$RLOCK" --cacert "$CA" run job -- true
+	assert_equal "$stderr" ""
+	assert_equal "$(hist_names job T)" "acquired released"
+	run -0 --separate-stderr "$RLOCK" --cacert "$CA" log job
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[0]}" ' acquired .* fence [0-9]+ .*waited [0-9]'
+	assert_regex "${lines[1]}" ' released .* held [0-9.]+m?s +exit 0$'
+	run -0 --separate-stderr "$RLOCK" --cacert "$CA" last --prometheus job
+	assert_equal "$stderr" ""
+	assert_line 'rlock_last_run_exit_code{lock="job"} 0'
+	assert_line --regexp '^rlock_last_success_timestamp_seconds\{lock="job"\} [0-9]+\.[0-9]{3}$'
+	# -f prints what is there, then each new event, until SIGINT: exit 0.
+	bg_start follow "$RLOCK" --cacert "$CA" log -f job
+	local fpid=$BG_PID
+	wait_until 5 lines_at_least "$BATS_TEST_TMPDIR/follow.out" 2
+	run -3 "$RLOCK" --cacert "$CA" run job -- sh -c 'exit 3'
+	wait_until 5 lines_at_least "$BATS_TEST_TMPDIR/follow.out" 4
+	kill -INT "$fpid"
+	bg_wait "$fpid" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err follow)" ""
+	run cat follow.out
+	assert_equal "${#lines[@]}" 4
+	assert_regex "${lines[2]}" ' acquired .*sh -c exit 3$'
+	assert_regex "${lines[3]}" ' released .* exit 3$'
+	assert_equal "$(hist_len job T)" 4
 }
 
 # ---- libssl only for TLS ----------------------------------------------------
