@@ -7,7 +7,9 @@
 # A test that stops, freezes or kills a master leaves it to teardown to
 # bring it back (servers_up), so that a failed test cannot take the next
 # one's servers down with it.  Fault proxies (a lost reply, slow replies)
-# are started by the tests that need them, in front of a master.
+# are started by the tests that need them, in front of a master.  The
+# history: each master records what it granted, log, last and log -f merge
+# the records.
 
 bats_require_minimum_version 1.5.0
 load test_helper
@@ -1029,4 +1031,90 @@ holder_of() {
 	run -75 --separate-stderr timeout 20 "$RLOCK" -u "$P1_URL" -u "$P2_URL" -u "$M3_URL" \
 		acquire -n -t 200ms late2
 	assert_stderr "rlock: acquire: acquire took longer than the TTL allows"
+}
+
+# ---- the history -------------------------------------------------------------
+# Each master records what it granted in its own stream; log and last merge
+# the records, counting an event once, with how many masters recorded it.
+
+# log_xlen NAME M...: print the length of lock NAME's history on each master.
+log_xlen() {
+	local name=$1 m out=()
+	shift
+	for m in "$@"; do
+		rq "$m" XLEN "$(hist_key "$name")" || return 1
+		out+=("$RQ")
+	done
+	echo "${out[*]}"
+}
+
+@test "three masters: each records the run; log and log --json show each event once, recorded by all three, with the fence handed out" {
+	local out f t
+	out=$("$RLOCK" "${U3[@]}" run job -- sh -c 'echo "$RLOCK_FENCE $RLOCK_TOKEN"')
+	read -r f t <<<"$out"
+	assert_fence "$f"
+	assert_equal "$(log_xlen job M1 M2 M3)" "2 2 2"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" log --json job
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 2
+	json_check "${lines[0]}" 'd["event"] == "acquired" and d["servers"] == 3' \
+		'd["fence"] == int(a[0]) and d["token"] == a[1][:8]' -- "$f" "$t"
+	json_check "${lines[1]}" 'd["event"] == "released" and d["servers"] == 3' \
+		'd["fence"] == int(a[0]) and d["token"] == a[1][:8] and d["exit"] == 0' -- "$f" "$t"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" log job
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[0]}" " acquired .* fence $f .*waited [0-9.]+m?s  sh -c "
+	assert_regex "${lines[1]}" " released .* fence $f .* exit 0$"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" last --json job
+	json_check "$output" 'd["last"]["servers"] == 3 and d["last"]["fence"] == int(a[0])' \
+		'd["last_success"]["id"] == d["last"]["id"]' -- "$f"
+}
+
+@test "a master down during a run: once it is back its events say recorded by 2 of 3, with the holder's fence; last still answers with a master down" {
+	# M3 grants the highest fence, the one handed out; its records are
+	# lost with it.
+	local c f
+	c=$(fence_ahead_on job M3)
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" run job -- sh -c \
+		"echo \"\$RLOCK_FENCE\" >fence; kill -KILL $(master_pid M3)"
+	assert_equal "$stderr" ""
+	f=$(cat fence)
+	assert_equal "$f" $((c + 1))
+	servers_up M3
+	assert_equal "$(log_xlen job M1 M2 M3)" "2 2 0"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" log job
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[0]}" " acquired .* fence $f .*  \\[recorded by 2 of 3 servers\\]$"
+	assert_regex "${lines[1]}" " released .* fence $f .* exit 0  \\[recorded by 2 of 3 servers\\]$"
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" log --json job
+	json_check "${lines[0]}" 'd["event"] == "acquired" and d["servers"] == 2 and d["fence"] == int(a[0])' -- "$f"
+	json_check "${lines[1]}" 'd["event"] == "released" and d["servers"] == 2 and d["fence"] == int(a[0])' -- "$f"
+	kill_master KILL M1
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" last job
+	assert_equal "$stderr" ""
+	assert_regex "$output" '^job: last run ended [^ ]+ ago on .*: exit 0 after [^ ]+$'
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" last --max-age 1h job
+	assert_output ""
+}
+
+@test "log -f over three masters prints each event once, until SIGINT" {
+	bg_start follow "$RLOCK" "${U3[@]}" log --json -f job
+	local fpid=$BG_PID toks=() i
+	# Three runs; what a master records later than another must not show
+	# again in a later read, before the next run's events.
+	for i in 0 1 2; do
+		toks+=("$("$RLOCK" "${U3[@]}" run job -- sh -c 'echo "$RLOCK_TOKEN"')")
+		wait_until 5 lines_at_least "$BATS_TEST_TMPDIR/follow.out" $((2 * i + 2))
+	done
+	kill -INT "$fpid"
+	bg_wait "$fpid" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err follow)" ""
+	python3 -c '
+import json, sys
+got = [(e["event"], e["token"]) for e in map(json.loads, open(sys.argv[1]))]
+want = [(ev, t[:8]) for t in sys.argv[2:] for ev in ("acquired", "released")]
+if got != want:
+    sys.exit("followed %s, ran %s" % (got, want))' follow.out "${toks[@]}"
 }
