@@ -521,16 +521,33 @@ static void next_id(const char *id, char *out, size_t len)
 	snprintf(out, len, "%llu-%llu", ms, seq);
 }
 
-/* By time, then fence, then the order read. */
+/* The sequence part of a stream id ("ms-seq"). */
+static unsigned long long id_seq(const char *id)
+{
+	const char *dash = strchr(id, '-');
+
+	return dash != NULL ? strtoull(dash + 1, NULL, 10) : 0;
+}
+
+/*
+ * By time, then by the entry's place in its stream, then fence.  One
+ * stream's ids are its order: events of one millisecond (a semaphore's
+ * places taken and given back, a lease found gone after the next grant)
+ * need not have increasing fences, and "ms-10" sorts before "ms-9" as a
+ * string.  The fence only orders what several masters wrote.
+ */
 static int cmp_time(const void *a, const void *b)
 {
 	const struct rlock_event *x = a, *y = b;
+	unsigned long long sx = id_seq(x->id), sy = id_seq(y->id);
 
 	if (x->time_ms != y->time_ms)
 		return x->time_ms < y->time_ms ? -1 : 1;
+	if (sx != sy)
+		return sx < sy ? -1 : 1;
 	if (x->fence != y->fence)
 		return x->fence < y->fence ? -1 : 1;
-	return strcmp(x->id, y->id);
+	return strcmp(x->token, y->token);
 }
 
 /* One event recorded by several masters: the same kind and token. */

@@ -4,14 +4,18 @@
 # with redis-cli --cluster create (ha_helper).  MOVED from a seed that does
 # not serve the slot, many names through one seed, hand-off and contention
 # through different seeds, status across masters, a slot migrated while a
-# lock is held (ASK, TRYAGAIN, the new owner), a master failing over under
-# a running command, names with an empty hash tag, and bench.  Migrations
-# and failovers move slots and swap roles: every test asks the cluster who
-# serves what (cluster_owner_port, cluster_master_ports), never assumes.
+# lock is held (ASK, TRYAGAIN, the new owner), the lock's history (log,
+# log -f while a queue of deploys goes through, last, status) read through
+# other nodes and followed across a slot move and a failover, a master
+# failing over under a running command, names with an empty hash tag, and
+# bench.  Migrations and failovers move slots and swap roles: every test
+# asks the cluster who serves what (cluster_owner_port,
+# cluster_master_ports), never assumes.
 
 bats_require_minimum_version 1.5.0
 load test_helper
 load ha_helper
+load history_helper
 
 setup_file() {
 	start_cluster --replicas || return 1
@@ -421,6 +425,206 @@ start_holder() {
 	assert_equal "$(ccli "$to" GET "$k")" "$token"
 	assert_equal "$(ccli "$to" GET "$k:fence")" $((c + 2))
 	assert_equal "$(ccli "$to" HGET "$k:meta" fence)" $((c + 2))
+}
+
+# ---- history ------------------------------------------------------------------
+
+# log_cli NAME ARGS...: redis-cli against the master serving lock NAME's
+# slot (history_helper reads the stream with it).
+log_cli() {
+	local p
+	p=$(cluster_owner_port "$(key "$1")")
+	shift
+	ccli "$p" "$@"
+}
+
+# one_per_master PREFIX: three lock names, each served by another master.
+one_per_master() {
+	local n=0 name p
+	local -A byowner=()
+	while ((${#byowner[@]} < 3)); do
+		name="$1$n"
+		p=$(cluster_owner_port "$(key "$name")")
+		[[ -n ${byowner[$p]:-} ]] || byowner[$p]=$name
+		n=$((n + 1))
+	done
+	echo "${byowner[@]}"
+}
+
+@test "log -f and log -f --json through nodes that do not serve the slot, while a queue of deploys goes through: each event once, in order, fences increasing; exit 0 on SIGINT and SIGTERM" {
+	export USER=tester
+	local owner rep
+	owner=$(cluster_owner_port "$(key deploy)")
+	rep=$(cluster_replica_port "$owner")
+	[[ -n $rep ]] || fail "no replica of $owner"
+	start_holder "$(owner_url deploy)" deploy -t 30s
+	local -a pids=("$HOLDER_PID") fences=("$FENCE")
+	# The followers, through another master and through the owner's
+	# replica (both answer MOVED), show the holder's acquired event first.
+	bg_start text "$RLOCK" -u "$(other_url deploy)" log -f deploy
+	local tpid=$BG_PID
+	bg_start json "$RLOCK" -u "$(node_url "$rep")" log -f --json deploy
+	local jpid=$BG_PID
+	wait_until 10 has_lines text.out 1
+	wait_until 10 has_lines json.out 1
+	# Four deploys wait in line, each entered through another node.
+	local -a ports
+	mapfile -t ports < <(cluster_master_ports)
+	local i
+	for i in 1 2 3 4; do
+		bg_start "d$i" "$RLOCK" -u "$(node_url "${ports[i % 3]}")" run -w 30s deploy -- \
+			sh -c 'echo "$PPID $RLOCK_FENCE" >> ran'
+		pids+=("$BG_PID")
+		wait_until 10 chas_waiters deploy "$i"
+	done
+	touch go-deploy
+	for i in 0 1 2 3 4; do
+		bg_wait "${pids[i]}" 20
+		assert_equal "$BG_STATUS" 0
+	done
+	# The order they ran in (rlock's pid and the fence each was given):
+	# the four deploys, each once.
+	local -a ran
+	mapfile -t ran <ran
+	assert_equal "${#ran[@]}" 4
+	assert_equal "$(cut -d' ' -f1 ran | sort -n | tr '\n' ' ')" \
+		"$(printf '%s\n' "${pids[@]:1}" | sort -n | tr '\n' ' ')"
+	for i in 1 2 3 4; do
+		pids[i]=${ran[i - 1]% *}
+		fences[i]=${ran[i - 1]#* }
+	done
+	assert_increasing "${fences[@]}"
+	# One more run, through the third master: once the followers show it,
+	# they have shown everything before it.
+	run -0 "$RLOCK" -u "$(node_url "${ports[2]}")" run --note "last one" deploy -- true
+	wait_until 10 has_lines text.out 12
+	wait_until 10 has_lines json.out 12
+	assert_equal "$(event_names deploy)" "acquired released acquired released acquired released acquired released acquired released acquired released"
+	# The stream, as the followers saw it: once each, in order.
+	log_matches_stream "$(cat json.out)" "$(events deploy)"
+	local -a t
+	mapfile -t t <text.out
+	assert_equal "${#t[@]}" 12
+	for i in 0 1 2 3 4; do
+		log_line_matches "${t[2 * i]}" acquired "${pids[i]}" "${fences[i]}"
+		log_line_matches "${t[2 * i + 1]}" released "${pids[i]}" "${fences[i]}"
+		assert_regex "${t[2 * i + 1]}" '  held [^ ]+  exit 0( |$)'
+	done
+	# The waiters' grants say how long they waited.
+	for i in 1 2 3 4; do
+		assert_regex "${t[2 * i]}" '  waited [^ ]+  sh -c '
+	done
+	assert_regex "${t[10]}" ' acquired .*  note: last one$'
+	assert_regex "${t[11]}" ' released .*  exit 0( |$)'
+	pid_alive "$tpid"
+	pid_alive "$jpid"
+	kill -INT "$tpid"
+	kill -TERM "$jpid"
+	bg_wait "$tpid" 5
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$jpid" 5
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(n_lines text.out) $(n_lines json.out)" "12 12"
+	assert_equal "$(bg_err text)$(bg_err json)" ""
+}
+
+@test "log, last and status through a master that does not serve the slot: the history is in the lock's slot, on its owner only" {
+	export USER=tester
+	local k owner url p host
+	host=$(uname -n)
+	k=$(key hist)
+	assert_equal "$(cluster_slot "$(logkey hist)")" "$(cluster_slot "$k")"
+	owner=$(cluster_owner_port "$k")
+	url=$(other_url hist)
+	run -0 "$RLOCK" -u "$url" run hist -- true
+	run -3 "$RLOCK" -u "$url" run --note second hist -- sh -c 'exit 3'
+	# Written by the owner; every other master sends the reader there.
+	for p in $(cluster_master_ports); do
+		if [[ $p == "$owner" ]]; then
+			assert_equal "$(ccli "$p" TYPE "$(logkey hist)")" stream
+		else
+			assert_equal "$(ccli "$p" TYPE "$(logkey hist)")" "MOVED $(cluster_slot "$k") 127.0.0.1:$owner"
+		fi
+	done
+	assert_equal "$(event_names hist)" "acquired released acquired released"
+	run -0 --separate-stderr "$RLOCK" -u "$url" log hist
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 4
+	assert_regex "${lines[1]}" ' released .*  exit 0( |$)'
+	assert_regex "${lines[2]}" ' acquired .*  note: second$'
+	assert_regex "${lines[3]}" ' released .*  exit 3( |$)'
+	run -0 --separate-stderr "$RLOCK" -u "$url" log --json -n 3 hist
+	log_matches_stream "$output" "$(events hist | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)[-3:]))')"
+	run -0 --separate-stderr "$RLOCK" -u "$url" last hist
+	assert_equal "$stderr" ""
+	assert_regex "$output" "^hist: last run ended [^ ]+ ago on $host \\(tester pid [0-9]+\\): exit 3 after [^ ]+$"
+	# The first run, a success, is within the hour.
+	run -0 --separate-stderr "$RLOCK" -u "$url" last --max-age 1h hist
+	assert_output ""
+	run -1 --separate-stderr "$RLOCK" -u "$url" last --max-age 1h hist never
+	assert_regex "$output" "^never: no successful run within 1h(0m)?: last success never; never ran$"
+	run -1 --separate-stderr "$RLOCK" -u "$url" status hist
+	assert_line --regexp "^ *last: [^ ]+ ago on $host, exit 3 after [^ ]+$"
+	# Locks on the three masters in one call, through one node: each read
+	# where it lives.
+	local -a names
+	read -r -a names <<<"$(one_per_master ok)"
+	for p in "${names[@]}"; do
+		run -0 "$RLOCK" -u "$url" run "$p" -- true
+	done
+	run -0 --separate-stderr "$RLOCK" -u "$url" last --max-age 1h "${names[@]}"
+	assert_output ""
+	assert_equal "$stderr" ""
+	run -1 --separate-stderr "$RLOCK" -u "$url" last --json --max-age 1h "${names[@]}" hist never
+	assert_equal "${#lines[@]}" 5
+	for p in 0 1 2; do
+		json_check "${lines[p]}" 'd["lock"] == a[0] and d["stale"] is False' \
+			'd["last"]["id"] == a[1] and d["last"]["exit"] == 0' -- "${names[p]}" \
+			"$(ccli "$(cluster_owner_port "$(key "${names[p]}")")" XREVRANGE "$(logkey "${names[p]}")" + - COUNT 1 | head -n 1)"
+	done
+	json_check "${lines[3]}" 'd["lock"] == "hist" and d["stale"] is False' \
+		'd["last"]["exit"] == 3 and d["last"]["note"] == "second" and d["last_success"]["exit"] == 0'
+	json_check "${lines[4]}" 'd == {"lock": "never", "last": None, "last_success": None, "stale": True}'
+}
+
+@test "log -f follows the lock's slot to another master, then through that master's failover: each new event printed once" {
+	local k slot from to rep
+	k=$(key mig)
+	slot=$(cluster_slot "$k")
+	from=$(cluster_owner_port "$k")
+	to=$(cluster_other_port "$k")
+	run -0 "$RLOCK" -u "$(node_url "$from")" run mig -- true
+	bg_start f "$RLOCK" -u "$(node_url "$from")" log -f --json mig
+	local fpid=$BG_PID
+	wait_until 10 has_lines f.out 2
+	# The slot moves with its stream; the follower polls through the move
+	# (ASK, then MOVED) and the next run is written on the new owner.
+	cluster_migrate_start "$slot" "$from" "$to"
+	cluster_migrate_keys "$slot" "$from" "$to"
+	assert_equal "$(ccli "$from" XLEN "$(logkey mig)")" "ASK $slot 127.0.0.1:$to"
+	cluster_migrate_finish "$slot" "$to"
+	assert_equal "$(cluster_owner_port "$k")" "$to"
+	run -0 "$RLOCK" -u "$(node_url "$from")" run mig -- true
+	wait_until 10 has_lines f.out 4
+	assert_equal "$(ccli "$to" XLEN "$(logkey mig)")" 4
+	# The new owner fails over to its replica: written there next.
+	rep=$(cluster_replica_port "$to")
+	[[ -n $rep ]] || fail "no replica of $to"
+	cluster_failover "$rep"
+	assert_equal "$(cluster_owner_port "$k")" "$rep"
+	run -0 "$RLOCK" -u "$(node_url "$from")" run --note "after failover" mig -- true
+	wait_until 10 has_lines f.out 6
+	run -0 "$RLOCK" -u "$(node_url "$to")" run --note "last one" mig -- true
+	wait_until 10 has_lines f.out 8
+	assert_equal "$(ccli "$rep" XLEN "$(logkey mig)")" 8
+	log_matches_stream "$(cat f.out)" "$(events mig)"
+	json_check "$(sed -n 5p f.out)" 'd["event"] == "acquired" and d["note"] == "after failover"'
+	pid_alive "$fpid"
+	kill -INT "$fpid"
+	bg_wait "$fpid" 5
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(n_lines f.out)" 8
+	assert_equal "$(bg_err f)" ""
 }
 
 # ---- failover and bench -------------------------------------------------------

@@ -663,6 +663,57 @@ read_calls() {
 	json_check "$output" 'd["event"] == "forced"'
 }
 
+# same_ms_entries NAME MS: a semaphore's events as a busy server writes
+# them within one millisecond MS (IDs MS-0 .. MS-11), fences out of stream
+# order: A and B take places, A releases, C is skipped, eight more runs,
+# and B's lease found gone.  Prints the events, space-separated.
+same_ms_entries() {
+	local name=$1 ms=$2 seq=0 ev fence tok
+	while read -r ev fence tok; do
+		rcli R XADD "$(logkey "$name")" "$ms-$seq" event "$ev" host h user u \
+			pid 42 kind 2 fence "$fence" token "$tok" waited '' held '' \
+			exit '' signal '' reason '' command '' note '' >/dev/null
+		seq=$((seq + 1))
+	done <<'EOF'
+acquired 500 aaaaaaaa
+acquired 700 bbbbbbbb
+released 500 aaaaaaaa
+skipped 700 cccccccc
+acquired 800 dddddddd
+released 800 dddddddd
+acquired 900 eeeeeeee
+released 900 eeeeeeee
+acquired 950 ffffffff
+released 950 ffffffff
+acquired 990 99999999
+lost 700 bbbbbbbb
+EOF
+}
+
+@test "log, log --json and log -f keep the stream's order within a millisecond, whatever the fences" {
+	local ms want
+	ms=$(($(server_ms) - 5000))
+	same_ms_entries job "$ms"
+	want="acquired:500 acquired:700 released:500 skipped:700 acquired:800 released:800 acquired:900 released:900 acquired:950 released:950 acquired:990 lost:700"
+	run -0 --separate-stderr "$RLOCK" log --json job
+	log_matches_stream "$output" "$(events job)"
+	assert_equal "$(python3 -c 'import json, sys; print(" ".join("%s:%s" % (json.loads(l)["event"], json.loads(l)["fence"]) for l in sys.stdin))' <<<"$output")" "$want"
+	run -0 --separate-stderr "$RLOCK" log job
+	assert_equal "$(awk '{ printf "%s%s:%s", (NR > 1 ? " " : ""), $3, $8 }' <<<"$output")" "$want"
+	# Followed: the same entries written while it waits.
+	bg_start f "$RLOCK" log -f --json job2
+	local fpid=$BG_PID
+	wait_until 5 pid_alive "$fpid"
+	run -0 "$RLOCK" run job2 -- true
+	wait_until 5 has_lines f.out 2
+	same_ms_entries job2 "$(($(id_ms "$(events job2 | python3 -c 'import json, sys; print(json.load(sys.stdin)[-1]["_id"])')") + 1))"
+	wait_until 5 has_lines f.out 14
+	kill -INT "$fpid"
+	bg_wait "$fpid" 5
+	assert_equal "$BG_STATUS" 0
+	log_matches_stream "$(cat f.out)" "$(events job2)"
+}
+
 @test "log of a lock without history: 1, 'no history' (nothing with -q)" {
 	run -1 --separate-stderr "$RLOCK" log nothing
 	assert_output ""

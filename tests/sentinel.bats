@@ -5,8 +5,10 @@
 # password-protected sentinel for the credential tests, and two plain
 # servers for a Redlock with a sentinel-managed member.  Discovery, dead
 # and frozen sentinels, unknown masters, a replica given directly, how
-# RLOCK_URL is split, sentinel passwords, and forced failovers (SENTINEL
-# FAILOVER) under a running command, a waiter and a renewer.  A failover
+# RLOCK_URL is split, sentinel passwords, the lock's history (recorded on
+# the master, read with log, last and status), and forced failovers
+# (SENTINEL FAILOVER) under a running command, a waiter, a renewer and a
+# history follower (log -f).  A failover
 # swaps M and RPL: every test finds the master with ha_master, so that the
 # order of the tests does not matter (the failover tests come last anyway).
 
@@ -14,6 +16,7 @@ bats_require_minimum_version 1.5.0
 load test_helper
 load tls_helper
 load ha_helper
+load history_helper
 
 setup_file() {
 	start_sentinel_topology || return 1
@@ -333,6 +336,58 @@ elapsed_since() {
 	tlock_free tl TM
 }
 
+# ---- history ----------------------------------------------------------------
+
+# log_cli NAME ARGS...: redis-cli against the master now (history_helper
+# reads the stream with it).
+log_cli() {
+	shift
+	mcli "$@"
+}
+
+@test "history through the sentinels: run, acquire and release record it on the master (and its replica); log, last, last --max-age and status read it" {
+	export USER=tester
+	local t host pid fence
+	host=$(uname -n)
+	run -0 "$RLOCK" "${SU[@]}" run --note "first" hs -- true
+	t=$("$RLOCK" "${SU[@]}" acquire -t 30s hs)
+	pid=$(meta hs pid "$(ha_master)")
+	fence=$(meta hs fence "$(ha_master)")
+	run -75 "$RLOCK" "${SU[@]}" run -n hs -- touch ran
+	[[ ! -e ran ]]
+	run -0 "$RLOCK" "${SU[@]}" release --status 4 hs "$t"
+	assert_equal "$(event_names hs)" "acquired released acquired skipped released"
+	json_check "$(events hs)" \
+		'd[0]["note"] == "first" and d[1]["exit"] == "0"' \
+		'd[2]["token"] == a[0][:8] and d[4]["token"] == a[0][:8] and d[4]["exit"] == "4"' \
+		'd[3]["reason"] == "held by tester@%s pid %s" % (a[1], a[2])' \
+		-- "$t" "$host" "$pid"
+	# The replica has the same stream: a failover keeps the history.
+	wait_until 5 eval '[[ $(rcli "$(ha_replica)" XLEN "$(logkey hs)") == 5 ]]'
+	assert_equal "$(rcli "$(ha_replica)" XRANGE "$(logkey hs)" - +)" "$(mcli XRANGE "$(logkey hs)" - +)"
+	run -0 --separate-stderr "$RLOCK" "${SU[@]}" log hs
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 5
+	assert_regex "${lines[0]}" " acquired  tester@$host pid [0-9]+  fence [0-9]+  .*  note: first$"
+	assert_regex "${lines[3]}" " skipped   tester@$host pid [0-9]+  .*\\(held by tester@$host pid $pid\\)"
+	log_line_matches "${lines[4]}" released "$pid" "$fence"
+	assert_regex "${lines[4]}" '  exit 4( |$)'
+	run -0 --separate-stderr "$RLOCK" "${SU[@]}" log --json hs
+	log_matches_stream "$output" "$(events hs)"
+	run -0 --separate-stderr "$RLOCK" "${SU[@]}" last hs
+	assert_regex "$output" "^hs: last run ended [^ ]+ ago on $host \\(tester pid $pid\\): exit 4 after [^ ]+$"
+	# The first run's success is within the hour, not within 1ms.
+	run -0 --separate-stderr "$RLOCK" "${SU[@]}" last --max-age 1h hs
+	assert_output ""
+	run -1 --separate-stderr "$RLOCK" "${SU[@]}" last --max-age 1ms hs never
+	assert_equal "$stderr" ""
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[0]}" "^hs: no successful run within 1ms: last success [^ ]+ ago on $host \\(tester pid [0-9]+\\); last run [^ ]+ ago on $host \\(tester pid $pid\\): exit 4 after [^ ]+$"
+	assert_regex "${lines[1]}" '^never: no successful run within 1ms: last success never; never ran$'
+	run -1 --separate-stderr "$RLOCK" "${SU[@]}" status hs
+	assert_line --regexp "^ *last: [^ ]+ ago on $host, exit 4 after [^ ]+$"
+}
+
 # ---- failovers (each leaves the other node master) ------------------------
 
 # start_holder NAME [run options...]: a `run` through the sentinels whose
@@ -478,4 +533,59 @@ fence_intact() {
 	assert_equal "$(rcli "$new" GET "$(key hw):fence")" "$wfence"
 	[[ $wtoken != "$TOKEN" ]]
 	lock_free hw "$new"
+}
+
+# stream_readers SERVER N: N clients of SERVER last ran XRANGE (as a
+# follower does every 250ms).
+stream_readers() {
+	[[ $(rcli "$1" CLIENT LIST | grep -c ' cmd=xrange ') == "$2" ]]
+}
+
+@test "log -f and log -f --json through the sentinels follow a failover: what the new master records is printed once, and neither exits until told" {
+	export USER=tester
+	local old new
+	run -0 "$RLOCK" "${SU[@]}" run sf -- true
+	bg_start text "$RLOCK" "${SU[@]}" log -f sf
+	local tpid=$BG_PID
+	bg_start json "$RLOCK" "${SU[@]}" log -f --json sf
+	local jpid=$BG_PID
+	wait_until 10 has_lines text.out 2
+	wait_until 10 has_lines json.out 2
+	old=$(ha_master)
+	wait_until 5 stream_readers "$old" 2
+	wait_until 5 eval '[[ $(rcli "$(ha_replica)" XLEN "$(logkey sf)") == 2 ]]'
+	sentinel_failover
+	new=$(ha_master)
+	[[ $new != "$old" ]] || fail "no failover"
+	# Cut off from the old master, both read the new one now.
+	wait_until 5 stream_readers "$new" 2
+	wait_until 5 stream_readers "$old" 0
+	run -2 "$RLOCK" "${SU[@]}" run --note "after failover" sf -- sh -c 'exit 2'
+	wait_until 10 has_lines text.out 4
+	wait_until 10 has_lines json.out 4
+	assert_equal "$(rcli "$new" XLEN "$(logkey sf)")" 4
+	# One more: once shown, everything before it was.
+	run -0 "$RLOCK" "${SU[@]}" run --note "last one" sf -- true
+	wait_until 10 has_lines text.out 6
+	wait_until 10 has_lines json.out 6
+	assert_equal "$(event_names sf)" "acquired released acquired released acquired released"
+	log_matches_stream "$(cat json.out)" "$(events sf)"
+	local -a t fences
+	mapfile -t t <text.out
+	mapfile -t fences < <(event_field sf fence)
+	assert_equal "${#t[@]}" 6
+	assert_increasing "${fences[0]}" "${fences[2]}" "${fences[4]}"
+	assert_regex "${t[2]}" " acquired  tester@.* pid [0-9]+  fence ${fences[2]}  .*  note: after failover$"
+	assert_regex "${t[3]}" " released  tester@.* pid [0-9]+  fence ${fences[3]}  .*  exit 2( |$)"
+	assert_regex "${t[4]}" " acquired .*  note: last one$"
+	pid_alive "$tpid"
+	pid_alive "$jpid"
+	kill -INT "$tpid"
+	kill -TERM "$jpid"
+	bg_wait "$tpid" 5
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$jpid" 5
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(n_lines text.out) $(n_lines json.out)" "6 6"
+	assert_equal "$(bg_err text)$(bg_err json)" ""
 }
