@@ -7,6 +7,10 @@
 #             commandstats usec of EVALSHA/EVAL around
 #             "rlock bench -c 1 -k 1 -n CYCLES --no-ping", divided by CYCLES
 #             (before; after; after with --no-log), rounds alternating;
+#   instr     the same cycle's server instructions inside EVALSHA/EVAL,
+#             counted by callgrind (valgrind --toggle-collect) on a
+#             redis-server of its own: what the noise of a shared machine
+#             does not move;
 #   bench     "rlock bench -c 50 -k 50 -d 3s" cycles/s, rounds alternating;
 #   run       "rlock run k -- true", hyperfine -N, before and after in one
 #             invocation per round;
@@ -46,7 +50,7 @@ cp ./rlock "$tmp/after"
 if [[ -n ${BEFORE:-} ]]; then
 	cp "$BEFORE" "$tmp/before" || exit 1
 else
-	base=$(git log --format=%H -1 -- lib/status.c)
+	base=$(git log --format=%H --diff-filter=A -1 -- lib/status.c)
 	base=$(git rev-parse "$base^")
 	git worktree add -q --detach "$tmp/base" "$base" >&2 &&
 		make -s -C "$tmp/base" rlock >&2 || exit 1
@@ -110,6 +114,35 @@ print(" ".join("%.3f" % (x["median"] * 1000) for x in r))' "$tmp/hf.json")
 	fi
 done
 
+# instr BIN [ARGS...]: the server's instructions per cycle inside the
+# scripts, by callgrind, on a redis-server of its own.
+instr() {
+	local bin=$1 p vp i ir n=2000
+	shift
+	command -v valgrind >/dev/null || { echo "-"; return 0; }
+	p=$((port + 1))
+	while listening "$p"; do p=$((p + 1)); done
+	valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
+		--toggle-collect=evalShaCommand --toggle-collect=evalCommand \
+		redis-server --port "$p" --bind 127.0.0.1 --save '' \
+		--appendonly no >/dev/null 2>&1 &
+	vp=$!
+	for ((i = 0; i < 300; i++)); do
+		redis-cli -p "$p" PING >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	RLOCK_URL="redis://127.0.0.1:$p" "$tmp/$bin" "$@" bench -c 1 -k 1 \
+		-n "$n" --no-ping >/dev/null
+	redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1
+	wait "$vp"
+	ir=$(callgrind_annotate "$tmp/cg.out" 2>/dev/null |
+		awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+	echo $((ir / n))
+}
+i_before=$(instr before)
+i_after=$(instr after)
+i_nolog=$(instr after --no-log)
+
 # Memory: a full history, as 1100 runs leave it.
 mem() {
 	local note=$1 i
@@ -135,6 +168,8 @@ ratio() { python3 -c 'import sys,statistics as s; a=[float(x) for x in sys.argv[
 	echo "|---|---:|---:|---:|"
 	echo "| scripts' µs per uncontended acquire + release (\`bench -c 1 -k 1 -n $CYCLES\`) | $(join "${s_before[@]}") | $(join "${s_after[@]}") | $(ratio "${s_before[*]}" "${s_after[*]}") |"
 	echo "| the same, after with \`--no-log\` | | $(join "${s_nolog[@]}") | $(ratio "${s_before[*]}" "${s_nolog[*]}") |"
+	echo "| server instructions per cycle in the scripts (callgrind, 2000 cycles) | $i_before | $i_after | $(ratio "$i_before" "$i_after") |"
+	echo "| the same, after with \`--no-log\` | | $i_nolog | $(ratio "$i_before" "$i_nolog") |"
 	echo "| \`bench -c 50 -k 50 -d 3s\` cycles/s | $(join "${t_before[@]}") | $(join "${t_after[@]}") | $(ratio "${t_before[*]}" "${t_after[*]}") |"
 	echo "| \`run k -- true\`, hyperfine median ms | $(join "${r_before[@]}") | $(join "${r_after[@]}") | $(ratio "${r_before[*]}" "${r_after[*]}") |"
 	echo

@@ -10,7 +10,7 @@
 #include "rlock_int.h"
 
 #define RLOCK_MAX_SERVERS 16
-#define RLOCK_REQ_MAXARGS 32
+#define RLOCK_REQ_MAXARGS 40
 
 /* ---- key names (one place for the layout of DESIGN section 3) -------- */
 
@@ -146,11 +146,13 @@ struct history {
 	int64_t ttl_ms;
 };
 
-/* The fields of a history entry, in the order every entry has them. */
+/* The fields of a history entry, in the order an entry has them; each
+ * entry has only those it knows a value for.  A release has since (the
+ * grant's time), not held: the time held is the entry's time less since. */
 enum {
 	EV_EVENT, EV_HOST, EV_USER, EV_PID, EV_KIND, EV_FENCE, EV_TOKEN,
-	EV_WAITED, EV_HELD, EV_EXIT, EV_SIGNAL, EV_REASON, EV_COMMAND,
-	EV_NOTE, EV_NFIELDS
+	EV_WAITED, EV_SINCE, EV_HELD, EV_EXIT, EV_SIGNAL, EV_REASON,
+	EV_COMMAND, EV_NOTE, EV_NFIELDS
 };
 extern const char *const ev_field[EV_NFIELDS];
 

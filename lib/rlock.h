@@ -256,6 +256,7 @@ struct rlock_event {
 	long long fence;		/* -1: not known */
 	char token[9];			/* the holder's token prefix */
 	long long waited_ms, held_ms;	/* -1: not known */
+	long long since_ms;		/* when the lock was taken, -1 unknown */
 	int exit;			/* -1: not known */
 	char signal[16];		/* "TERM"; "" none */
 	char reason[320];

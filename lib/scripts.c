@@ -39,12 +39,13 @@
  * 16 random hex digits, and the waiter's wake-up channel is P{N}:wake:ID.
  */
 
-/* The server's clock, in ms, and numbers formatted for commands (Lua 5.1
- * writes large numbers as %.14g). */
+/* The server's clock, in ms, and whole numbers formatted for commands
+ * (Lua 5.1 writes large numbers as %.14g).  %d, not %.0f: every number
+ * written is whole, and %d costs the server a third of what %.0f does. */
 #define LUA_NOW \
 	"local t = redis.call('TIME')\n" \
 	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
-	"local function ms(x) return string.format('%.0f', x) end\n"
+	"local function ms(x) return string.format('%d', x) end\n"
 
 /*
  * The next fence: one more than the last, and at least the server's clock
@@ -52,28 +53,59 @@
  * a failover to a replica that missed the last grants, the key deleted)
  * still hands out a fence above every one before, as long as its clock is
  * not behind the clock of the last grant.  Below 2^53 until the year 2255:
- * exact in a double, in JSON and in shell arithmetic.  INCR first: a
- * counter that is not an integer stays an error, as it always was.  The
- * counter is written as digits (Lua would write 1.7e+15).
+ * exact in a double, in JSON and in shell arithmetic.  The counter is
+ * written as digits (Lua would write 1.7e+15).
+ *
+ * One command in the common case: SET ... GET writes the clock and reads
+ * the last fence, which is below it unless the clock went back.  A counter
+ * that is not a number is put back and INCR raises its error, as it always
+ * did.  A server before 6.2 has no SET ... GET (a syntax error): INCR,
+ * then SET.  Any other error (WRONGTYPE, an ACL refusal) is raised by the
+ * same SET again, as redis.call would have.  prev is the last fence
+ * when it was read (nil otherwise): when the grant before this one was.
  */
 #define LUA_NEXT_FENCE \
+	"local prev\n" \
 	"local function next_fence()\n" \
-	"  local f = redis.call('INCR', KEYS[8])\n" \
 	"  local c = tonumber(t[1]) * 1000000 + tonumber(t[2])\n" \
-	"  if f < c then\n" \
-	"    f = c\n" \
-	"    redis.call('SET', KEYS[8], ms(f))\n" \
+	"  local old = redis.pcall('SET', KEYS[8], ms(c), 'GET')\n" \
+	"  if type(old) == 'table' and old.err then\n" \
+	"    if not string.find(old.err, 'syntax', 1, true) then\n" \
+	"      redis.call('SET', KEYS[8], ms(c), 'GET')\n" \
+	"    end\n" \
+	"    local f = redis.call('INCR', KEYS[8])\n" \
+	"    if f < c then\n" \
+	"      f = c\n" \
+	"      redis.call('SET', KEYS[8], ms(f))\n" \
+	"    end\n" \
+	"    return f\n" \
 	"  end\n" \
-	"  return f\n" \
+	"  if not old then return c end\n" \
+	"  prev = tonumber(old)\n" \
+	"  if not prev then\n" \
+	"    redis.call('SET', KEYS[8], old)\n" \
+	"    redis.call('INCR', KEYS[8])\n" \
+	"  end\n" \
+	"  if prev < c then return c end\n" \
+	"  redis.call('SET', KEYS[8], ms(prev + 1))\n" \
+	"  return prev + 1\n" \
 	"end\n"
 
 /*
  * The history (DESIGN section 3): record(key, max, ttl, ...) appends one
  * entry of field/value pairs to the lock's stream, trimmed to about max
- * entries and kept ttl ms after the last.  max '0' records nothing.  A
- * pcall: a server or ACL that refuses the stream (a user without +xadd, a
- * server without streams) never fails the lock operation around it.
+ * entries, and keeps the stream ttl ms from now.  max '0' records nothing.
+ * A pcall: a server or ACL that refuses the stream (a user without +xadd,
+ * a server without streams) never fails the lock operation around it.
  * Returns 1 recorded, 0 refused, nil not asked to.
+ *
+ * append(key, max, ttl, keep, ...) is record() where the stream's expiry
+ * may stand (keep): it only adds the entry to a stream that exists
+ * (NOMKSTREAM, one command where record takes two), and falls back to
+ * record() when the stream is gone or the server is older than 6.2.  A
+ * grant keeps the expiry when the grant before it was in the same hour (the
+ * first grant of each hour set it), a release always (its grant set it):
+ * the history outlives its last grant by ttl less at most an hour.
  */
 #define LUA_RECORD \
 	"local function record(key, max, ttl, ...)\n" \
@@ -82,6 +114,14 @@
 	"  if type(id) ~= 'string' then return 0 end\n" \
 	"  redis.pcall('PEXPIRE', key, ttl)\n" \
 	"  return 1\n" \
+	"end\n" \
+	"local function append(key, max, ttl, keep, ...)\n" \
+	"  if max == '0' then return nil end\n" \
+	"  if keep then\n" \
+	"    local id = redis.pcall('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', max, '*', ...)\n" \
+	"    if type(id) == 'string' then return 1 end\n" \
+	"  end\n" \
+	"  return record(key, max, ttl, ...)\n" \
 	"end\n"
 
 /* Holders of a shared lock or semaphore: drop those whose lease ended,
@@ -232,11 +272,17 @@ static const char acquire_lua[] =
 	"local hold = tonumber(ARGV[7])\n"
 	"local hu = hold > 0 and ms(now + hold) or '0'\n"
 	"local function acquired(f)\n"
-	"  return record(KEYS[9], ARGV[16], ARGV[17], 'event', 'acquired',\n"
+	"  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n"
+	"  if ARGV[14] == '' then\n"
+	"    return append(KEYS[9], ARGV[16], ARGV[17], keep, 'event', 'acquired',\n"
+	"                  'host', ARGV[3], 'user', ARGV[5], 'pid', ARGV[4], 'kind', k,\n"
+	"                  'fence', ms(f), 'token', string.sub(tok, 1, 8),\n"
+	"                  'waited', ARGV[15], 'command', ARGV[6])\n"
+	"  end\n"
+	"  return append(KEYS[9], ARGV[16], ARGV[17], keep, 'event', 'acquired',\n"
 	"                'host', ARGV[3], 'user', ARGV[5], 'pid', ARGV[4], 'kind', k,\n"
 	"                'fence', ms(f), 'token', string.sub(tok, 1, 8),\n"
-	"                'waited', ARGV[15], 'held', '', 'exit', '', 'signal', '',\n"
-	"                'reason', '', 'command', ARGV[6], 'note', ARGV[14])\n"
+	"                'waited', ARGV[15], 'command', ARGV[6], 'note', ARGV[14])\n"
 	"end\n"
 	"local function grant_x()\n"
 	"  local f = next_fence()\n"
@@ -398,8 +444,10 @@ static const char extend_lua[] =
  * Release.  KEYS: the first seven and the log.  ARGV: token, release
  * channel, wake-up prefix, the exit status and the signal to record ('' not
  * known), the history's length and ttl.  The holder's metadata, read before
- * it goes, gives the record its host, user, pid, fence and time held, so
- * that a release from another process (rlock release) records the same.  Before the holder's hold_until (--min-hold) the lease is cut to
+ * it goes, gives the record its host, user, pid, fence and since (the time
+ * held is the entry's time less since: the server's clock is not read
+ * twice), so that a release from another process (rlock release) records
+ * the same.  Before the holder's hold_until (--min-hold) the lease is cut to
  * end then instead of being removed: the server's clock decides, whichever
  * client releases.  Then the next in line is woken (or the next run of
  * shared waiters, or as many as a semaphore has free places); with nobody
@@ -412,35 +460,35 @@ static const char release_lua[] =
 	LUA_RECORD
 	"local tok = ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"local function clock()\n"
-	"  local t = redis.call('TIME')\n"
-	"  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-	"end\n"
-	"local function released(kind, host, user, pid, fence, since, at)\n"
+	"local function released(kind, host, user, pid, fence, since)\n"
 	"  if ARGV[6] == '0' then return end\n"
-	"  at = at or clock()\n"
-	"  since = tonumber(since or '')\n"
-	"  record(KEYS[8], ARGV[6], ARGV[7], 'event', 'released', 'host', host or '',\n"
-	"         'user', user or '', 'pid', pid or '', 'kind', kind, 'fence', fence or '',\n"
-	"         'token', string.sub(tok, 1, 8), 'waited', '',\n"
-	"         'held', since and string.format('%.0f', at - since) or '',\n"
-	"         'exit', ARGV[4], 'signal', ARGV[5], 'reason', '', 'command', '', 'note', '')\n"
+	"  if ARGV[5] == '' then\n"
+	"    append(KEYS[8], ARGV[6], ARGV[7], true, 'event', 'released', 'host', host or '',\n"
+	"           'user', user or '', 'pid', pid or '', 'kind', kind, 'fence', fence or '',\n"
+	"           'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4])\n"
+	"  else\n"
+	"    append(KEYS[8], ARGV[6], ARGV[7], true, 'event', 'released', 'host', host or '',\n"
+	"           'user', user or '', 'pid', pid or '', 'kind', kind, 'fence', fence or '',\n"
+	"           'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4],\n"
+	"           'signal', ARGV[5])\n"
+	"  end\n"
 	"end\n"
-	"if cur == tok then\n"
+"if cur == tok then\n"
 	"  local m = redis.call('HMGET', KEYS[2], 'hold_until', 'host', 'user', 'pid', 'fence', 'since')\n"
-	"  local hu, at = tonumber(m[1] or '0') or 0, nil\n"
+	"  local hu = tonumber(m[1] or '0') or 0\n"
 	"  if hu > 0 then\n"
-	"    at = clock()\n"
+	"    local t = redis.call('TIME')\n"
+	"    local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 	"    if hu > at then\n"
-	"      local left = string.format('%.0f', hu - at)\n"
+	"      local left = string.format('%d', hu - at)\n"
 	"      redis.call('PEXPIRE', KEYS[1], left)\n"
 	"      redis.call('PEXPIRE', KEYS[2], left)\n"
-	"      released('x', m[2], m[3], m[4], m[5], m[6], at)\n"
+	"      released('x', m[2], m[3], m[4], m[5], m[6])\n"
 	"      return 2\n"
 	"    end\n"
 	"  end\n"
 	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"  released('x', m[2], m[3], m[4], m[5], m[6], at)\n"
+	"  released('x', m[2], m[3], m[4], m[5], m[6])\n"
 	"end\n"
 	"local function announce()\n"
 	"  local p = redis.pcall('PUBLISH', ARGV[2], 'released')\n"
@@ -460,7 +508,7 @@ static const char release_lua[] =
 	"  local hu = tonumber(f[3] or '0') or 0\n"
 	"  if ARGV[6] ~= '0' then\n"
 	"    released(redis.call('HGET', KEYS[4], 'limit') or 's', f[5], f[6], f[4],\n"
-	"             f[1], f[2], now)\n"
+	"             f[1], f[2])\n"
 	"  end\n"
 	"  if hu > now then\n"
 	"    redis.call('ZADD', KEYS[3], 'XX', ms(hu), tok)\n"
@@ -512,9 +560,8 @@ static const char force_lua[] =
 	"  since = tonumber(since or '')\n"
 	"  record(KEYS[8], ARGV[4], ARGV[5], 'event', 'forced', 'host', host or '',\n"
 	"         'user', user or '', 'pid', pid or '', 'kind', kind, 'fence', fence or '',\n"
-	"         'token', string.sub(tok, 1, 8), 'waited', '',\n"
-	"         'held', since and ms(now - since) or '', 'exit', '', 'signal', '',\n"
-	"         'reason', ARGV[3], 'command', command or '', 'note', '')\n"
+	"         'token', string.sub(tok, 1, 8), 'held', since and ms(now - since) or '',\n"
+	"         'reason', ARGV[3], 'command', command or '')\n"
 	"end\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
 	"local r\n"
@@ -641,26 +688,26 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "3f9d41a8c7fe438ef586a4cfb1c898ac456f441b" },
+				   "f0b82aec0ddec06bdcb6c432a41667b9897c7bca" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "8c15b58e0689eddc4685cb424130d80910860d5a" },
+				   "f62f088e0b5c79b2c5b78b93ba321c6df08bd0a4" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "f2e472e6796b23e9e42fb7adfad09340ec7de9c1" },
+				 "f5a74a3e048424239f514284d8a97a3b5c615a9a" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "f18aee69d849f12088acabc164cd4ca8c432a96c" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
-				  "ab36de027402fd09f825095b598fcbd96acd61cb" },
+				  "41b93f9ec9d021be7cae71e8539234442872cdeb" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
-				 "ae0d4cf8e854edc7a48aab496ac246c3e3249015" },
+				 "ed4687c9d300913a315a22fe3b4bb3f6e2f4dece" },
 	[RLOCK_SCRIPT_LOG] = { "log", log_lua,
-			       "92ec9b3c386c79f636c0bd5800b1c6dbe46bb389" },
+			       "f60ffa555e498f125bbef18111c4d2355df513b2" },
 };
 
 const char *const ev_field[EV_NFIELDS] = {
 	"event", "host", "user", "pid", "kind", "fence", "token", "waited",
-	"held", "exit", "signal", "reason", "command", "note",
+	"since", "held", "exit", "signal", "reason", "command", "note",
 };
 
 /* ---- key names and argument builders ---------------------------------- */
@@ -868,7 +915,8 @@ void req_force(struct request *q, const struct lock_names *n,
 	history_args(q, 0, h);
 }
 
-/* KEYS: the log.  ARGV: the history's length and ttl, field/value pairs. */
+/* KEYS: the log.  ARGV: the history's length and ttl, the field/value
+ * pairs of the values given. */
 void req_log(struct request *q, const struct lock_names *n,
 	     const struct history *h, const char *const *v)
 {
@@ -876,8 +924,10 @@ void req_log(struct request *q, const struct lock_names *n,
 	log_key(q, n);
 	history_args(q, 0, h);
 	for (int i = 0; i < EV_NFIELDS; i++) {
+		if (v[i] == NULL || v[i][0] == '\0')
+			continue;
 		q->argv[q->argc++] = ev_field[i];
-		q->argv[q->argc++] = v[i] != NULL ? v[i] : "";
+		q->argv[q->argc++] = v[i];
 	}
 }
 

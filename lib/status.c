@@ -449,6 +449,9 @@ static void set_field(struct rlock_event *ev, const redisReply *f,
 	case EV_HELD:
 		ev->held_ms = num[0] != '\0' ? strtoll(num, NULL, 10) : -1;
 		break;
+	case EV_SINCE:
+		ev->since_ms = num[0] != '\0' ? strtoll(num, NULL, 10) : -1;
+		break;
 	case EV_EXIT:
 		ev->exit = num[0] != '\0' ? (int)strtol(num, NULL, 10) : -1;
 		break;
@@ -463,7 +466,7 @@ static int parse_entry(const redisReply *e, struct rlock_event *ev)
 	const redisReply *fv;
 
 	memset(ev, 0, sizeof(*ev));
-	ev->pid = ev->fence = ev->waited_ms = ev->held_ms = -1;
+	ev->pid = ev->fence = ev->waited_ms = ev->held_ms = ev->since_ms = -1;
 	ev->exit = -1;
 	ev->servers = 1;
 	if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
@@ -478,6 +481,11 @@ static int parse_entry(const redisReply *e, struct rlock_event *ev)
 		    fv->element[i + 1]->type == REDIS_REPLY_STRING)
 			set_field(ev, fv->element[i], fv->element[i + 1]);
 	}
+	/* A release says since when the lock was held; its entry's ID says
+	 * when it ended, on the same clock. */
+	if (ev->held_ms < 0 && ev->since_ms >= 0)
+		ev->held_ms = ev->time_ms > ev->since_ms ?
+			      ev->time_ms - ev->since_ms : 0;
 	return ev->event[0] != '\0' ? 0 : -1;
 }
 

@@ -171,8 +171,8 @@ fail_handle() {
 	rcli R ACL SETUSER "${u}e" on '>pw' '~*' '&*' '+@all' '-evalsha' >/dev/null
 	run -77 --separate-stderr "$RLOCK" -u "redis://${u}e:pw@127.0.0.1:$R_PORT" run x -- true
 	assert_stderr "rlock: run: 127.0.0.1:$R_PORT: permission refused to user '${u}e' (NOPERM this user has no permissions to run the 'evalsha' command): allow it with ACL SETUSER ${u}e +evalsha"
-	# Refused inside a script (INCR of the fence): nothing was written.
-	rcli R ACL SETUSER "${u}i" on '>pw' '~*' '&*' '+@all' '-incr' >/dev/null
+	# Refused inside a script (SET of the fence): nothing was written.
+	rcli R ACL SETUSER "${u}i" on '>pw' '~*' '&*' '+@all' '-set' >/dev/null
 	run -77 --separate-stderr "$RLOCK" -u "redis://${u}i:pw@127.0.0.1:$R_PORT" acquire x
 	assert_stderr --partial "permission refused to user '${u}i' (ERR The user executing the script can't run this command or subcommand): allow it with ACL SETUSER ${u}i +evalsha +eval +get +set"
 	lock_free x

@@ -1,5 +1,5 @@
 # history_helper.bash - reading a lock's history (the stream P{NAME}:log)
-# for the suites that check it on Cluster and Sentinel.  Load it after
+# for the suites that check it (log, cluster, sentinel).  Load it after
 # test_helper.  The suite says how to reach the stream with log_cli, a
 # function that runs redis-cli ARGS... against the server holding NAME's
 # keys (the slot's owner, the current master):
@@ -7,8 +7,12 @@
 #	log_cli NAME ARGS...
 #
 #	logkey NAME		the key of lock NAME's history
-#	events NAME		its stream as XRANGE gives it, as a JSON list of
-#				objects: the entry's fields, "_id" its ID
+#	events NAME [SERVER]	its stream as XRANGE gives it (from SERVER,
+#				a test_helper server name, when given), as a
+#				JSON list of objects: the entry's fields ("" for
+#				a field rlock knows that the entry does not
+#				have), "_id" its ID and "_fields" the names of
+#				the fields it has, in their order
 #	event_names NAME	the events, space-separated
 #	event_field NAME FIELD	that field of every entry, one a line
 #	log_matches_stream JSONL STREAM
@@ -25,20 +29,31 @@ logkey() {
 	echo "$(key "$1"):log"
 }
 
-# events NAME: [] when there is no stream.
+# The fields rlock writes, in their order (an entry has those it knows).
+HIST_FIELDS='["event", "host", "user", "pid", "kind", "fence", "token", "waited", "since", "held", "exit", "signal", "reason", "command", "note"]'
+
+# events NAME [SERVER]: [] when there is no stream.
 events() {
-	log_cli "$1" --json XRANGE "$(logkey "$1")" - + | python3 -c '
+	local out
+	if (($# > 1)); then
+		out=$(rcli "$2" --json XRANGE "$(logkey "$1")" - +)
+	else
+		out=$(log_cli "$1" --json XRANGE "$(logkey "$1")" - +)
+	fi
+	python3 -c '
 import json, sys
 out = []
-for eid, kv in json.load(sys.stdin) or []:
-    e = dict(zip(kv[0::2], kv[1::2]))
+for eid, kv in json.loads(sys.argv[1] or "[]") or []:
+    e = dict((f, "") for f in json.loads(sys.argv[2]))
+    e.update(zip(kv[0::2], kv[1::2]))
     e["_id"] = eid
+    e["_fields"] = kv[0::2]
     out.append(e)
-print(json.dumps(out))'
+print(json.dumps(out))' "$out" "$HIST_FIELDS"
 }
 
 event_names() {
-	events "$1" | python3 -c 'import json, sys; print(" ".join(e["event"] for e in json.load(sys.stdin)))'
+	events "$@" | python3 -c 'import json, sys; print(" ".join(e["event"] for e in json.load(sys.stdin)))'
 }
 
 event_field() {
@@ -54,12 +69,16 @@ if len(lines) != len(stream):
     sys.exit("%d lines, %d entries\n%s\n%s" % (len(lines), len(stream), sys.argv[1], sys.argv[2]))
 def num(v):
     return int(v) if v != "" else None
+def held(s):
+    if s["held"] != "" or s["since"] == "":
+        return num(s["held"])
+    return max(0, int(s["_id"].split("-")[0]) - int(s["since"]))
 for j, s in zip(lines, stream):
     want = {
         "event": s["event"], "id": s["_id"], "time_ms": int(s["_id"].split("-")[0]),
         "host": s["host"], "user": s["user"], "kind": s["kind"], "token": s["token"],
         "command": s["command"], "pid": num(s["pid"]), "fence": num(s["fence"]),
-        "waited_ms": num(s["waited"]), "held_ms": num(s["held"]), "exit": num(s["exit"]),
+        "waited_ms": num(s["waited"]), "held_ms": held(s), "exit": num(s["exit"]),
         "signal": s["signal"] or None, "reason": s["reason"] or None, "note": s["note"] or None,
     }
     for k, v in want.items():

@@ -11,6 +11,7 @@
 
 bats_require_minimum_version 1.5.0
 load test_helper
+load history_helper
 
 setup() {
 	rl_setup
@@ -20,32 +21,17 @@ setup() {
 	HOST=$(uname -n)
 }
 
-FIELDS='["event", "host", "user", "pid", "kind", "fence", "token", "waited", "held", "exit", "signal", "reason", "command", "note"]'
+# The fields of a grant and of a release, in their order (an entry has the
+# fields it has a value for).
+ACQ_FIELDS='["event", "host", "user", "pid", "kind", "fence", "token", "waited", "command"]'
+REL_FIELDS='["event", "host", "user", "pid", "kind", "fence", "token", "since", "exit"]'
+
+# What rlock log --json and last --json have for every event.
 LOG_KEYS='{"event", "time_ms", "id", "host", "user", "pid", "kind", "fence", "token", "waited_ms", "held_ms", "exit", "signal", "reason", "command", "note"}'
 
-# logkey NAME: the key of lock NAME's history.
-logkey() {
-	echo "$(key "$1"):log"
-}
-
-# events NAME [SERVER]: lock NAME's stream as XRANGE gives it, as a JSON
-# list of objects: the entry's fields, "_id" its ID and "_fields" the field
-# names in their order.  [] when there is no stream.
-events() {
-	rcli "${2:-R}" --json XRANGE "$(logkey "$1")" - + | python3 -c '
-import json, sys
-out = []
-for eid, kv in json.load(sys.stdin) or []:
-    e = dict(zip(kv[0::2], kv[1::2]))
-    e["_id"] = eid
-    e["_fields"] = kv[0::2]
-    out.append(e)
-print(json.dumps(out))'
-}
-
-# event_names NAME [SERVER]: the events of lock NAME's stream, space-separated.
-event_names() {
-	events "$@" | python3 -c 'import json, sys; print(" ".join(e["event"] for e in json.load(sys.stdin)))'
+# log_cli NAME ARGS...: redis-cli against the one server.
+log_cli() {
+	rcli R "${@:2}"
 }
 
 # no_history NAME: lock NAME has no stream at all.
@@ -82,35 +68,6 @@ old_run() {
 	local name=$1 ago=$2 held=$3 ex=$4
 	old_event "$name" $((ago + held)) acquired waited 0 command nightly.sh
 	old_event "$name" "$ago" released held "$held" exit "$ex"
-}
-
-# log_matches_stream JSONL STREAM: each line of rlock log --json JSONL is
-# the entry of STREAM (events' output) at the same place, field by field.
-log_matches_stream() {
-	python3 -c '
-import json, sys
-lines = [json.loads(l) for l in sys.argv[1].splitlines()]
-stream = json.loads(sys.argv[2])
-keys = eval(sys.argv[3])
-if len(lines) != len(stream):
-    sys.exit("%d lines, %d entries" % (len(lines), len(stream)))
-def num(v):
-    return int(v) if v != "" else None
-for j, s in zip(lines, stream):
-    missing = keys - set(j)
-    if missing:
-        sys.exit("keys missing %s: %s" % (sorted(missing), j))
-    want = {
-        "event": s["event"], "id": s["_id"], "time_ms": int(s["_id"].split("-")[0]),
-        "host": s["host"], "user": s["user"], "kind": s["kind"], "token": s["token"],
-        "command": s["command"], "pid": num(s["pid"]), "fence": num(s["fence"]),
-        "waited_ms": num(s["waited"]), "held_ms": num(s["held"]), "exit": num(s["exit"]),
-        "signal": s["signal"] or None, "reason": s["reason"] or None, "note": s["note"] or None,
-    }
-    for k, v in want.items():
-        if j[k] != v or type(j[k]) != type(v):
-            sys.exit("%s: %r, the stream says %r\n%s\n%s" % (k, j[k], v, j, s))
-' "$1" "$2" "$LOG_KEYS"
 }
 
 # prom_check TEXT EXPR... [-- ARG...]: TEXT in the textfile collector's
@@ -158,15 +115,6 @@ id_ms() {
 	echo "${1%%-*}"
 }
 
-# n_lines FILE: its number of lines (0 when missing).
-n_lines() {
-	if [[ -f $1 ]]; then wc -l <"$1"; else echo 0; fi
-}
-
-has_lines() {
-	(($(n_lines "$1") >= $2))
-}
-
 # has_note_line TEXT: a line of $output is "note: TEXT" (indented or not).
 has_note_line() {
 	local l
@@ -185,7 +133,7 @@ read_calls() {
 
 # ---- recording ------------------------------------------------------------
 
-@test "run, exit 0: acquired then released, the 14 fields in order, the holder's pid, fence and token, ID times from the server" {
+@test "run, exit 0: acquired then released, each with its fields in order, the holder's pid, fence and token, ID times from the server" {
 	local t0 t1
 	t0=$(server_ms)
 	run -0 --separate-stderr "$RLOCK" run job -- sh -c 'echo "$PPID $RLOCK_FENCE $RLOCK_TOKEN"'
@@ -196,7 +144,7 @@ read_calls() {
 	assert_fence "$fence"
 	assert_equal "$(event_names job)" "acquired released"
 	json_check "$(events job)" \
-		"all(e['_fields'] == $FIELDS for e in d)" \
+		"d[0]['_fields'] == $ACQ_FIELDS and d[1]['_fields'] == $REL_FIELDS" \
 		'all(int(a[0]) <= int(e["_id"].split("-")[0]) <= int(a[1]) for e in d)' \
 		'int(d[0]["_id"].split("-")[0]) <= int(d[1]["_id"].split("-")[0])' \
 		'all(e["host"] == a[2] and e["user"] == "tester" for e in d)' \
@@ -205,7 +153,7 @@ read_calls() {
 		'd[0]["waited"].isdigit() and int(d[0]["waited"]) < 2000 and d[0]["held"] == ""' \
 		'd[0]["exit"] == "" and d[0]["signal"] == "" and d[0]["reason"] == ""' \
 		'd[0]["command"].startswith("sh -c ") and d[0]["note"] == ""' \
-		'd[1]["held"].isdigit() and int(d[1]["held"]) <= int(a[1]) - int(a[0])' \
+		'abs(int(d[1]["since"]) - int(d[0]["_id"].split("-")[0])) <= 2 and d[1]["held"] == ""' \
 		'd[1]["exit"] == "0" and d[1]["signal"] == "" and d[1]["reason"] == ""' \
 		'd[1]["waited"] == ""' \
 		-- "$t0" "$t1" "$HOST" "$rpid" "$fence" "$token"
@@ -242,7 +190,7 @@ read_calls() {
 	assert_equal "$(event_names job)" "acquired released acquired released"
 	json_check "$(events job)" \
 		'd[0]["fence"] == a[0] and d[1]["fence"] == a[0]' \
-		'd[1]["exit"] == "4" and d[1]["held"].isdigit()' \
+		'd[1]["exit"] == "4" and d[1]["since"].isdigit()' \
 		'd[3]["exit"] == "" and d[3]["signal"] == ""' \
 		'd[2]["token"] == a[1][:8] and d[3]["token"] == a[1][:8]' \
 		'all(e["host"] == a[2] and e["user"] == "tester" for e in d)' \
@@ -355,7 +303,7 @@ read_calls() {
 	run -0 "$RLOCK" run -s sh -- true
 	run -0 "$RLOCK" run -l 3 sem -- true
 	json_check "$(events sh)" 'len(d) == 2 and all(e["kind"] == "s" for e in d)' \
-		'd[1]["event"] == "released" and d[1]["exit"] == "0" and d[1]["held"].isdigit()'
+		'd[1]["event"] == "released" and d[1]["exit"] == "0" and d[1]["since"].isdigit()'
 	json_check "$(events sem)" 'len(d) == 2 and all(e["kind"] == "3" for e in d)' \
 		'd[1]["event"] == "released" and d[1]["exit"] == "0"'
 }
@@ -507,22 +455,38 @@ read_calls() {
 	assert_equal "$(event_names job ONE)" released
 }
 
-@test "RLOCK_LOG_DAYS: the history expires that many days after its last event (default 30)" {
-	local p day=86400000
+@test "RLOCK_LOG_DAYS: the history expires that many days after its last grant (default 30); the first grant of each hour moves it" {
+	local p day=86400000 t
 	run -0 "$RLOCK" run job -- true
 	p=$(rcli R PTTL "$(logkey job)")
 	((p > 30 * day - 60000 && p <= 30 * day)) || fail "default PTTL $p"
 	RLOCK_LOG_DAYS=2 run -0 "$RLOCK" run job2 -- true
 	p=$(rcli R PTTL "$(logkey job2)")
 	((p > 2 * day - 60000 && p <= 2 * day)) || fail "RLOCK_LOG_DAYS=2: PTTL $p"
-	# Each event pushes it back: a later event with 1 day sets 1 day.
-	local t
+	# Within the hour of the grant before, a grant and a release leave the
+	# expiry as it is (one command each instead of two).
+	t=$(RLOCK_LOG_DAYS=3650 "$RLOCK" acquire job2)
+	RLOCK_LOG_DAYS=1 "$RLOCK" release job2 "$t"
+	p=$(rcli R PTTL "$(logkey job2)")
+	((p > 2 * day - 60000 && p <= 2 * day)) || fail "within the hour: PTTL $p"
+	# The fence counter holds the last grant's time (µs): set it two hours
+	# back, and the next grant is the first of its hour.
+	rcli R SET "$(key job2):fence" "$((($(server_ms) - 7200000) * 1000))" >/dev/null
 	t=$(RLOCK_LOG_DAYS=3650 "$RLOCK" acquire job2)
 	p=$(rcli R PTTL "$(logkey job2)")
 	((p > 3650 * day - 60000 && p <= 3650 * day)) || fail "RLOCK_LOG_DAYS=3650: PTTL $p"
-	RLOCK_LOG_DAYS=1 "$RLOCK" release job2 "$t"
+	"$RLOCK" release job2 "$t"
+	# An event that ends no grant (a skip) sets it too, and a history that
+	# is gone is made again with its expiry.
+	t=$("$RLOCK" acquire job2)
+	RLOCK_LOG_DAYS=1 run -75 "$RLOCK" run -n job2 -- true
 	p=$(rcli R PTTL "$(logkey job2)")
-	((p > day - 60000 && p <= day)) || fail "RLOCK_LOG_DAYS=1: PTTL $p"
+	((p > day - 60000 && p <= day)) || fail "skipped, RLOCK_LOG_DAYS=1: PTTL $p"
+	rcli R DEL "$(logkey job2)" >/dev/null
+	RLOCK_LOG_DAYS=3 "$RLOCK" release job2 "$t"
+	assert_equal "$(event_names job2)" released
+	p=$(rcli R PTTL "$(logkey job2)")
+	((p > 3 * day - 60000 && p <= 3 * day)) || fail "made again, RLOCK_LOG_DAYS=3: PTTL $p"
 }
 
 @test "bad RLOCK_LOG_MAX or RLOCK_LOG_DAYS: 64 saying what is allowed, nothing taken" {
@@ -882,7 +846,9 @@ import json, sys
 out = {}
 for name, doc in zip(("ok", "failed", "unknown", "lost"), sys.argv[1:]):
     e = json.loads(doc)[-1]
-    out[name] = {"ms": int(e["_id"].split("-")[0]), "held": int(e["held"]) if e["held"] else None, "event": e["event"]}
+    ms = int(e["_id"].split("-")[0])
+    held = int(e["held"]) if e["held"] else ms - int(e["since"]) if e["since"] else None
+    out[name] = {"ms": ms, "held": held, "event": e["event"]}
 print(json.dumps(out))' "$(events ok)" "$(events failed)" "$(events unknown)" "$(events lost)")
 	prom_check "$text" \
 		'all(typ.get(g) == "gauge" and g in help for g in ("rlock_last_success_timestamp_seconds", "rlock_last_run_timestamp_seconds", "rlock_last_run_exit_code", "rlock_last_run_duration_seconds"))' \
