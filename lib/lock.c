@@ -974,6 +974,11 @@ static void record_skipped(struct rlock *rl, struct acq *q,
 	char pid[24], ms[24], tb[32], who[400], reason[600], tok[9];
 
 	identify(rl);
+	if (h->host[0] != '\0')
+		who_str(h->user, h->host, h->pid, who, sizeof(who));
+	else
+		snprintf(who, sizeof(who), "another client (no rlock "
+			 "metadata)");
 	if (rc == RLOCK_CANCELED)
 		snprintf(reason, sizeof(reason), "interrupted");
 	else if (!h->held)
@@ -981,11 +986,9 @@ static void record_skipped(struct rlock *rl, struct acq *q,
 			 "first", h->waiters);
 	else if (o->wait_ms != 0)
 		snprintf(reason, sizeof(reason), "timed out after %s; held "
-			 "by %s", rlock_fmt_ms(waited, tb, sizeof(tb)),
-			 who_str(h->user, h->host, h->pid, who, sizeof(who)));
+			 "by %s", rlock_fmt_ms(waited, tb, sizeof(tb)), who);
 	else
-		snprintf(reason, sizeof(reason), "held by %s",
-			 who_str(h->user, h->host, h->pid, who, sizeof(who)));
+		snprintf(reason, sizeof(reason), "held by %s", who);
 	snprintf(pid, sizeof(pid), "%lld",
 		 o->pid > 0 ? o->pid : (long long)getpid());
 	snprintf(ms, sizeof(ms), "%lld", (long long)waited);

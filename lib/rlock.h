@@ -263,6 +263,7 @@ struct rlock_event {
 	char command[RLOCK_LABEL_MAX + 1];
 	char note[RLOCK_NOTE_MAX + 1];
 	int servers;			/* how many servers recorded it */
+	unsigned from;			/* which: bit i, server i */
 };
 
 /* Where a reader of the history left off, per server (rlock_log_follow). */

@@ -63,32 +63,35 @@
  * then SET.  Any other error (WRONGTYPE, an ACL refusal) is raised by the
  * same SET again, as redis.call would have.  prev is the last fence
  * when it was read (nil otherwise): when the grant before this one was.
+ * Returns the fence and its digits.
  */
 #define LUA_NEXT_FENCE \
 	"local prev\n" \
 	"local function next_fence()\n" \
 	"  local c = tonumber(t[1]) * 1000000 + tonumber(t[2])\n" \
-	"  local old = redis.pcall('SET', KEYS[8], ms(c), 'GET')\n" \
+	"  local cs = ms(c)\n" \
+	"  local old = redis.pcall('SET', KEYS[8], cs, 'GET')\n" \
 	"  if type(old) == 'table' and old.err then\n" \
 	"    if not string.find(old.err, 'syntax', 1, true) then\n" \
-	"      redis.call('SET', KEYS[8], ms(c), 'GET')\n" \
+	"      redis.call('SET', KEYS[8], cs, 'GET')\n" \
 	"    end\n" \
 	"    local f = redis.call('INCR', KEYS[8])\n" \
 	"    if f < c then\n" \
 	"      f = c\n" \
 	"      redis.call('SET', KEYS[8], ms(f))\n" \
 	"    end\n" \
-	"    return f\n" \
+	"    return f, ms(f)\n" \
 	"  end\n" \
-	"  if not old then return c end\n" \
+	"  if not old then return c, cs end\n" \
 	"  prev = tonumber(old)\n" \
 	"  if not prev then\n" \
 	"    redis.call('SET', KEYS[8], old)\n" \
 	"    redis.call('INCR', KEYS[8])\n" \
 	"  end\n" \
-	"  if prev < c then return c end\n" \
-	"  redis.call('SET', KEYS[8], ms(prev + 1))\n" \
-	"  return prev + 1\n" \
+	"  if prev < c then return c, cs end\n" \
+	"  cs = ms(prev + 1)\n" \
+	"  redis.call('SET', KEYS[8], cs)\n" \
+	"  return prev + 1, cs\n" \
 	"end\n"
 
 /*
@@ -104,8 +107,9 @@
  * (NOMKSTREAM, one command where record takes two), and falls back to
  * record() when the stream is gone or the server is older than 6.2.  A
  * grant keeps the expiry when the grant before it was in the same hour (the
- * first grant of each hour set it), a release always (its grant set it):
- * the history outlives its last grant by ttl less at most an hour.
+ * first grant of each hour set it): the history outlives its last grant by
+ * ttl less at most an hour.  A release appends with keep: its grant set
+ * the expiry.
  */
 #define LUA_RECORD \
 	"local function record(key, max, ttl, ...)\n" \
@@ -123,6 +127,7 @@
 	"  end\n" \
 	"  return record(key, max, ttl, ...)\n" \
 	"end\n"
+
 
 /* Holders of a shared lock or semaphore: drop those whose lease ended,
  * keep both keys alive as long as the longest lease. */
@@ -271,27 +276,34 @@ static const char acquire_lua[] =
 	LUA_RECORD
 	"local hold = tonumber(ARGV[7])\n"
 	"local hu = hold > 0 and ms(now + hold) or '0'\n"
-	"local function acquired(f)\n"
+	"local function acquired(f, fs)\n"
+	"  if ARGV[16] == '0' then return nil end\n"
 	"  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n"
 	"  if ARGV[14] == '' then\n"
 	"    return append(KEYS[9], ARGV[16], ARGV[17], keep, 'event', 'acquired',\n"
 	"                  'host', ARGV[3], 'user', ARGV[5], 'pid', ARGV[4], 'kind', k,\n"
-	"                  'fence', ms(f), 'token', string.sub(tok, 1, 8),\n"
+	"                  'fence', fs, 'token', string.sub(tok, 1, 8),\n"
 	"                  'waited', ARGV[15], 'command', ARGV[6])\n"
 	"  end\n"
 	"  return append(KEYS[9], ARGV[16], ARGV[17], keep, 'event', 'acquired',\n"
 	"                'host', ARGV[3], 'user', ARGV[5], 'pid', ARGV[4], 'kind', k,\n"
-	"                'fence', ms(f), 'token', string.sub(tok, 1, 8),\n"
+	"                'fence', fs, 'token', string.sub(tok, 1, 8),\n"
 	"                'waited', ARGV[15], 'command', ARGV[6], 'note', ARGV[14])\n"
 	"end\n"
 	"local function grant_x()\n"
-	"  local f = next_fence()\n"
+	"  local f, fs = next_fence()\n"
 	"  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
-	"  redis.call('HSET', KEYS[2], 'fence', ms(f), 'host', ARGV[3], 'pid', ARGV[4],\n"
-	"             'user', ARGV[5], 'command', ARGV[6], 'since', ms(now),\n"
-	"             'hold_until', hu, 'note', ARGV[14])\n"
+	"  if ARGV[14] == '' then\n"
+	"    redis.call('HSET', KEYS[2], 'fence', fs, 'host', ARGV[3], 'pid', ARGV[4],\n"
+	"               'user', ARGV[5], 'command', ARGV[6], 'since', ms(now),\n"
+	"               'hold_until', hu)\n"
+	"  else\n"
+	"    redis.call('HSET', KEYS[2], 'fence', fs, 'host', ARGV[3], 'pid', ARGV[4],\n"
+	"               'user', ARGV[5], 'command', ARGV[6], 'since', ms(now),\n"
+	"               'hold_until', hu, 'note', ARGV[14])\n"
+	"  end\n"
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-	"  return {1, f, acquired(f)}\n"
+	"  return {1, f, acquired(f, fs)}\n"
 	"end\n"
 	"if not cur and k == 'x' and redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then\n"
 	"  return grant_x()\n"
@@ -299,13 +311,13 @@ static const char acquire_lua[] =
 	LUA_HOLDERS
 	"local function grant()\n"
 	"  if k == 'x' then return grant_x() end\n"
-	"  local f = next_fence()\n"
+	"  local f, fs = next_fence()\n"
 	"  redis.call('ZADD', KEYS[3], ms(now + ttl), tok)\n"
-	"  redis.call('HSET', KEYS[4], 'limit', k, tok, ms(f) .. '\\n' .. ms(now) ..\n"
+	"  redis.call('HSET', KEYS[4], 'limit', k, tok, fs .. '\\n' .. ms(now) ..\n"
 	"             '\\n' .. hu .. '\\n' .. ARGV[4] .. '\\n' .. ARGV[3] .. '\\n' ..\n"
 	"             ARGV[5] .. '\\n' .. ARGV[14] .. '\\n' .. ARGV[6])\n"
 	"  holders_expire()\n"
-	"  return {1, f, acquired(f)}\n"
+	"  return {1, f, acquired(f, fs)}\n"
 	"end\n"
 	LUA_LINE
 	LUA_UNPACK_META
@@ -443,11 +455,13 @@ static const char extend_lua[] =
 /*
  * Release.  KEYS: the first seven and the log.  ARGV: token, release
  * channel, wake-up prefix, the exit status and the signal to record ('' not
- * known), the history's length and ttl.  The holder's metadata, read before
- * it goes, gives the record its host, user, pid, fence and since (the time
- * held is the entry's time less since: the server's clock is not read
- * twice), so that a release from another process (rlock release) records
- * the same.  Before the holder's hold_until (--min-hold) the lease is cut to
+ * known), the history's length and ttl.  The record names the grant it
+ * ends by its token, and has the fence (several masters raise the
+ * metadata's to the one handed out) and since when it was held, from the
+ * holder's metadata (the time held is the entry's time less since); who
+ * held it and the kind are in the grant's record, which readers join.
+ * Each value in a record costs the server a field to read and one to write:
+ * this is the hot path.  Before the holder's hold_until (--min-hold) the lease is cut to
  * end then instead of being removed: the server's clock decides, whichever
  * client releases.  Then the next in line is woken (or the next run of
  * shared waiters, or as many as a semaphore has free places); with nobody
@@ -460,21 +474,24 @@ static const char release_lua[] =
 	LUA_RECORD
 	"local tok = ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"local function released(kind, host, user, pid, fence, since)\n"
+	"local function released(fence, since)\n"
 	"  if ARGV[6] == '0' then return end\n"
 	"  if ARGV[5] == '' then\n"
-	"    append(KEYS[8], ARGV[6], ARGV[7], true, 'event', 'released', 'host', host or '',\n"
-	"           'user', user or '', 'pid', pid or '', 'kind', kind, 'fence', fence or '',\n"
+	"    append(KEYS[8], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
 	"           'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4])\n"
 	"  else\n"
-	"    append(KEYS[8], ARGV[6], ARGV[7], true, 'event', 'released', 'host', host or '',\n"
-	"           'user', user or '', 'pid', pid or '', 'kind', kind, 'fence', fence or '',\n"
+	"    append(KEYS[8], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
 	"           'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4],\n"
 	"           'signal', ARGV[5])\n"
 	"  end\n"
 	"end\n"
-"if cur == tok then\n"
-	"  local m = redis.call('HMGET', KEYS[2], 'hold_until', 'host', 'user', 'pid', 'fence', 'since')\n"
+	"if cur == tok then\n"
+	"  local m\n"
+	"  if ARGV[6] == '0' then\n"
+	"    m = {redis.call('HGET', KEYS[2], 'hold_until')}\n"
+	"  else\n"
+	"    m = redis.call('HMGET', KEYS[2], 'hold_until', 'fence', 'since')\n"
+	"  end\n"
 	"  local hu = tonumber(m[1] or '0') or 0\n"
 	"  if hu > 0 then\n"
 	"    local t = redis.call('TIME')\n"
@@ -483,12 +500,12 @@ static const char release_lua[] =
 	"      local left = string.format('%d', hu - at)\n"
 	"      redis.call('PEXPIRE', KEYS[1], left)\n"
 	"      redis.call('PEXPIRE', KEYS[2], left)\n"
-	"      released('x', m[2], m[3], m[4], m[5], m[6])\n"
+	"      released(m[2], m[3])\n"
 	"      return 2\n"
 	"    end\n"
 	"  end\n"
 	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"  released('x', m[2], m[3], m[4], m[5], m[6])\n"
+	"  released(m[2], m[3])\n"
 	"end\n"
 	"local function announce()\n"
 	"  local p = redis.pcall('PUBLISH', ARGV[2], 'released')\n"
@@ -506,10 +523,7 @@ static const char release_lua[] =
 	"  if tonumber(sc) <= now then holders_purge(); return 0 end\n"
 	"  local f = unpack_meta(redis.call('HGET', KEYS[4], tok) or '')\n"
 	"  local hu = tonumber(f[3] or '0') or 0\n"
-	"  if ARGV[6] ~= '0' then\n"
-	"    released(redis.call('HGET', KEYS[4], 'limit') or 's', f[5], f[6], f[4],\n"
-	"             f[1], f[2])\n"
-	"  end\n"
+	"  released(f[1], f[2])\n"
 	"  if hu > now then\n"
 	"    redis.call('ZADD', KEYS[3], 'XX', ms(hu), tok)\n"
 	"    holders_expire()\n"
@@ -619,18 +633,30 @@ static const char fence_lua[] =
  * ("KIND:ID\nsince\npid\nhost\nuser\ncommand", '' none), up to 100
  * holders as {token prefix, ttl, metadata}, the holder's note, and the
  * last completed run from the history ({id, {field, value, ...}} of the
- * newest released or lost entry among the last 50; {} none, or the stream
- * refused: a read, so a pcall).  KEYS: the nine.
+ * newest released or lost entry among the last 50, then its grant's entry,
+ * {} when not among them; {} none, or the stream refused: a read, so a
+ * pcall).  KEYS: the nine.
  */
 static const char status_lua[] =
 	LUA_NOW
 	LUA_UNPACK_META
+	"local function token_of(e)\n"
+	"  for i = 1, #e[2], 2 do\n"
+	"    if e[2][i] == 'token' then return e[2][i + 1] end\n"
+	"  end\n"
+	"end\n"
 	"local function last_run()\n"
 	"  local es = redis.pcall('XREVRANGE', KEYS[9], '+', '-', 'COUNT', 50)\n"
 	"  if type(es) ~= 'table' or es.err then return {} end\n"
-	"  for _, e in ipairs(es) do\n"
+	"  for i, e in ipairs(es) do\n"
 	"    local ev = e[2][2]\n"
-	"    if ev == 'released' or ev == 'lost' then return e end\n"
+	"    if ev == 'released' or ev == 'lost' then\n"
+	"      local tok = token_of(e)\n"
+	"      for j = i + 1, #es do\n"
+	"        if es[j][2][2] == 'acquired' and token_of(es[j]) == tok then return e, es[j] end\n"
+	"      end\n"
+	"      return e, {}\n"
+	"    end\n"
 	"  end\n"
 	"  return {}\n"
 	"end\n"
@@ -688,17 +714,17 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "f0b82aec0ddec06bdcb6c432a41667b9897c7bca" },
+				   "03471cf23d2c7a10d4db43d4a44c0f5e03b43c94" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "f62f088e0b5c79b2c5b78b93ba321c6df08bd0a4" },
+				   "a499381eea2b4ea0955ee0f2a6b3b60fd507b8e0" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "f5a74a3e048424239f514284d8a97a3b5c615a9a" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "f18aee69d849f12088acabc164cd4ca8c432a96c" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
-				  "41b93f9ec9d021be7cae71e8539234442872cdeb" },
+				  "60111002b6005ee6e66223b361a05b2238fe1bf7" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
 				 "ed4687c9d300913a315a22fe3b4bb3f6e2f4dece" },
 	[RLOCK_SCRIPT_LOG] = { "log", log_lua,

@@ -64,7 +64,17 @@ static long long count_waiters(struct rlock *rl, const struct names *n)
 	return most;
 }
 
+/* Events read from the servers, before they are merged. */
+struct evlist {
+	struct rlock_event *ev;
+	size_t n, cap;
+};
+
 static int parse_entry(const redisReply *e, struct rlock_event *ev);
+static void join_grant(struct rlock_event *e, const struct rlock_event *g);
+static int unjoined(const struct rlock_event *e);
+static void join_older(struct rlock *rl, const struct names *nm,
+		       struct evlist *l);
 
 /* The last run a server's status answer names, kept when it is the
  * newest so far. */
@@ -72,9 +82,13 @@ static void status_last(struct rlock *rl, const redisReply *r)
 {
 	struct rlock_event ev;
 
+	struct rlock_event grant;
+
 	if (r->type != REDIS_REPLY_ARRAY || r->elements < 17 ||
 	    parse_entry(r->element[16], &ev) != 0)
 		return;
+	if (r->elements > 17 && parse_entry(r->element[17], &grant) == 0)
+		join_grant(&ev, &grant);
 	if (!rl->has_last || ev.time_ms > rl->last.time_ms) {
 		rl->last = ev;
 		rl->has_last = 1;
@@ -203,6 +217,12 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 			*out = h[i];
 	}
 	fan_done(&f);
+	/* The script looks for the last run's grant among 50 entries. */
+	if (rl->has_last && unjoined(&rl->last)) {
+		struct evlist one = { &rl->last, 1, 1 };
+
+		join_older(rl, &n, &one);
+	}
 	if (!out->held) {
 		/* The line of the one server (several keep none). */
 		struct rlock_waiter next = { 0 };
@@ -494,11 +514,59 @@ int rlock_event_ok(const struct rlock_event *e)
 	return strcmp(e->event, "released") == 0 && e->exit <= 0;
 }
 
-/* Events read from the servers, before they are merged. */
-struct evlist {
-	struct rlock_event *ev;
-	size_t n, cap;
-};
+/*
+ * A release names the grant it ends by the token: who held the lock, the
+ * kind and the fence are in the grant's record (the release writes no more,
+ * to spare the server on the hot path).  Fill them into e from grant g.
+ */
+static void join_grant(struct rlock_event *e, const struct rlock_event *g)
+{
+	if (strcmp(g->event, "acquired") != 0 || strcmp(g->token, e->token) != 0)
+		return;
+	if (e->host[0] == '\0')
+		snprintf(e->host, sizeof(e->host), "%s", g->host);
+	if (e->user[0] == '\0')
+		snprintf(e->user, sizeof(e->user), "%s", g->user);
+	if (e->pid < 0)
+		e->pid = g->pid;
+	if (e->kind[0] == '\0')
+		snprintf(e->kind, sizeof(e->kind), "%s", g->kind);
+	if (e->fence < 0)
+		e->fence = g->fence;
+}
+
+/* Whether e is a release that its grant has not been joined to yet. */
+static int unjoined(const struct rlock_event *e)
+{
+	return strcmp(e->event, "released") == 0 && e->host[0] == '\0' &&
+	       e->token[0] != '\0';
+}
+
+/* Join every release in ev (oldest first) to its grant among the GRANTS
+ * grants before it: a ring, so that a long history costs n * GRANTS. */
+#define GRANTS 64
+static void join_grants(struct rlock_event *ev, size_t n)
+{
+	size_t ring[GRANTS], nring = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(ev[i].event, "acquired") == 0) {
+			ring[nring++ % GRANTS] = i;
+			continue;
+		}
+		for (size_t k = 0; unjoined(&ev[i]) && k < nring && k < GRANTS;
+		     k++) {
+			const struct rlock_event *g =
+				&ev[ring[(nring - 1 - k) % GRANTS]];
+
+			if (strcmp(g->token, ev[i].token) == 0) {
+				join_grant(&ev[i], g);
+				break;
+			}
+		}
+	}
+}
+
 
 static int evlist_add(struct evlist *l, const struct rlock_event *e)
 {
@@ -558,11 +626,13 @@ static int cmp_time(const void *a, const void *b)
 	return strcmp(x->token, y->token);
 }
 
-/* One event recorded by several masters: the same kind and token. */
+/* One event recorded by several masters: the same kind and token, from
+ * another master (one master can record a token's grant twice: an acquire
+ * that was undone tries again with its token). */
 static int same_event(const struct rlock_event *x, const struct rlock_event *y)
 {
 	return x->token[0] != '\0' && strcmp(x->token, y->token) == 0 &&
-	       strcmp(x->event, y->event) == 0;
+	       strcmp(x->event, y->event) == 0 && (x->from & y->from) == 0;
 }
 
 /*
@@ -594,7 +664,7 @@ static void one_fence(struct evlist *l)
 /* Sort l by time and, with several masters, count each event once: the
  * earliest record stands for all, with the fence handed out (one_fence)
  * and how many servers recorded it. */
-static void merge(struct evlist *l, int several)
+static void merge(struct evlist *l, int several, size_t quorum)
 {
 	size_t i, j, out = 0;
 
@@ -608,6 +678,7 @@ static void merge(struct evlist *l, int several)
 		}
 		if (j < out) {
 			l->ev[j].servers++;
+			l->ev[j].from |= l->ev[i].from;
 			if (l->ev[i].fence > l->ev[j].fence)
 				l->ev[j].fence = l->ev[i].fence;
 			continue;
@@ -615,18 +686,34 @@ static void merge(struct evlist *l, int several)
 		l->ev[out++] = l->ev[i];
 	}
 	l->n = out;
+	/* A grant on fewer masters than a quorum that the same acquire then
+	 * skipped, or asked for again, was undone: it was never the lock. */
+	for (i = 0, out = 0; i < l->n; i++) {
+		const struct rlock_event *e = &l->ev[i];
+		int undone = 0;
+
+		for (j = i + 1; strcmp(e->event, "acquired") == 0 &&
+		     (size_t)e->servers < quorum && j < l->n && !undone; j++)
+			undone = (strcmp(l->ev[j].event, "skipped") == 0 ||
+				  strcmp(l->ev[j].event, "acquired") == 0) &&
+				 strcmp(l->ev[j].token, e->token) == 0;
+		if (!undone)
+			l->ev[out++] = *e;
+	}
+	l->n = out;
 	one_fence(l);
 }
 
 /*
  * Ask every server for part of name's stream: the newest max entries from
- * since_ms on (XREVRANGE), or with follow those after pos[i] (XRANGE).
+ * since_ms on (XREVRANGE), up to top (NULL: the end), or with follow those
+ * after pos[i] (XRANGE).
  * Adds them to l, and moves pos (when given) to the newest entry each
  * server had.  Returns RLOCK_OK when at least one server answered.
  */
 static int read_log(struct rlock *rl, const struct names *n, size_t max,
-		    long long since_ms, int follow, char (*pos)[48],
-		    struct evlist *l)
+		    long long since_ms, const char *top, int follow,
+		    char (*pos)[48], struct evlist *l)
 {
 	struct request q[RLOCK_MAX_SERVERS];
 	char count[24], since[24], from[RLOCK_MAX_SERVERS][48];
@@ -638,7 +725,8 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 	snprintf(since, sizeof(since), "%lld", since_ms);
 	fan_init(&f, rl);
 	for (i = 0; i < rl->nnode; i++) {
-		const char *argv[6] = { "XREVRANGE", n->v.log, "+",
+		const char *argv[6] = { "XREVRANGE", n->v.log,
+					top != NULL ? top : "+",
 					since_ms > 0 ? since : "-", "COUNT",
 					count };
 
@@ -669,6 +757,7 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 
 			if (parse_entry(r->element[j], &ev) != 0)
 				continue;
+			ev.from = 1u << i;
 			/* XRANGE's last is the newest, XREVRANGE's first. */
 			if (pos != NULL && (follow || j == 0))
 				snprintf(pos[i], sizeof(pos[i]), "%s", ev.id);
@@ -683,6 +772,40 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 		rc = fan_first_error(rl, &f, fail);
 	fan_done(&f);
 	return rc;
+}
+
+/*
+ * Releases in l whose grant was not among the events read (a long hold, a
+ * read that starts at --since, a follower that showed the grant earlier):
+ * look for their grants among the GRANTS * 4 entries before the oldest of
+ * them.  One more read, and only then; a grant trimmed from the history
+ * leaves its release without a holder.
+ */
+static void join_older(struct rlock *rl, const struct names *nm,
+		       struct evlist *l)
+{
+	struct evlist g = { 0 };
+	const char *top = NULL;
+	size_t i, j;
+
+	for (i = 0; i < l->n && top == NULL; i++) {
+		if (unjoined(&l->ev[i]))
+			top = l->ev[i].id;
+	}
+	if (top == NULL ||
+	    read_log(rl, nm, GRANTS * 4, 0, top, 0, NULL, &g) != RLOCK_OK) {
+		free(g.ev);
+		return;
+	}
+	merge(&g, rl->nnode > 1, rl->quorum);
+	for (i = 0; i < l->n; i++) {
+		for (j = g.n; unjoined(&l->ev[i]) && j-- > 0;) {
+			if (strcmp(g.ev[j].event, "acquired") == 0 &&
+			    strcmp(g.ev[j].token, l->ev[i].token) == 0)
+				join_grant(&l->ev[i], &g.ev[j]);
+		}
+	}
+	free(g.ev);
 }
 
 int rlock_log(struct rlock *rl, const char *name, size_t max,
@@ -700,13 +823,16 @@ int rlock_log(struct rlock *rl, const char *name, size_t max,
 		return rc;
 	if (cur != NULL)
 		memset(cur, 0, sizeof(*cur));
-	rc = read_log(rl, &nm, max, since_ms, 0, cur != NULL ? cur->id : NULL,
-		      &l);
+	/* A few more than asked for: the grants of the oldest releases. */
+	rc = read_log(rl, &nm, max + GRANTS, since_ms, NULL, 0,
+		      cur != NULL ? cur->id : NULL, &l);
 	if (rc != RLOCK_OK) {
 		free(l.ev);
 		return rc;
 	}
-	merge(&l, rl->nnode > 1);
+	merge(&l, rl->nnode > 1, rl->quorum);
+	join_grants(l.ev, l.n);
+	join_older(rl, &nm, &l);
 	if (l.n > max) {
 		memmove(l.ev, l.ev + (l.n - max), max * sizeof(*l.ev));
 		l.n = max;
@@ -730,12 +856,14 @@ int rlock_log_follow(struct rlock *rl, const char *name,
 	rc = make_names(rl, name, &nm);
 	if (rc != RLOCK_OK)
 		return rc;
-	rc = read_log(rl, &nm, 1000, 0, 1, cur->id, &l);
+	rc = read_log(rl, &nm, 1000, 0, NULL, 1, cur->id, &l);
 	if (rc != RLOCK_OK) {
 		free(l.ev);
 		return rc;
 	}
-	merge(&l, rl->nnode > 1);
+	merge(&l, rl->nnode > 1, rl->quorum);
+	join_grants(l.ev, l.n);
+	join_older(rl, &nm, &l);
 	/* With several masters, one master's record of an event may come a
 	 * read later than another's: shown once, all the same. */
 	for (i = 0; i < l.n; i++) {
@@ -764,10 +892,13 @@ int rlock_log_follow(struct rlock *rl, const char *name,
 static int newest(struct rlock *rl, const struct names *nm, size_t max,
 		  struct evlist *l)
 {
-	int rc = read_log(rl, nm, max, 0, 0, NULL, l);
+	int rc = read_log(rl, nm, max, 0, NULL, 0, NULL, l);
 
-	if (rc == RLOCK_OK)
-		merge(l, rl->nnode > 1);
+	if (rc == RLOCK_OK) {
+		merge(l, rl->nnode > 1, rl->quorum);
+		join_grants(l->ev, l->n);
+		join_older(rl, nm, l);
+	}
 	return rc;
 }
 

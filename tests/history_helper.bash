@@ -11,8 +11,10 @@
 #				a test_helper server name, when given), as a
 #				JSON list of objects: the entry's fields ("" for
 #				a field rlock knows that the entry does not
-#				have), "_id" its ID and "_fields" the names of
-#				the fields it has, in their order
+#				have; a release's holder and kind from its
+#				grant, the acquired entry of its token, as rlock
+#				joins them), "_id" its ID and "_fields"
+#				the names of the fields it has, in their order
 #	event_names NAME	the events, space-separated
 #	event_field NAME FIELD	that field of every entry, one a line
 #	log_matches_stream JSONL STREAM
@@ -42,12 +44,17 @@ events() {
 	fi
 	python3 -c '
 import json, sys
-out = []
+out, grants = [], {}
 for eid, kv in json.loads(sys.argv[1] or "[]") or []:
     e = dict((f, "") for f in json.loads(sys.argv[2]))
     e.update(zip(kv[0::2], kv[1::2]))
     e["_id"] = eid
     e["_fields"] = kv[0::2]
+    if e["event"] == "acquired":
+        grants[e["token"]] = e
+    elif e["event"] == "released" and e["token"] in grants:
+        for f in ("host", "user", "pid", "kind", "fence"):
+            e[f] = e[f] or grants[e["token"]][f]
     out.append(e)
 print(json.dumps(out))' "$out" "$HIST_FIELDS"
 }
@@ -73,7 +80,13 @@ def held(s):
     if s["held"] != "" or s["since"] == "":
         return num(s["held"])
     return max(0, int(s["_id"].split("-")[0]) - int(s["since"]))
+# A release names its grant by the token; rlock joins the two.
+grants = dict((s["token"], s) for s in stream if s["event"] == "acquired")
 for j, s in zip(lines, stream):
+    if s["event"] == "released" and s["host"] == "" and s["token"] in grants:
+        g = grants[s["token"]]
+        for f in ("host", "user", "pid", "kind", "fence"):
+            s[f] = s[f] or g[f]
     want = {
         "event": s["event"], "id": s["_id"], "time_ms": int(s["_id"].split("-")[0]),
         "host": s["host"], "user": s["user"], "kind": s["kind"], "token": s["token"],

@@ -544,6 +544,17 @@ start_run() {
 	[[ ! -e ran ]] || fail "the command ran"
 	gone_on oth M3
 	held_on oth othertok M1 M2
+
+	# The history has the three skips, and not the grants M3 made and the
+	# skipping acquires undid: those were never the lock.
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" log oth
+	assert_equal "${#lines[@]}" 3
+	assert_regex "${lines[0]}" ' skipped .*\(held by another client \(no rlock metadata\)\)'
+	assert_regex "${lines[1]}" ' skipped .*\(held by another client \(no rlock metadata\)\)'
+	assert_regex "${lines[2]}" ' skipped .*\(timed out after [^;]+; held by another client \(no rlock metadata\)\)'
+	refute_output --partial acquired
+	# M3 did record them.
+	(($(rcli M3 XLEN "$(key oth):log") >= 6)) || fail "M3 recorded no grants"
 }
 
 @test "held by another client on one master of three: the other two are a quorum, and its key is left alone" {
