@@ -158,10 +158,12 @@ read -r n_note b_note < <(mem "https://ci.example.com/jobs/123456789")
 join() { local IFS=' / '; echo "$*"; }
 ratio() { python3 -c 'import sys,statistics as s; a=[float(x) for x in sys.argv[1].split()]; b=[float(x) for x in sys.argv[2].split()]; print("%.2f" % (s.median(b)/s.median(a)))' "$1" "$2"; }
 
+# What was written by hand after the tables (from "## Notes" on) stays.
+notes=$(sed -n '/^## Notes/,$p' "$OUT" 2>/dev/null)
 {
 	echo "# The history's cost (issue 19)"
 	echo
-	echo "Measured by \`bench/history.sh $ROUNDS\` on $(nproc) cores, $(redis-server --version | awk '{print $3}'), $(date -u +%Y-%m-%d)."
+	echo "Measured by \`bench/history.sh $ROUNDS\` on $(nproc) cores, Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $(date -u +%Y-%m-%d)."
 	echo "*before*: the build without the history; *after*: with it (the default); rounds alternate which goes first."
 	echo
 	echo "| | before | after | after/before |"
@@ -179,5 +181,9 @@ ratio() { python3 -c 'import sys,statistics as s; a=[float(x) for x in sys.argv[
 	echo "|---|---:|---:|---:|"
 	echo "| \`rlock run nightly -- true\` | $n_plain | $b_plain | $((b_plain / n_plain)) |"
 	echo "| the same with a 36-byte \`--note\` | $n_note | $b_note | $((b_note / n_note)) |"
+	if [[ -n $notes ]]; then
+		echo
+		echo "$notes"
+	fi
 } >"$OUT"
 cat "$OUT"

@@ -117,8 +117,8 @@ static void add_url(struct cli *g, const char *u)
 }
 
 /* A whole number min..max written in digits only, or a usage error. */
-int cli_int(const struct cli *g, const char *opt, const char *arg,
-		      long min, long max)
+int cli_int(const struct cli *g, const char *opt, const char *arg, long min,
+	    long max)
 {
 	char *end;
 	long v;
@@ -179,7 +179,7 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		return 1;
 	case OPT_WAIT_REPLICAS:
 		ao->wait_replicas = cli_int(g, "--wait-replicas", arg, 0,
-					       1000);
+					    1000);
 		return 1;
 	case OPT_NOTE:
 		check_note(g, "--note", arg);
