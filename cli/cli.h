@@ -184,6 +184,9 @@ int cli_int(const struct cli *g, const char *opt, const char *arg, long min,
 /* Check a lock name or exit 64. */
 void cli_check_name(const struct cli *g, const char *name);
 
+/* The one lock NAME left after the options, checked, or exit 64. */
+const char *cli_one_name(const struct cli *g, int argc, char **argv);
+
 /* Apply the environment to what the command line did not set. */
 void cli_finish(struct cli *g);
 

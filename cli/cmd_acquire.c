@@ -416,12 +416,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	}
 	if (g->json && !fmt_set)
 		fmt = FMT_JSON;
-	if (optind >= argc)
-		cli_usage_error(g, "missing lock NAME");
-	if (argc - optind > 1)
-		cli_usage_error(g, "too many arguments");
-	name = argv[optind];
-	cli_check_name(g, name);
+	name = cli_one_name(g, argc, argv);
 	cli_lock_check(g, &ao);
 	if (pid != 0 && !renew)
 		cli_usage_error(g, "--pid needs --renew");

@@ -261,12 +261,7 @@ int cmd_log(int argc, char **argv, struct cli *g)
 			cli_bad_option(g, c, argv);
 		}
 	}
-	if (optind >= argc)
-		cli_usage_error(g, "missing lock NAME");
-	if (argc - optind > 1)
-		cli_usage_error(g, "too many arguments");
-	name = argv[optind];
-	cli_check_name(g, name);
+	name = cli_one_name(g, argc, argv);
 	cli_finish(g);
 	rl = cli_open(g);
 	rc = rlock_log(rl, name, max, since > 0 ? since : 0, &ev, &n, &cur);

@@ -671,6 +671,16 @@ void cli_history_warn(const struct cli *g, const struct rlock *rl)
 		cli_warn(g, "warning: %s", why);
 }
 
+const char *cli_one_name(const struct cli *g, int argc, char **argv)
+{
+	if (optind >= argc)
+		cli_usage_error(g, "missing lock NAME");
+	if (argc - optind > 1)
+		cli_usage_error(g, "too many arguments");
+	cli_check_name(g, argv[optind]);
+	return argv[optind];
+}
+
 const char *cli_name_token(const struct cli *g, int argc, char **argv,
 			   const char **name, int need_token)
 {

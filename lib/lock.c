@@ -569,13 +569,25 @@ static void history_refused(struct rlock *rl, size_t i)
 		  node_addr(&rl->node[i]), user[0] != '\0' ? user : "default");
 }
 
+static void record_grant(struct rlock *rl, const struct names *n,
+			 const struct acquirer *who, const char *kind,
+			 const struct rlock_lease *lease);
+
+/*
+ * One try at the lock.  With several masters the grant is recorded in the
+ * history only once a quorum granted it (record_grant, with the fence
+ * handed out): a master that granted alone is undone, and a waiter that
+ * tries again and again would fill its history with grants that never
+ * were.  *undid: grants were given back (several masters).
+ */
 static int try_acquire(struct rlock *rl, const char *name,
 		       const struct names *n,
 		       const struct rlock_acquire_opts *o, const char *token,
 		       const struct ask *a, struct rlock_lease *lease,
 		       struct rlock_holder *holder, int *joined,
-		       int64_t waited_ms)
+		       int64_t waited_ms, int *undid)
 {
+	static const struct history none = { 0, 0 };
 	struct acquirer who;
 	struct request q;
 	struct fan f;
@@ -593,7 +605,9 @@ static int try_acquire(struct rlock *rl, const char *name,
 	who.pid = o->pid > 0 ? o->pid : (long long)getpid();
 	who.min_hold_ms = o->min_hold_ms;
 	who.waited_ms = waited_ms;
-	req_acquire(&q, &n->v, token, o->ttl_ms, &who, a, &rl->hist);
+	req_acquire(&q, &n->v, token, o->ttl_ms, &who, a,
+		    rl->nnode > 1 ? &none : &rl->hist);
+	*undid = 0;
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	t0 = rlock_boot_ms();
@@ -672,14 +686,18 @@ static int try_acquire(struct rlock *rl, const char *name,
 		lease->wait_replicas = o->wait_replicas;
 		lease->kind = strcmp(a->kind, "x") == 0 ? 'x' : 'h';
 		lease->pid = who.pid;
+		if (rl->nnode > 1)
+			record_grant(rl, n, &who, a->kind, lease);
 		rc = RLOCK_OK;
 	} else {
 		/* Undo on all, as Redlock says: a grant that was counted, and
 		 * one that may have happened unseen (a server that froze or
 		 * dropped the connection after the request went out would
 		 * otherwise keep a dead token until its TTL). */
-		if (ngrant > 0 || unsure > 0)
+		if (ngrant > 0 || unsure > 0) {
 			fan_undo(rl, &n->v, token);
+			*undid = 1;
+		}
 		if (nbusy > 0 && nbusy + nfail > rl->nnode - rl->quorum &&
 		    nfail <= rl->nnode - rl->quorum) {
 			rc = RLOCK_BUSY;
@@ -951,10 +969,46 @@ static int record(struct rlock *rl, const struct names *n,
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	fan_run(rl, &f);
+	for (size_t i = 0; i < f.n; i++) {
+		if (f.slot[i].res.rc == RLOCK_OK &&
+		    f.slot[i].res.r->type == REDIS_REPLY_INTEGER &&
+		    f.slot[i].res.r->integer == 0)
+			history_refused(rl, i);
+	}
 	rc = fan_tally(rl, &f, "log", NULL);
 	fan_done(&f);
 	memcpy(rl->err, why, sizeof(why));
 	return rc;
+}
+
+/* A grant of several masters, once a quorum made it: recorded on every one,
+ * with the fence handed out. */
+static void record_grant(struct rlock *rl, const struct names *n,
+			 const struct acquirer *who, const char *kind,
+			 const struct rlock_lease *lease)
+{
+	const char *v[EV_NFIELDS] = { 0 };
+	char pid[24], fence[24], waited[24], tok[9];
+	char label[RLOCK_LABEL_MAX + 1];
+
+	snprintf(pid, sizeof(pid), "%lld", who->pid);
+	snprintf(fence, sizeof(fence), "%lld", lease->fence);
+	snprintf(waited, sizeof(waited), "%lld", (long long)who->waited_ms);
+	snprintf(tok, sizeof(tok), "%.8s", lease->token);
+	/* Cut as the acquire script's metadata is. */
+	snprintf(label, sizeof(label), "%s",
+		 who->label != NULL ? who->label : "");
+	v[EV_EVENT] = "acquired";
+	v[EV_HOST] = who->host;
+	v[EV_USER] = who->user;
+	v[EV_PID] = pid;
+	v[EV_KIND] = kind;
+	v[EV_FENCE] = fence;
+	v[EV_TOKEN] = tok;
+	v[EV_WAITED] = waited;
+	v[EV_COMMAND] = label;
+	v[EV_NOTE] = who->note;
+	record(rl, n, v);
 }
 
 /* "USER@HOST pid N", for the history's reasons. */
@@ -1076,7 +1130,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
 	int64_t backoff = 0;
 	int rc, subscribed = 0, seen_busy = 0, attempts = 0, in_line = 0;
-	int joined;
+	int joined, undid;
 
 	rl->err[0] = '\0';
 	if (holder == NULL)
@@ -1089,7 +1143,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	for (;;) {
 		q.a.details = attempts++ == 0 || o->wait_cb != NULL;
 		rc = try_acquire(rl, name, &q.n, o, q.token, &q.a, lease,
-				 holder, &joined, rlock_mono_ms() - start);
+				 holder, &joined, rlock_mono_ms() - start,
+				 &undid);
 		now = rlock_mono_ms();
 		if (rc == UNREPLICATED) {
 			/* Granted where the replicas do not follow: a master
@@ -1150,12 +1205,36 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			if (subscribed)
 				continue;
 		}
+		if (undid) {
+			/* Our own undo told the masters' release channels
+			 * that the lock was given back: deaf to that for 50
+			 * to 150ms (Redlock's random retry delay), or we
+			 * would wake at once and try again, thousands of
+			 * times a second.  Then wait as usual, but try again
+			 * within a second: a release in the pause went
+			 * unheard. */
+			int64_t until = now + 50 + jitter(100);
+
+			if (until > deadline)
+				until = deadline;
+			do
+				rc = wait_release(rl, until, o->cancel_fd);
+			while (rc == RLOCK_OK && rlock_mono_ms() < until);
+			if (rc == RLOCK_CANCELED) {
+				set_error(rl->err, sizeof(rl->err),
+					  "%s: canceled", name);
+				break;
+			}
+			now = rlock_mono_ms();
+			if (now >= deadline)
+				continue;
+		}
 		if (o->wait_cb != NULL && now - last_cb >= 900) {
 			o->wait_cb(holder, now - start, o->wait_arg);
 			last_cb = now;
 		}
 		wake = next_try(holder, in_line, subscribed, now);
-		if (o->wait_cb != NULL && wake > now + 1000)
+		if ((o->wait_cb != NULL || undid) && wake > now + 1000)
 			wake = now + 1000;
 		if (wake > deadline)
 			wake = deadline;

@@ -808,31 +808,46 @@ static void join_older(struct rlock *rl, const struct names *nm,
 	free(g.ev);
 }
 
+/* Read name's events as read_log does, merge the servers' records and join
+ * each release to its grant: into l, oldest first. */
+static int read_events(struct rlock *rl, const char *name, size_t max,
+		       long long since_ms, int follow, char (*pos)[48],
+		       struct evlist *l)
+{
+	struct names nm;
+	int rc;
+
+	rc = make_names(rl, name, &nm);
+	if (rc != RLOCK_OK)
+		return rc;
+	rc = read_log(rl, &nm, max, since_ms, NULL, follow, pos, l);
+	if (rc != RLOCK_OK) {
+		free(l->ev);
+		*l = (struct evlist){ 0 };
+		return rc;
+	}
+	merge(l, rl->nnode > 1, rl->quorum);
+	join_grants(l->ev, l->n);
+	join_older(rl, &nm, l);
+	return RLOCK_OK;
+}
+
 int rlock_log(struct rlock *rl, const char *name, size_t max,
 	      long long since_ms, struct rlock_event **ev, size_t *n,
 	      struct rlock_log_cursor *cur)
 {
 	struct evlist l = { 0 };
-	struct names nm;
 	int rc;
 
 	*ev = NULL;
 	*n = 0;
-	rc = make_names(rl, name, &nm);
-	if (rc != RLOCK_OK)
-		return rc;
 	if (cur != NULL)
 		memset(cur, 0, sizeof(*cur));
 	/* A few more than asked for: the grants of the oldest releases. */
-	rc = read_log(rl, &nm, max + GRANTS, since_ms, NULL, 0,
-		      cur != NULL ? cur->id : NULL, &l);
-	if (rc != RLOCK_OK) {
-		free(l.ev);
+	rc = read_events(rl, name, max + GRANTS, since_ms, 0,
+			 cur != NULL ? cur->id : NULL, &l);
+	if (rc != RLOCK_OK)
 		return rc;
-	}
-	merge(&l, rl->nnode > 1, rl->quorum);
-	join_grants(l.ev, l.n);
-	join_older(rl, &nm, &l);
 	if (l.n > max) {
 		memmove(l.ev, l.ev + (l.n - max), max * sizeof(*l.ev));
 		l.n = max;
@@ -847,23 +862,14 @@ int rlock_log_follow(struct rlock *rl, const char *name,
 		     size_t *n)
 {
 	struct evlist l = { 0 };
-	struct names nm;
 	size_t i, j, out = 0;
 	int rc;
 
 	*ev = NULL;
 	*n = 0;
-	rc = make_names(rl, name, &nm);
+	rc = read_events(rl, name, 1000, 0, 1, cur->id, &l);
 	if (rc != RLOCK_OK)
 		return rc;
-	rc = read_log(rl, &nm, 1000, 0, NULL, 1, cur->id, &l);
-	if (rc != RLOCK_OK) {
-		free(l.ev);
-		return rc;
-	}
-	merge(&l, rl->nnode > 1, rl->quorum);
-	join_grants(l.ev, l.n);
-	join_older(rl, &nm, &l);
 	/* With several masters, one master's record of an event may come a
 	 * read later than another's: shown once, all the same. */
 	for (i = 0; i < l.n; i++) {
@@ -888,34 +894,16 @@ int rlock_log_follow(struct rlock *rl, const char *name,
 	return RLOCK_OK;
 }
 
-/* The newest events of name, at most max: into l, oldest first. */
-static int newest(struct rlock *rl, const struct names *nm, size_t max,
-		  struct evlist *l)
-{
-	int rc = read_log(rl, nm, max, 0, NULL, 0, NULL, l);
-
-	if (rc == RLOCK_OK) {
-		merge(l, rl->nnode > 1, rl->quorum);
-		join_grants(l->ev, l->n);
-		join_older(rl, nm, l);
-	}
-	return rc;
-}
-
 int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 	       int *has_last, struct rlock_event *ok, int *has_ok)
 {
 	struct evlist l = { 0 };
-	struct names nm;
 	size_t i, want = 200;
 	int rc;
 
 	*has_last = *has_ok = 0;
-	rc = make_names(rl, name, &nm);
-	if (rc != RLOCK_OK)
-		return rc;
 	for (;;) {
-		rc = newest(rl, &nm, want, &l);
+		rc = read_events(rl, name, want, 0, 0, NULL, &l);
 		if (rc != RLOCK_OK)
 			break;
 		for (i = l.n; i-- > 0;) {

@@ -516,16 +516,7 @@ one_per_master() {
 	done
 	assert_regex "${t[10]}" ' acquired .*  note: last one$'
 	assert_regex "${t[11]}" ' released .*  exit 0( |$)'
-	pid_alive "$tpid"
-	pid_alive "$jpid"
-	kill -INT "$tpid"
-	kill -TERM "$jpid"
-	bg_wait "$tpid" 5
-	assert_equal "$BG_STATUS" 0
-	bg_wait "$jpid" 5
-	assert_equal "$BG_STATUS" 0
-	assert_equal "$(n_lines text.out) $(n_lines json.out)" "12 12"
-	assert_equal "$(bg_err text)$(bg_err json)" ""
+	stop_followers "$tpid" "$jpid" 12
 }
 
 @test "log, last and status through a master that does not serve the slot: the history is in the lock's slot, on its owner only" {

@@ -25,6 +25,11 @@
 #				$USER@host pid PID with fence FENCE (the man
 #				page's format)
 #	n_lines FILE / has_lines FILE N
+#	stop_followers TPID JPID N
+#				stop the followers `log -f` (bg_start'ed as
+#				text, pid TPID) and `log -f --json` (json,
+#				JPID) with SIGINT and SIGTERM: each exits 0,
+#				silent on stderr, having printed N lines
 
 # logkey NAME
 logkey() {
@@ -118,4 +123,18 @@ n_lines() {
 
 has_lines() {
 	(($(n_lines "$1") >= $2))
+}
+
+stop_followers() {
+	local tpid=$1 jpid=$2 n=$3
+	pid_alive "$tpid"
+	pid_alive "$jpid"
+	kill -INT "$tpid"
+	kill -TERM "$jpid"
+	bg_wait "$tpid" 5
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$jpid" 5
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(n_lines text.out) $(n_lines json.out)" "$n $n"
+	assert_equal "$(bg_err text)$(bg_err json)" ""
 }

@@ -578,14 +578,5 @@ stream_readers() {
 	assert_regex "${t[2]}" " acquired  tester@.* pid [0-9]+  fence ${fences[2]}  .*  note: after failover$"
 	assert_regex "${t[3]}" " released  tester@.* pid [0-9]+  fence ${fences[3]}  .*  exit 2( |$)"
 	assert_regex "${t[4]}" " acquired .*  note: last one$"
-	pid_alive "$tpid"
-	pid_alive "$jpid"
-	kill -INT "$tpid"
-	kill -TERM "$jpid"
-	bg_wait "$tpid" 5
-	assert_equal "$BG_STATUS" 0
-	bg_wait "$jpid" 5
-	assert_equal "$BG_STATUS" 0
-	assert_equal "$(n_lines text.out) $(n_lines json.out)" "6 6"
-	assert_equal "$(bg_err text)$(bg_err json)" ""
+	stop_followers "$tpid" "$jpid" 6
 }

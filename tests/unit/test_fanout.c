@@ -498,12 +498,14 @@ static void all_grant(void)
 	unit_context("all grant");
 	world_init(&w, 3);
 	/* The fence handed out is the highest; the two masters below it
-	 * are raised to it (the second step of 0 and 2). */
+	 * are raised to it (the second step of 0 and 2); then the grant is
+	 * recorded in every master's history. */
 	PLAN(&w.fake[0], { A_GRANT, 7 }, { A_INT, 1 }, { A_INT, 1 },
+	     { A_INT, 1 }, { A_INT, 1 });
+	PLAN(&w.fake[1], { A_GRANT, 42 }, { A_INT, 1 }, { A_INT, 1 },
 	     { A_INT, 1 });
-	PLAN(&w.fake[1], { A_GRANT, 42 }, { A_INT, 1 }, { A_INT, 1 });
-	PLAN(&w.fake[2], { A_GRANT, 13 }, { A_INT, 1 }, { A_INT, 0 },
-	     { A_INT, 1 });
+	PLAN(&w.fake[2], { A_GRANT, 13 }, { A_INT, 1 }, { A_INT, 1 },
+	     { A_INT, 0 }, { A_INT, 1 });
 	if (world_start(&w) == 0) {
 		CHECK_INT(acquire(&w, &l, &h), RLOCK_OK);
 		CHECK_INT(l.fence, 42);
@@ -521,7 +523,7 @@ static void all_grant(void)
 		size_t raised = i != 1;
 
 		unit_context("all grant, server %zu", i);
-		CHECK_INT(f->nrec, 3 + raised);
+		CHECK_INT(f->nrec, 4 + raised);
 		CHECK_INT(f->conns, 1);
 		CHECK_STR(f->rec[0].cmd, "EVALSHA");
 		CHECK_INT(f->rec[0].script, RLOCK_SCRIPT_ACQUIRE);
@@ -529,9 +531,10 @@ static void all_grant(void)
 		CHECK_STR(f->rec[0].token, TOKEN);
 		if (raised)
 			CHECK_INT(f->rec[1].script, RLOCK_SCRIPT_FENCE);
-		CHECK_INT(f->rec[1 + raised].script, RLOCK_SCRIPT_EXTEND);
-		CHECK_INT(f->rec[2 + raised].script, RLOCK_SCRIPT_RELEASE);
-		CHECK_STR(f->rec[2 + raised].token, TOKEN);
+		CHECK_INT(f->rec[1 + raised].script, RLOCK_SCRIPT_LOG);
+		CHECK_INT(f->rec[2 + raised].script, RLOCK_SCRIPT_EXTEND);
+		CHECK_INT(f->rec[3 + raised].script, RLOCK_SCRIPT_RELEASE);
+		CHECK_STR(f->rec[3 + raised].token, TOKEN);
 	}
 	unit_context(NULL);
 }
@@ -820,7 +823,8 @@ static void noscript(void)
 	world_init(&w, 3);
 	for (size_t i = 0; i < 3; i++)
 		PLAN(&w.fake[i], { A_NOSCRIPT }, { A_GRANT, 2 },
-		     { A_NOSCRIPT }, { A_INT, 1 });
+		     { A_NOSCRIPT }, { A_INT, 1 }, { A_NOSCRIPT },
+		     { A_INT, 1 });
 	if (world_start(&w) == 0) {
 		CHECK_INT(acquire(&w, &l, &h), RLOCK_OK);
 		CHECK_INT(l.fence, 2);
@@ -831,7 +835,7 @@ static void noscript(void)
 		const struct fake *f = &w.fake[i];
 
 		unit_context("NOSCRIPT, server %zu", i);
-		CHECK_INT(f->nrec, 4);
+		CHECK_INT(f->nrec, 6);
 		CHECK_INT(f->conns, 1);
 		CHECK_STR(f->rec[0].cmd, "EVALSHA");
 		CHECK_INT(f->rec[0].script, RLOCK_SCRIPT_ACQUIRE);
@@ -841,7 +845,10 @@ static void noscript(void)
 		CHECK_STR(f->rec[1].token, TOKEN);
 		CHECK_STR(f->rec[2].cmd, "EVALSHA");
 		CHECK_INT(f->rec[3].eval, 1);
-		CHECK_INT(f->rec[3].script, RLOCK_SCRIPT_RELEASE);
+		CHECK_INT(f->rec[3].script, RLOCK_SCRIPT_LOG);
+		CHECK_STR(f->rec[4].cmd, "EVALSHA");
+		CHECK_INT(f->rec[5].eval, 1);
+		CHECK_INT(f->rec[5].script, RLOCK_SCRIPT_RELEASE);
 	}
 	unit_context(NULL);
 }
