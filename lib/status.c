@@ -668,7 +668,8 @@ static void merge(struct evlist *l, int several, size_t quorum)
 {
 	size_t i, j, out = 0;
 
-	qsort(l->ev, l->n, sizeof(*l->ev), cmp_time);
+	if (l->n > 1)
+		qsort(l->ev, l->n, sizeof(*l->ev), cmp_time);
 	if (!several)
 		return;
 	for (i = 0; i < l->n; i++) {
