@@ -1082,7 +1082,9 @@ int rlock_record_lost(struct rlock *rl, const char *name,
 	v[EV_HOST] = rl->host;
 	v[EV_USER] = rl->user;
 	v[EV_PID] = lease->pid > 0 ? pid : NULL;
-	v[EV_KIND] = lease->kind == 'h' ? "h" : "x";
+	/* A lease knows exclusive from not; a shared lock's or a
+	 * semaphore's kind is its grant's, which readers join. */
+	v[EV_KIND] = lease->kind == 'h' ? NULL : "x";
 	v[EV_FENCE] = fence;
 	v[EV_TOKEN] = tok;
 	v[EV_HELD] = held;

@@ -535,10 +535,14 @@ static void join_grant(struct rlock_event *e, const struct rlock_event *g)
 		e->fence = g->fence;
 }
 
-/* Whether e is a release that its grant has not been joined to yet. */
+/* Whether e ends a grant that has not been joined to it yet: a release
+ * (it names no holder), a loss (its kind, for a shared or semaphore
+ * lease). */
 static int unjoined(const struct rlock_event *e)
 {
-	return strcmp(e->event, "released") == 0 && e->host[0] == '\0' &&
+	return (strcmp(e->event, "released") == 0 ||
+		strcmp(e->event, "lost") == 0) &&
+	       (e->host[0] == '\0' || e->kind[0] == '\0') &&
 	       e->token[0] != '\0';
 }
 

@@ -358,6 +358,17 @@ read_calls() {
 	assert_regex "$output" "^job: last run ended [^ ]+ ago on $HOST \\(tester pid [0-9]+\\): lost \\(renewal refused.*\\) after [^ ]+$"
 }
 
+@test "a semaphore place lost while its command runs: the lost event has no kind of its own, and log joins the grant's" {
+	run -76 --separate-stderr "$RLOCK" run -l 2 -t 300ms sem -- sh -c '
+		redis-cli -p "$R_PORT" DEL "$RLOCK_KEY:holders" >/dev/null
+		exec sleep 30'
+	assert_equal "$(event_names sem)" "acquired lost"
+	json_check "$(events sem)" 'd[0]["kind"] == "2" and d[1]["kind"] == ""' \
+		'"kind" not in d[1]["_fields"]'
+	run -0 --separate-stderr "$RLOCK" log --json sem
+	json_check "$(sed -n 2p <<<"$output")" 'd["event"] == "lost" and d["kind"] == "2"'
+}
+
 @test "a lock gone before the command ended (found at release) records lost: lease ran out before release" {
 	run -76 --separate-stderr "$RLOCK" run -t 60s job -- sh -c 'redis-cli -p "$R_PORT" DEL "$RLOCK_KEY" >/dev/null'
 	assert_equal "$(event_names job)" "acquired lost"
