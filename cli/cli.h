@@ -323,4 +323,7 @@ void cli_print_version(void);
 /* Write s as a JSON string (quoted, escaped) to f. */
 void cli_json_str(FILE *f, const char *s);
 
+/* Write ',"key":' and v as a JSON string, or null when v is NULL or "". */
+void cli_json_opt(FILE *f, const char *key, const char *v);
+
 #endif /* RLOCK_CLI_H */

@@ -28,16 +28,6 @@ static void json_num(FILE *f, const char *key, long long v)
 		fprintf(f, ",\"%s\":null", key);
 }
 
-/* A string, or null when empty. */
-static void json_opt(FILE *f, const char *key, const char *v)
-{
-	fprintf(f, ",\"%s\":", key);
-	if (v[0] != '\0')
-		cli_json_str(f, v);
-	else
-		fputs("null", f);
-}
-
 void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 {
 	fputs("{\"event\":", f);
@@ -57,11 +47,11 @@ void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 	json_num(f, "waited_ms", e->waited_ms);
 	json_num(f, "held_ms", e->held_ms);
 	json_num(f, "exit", e->exit);
-	json_opt(f, "signal", e->signal);
-	json_opt(f, "reason", e->reason);
+	cli_json_opt(f, "signal", e->signal);
+	cli_json_opt(f, "reason", e->reason);
 	fputs(",\"command\":", f);
 	cli_json_str(f, e->command);
-	json_opt(f, "note", e->note);
+	cli_json_opt(f, "note", e->note);
 	if (servers > 1)
 		fprintf(f, ",\"servers\":%d", e->servers);
 	fputs("}", f);

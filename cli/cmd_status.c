@@ -195,11 +195,7 @@ static void print_json(struct status *s, const char *name,
 	else
 		fputs("null", s->out);
 	json_kind_line(s, h);
-	fputs(",\"note\":", s->out);
-	if (h->held && h->note[0] != '\0')
-		cli_json_str(s->out, h->note);
-	else
-		fputs("null", s->out);
+	cli_json_opt(s->out, "note", h->held ? h->note : NULL);
 	fputs(",\"last\":", s->out);
 	if (rlock_status_last(s->rl, &last))
 		cli_event_json(s->out, last, (int)rlock_nservers(s->rl));

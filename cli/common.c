@@ -586,6 +586,15 @@ void cli_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+void cli_json_opt(FILE *f, const char *key, const char *v)
+{
+	fprintf(f, ",\"%s\":", key);
+	if (v != NULL && v[0] != '\0')
+		cli_json_str(f, v);
+	else
+		fputs("null", f);
+}
+
 int cli_live_ok(const struct cli *g)
 {
 	return g->verbose >= 0 && isatty(STDERR_FILENO) &&

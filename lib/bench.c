@@ -176,8 +176,9 @@ struct bclient {
 	char wid[LINE_ID_LEN + 1];	/* its waiter id */
 };
 
-/* The suffixes of a name's keys and channels, in struct lock_names'
- * order after the key. */
+/* The suffixes of a name's keys and channels: its LOCK_NKEYS keys in the
+ * scripts' order (cleanup_keys deletes those), then the release channel
+ * and the wake-up prefix. */
 static const char *const name_tails[] = {
 	"", KEY_META, KEY_FENCE, KEY_HOLDERS, KEY_HMETA, KEY_LINE, KEY_LEASE,
 	KEY_WHO, KEY_LOG, KEY_CHANNEL, KEY_WAKE,
@@ -1274,12 +1275,12 @@ static void lock_phase(struct bench *b)
 	b->res->server_cpu_s = scpu0 >= 0 && scpu1 >= 0 ? scpu1 - scpu0 : -1;
 }
 
-/* Delete the run's keys (the fence counters never expire).  Best effort:
- * the result stands whatever happens here. */
 /*
- * Delete every key of the run, fences and histories included: one DEL per name (a
- * cluster refuses the keys of several slots in one command), pipelined on
- * one connection to each server that holds names.  Best effort.
+ * Delete every key of the run, fences and histories included (they never
+ * expire, or only in days): one DEL per name (a cluster refuses the keys
+ * of several slots in one command), pipelined on one connection to each
+ * server that holds names.  Best effort: the result stands whatever
+ * happens here.
  */
 static void cleanup_keys(struct bench *b)
 {

@@ -640,13 +640,13 @@ static int same_event(const struct rlock_event *x, const struct rlock_event *y)
 }
 
 /*
- * One acquisition has one fence, the one handed out: the highest any master
- * granted.  A master's acquired record carries its own grant, and the
- * others' release, lost and forced records the fence rlock raised them to.
- * When the record of the master that granted the highest is missing (it
- * was restarted empty, or refused the write), the acquired event would
- * show a lower fence than the holder had, and than its own end: give every
- * event of a token the highest fence any of them carries.
+ * One acquisition has one fence, the one handed out.  Its acquired record
+ * carries it (written once a quorum granted), but a master that rlock did
+ * not raise to it (raising stops at a quorum) keeps its own lower fence in
+ * the metadata its release is recorded from.  When that master's record is
+ * the only one of the release (the others restarted empty, or refused the
+ * write), the event would show a lower fence than the holder had: give
+ * every event of a token the highest fence any of them carries.
  */
 static void one_fence(struct evlist *l)
 {
@@ -668,7 +668,7 @@ static void one_fence(struct evlist *l)
 /* Sort l by time and, with several masters, count each event once: the
  * earliest record stands for all, with the fence handed out (one_fence)
  * and how many servers recorded it. */
-static void merge(struct evlist *l, int several, size_t quorum)
+static void merge(struct evlist *l, int several)
 {
 	size_t i, j, out = 0;
 
@@ -689,21 +689,6 @@ static void merge(struct evlist *l, int several, size_t quorum)
 			continue;
 		}
 		l->ev[out++] = l->ev[i];
-	}
-	l->n = out;
-	/* A grant on fewer masters than a quorum that the same acquire then
-	 * skipped, or asked for again, was undone: it was never the lock. */
-	for (i = 0, out = 0; i < l->n; i++) {
-		const struct rlock_event *e = &l->ev[i];
-		int undone = 0;
-
-		for (j = i + 1; strcmp(e->event, "acquired") == 0 &&
-		     (size_t)e->servers < quorum && j < l->n && !undone; j++)
-			undone = (strcmp(l->ev[j].event, "skipped") == 0 ||
-				  strcmp(l->ev[j].event, "acquired") == 0) &&
-				 strcmp(l->ev[j].token, e->token) == 0;
-		if (!undone)
-			l->ev[out++] = *e;
 	}
 	l->n = out;
 	one_fence(l);
@@ -802,7 +787,7 @@ static void join_older(struct rlock *rl, const struct names *nm,
 		free(g.ev);
 		return;
 	}
-	merge(&g, rl->nnode > 1, rl->quorum);
+	merge(&g, rl->nnode > 1);
 	for (i = 0; i < l->n; i++) {
 		for (j = g.n; unjoined(&l->ev[i]) && j-- > 0;) {
 			if (strcmp(g.ev[j].event, "acquired") == 0 &&
@@ -831,7 +816,7 @@ static int read_events(struct rlock *rl, const char *name, size_t max,
 		*l = (struct evlist){ 0 };
 		return rc;
 	}
-	merge(l, rl->nnode > 1, rl->quorum);
+	merge(l, rl->nnode > 1);
 	join_grants(l->ev, l->n);
 	join_older(rl, &nm, l);
 	return RLOCK_OK;

@@ -35,6 +35,22 @@ teardown() {
 	rl_teardown
 }
 
+# line_up_through_nodes NAME SCRIPT: four `run -w 30s NAME` waiters, the
+# Nth entered through master N % 3 once the one before has its place in line
+# (on the slot's owner), each running `sh -c "N=n; SCRIPT"`; their pids are
+# appended to the caller's array pids.
+line_up_through_nodes() {
+	local name=$1 script=$2 n
+	local -a ports
+	mapfile -t ports < <(cluster_master_ports)
+	for n in 1 2 3 4; do
+		bg_start "$name$n" "$RLOCK" -u "$(node_url "${ports[n % 3]}")" \
+			run -w 30s "$name" -- sh -c "N=$n; $script"
+		pids+=("$BG_PID")
+		wait_until 10 chas_waiters "$name" "$n"
+	done
+}
+
 # node_url PORT
 node_url() {
 	echo "redis://127.0.0.1:$1"
@@ -288,17 +304,9 @@ start_holder() {
 
 @test "waiters through three nodes are served in arrival order, each woken by the one release before it" {
 	start_holder "$(owner_url fo)" fo -t 30s
-	local -a ports pids
-	mapfile -t ports < <(cluster_master_ports)
+	local -a pids
 	local i
-	# Each waiter through another node, started once the one before has
-	# its place in line (on the slot's owner).
-	for i in 1 2 3 4; do
-		bg_start "w$i" "$RLOCK" -u "$(node_url "${ports[i % 3]}")" run -w 30s fo -- \
-			sh -c "echo $i >> order"
-		pids+=("$BG_PID")
-		wait_until 10 chas_waiters fo "$i"
-	done
+	line_up_through_nodes fo 'echo $N >> order'
 	touch go-fo
 	for i in 0 1 2 3; do
 		bg_wait "${pids[i]}" 15
@@ -471,12 +479,7 @@ one_per_master() {
 	local -a ports
 	mapfile -t ports < <(cluster_master_ports)
 	local i
-	for i in 1 2 3 4; do
-		bg_start "d$i" "$RLOCK" -u "$(node_url "${ports[i % 3]}")" run -w 30s deploy -- \
-			sh -c 'echo "$PPID $RLOCK_FENCE" >> ran'
-		pids+=("$BG_PID")
-		wait_until 10 chas_waiters deploy "$i"
-	done
+	line_up_through_nodes deploy 'echo "$PPID $RLOCK_FENCE" >> ran'
 	touch go-deploy
 	for i in 0 1 2 3 4; do
 		bg_wait "${pids[i]}" 20
