@@ -59,6 +59,9 @@ enum {
 	OPT_SINCE,
 	OPT_MAX_AGE,
 	OPT_PROMETHEUS,
+	OPT_SUPERSEDE,
+	OPT_PRIORITY,
+	OPT_ONCE_PER,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -161,7 +164,9 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },            \
 	{ "label", required_argument, NULL, OPT_LABEL },                  \
 	{ "wait-replicas", required_argument, NULL, OPT_WAIT_REPLICAS },  \
-	{ "note", required_argument, NULL, OPT_NOTE }
+	{ "note", required_argument, NULL, OPT_NOTE },                    \
+	{ "supersede", no_argument, NULL, OPT_SUPERSEDE },                \
+	{ "priority", required_argument, NULL, OPT_PRIORITY }
 
 /* After the options: refuse a lock kind that contradicts itself (-s or
  * -x with --limit N > 1); take the note from RLOCK_NOTE when --note was

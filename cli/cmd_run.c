@@ -53,6 +53,7 @@ static void parse(struct run *r, int argc, char **argv)
 		{ "on-lost", required_argument, NULL, OPT_ON_LOST },
 		{ "kill-after", required_argument, NULL, 'k' },
 		{ "max-time", required_argument, NULL, OPT_MAX_TIME },
+		{ "once-per", required_argument, NULL, OPT_ONCE_PER },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli *g = r->g;
@@ -97,6 +98,15 @@ static void parse(struct run *r, int argc, char **argv)
 		case OPT_MAX_TIME:
 			r->max_time_ms = cli_duration(g, "--max-time", optarg,
 						      0, 0);
+			break;
+		case OPT_ONCE_PER:
+			r->ao.once_per_ms = cli_duration(g, "--once-per",
+							 optarg, 0, 0);
+			if (r->ao.once_per_ms < 1000 ||
+			    r->ao.once_per_ms > RLOCK_TTL_MAX_MS)
+				cli_usage_error(g, "invalid --once-per '%s': "
+						"must be between 1s and 30d",
+						optarg);
 			break;
 		default:
 			cli_bad_option(g, c, argv);

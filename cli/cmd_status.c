@@ -160,10 +160,28 @@ static void json_kind_line(const struct status *s,
 		cli_json_str(s->out, w->shared ? "shared" : w->limit > 1 ?
 			     "semaphore" : "exclusive");
 		json_who(s->out, w->host, w->pid, w->user, w->command);
-		fprintf(s->out, ",\"waited_ms\":%lld}", w->waited_ms);
+		fprintf(s->out, ",\"waited_ms\":%lld,\"priority\":%d}",
+			w->waited_ms, w->priority);
 	} else {
 		fputs("null", s->out);
 	}
+}
+
+/* ',"once":…': the period done (--once-per), null none. */
+static void json_once(FILE *f, const struct rlock_once *o)
+{
+	if (!o->present) {
+		fputs(",\"once\":null", f);
+		return;
+	}
+	fputs(",\"once\":{", f);
+	fputs("\"host\":", f);
+	cli_json_str(f, o->host);
+	fputs(",\"user\":", f);
+	cli_json_str(f, o->user);
+	fprintf(f, ",\"pid\":%lld,\"fence\":%lld,\"since_ms\":%lld,"
+		"\"done_ms\":%lld,\"next_ms\":%lld}", o->pid, o->fence,
+		o->since_ms, o->done_ms, o->until_ms);
 }
 
 static void print_json(struct status *s, const char *name,
@@ -196,6 +214,7 @@ static void print_json(struct status *s, const char *name,
 		fputs("null", s->out);
 	json_kind_line(s, h);
 	cli_json_opt(s->out, "note", h->held ? h->note : NULL);
+	json_once(s->out, &h->once);
 	fputs(",\"last\":", s->out);
 	if (rlock_status_last(s->rl, &last))
 		cli_event_json(s->out, last, (int)rlock_nservers(s->rl));
@@ -238,12 +257,28 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 	if (h->next.present) {
 		const struct rlock_waiter *w = &h->next;
 
+		char prio[32] = "";
+
 		snprintf(who, sizeof(who), "%s@%s:%lld", w->user, w->host,
 			 w->pid);
-		fprintf(s->out, "  next: %s%s, waiting %s  %s\n",
+		if (w->priority != 0)
+			snprintf(prio, sizeof(prio), ", priority %d",
+				 w->priority);
+		fprintf(s->out, "  next: %s%s, waiting %s%s  %s\n",
 			cli_printable(who), w->shared ? " (shared)" : "",
-			rlock_fmt_ms(w->waited_ms, age, sizeof(age)),
+			rlock_fmt_ms(w->waited_ms, age, sizeof(age)), prio,
 			cli_printable(strcpy(cmd, w->command)));
+	}
+	if (h->once.present) {
+		const struct rlock_once *o = &h->once;
+		char at[40], next[40];
+
+		snprintf(who, sizeof(who), "%s@%s pid %lld", o->user, o->host,
+			 o->pid);
+		fprintf(s->out, "  done this period: %s at %s, next period "
+			"%s\n", cli_printable(who),
+			rlock_fmt_utc(o->since_ms, at, sizeof(at)),
+			rlock_fmt_utc(o->until_ms, next, sizeof(next)));
 	}
 }
 

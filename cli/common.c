@@ -141,6 +141,22 @@ static void check_note(const struct cli *g, const char *what,
 		cli_usage_error(g, "invalid %s: %s", what, why);
 }
 
+/* --priority: a whole number -100..100, with its sign. */
+static int priority(const struct cli *g, const char *arg)
+{
+	const char *d = *arg == '-' || *arg == '+' ? arg + 1 : arg;
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno != 0 || !isdigit((unsigned char)*d) || *end != '\0' ||
+	    v < -100 || v > 100)
+		cli_usage_error(g, "invalid --priority '%s': must be "
+				"-100..100", arg);
+	return (int)v;
+}
+
 /* The last of -s and -x given ('s', 'x'), 0 none: flock's letters, where
  * the last one counts; either with --limit N > 1 is a contradiction. */
 static char kind_letter;
@@ -185,6 +201,12 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		check_note(g, "--note", arg);
 		ao->note = arg;
 		return 1;
+	case OPT_SUPERSEDE:
+		ao->supersede = 1;
+		return 1;
+	case OPT_PRIORITY:
+		ao->priority = priority(g, arg);
+		return 1;
 	}
 	return 0;
 }
@@ -197,6 +219,9 @@ void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao)
 		check_note(g, "RLOCK_NOTE", v);
 		ao->note = v;
 	}
+	if (ao->once_per_ms > 0 && (ao->shared || ao->limit > 1))
+		cli_usage_error(g, "--once-per needs an exclusive lock: not "
+				"with --shared or --limit");
 	if (kind_letter != 0 && ao->limit > 1)
 		cli_usage_error(g, "--%s and --limit %d cannot be combined: a "
 				"semaphore's holders are neither shared nor "
@@ -658,8 +683,11 @@ void cli_report_acquire(const struct cli *g, const char *name, int rc,
 {
 	char who[600], tb[32], mb[64];
 
+	/* Superseded, or the period done: an answer, as busy is. */
+	if (rc == RLOCK_BUSY && h->skip != 0 && g->verbose < 0)
+		return;
 	/* Busy with nobody holding it: a quorum granted, too late. */
-	if (rc != RLOCK_BUSY || !h->held)
+	if (rc != RLOCK_BUSY || !h->held || h->skip != 0)
 		cli_warn(g, "%s", rlock_errstr(rl));
 	else if (g->verbose < 0)
 		return; /* -q: a busy lock is an answer, not a fault */

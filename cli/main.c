@@ -24,7 +24,11 @@
 	"      --note TEXT                a note for status and the history, such as a\n" \
 	"                                 CI job's URL (default $RLOCK_NOTE)\n" \
 	"      --wait-replicas N          after taking the lock, wait until N replicas\n" \
-	"                                 have it (within the I/O timeout) or give it up\n"
+	"                                 have it (within the I/O timeout) or give it up\n" \
+	"      --priority N               -100..100: the line serves higher first (default 0)\n" \
+	"      --supersede                newest wins: take the place of the waiter in\n" \
+	"                                 line that also gave --supersede (it exits\n" \
+	"                                 with the conflict status)\n"
 
 const struct cmd cli_cmds[] = {
 	{ "run", cmd_run, "run a command while holding a lock",
@@ -38,7 +42,10 @@ const struct cmd cli_cmds[] = {
 	  "  -c, --command STRING           run STRING with $SHELL -c (fallback /bin/sh)\n"
 	  "      --on-lost term|kill|ignore what to do to COMMAND if the lock is lost (default term)\n"
 	  "  -k, --kill-after DUR           SIGKILL this long after SIGTERM (default 10s)\n"
-	  "      --max-time DUR             terminate COMMAND if it runs longer\n" },
+	  "      --max-time DUR             terminate COMMAND if it runs longer\n"
+	  "      --once-per DUR             at most one run that exits 0 per period of the\n"
+	  "                                 server's clock (1d: a UTC day); later ones in\n"
+	  "                                 a done period exit with the conflict status\n" },
 	{ "acquire", cmd_acquire, "take a lock and print its token",
 	  "Usage: rlock acquire [options] NAME\n"
 	  "\n"

@@ -91,12 +91,15 @@ complete -c rlock -n '__rlock_using run acquire' -l min-hold -x -d 'Keep the loc
 complete -c rlock -n '__rlock_using run acquire' -l label -x -d 'What status shows as the command'
 complete -c rlock -n '__rlock_using run acquire' -l note -x -d 'A note that status shows and the history keeps'
 complete -c rlock -n '__rlock_using run acquire' -l wait-replicas -x -d 'Wait until this many replicas have the lock'
+complete -c rlock -n '__rlock_using run acquire' -l priority -x -d 'The line serves higher priority first (-100..100)'
+complete -c rlock -n '__rlock_using run acquire' -l supersede -d 'Newest wins: take the place of the waiter that also gave it'
 
 # run
 complete -c rlock -n '__rlock_using run' -s c -l command -x -d 'Run this string with the shell'
 complete -c rlock -n '__rlock_using run' -l on-lost -x -a 'term kill ignore' -d 'What to do with the command when the lock is lost'
 complete -c rlock -n '__rlock_using run' -s k -l kill-after -x -d 'Time between SIGTERM and SIGKILL'
 complete -c rlock -n '__rlock_using run' -l max-time -x -d 'Stop the command after this long'
+complete -c rlock -n '__rlock_using run' -l once-per -x -d 'At most one successful run per period of the server clock'
 
 # acquire
 complete -c rlock -n '__rlock_using acquire' -l renew -d 'Keep the lease alive in the background until release'

@@ -456,7 +456,7 @@ static void send_release(struct bench *b, struct bclient *c, int64_t now)
 	}
 	c->state = CS_REL;
 	c->op = OP_REL;
-	req_release(&q, &n->v, c->token, &b->rl->hist, NULL);
+	req_release(&q, &n->v, c->token, &b->rl->hist, NULL, 0);
 	if (req_send(c->cmd, &q, c->eval) != RLOCK_OK) {
 		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
 		return;
@@ -980,7 +980,7 @@ static int bench_names(struct bench *b)
 		n->v = (struct lock_names){ n->s[0], n->s[1], n->s[2],
 					    n->s[3], n->s[4], n->s[5],
 					    n->s[6], n->s[7], n->s[9],
-					    n->s[10], n->s[8],
+					    n->s[10], n->s[8], NULL,
 					    key_slot(n->s[0], strlen(n->s[0])) };
 		n->holder = -1;
 		n->releaser = -1;

@@ -27,6 +27,7 @@ static const struct unit units[] = {
 	{ "s", 1000 },
 	{ "m", 60 * 1000 },
 	{ "h", 3600 * 1000 },
+	{ "d", 24 * 3600 * 1000 },
 };
 
 static int is_digit(char c)

@@ -1,8 +1,10 @@
 /*
  * fmt.c - durations written for people, the inverse of the parser's
- * units: whole units where exact, one decimal otherwise.
+ * units: whole units where exact, one decimal otherwise; and times of
+ * the wall clock, in UTC.
  */
 #include <stdio.h>
+#include <time.h>
 
 #include "rlock.h"
 
@@ -29,5 +31,16 @@ const char *rlock_fmt_ms(int64_t ms, char *buf, size_t len)
 		snprintf(buf, len, "%s%lldh%lldm", sign,
 			 (long long)(ms / 3600000),
 			 (long long)(ms % 3600000 / 60000));
+	return buf;
+}
+
+const char *rlock_fmt_utc(long long ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+		snprintf(buf, len, "%lld ms", ms);
 	return buf;
 }

@@ -4,6 +4,7 @@
  * once and counts a quorum of N/2 + 1, so a single server, and later
  * several independent masters, go through the same code.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <pwd.h>
@@ -310,15 +311,31 @@ static size_t split_fields(const char *v, const char **f, size_t max)
 	return nf;
 }
 
-/* Split "since\npid\nhost\nuser\ncommand" (a waiter) into w, its kind
- * and id before it as "KIND:ID\n". */
+/* Whether the field at f, up to its newline, is a priority: an integer
+ * -100..100 (a waiter of an older rlock has no priority field). */
+static int priority_at(const char *f, int *prio)
+{
+	char *end;
+	long v = strtol(f, &end, 10);
+
+	if (end == f || *end != '\n' || !(isdigit((unsigned char)*f) ||
+					   (*f == '-' && end - f > 1)) ||
+	    v < -100 || v > 100)
+		return 0;
+	*prio = (int)v;
+	return 1;
+}
+
+/* Split "since\npid\nhost\nuser\npriority\ncommand" (a waiter) into w,
+ * its kind and id before it as "KIND:ID\n". */
 void parse_waiter(const char *v, long long now, struct rlock_waiter *w)
 {
-	const char *f[6];
+	const char *f[7];
 	char kind[24];
+	size_t nf;
 
 	memset(w, 0, sizeof(*w));
-	if (v[0] == '\0' || split_fields(v, f, 6) < 6)
+	if (v[0] == '\0' || (nf = split_fields(v, f, 7)) < 6)
 		return;
 	w->present = 1;
 	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(f[0], ":\n"), f[0]);
@@ -329,7 +346,10 @@ void parse_waiter(const char *v, long long now, struct rlock_waiter *w)
 		 f[3]);
 	snprintf(w->user, sizeof(w->user), "%.*s", (int)(f[5] - f[4] - 1),
 		 f[4]);
-	snprintf(w->command, sizeof(w->command), "%s", f[5]);
+	if (nf == 7 && priority_at(f[5], &w->priority))
+		snprintf(w->command, sizeof(w->command), "%s", f[6]);
+	else
+		snprintf(w->command, sizeof(w->command), "%s", f[5]);
 }
 
 /* Split a shared or semaphore holder's "fence\nsince\nhold_until\npid\n
@@ -573,6 +593,49 @@ static void record_grant(struct rlock *rl, const struct names *n,
 			 const struct acquirer *who, const char *kind,
 			 const struct rlock_lease *lease);
 
+/* One acquire's own state: the lock's names, the token, what it asks for
+ * and, on one server, the waiter's id and wake-up channel. */
+struct acq {
+	struct names n;
+	struct ask a;
+	char token[RLOCK_TOKEN_LEN + 1];
+	char kind[24];
+	char id[LINE_ID_LEN + 1];
+	const char *chan;		/* where a waiter listens */
+	char skip[640];			/* why it gave up at once, for the
+					 * history ('' none) */
+};
+
+/* A busy answer that ends the wait at once: {-2, who} superseded, or
+ * {-3, until, host, user, pid, since, fence}, the period done.  Sets
+ * h->skip, the message, and the history's reason in q->skip. */
+static void parse_skip(struct rlock *rl, const char *name,
+		       const redisReply *r, struct rlock_holder *h,
+		       struct acq *q)
+{
+	char by[600], since[40], next[40];
+
+	if (elem_ll(r, 0) == -2) {
+		elem_str(r, 1, by, sizeof(by));
+		h->skip = RLOCK_SKIP_SUPERSEDED;
+		snprintf(q->skip, sizeof(q->skip), "superseded by %s", by);
+		set_error(rl->err, sizeof(rl->err), "%s: %s", name, q->skip);
+		return;
+	}
+	h->skip = RLOCK_SKIP_DONE;
+	elem_str(r, 2, h->host, sizeof(h->host));
+	elem_str(r, 3, h->user, sizeof(h->user));
+	h->pid = elem_ll(r, 4);
+	h->since_ms = elem_ll(r, 5);
+	h->fence = elem_ll(r, 6);
+	snprintf(q->skip, sizeof(q->skip), "done this period by %.64s@%.200s "
+		 "pid %lld", h->user, h->host, h->pid);
+	set_error(rl->err, sizeof(rl->err), "%s: %s at %s; the next period "
+		  "starts %s", name, q->skip,
+		  rlock_fmt_utc(h->since_ms, since, sizeof(since)),
+		  rlock_fmt_utc(elem_ll(r, 1), next, sizeof(next)));
+}
+
 /*
  * One try at the lock.  With several masters the grant is recorded in the
  * history only once a quorum granted it (record_grant, with the fence
@@ -580,14 +643,15 @@ static void record_grant(struct rlock *rl, const struct names *n,
  * tries again and again would fill its history with grants that never
  * were.  *undid: grants were given back (several masters).
  */
-static int try_acquire(struct rlock *rl, const char *name,
-		       const struct names *n,
-		       const struct rlock_acquire_opts *o, const char *token,
-		       const struct ask *a, struct rlock_lease *lease,
-		       struct rlock_holder *holder, int *joined,
-		       int64_t waited_ms, int *undid)
+static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
+		       const struct rlock_acquire_opts *o,
+		       struct rlock_lease *lease, struct rlock_holder *holder,
+		       int *joined, int64_t waited_ms, int *undid)
 {
 	static const struct history none = { 0, 0 };
+	const struct names *n = &aq->n;
+	const struct ask *a = &aq->a;
+	const char *token = aq->token;
 	struct acquirer who;
 	struct request q;
 	struct fan f;
@@ -648,6 +712,9 @@ static int try_acquire(struct rlock *rl, const char *name,
 				fence = got[i];
 		} else if (elem_ll(r, 0) == -1) {
 			elem_str(r, 1, theirs, sizeof(theirs));
+		} else if (elem_ll(r, 0) == -2 || elem_ll(r, 0) == -3) {
+			parse_skip(rl, name, r, holder, aq);
+			nbusy++;
 		} else if (parse_busy(r, holder, joined) == 0) {
 			nbusy++;
 		} else {
@@ -660,6 +727,11 @@ static int try_acquire(struct rlock *rl, const char *name,
 			fan_undo(rl, &n->v, token);
 		fan_done(&f);
 		return conflict(rl, name, a->kind, theirs);
+	}
+	if (holder->skip != 0) {
+		/* One server only: nothing was granted. */
+		fan_done(&f);
+		return RLOCK_BUSY;
 	}
 	if (ngrant >= rl->quorum && rl->nnode > 1 &&
 	    raise_fence(rl, n, token, fence, got) < rl->quorum) {
@@ -684,6 +756,7 @@ static int try_acquire(struct rlock *rl, const char *name,
 		lease->taken_boot_ms = t0;
 		lease->renewed_boot_ms = t0;
 		lease->wait_replicas = o->wait_replicas;
+		lease->once_ms = o->once_per_ms;
 		lease->kind = strcmp(a->kind, "x") == 0 ? 'x' : 'h';
 		lease->pid = who.pid;
 		if (rl->nnode > 1)
@@ -889,16 +962,6 @@ const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,
 	return buf;
 }
 
-/* One acquire's own state: the lock's names, the token, what it asks for
- * and, on one server, the waiter's id and wake-up channel. */
-struct acq {
-	struct names n;
-	struct ask a;
-	char token[RLOCK_TOKEN_LEN + 1];
-	char kind[24];
-	char id[LINE_ID_LEN + 1];
-	const char *chan;		/* where a waiter listens */
-};
 
 static int acq_init(struct rlock *rl, const char *name,
 		    const struct rlock_acquire_opts *o, struct acq *q)
@@ -915,6 +978,24 @@ static int acq_init(struct rlock *rl, const char *name,
 			  "quorum could let in more holders than allowed");
 		return RLOCK_EUSAGE;
 	}
+	if (rl->nnode > 1 && o->once_per_ms > 0) {
+		set_error(rl->err, sizeof(rl->err), "--once-per needs one "
+			  "server (or one Sentinel or Cluster URL): on several "
+			  "independent masters a minority could call a period "
+			  "done");
+		return RLOCK_EUSAGE;
+	}
+	if (rl->nnode > 1 && (o->supersede || o->priority != 0)) {
+		set_error(rl->err, sizeof(rl->err), "--supersede and "
+			  "--priority need one server (or one Sentinel or "
+			  "Cluster URL): several masters keep no wait line");
+		return RLOCK_EUSAGE;
+	}
+	if (o->once_per_ms > 0 && strcmp(q->kind, "x") != 0) {
+		set_error(rl->err, sizeof(rl->err), "--once-per needs an "
+			  "exclusive lock: not with --shared or --limit");
+		return RLOCK_EUSAGE;
+	}
 	if (o->token != NULL) {
 		snprintf(q->token, sizeof(q->token), "%s", o->token);
 	} else if (rlock_make_token(q->token) != 0) {
@@ -929,7 +1010,9 @@ static int acq_init(struct rlock *rl, const char *name,
 	 * release channel and try in no order. */
 	q->id[0] = '\0';
 	q->chan = q->n.k.chan;
-	q->a = (struct ask){ q->kind, rl->nnode == 1 ? "new" : "", 0, 1 };
+	q->a = (struct ask){ q->kind, rl->nnode == 1 ? "new" : "", 0, 1,
+			     o->priority, o->supersede, o->once_per_ms };
+	q->skip[0] = '\0';
 	return RLOCK_OK;
 }
 
@@ -1033,7 +1116,9 @@ static void record_skipped(struct rlock *rl, struct acq *q,
 	else
 		snprintf(who, sizeof(who), "another client (no rlock "
 			 "metadata)");
-	if (rc == RLOCK_CANCELED)
+	if (q->skip[0] != '\0')
+		snprintf(reason, sizeof(reason), "%s", q->skip);
+	else if (rc == RLOCK_CANCELED)
 		snprintf(reason, sizeof(reason), "interrupted");
 	else if (!h->held)
 		snprintf(reason, sizeof(reason), "%lld waiting in line came "
@@ -1108,7 +1193,9 @@ const char *rlock_history_refused(const struct rlock *rl)
 static void acq_end(struct rlock *rl, const char *name, struct acq *q,
 		    int rc, int in_line, const struct rlock_holder *holder)
 {
-	if (in_line && (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)) {
+	/* A skip took us out of the line already. */
+	if (in_line && holder->skip == 0 &&
+	    (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)) {
 		char why[sizeof(rl->err)];
 
 		memcpy(why, rl->err, sizeof(why));
@@ -1144,9 +1231,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
 	for (;;) {
 		q.a.details = attempts++ == 0 || o->wait_cb != NULL;
-		rc = try_acquire(rl, name, &q.n, o, q.token, &q.a, lease,
-				 holder, &joined, rlock_mono_ms() - start,
-				 &undid);
+		rc = try_acquire(rl, name, &q, o, lease, holder, &joined,
+				 rlock_mono_ms() - start, &undid);
 		now = rlock_mono_ms();
 		if (rc == UNREPLICATED) {
 			/* Granted where the replicas do not follow: a master
@@ -1176,7 +1262,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 				break;
 			continue;
 		}
-		if (rc != RLOCK_BUSY || o->wait_ms == 0)
+		if (rc != RLOCK_BUSY || o->wait_ms == 0 || holder->skip != 0)
 			break;
 		seen_busy = 1;
 		backoff = 0;
@@ -1375,7 +1461,8 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
-	req_release(&q, &n.v, token, &rl->hist, how);
+	req_release(&q, &n.v, token, &rl->hist, how,
+		    lease != NULL ? lease->once_ms : 0);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	fan_run(rl, &f);

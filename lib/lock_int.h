@@ -24,6 +24,7 @@
 #define KEY_WHO ":line:who"
 #define KEY_WAKE ":wake:"		/* + a waiter's id: its wake-up channel */
 #define KEY_LOG ":log"
+#define KEY_ONCE ":once"		/* the period done, for --once-per */
 
 /*
  * The wait line (DESIGN section 4): a waiter among the first LINE_NEAR
@@ -43,6 +44,11 @@
 #define LINE_FAR_MAX 20			/* the longest interval, in beats */
 #define LINE_ID_LEN 16			/* hex digits of a waiter's id */
 
+/* A place in line is scored by its arrival (µs) less its priority times
+ * this (115 days): a higher priority comes first whatever the arrival,
+ * and every score is exact in a double. */
+#define PRIO_STEP_US 10000000000000
+
 /*
  * How long a waiter told "held" waits before it asks again (ms), unless
  * woken first: in line, every LINE_BEAT_MS (further back, less often:
@@ -60,7 +66,7 @@ int64_t line_wait_ms(long long pttl, long long place, int in_line,
  * waiters' channels. */
 struct lock_names {
 	const char *key, *meta, *fence, *holders, *hmeta, *line, *lease,
-		   *who, *chan, *wake, *log;
+		   *who, *chan, *wake, *log, *once;
 	int slot;
 };
 
@@ -73,6 +79,7 @@ struct lock_keys {
 	char line[RLOCK_KEY_MAX + 16], lease[RLOCK_KEY_MAX + 16];
 	char who[RLOCK_KEY_MAX + 16], chan[RLOCK_KEY_MAX + 16];
 	char wake[RLOCK_KEY_MAX + 16], log[RLOCK_KEY_MAX + 16];
+	char once[RLOCK_KEY_MAX + 16];
 	struct lock_names v;		/* the above, for the builders */
 };
 
@@ -126,7 +133,7 @@ struct request {
 	int nkeys;			/* script: the first nkeys of argv */
 	int argc;
 	const char *argv[RLOCK_REQ_MAXARGS];
-	char num[8][24];		/* storage for numbers in argv */
+	char num[10][24];		/* storage for numbers in argv */
 	char member[24 + LINE_ID_LEN];	/* "KIND:ID" of a waiter */
 	char label[RLOCK_LABEL_MAX + 1];
 };
@@ -162,13 +169,19 @@ extern const char *const ev_field[EV_NFIELDS];
  * line ("new": a first try, which respects the line but takes no place;
  * "": none, several masters keep no line), with join set once the waiter
  * listens on its wake-up channel.  details: a busy answer carries the
- * holder's metadata.
+ * holder's metadata.  The line's policies: priority (-100..100),
+ * supersede (take the place of the --supersede waiter in line), and
+ * once_ms (--once-per: not when this period of the server's clock is
+ * done).
  */
 struct ask {
 	const char *kind;
 	const char *waiter;
 	int join;
 	int details;
+	int priority;
+	int supersede;
+	int64_t once_ms;
 };
 
 void req_acquire(struct request *q, const struct lock_names *n,
@@ -180,10 +193,11 @@ void req_leave(struct request *q, const struct lock_names *n,
 /* Extend a lease of kind 'x' (exclusive) or 'h' (shared, semaphore). */
 void req_extend(struct request *q, const struct lock_names *n,
 		const char *token, int64_t ttl_ms, int kind);
-/* Release, recording how the work ended (how NULL: not known). */
+/* Release, recording how the work ended (how NULL: not known); once_ms
+ * (--once-per, 0 none): a run that ended well marks its period done. */
 void req_release(struct request *q, const struct lock_names *n,
 		 const char *token, const struct history *h,
-		 const struct rlock_outcome *how);
+		 const struct rlock_outcome *how, int64_t once_ms);
 /* Remove whoever holds it; by is who did, for the history. */
 void req_force(struct request *q, const struct lock_names *n,
 	       const char *by, const struct history *h);

@@ -23,6 +23,13 @@
 #define RLOCK_TTL_MIN_MS 10
 #define RLOCK_TTL_MAX_MS (30LL * 24 * 3600 * 1000)
 
+/* Why an acquire gave up at once, with its reason in rlock_errstr. */
+enum rlock_skip {
+	RLOCK_SKIP_SUPERSEDED = 1,	/* a newer --supersede waiter took
+					 * its place */
+	RLOCK_SKIP_DONE,		/* --once-per: this period is done */
+};
+
 /* Result codes of every call.  The CLI maps them to exit statuses. */
 enum rlock_code {
 	RLOCK_OK = 0,
@@ -82,15 +89,27 @@ struct rlock_holder {
 	long long nholders;		/* holders (shared, semaphore) */
 	long long place;		/* a waiter's own place in line: 0
 					 * next, -1 not in line */
+	int skip;			/* why a busy answer is final (enum
+					 * rlock_skip), 0 none */
 	struct rlock_waiter {		/* the next in line, for status */
 		int present;
 		int shared, limit;
+		int priority;
 		long long pid;
 		long long waited_ms;
 		char host[256];
 		char user[64];
 		char command[RLOCK_LABEL_MAX + 1];
 	} next;
+	struct rlock_once {		/* --once-per: the period done, for
+					 * status */
+		int present;
+		char host[256];
+		char user[64];
+		long long pid, fence;
+		long long since_ms, done_ms;	/* the run, wall-clock ms */
+		long long until_ms;	/* the period's end */
+	} once;
 };
 
 /* A lease we hold: filled by rlock_acquire, read by extend and release. */
@@ -101,6 +120,8 @@ struct rlock_lease {
 	int64_t taken_boot_ms;		/* CLOCK_BOOTTIME when the grant was asked */
 	int64_t renewed_boot_ms;	/* CLOCK_BOOTTIME of the last confirmed send */
 	int wait_replicas;		/* renewals WAIT for N replicas too */
+	int64_t once_ms;		/* --once-per: a release after the work
+					 * ended well marks the period done */
 	int kind;			/* 'x' exclusive, 'h' a shared or
 					 * semaphore holder; 0 unknown */
 	long long pid;			/* the holder's pid as recorded */
@@ -130,6 +151,14 @@ struct rlock_acquire_opts {
 	int limit;			/* a semaphore of limit holders; 0, 1:
 					 * exclusive */
 	int cancel_fd;			/* stop waiting when readable; -1 none */
+	/* The line's policies (one server): higher priority first
+	 * (-100..100); supersede: take the place of the waiter in line
+	 * that also gave it (it gives up with RLOCK_SKIP_SUPERSEDED);
+	 * once_per_ms: at most one run that ends well per period of the
+	 * server's clock (an exclusive lock; RLOCK_SKIP_DONE). */
+	int priority;
+	int supersede;
+	int64_t once_per_ms;
 	rlock_wait_cb wait_cb;
 	void *wait_arg;
 };
@@ -368,13 +397,16 @@ int64_t rlock_safety_margin_ms(int64_t ttl_ms);
  * return buf. */
 const char *rlock_fmt_ms(int64_t ms, char *buf, size_t len);
 
+/* Write wall-clock ms as "YYYY-MM-DD HH:MM:SS UTC" into buf, return buf. */
+const char *rlock_fmt_utc(long long ms, char *buf, size_t len);
+
 /* CLOCK_BOOTTIME and CLOCK_MONOTONIC in milliseconds. */
 int64_t rlock_boot_ms(void);
 int64_t rlock_mono_ms(void);
 
 /*
  * Parse a duration: seconds as a decimal ("1.5") or a number with a unit
- * ms, s, m or h ("500ms", "5m"), with no space and nothing after it.
+ * ms, s, m, h or d ("500ms", "5m", "1d"), with no space and nothing after it.
  * Zero is accepted: callers decide whether it makes sense.  Returns 0 and
  * sets *ms (fractions of a millisecond are dropped), or -1 for empty,
  * malformed, negative or overflowing input (more than 100 years) and for a

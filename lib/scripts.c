@@ -28,9 +28,15 @@
  *   5 line      P{N}:line          zset: waiters, "KIND:ID" by arrival (µs)
  *   6 lease     P{N}:line:lease    zset: the same by lease deadline (ms)
  *   7 who       P{N}:line:who      hash: "KIND:ID" -> "since\npid\nhost\n
- *                                  user\ncommand"
+ *                                  user\npriority\ncommand"; a waiter
+ *                                  superseded -> "!" and who did; '~sup'
+ *                                  -> the --supersede waiter in line
  *   8 fence     P{N}:fence         counter, never expires
  *   9 log       P{N}:log           stream: the history (LUA_RECORD)
+ *  10 once      P{N}:once          hash: the period done (--once-per):
+ *                                  until, host, user, pid, since, done,
+ *                                  fence; named only by the calls that
+ *                                  use it (after the log)
  * The fence comes after the first seven so that only acquire (and
  * status, and the fence script of several masters) name it: the test's
  * fault proxy tells the acquire script from release on the wire by it.
@@ -244,7 +250,20 @@
  * none: several masters keep no line), 11 join ('1': take a place in line
  * when not let in, or keep it), 12 (unused: the lease of a place is
  * lease_for its place), 13 the wake-up channels' prefix, 14 note, 15 ms
- * waited, 16 and 17 the history's length and ttl (LUA_RECORD).
+ * waited, 16 and 17 the history's length and ttl (LUA_RECORD), and only
+ * when one of them is not the default: 18 priority (-100..100), 19
+ * supersede ('1'), 20 --once-per in ms ('0' none; when not, KEYS[10] is
+ * the period's record).
+ *
+ * The line is ordered by priority, then arrival: a place's score is its
+ * arrival in µs less priority times PRIO_STEP_US (115 days), exact in a
+ * double for every priority.  A waiter with supersede that takes a place
+ * removes the one such waiter already in line (there is at most one: each
+ * removed the one before), leaves "!" and who did it under the removed
+ * one's member in who, and wakes it: its next try answers {-2, who}.  A
+ * period already done (--once-per: the record's until is the end of this
+ * period of the server's clock) answers {-3, until, host, user, pid,
+ * since, fence} before anything else, and gives up the caller's place.
  *
  * Granted: {1, fence, recorded} (recorded: 1, or 0 when the history was
  * refused, absent when not asked for).  A kind that disagrees with the holders' (a
@@ -276,6 +295,13 @@ static const char acquire_lua[] =
 	LUA_RECORD
 	"local hold = tonumber(ARGV[7])\n"
 	"local hu = hold > 0 and ms(now + hold) or '0'\n"
+	"local once_ms, done = tonumber(ARGV[20] or '0'), nil\n"
+	"if once_ms > 0 then\n"
+	"  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'fence')\n"
+	"  if o[1] == ms((math.floor(now / once_ms) + 1) * once_ms) then\n"
+	"    done = {-3, o[1], o[2] or '', o[3] or '', o[4] or '', o[5] or '', o[6] or ''}\n"
+	"  end\n"
+	"end\n"
 	"local function acquired(f, fs)\n"
 	"  if ARGV[16] == '0' then return nil end\n"
 	"  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n"
@@ -305,7 +331,7 @@ static const char acquire_lua[] =
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
 	"  return {1, f, acquired(f, fs)}\n"
 	"end\n"
-	"if not cur and k == 'x' and redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then\n"
+	"if not done and not cur and k == 'x' and redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then\n"
 	"  return grant_x()\n"
 	"end\n"
 	LUA_HOLDERS
@@ -341,6 +367,25 @@ static const char acquire_lua[] =
 	"local me = ARGV[10] ~= '' and (k .. ':' .. ARGV[10]) or nil\n"
 	"local place = nil\n"
 	"if me then place = redis.call('ZRANK', KEYS[5], me) end\n"
+	"if done then\n"
+	"  if place then leave(me); wake(ARGV[13], nil) end\n"
+	"  return done\n"
+	"end\n"
+	"if me and not place and ARGV[11] == '1' then\n"
+	"  local w = redis.call('HGET', KEYS[7], me)\n"
+	"  if w and string.sub(w, 1, 1) == '!' then\n"
+	"    redis.call('HDEL', KEYS[7], me)\n"
+	"    return {-2, string.sub(w, 2)}\n"
+	"  end\n"
+	"end\n"
+	"local prio = tonumber(ARGV[18] or '0')\n"
+	"local function arrival()\n"
+	"  local at = tonumber(t[1]) * 1000000 + tonumber(t[2]) - prio * " STR(PRIO_STEP_US) "\n"
+	"  local last = redis.call('ZREVRANGEBYSCORE', KEYS[5], ms(at + " STR(PRIO_STEP_US) " / 2),\n"
+	"                         '-inf', 'LIMIT', 0, 1, 'WITHSCORES')\n"
+	"  if last[2] and tonumber(last[2]) >= at then at = tonumber(last[2]) + 1 end\n"
+	"  return at\n"
+	"end\n"
 	"local let = false\n"
 	"if me and hk ~= 'x' then\n"
 	"  line_purge()\n"
@@ -355,7 +400,11 @@ static const char acquire_lua[] =
 	"    let = k ~= 'x' or hk == nil\n"
 	"    if k ~= 's' and k ~= 'x' then let = hn < tonumber(k) end\n"
 	"  else\n"
-	"    local upto = place or redis.call('ZCARD', KEYS[5])\n"
+	"    local upto = place\n"
+	"    if not upto and prio ~= 0 then\n"
+	"      upto = redis.call('ZCOUNT', KEYS[5], '-inf', '(' .. ms(arrival()))\n"
+	"    end\n"
+	"    upto = upto or redis.call('ZCARD', KEYS[5])\n"
 	"    if upto <= 64 then\n"
 	"      local es = upto > 0 and redis.call('ZRANGE', KEYS[5], 0, upto - 1) or {}\n"
 	"      es[upto + 1] = me\n"
@@ -368,17 +417,30 @@ static const char acquire_lua[] =
 	"end\n"
 	"if let then\n"
 	"  if place then leave(me) end\n"
+	"  if place and ARGV[19] == '1' and redis.call('HGET', KEYS[7], '~sup') == me then\n"
+	"    redis.call('HDEL', KEYS[7], '~sup')\n"
+	"  end\n"
 	"  return grant()\n"
+	"end\n"
+	"local function supersede()\n"
+	"  local old = redis.call('HGET', KEYS[7], '~sup')\n"
+	"  if old and old ~= me and redis.call('ZSCORE', KEYS[5], old) then\n"
+	"    leave(old)\n"
+	"    local by = ARGV[5] .. '@' .. ARGV[3] .. ':' .. ARGV[4]\n"
+	"    if ARGV[6] ~= '' then by = by .. ' (' .. ARGV[6] .. ')' end\n"
+	"    redis.call('HSET', KEYS[7], old, '!' .. by)\n"
+	"    redis.pcall('PUBLISH', ARGV[13] .. string.match(old, '[^:]*$'), 'superseded')\n"
+	"    if hk ~= 'x' then wake(ARGV[13], nil) end\n"
+	"  end\n"
+	"  redis.call('HSET', KEYS[7], '~sup', me)\n"
 	"end\n"
 	"local joined = 0\n"
 	"if me and (place or ARGV[11] == '1') then\n"
 	"  if not place then\n"
-	"    local last = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')\n"
-	"    local at = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-	"    if last[2] and tonumber(last[2]) >= at then at = tonumber(last[2]) + 1 end\n"
-	"    redis.call('ZADD', KEYS[5], ms(at), me)\n"
+	"    if ARGV[19] == '1' then supersede() end\n"
+	"    redis.call('ZADD', KEYS[5], ms(arrival()), me)\n"
 	"    redis.call('HSET', KEYS[7], me, ms(now) .. '\\n' .. ARGV[4] .. '\\n' ..\n"
-	"               ARGV[3] .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[6])\n"
+	"               ARGV[3] .. '\\n' .. ARGV[5] .. '\\n' .. prio .. '\\n' .. ARGV[6])\n"
 	"    place = redis.call('ZRANK', KEYS[5], me)\n"
 	"    joined = 1\n"
 	"  end\n"
@@ -455,7 +517,9 @@ static const char extend_lua[] =
 /*
  * Release.  KEYS: the first seven and the log.  ARGV: token, release
  * channel, wake-up prefix, the exit status and the signal to record ('' not
- * known), the history's length and ttl.  The record names the grant it
+ * known), the history's length and ttl, and with --once-per its period in
+ * ms (then KEYS[9] is the period's record): an exclusive holder that
+ * exits 0 marks the period it was granted in as done, until its end.  The record names the grant it
  * ends by its token, and has the fence (several masters raise the
  * metadata's to the one handed out) and since when it was held, from the
  * holder's metadata (the time held is the entry's time less since); who
@@ -474,6 +538,20 @@ static const char release_lua[] =
 	LUA_RECORD
 	"local tok = ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
+	"local once = tonumber(ARGV[8] or '0')\n"
+	"local function mark(m)\n"
+	"  local since = tonumber(m[3] or '')\n"
+	"  if ARGV[4] ~= '0' or ARGV[5] ~= '' or not since then return end\n"
+	"  local t = redis.call('TIME')\n"
+	"  local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"  local pend = (math.floor(since / once) + 1) * once\n"
+	"  if pend <= at then return end\n"
+	"  local ps = string.format('%d', pend)\n"
+	"  redis.call('HSET', KEYS[9], 'until', ps, 'host', m[4] or '', 'user', m[5] or '',\n"
+	"             'pid', m[6] or '', 'since', m[3], 'done', string.format('%d', at),\n"
+	"             'fence', m[2] or '')\n"
+	"  redis.call('PEXPIREAT', KEYS[9], ps)\n"
+	"end\n"
 	"local function released(fence, since)\n"
 	"  if ARGV[6] == '0' then return end\n"
 	"  if ARGV[5] == '' then\n"
@@ -487,7 +565,10 @@ static const char release_lua[] =
 	"end\n"
 	"if cur == tok then\n"
 	"  local m\n"
-	"  if ARGV[6] == '0' then\n"
+	"  if once > 0 then\n"
+	"    m = redis.call('HMGET', KEYS[2], 'hold_until', 'fence', 'since', 'host', 'user', 'pid')\n"
+	"    mark(m)\n"
+	"  elseif ARGV[6] == '0' then\n"
 	"    m = {redis.call('HGET', KEYS[2], 'hold_until')}\n"
 	"  else\n"
 	"    m = redis.call('HMGET', KEYS[2], 'hold_until', 'fence', 'since')\n"
@@ -549,6 +630,7 @@ static const char leave_lua[] =
 	LUA_HOLDERS
 	LUA_LINE
 	"leave(ARGV[1])\n"
+	"if redis.call('HGET', KEYS[7], '~sup') == ARGV[1] then redis.call('HDEL', KEYS[7], '~sup') end\n"
 	"if redis.call('EXISTS', KEYS[5]) == 1 then\n"
 	"  line_purge()\n"
 	"  wake(ARGV[2], nil)\n"
@@ -635,7 +717,8 @@ static const char fence_lua[] =
  * last completed run from the history ({id, {field, value, ...}} of the
  * newest released or lost entry among the last 50, then its grant's entry,
  * {} when not among them; {} none, or the stream refused: a read, so a
- * pcall).  KEYS: the nine.
+ * pcall), and the period done ({until, host, user, pid, since, done,
+ * fence}, {} none).  KEYS: the nine and the period's record.
  */
 static const char status_lua[] =
 	LUA_NOW
@@ -658,8 +741,15 @@ static const char status_lua[] =
 	"      return e, {}\n"
 	"    end\n"
 	"  end\n"
-	"  return {}\n"
+	"  return {}, {}\n"
 	"end\n"
+	"local function once()\n"
+	"  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'done', 'fence')\n"
+	"  if not o[1] then return {} end\n"
+	"  for i = 2, 7 do o[i] = o[i] or '' end\n"
+	"  return o\n"
+	"end\n"
+	"local run, grant = last_run()\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
 	"local f = redis.call('GET', KEYS[8]) or '0'\n"
 	"local nline = redis.call('ZCOUNT', KEYS[6], '(' .. ms(now), '+inf')\n"
@@ -677,13 +767,13 @@ static const char status_lua[] =
 	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence', 'note')\n"
 	"  return {1, redis.call('PTTL', KEYS[1]), m[1] or '', m[2] or '', m[3] or '',\n"
 	"          m[4] or '', m[5] or '', m[6] or f, string.sub(cur, 1, 8), ms(now),\n"
-	"          'x', 1, nline, head, {}, m[7] or '', last_run()}\n"
+	"          'x', 1, nline, head, {}, m[7] or '', run, grant, once()}\n"
 	"end\n"
 	"local hs = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ms(now), '+inf',\n"
 	"                      'WITHSCORES', 'LIMIT', 0, 100)\n"
 	"if #hs == 0 then\n"
 	"  return {0, -2, '', '', '', '', '', f, '', ms(now), '', 0, nline, head, {}, '',\n"
-	"          last_run()}\n"
+	"          run, grant, once()}\n"
 	"end\n"
 	"local list = {}\n"
 	"for i = 1, #hs, 2 do\n"
@@ -695,7 +785,7 @@ static const char status_lua[] =
 	"        m[2] or '', m[1] or f, list[1][1], ms(now),\n"
 	"        redis.call('HGET', KEYS[4], 'limit') or 's',\n"
 	"        redis.call('ZCOUNT', KEYS[3], '(' .. ms(now), '+inf'), nline, head, list,\n"
-	"        m[8] or '', last_run()}\n";
+	"        m[8] or '', run, grant, once()}\n";
 
 /*
  * Log.  KEYS: the log.  ARGV: the history's length and ttl, then an entry's
@@ -714,19 +804,19 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "03471cf23d2c7a10d4db43d4a44c0f5e03b43c94" },
+				   "af71c443e3303e32676351c0540cee34b530fef3" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "a499381eea2b4ea0955ee0f2a6b3b60fd507b8e0" },
+				   "4e317dc5602ca5de79831f459beb324efa5b69af" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "f5a74a3e048424239f514284d8a97a3b5c615a9a" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "f18aee69d849f12088acabc164cd4ca8c432a96c" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
-				  "60111002b6005ee6e66223b361a05b2238fe1bf7" },
+				  "9cdbe565fa70b06a2d7a24a34c583fc85e663ae6" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
-				 "ed4687c9d300913a315a22fe3b4bb3f6e2f4dece" },
+				 "c23aaf344102068e356ed7b24ccaccdb48349524" },
 	[RLOCK_SCRIPT_LOG] = { "log", log_lua,
 			       "f60ffa555e498f125bbef18111c4d2355df513b2" },
 };
@@ -773,9 +863,10 @@ void lock_keys_init(struct lock_keys *k, const char *prefix,
 	suffixed(k->chan, k->key, len, KEY_CHANNEL);
 	suffixed(k->wake, k->key, len, KEY_WAKE);
 	suffixed(k->log, k->key, len, KEY_LOG);
+	suffixed(k->once, k->key, len, KEY_ONCE);
 	k->v = (struct lock_names){ k->key, k->meta, k->fence, k->holders,
 				    k->hmeta, k->line, k->lease, k->who,
-				    k->chan, k->wake, k->log,
+				    k->chan, k->wake, k->log, k->once,
 				    key_slot(k->key, len) };
 }
 
@@ -849,21 +940,27 @@ static void history_args(struct request *q, int slot, const struct history *h)
 	q->argv[q->argc++] = num(q, slot + 1, h != NULL ? h->ttl_ms : 0);
 }
 
-/* Append the log as the next key. */
-static void log_key(struct request *q, const struct lock_names *n)
+/* Append a key (the log, the period's record) as the next. */
+static void add_key(struct request *q, const char *key)
 {
-	q->argv[q->argc++] = n->log;
+	q->argv[q->argc++] = key;
 	q->nkeys++;
 }
 
-/* KEYS: the nine.  ARGV: token, ttl, host, pid, user, command, min-hold,
- * details, kind, waiter, join, waiter's lease, wake-up prefix, note,
- * waited, the history's length and ttl. */
+/* KEYS: the nine (and the period's record with --once-per).  ARGV:
+ * token, ttl, host, pid, user, command, min-hold, details, kind, waiter,
+ * join, waiter's lease, wake-up prefix, note, waited, the history's length
+ * and ttl, and only when one is asked for (the uncontended path does
+ * without): priority, supersede, once-per. */
 void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
 		 const struct ask *a, const struct history *h)
 {
+	int policy = a->priority != 0 || a->supersede || a->once_ms > 0;
+
 	begin(q, RLOCK_SCRIPT_ACQUIRE, LOCK_NKEYS, n);
+	if (a->once_ms > 0)
+		add_key(q, n->once);
 	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
 	snprintf(q->label, sizeof(q->label), "%s",
 		 who->label != NULL ? who->label : "");
@@ -883,6 +980,11 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = who->note != NULL ? who->note : "";
 	q->argv[q->argc++] = num(q, 4, who->waited_ms);
 	history_args(q, 5, h);
+	if (!policy)
+		return;
+	q->argv[q->argc++] = num(q, 7, a->priority);
+	q->argv[q->argc++] = a->supersede ? "1" : "0";
+	q->argv[q->argc++] = num(q, 8, a->once_ms);
 }
 
 /* KEYS: lock, meta ('x'), or holders, hmeta ('h').  ARGV: token, ttl,
@@ -899,14 +1001,17 @@ void req_extend(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = kind == 'x' ? "x" : "h";
 }
 
-/* KEYS: the first seven, the log.  ARGV: token, channel, wake-up prefix,
- * exit status, signal, the history's length and ttl. */
+/* KEYS: the first seven, the log (and the period's record).  ARGV: token,
+ * channel, wake-up prefix, exit status, signal, the history's length and
+ * ttl (and the period). */
 void req_release(struct request *q, const struct lock_names *n,
 		 const char *token, const struct history *h,
-		 const struct rlock_outcome *how)
+		 const struct rlock_outcome *how, int64_t once_ms)
 {
 	begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS - 2, n);
-	log_key(q, n);
+	add_key(q, n->log);
+	if (once_ms > 0)
+		add_key(q, n->once);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = n->chan;
 	q->argv[q->argc++] = n->wake;
@@ -916,6 +1021,8 @@ void req_release(struct request *q, const struct lock_names *n,
 			     rlock_signame(how->signal, q->num[1],
 					   sizeof(q->num[1])) : "";
 	history_args(q, 2, h);
+	if (once_ms > 0)
+		q->argv[q->argc++] = num(q, 4, once_ms);
 }
 
 /* KEYS: the first seven.  ARGV: "KIND:ID", wake-up prefix. */
@@ -934,7 +1041,7 @@ void req_force(struct request *q, const struct lock_names *n,
 	       const char *by, const struct history *h)
 {
 	begin(q, RLOCK_SCRIPT_FORCE, LOCK_NKEYS - 2, n);
-	log_key(q, n);
+	add_key(q, n->log);
 	q->argv[q->argc++] = n->chan;
 	q->argv[q->argc++] = n->wake;
 	q->argv[q->argc++] = by;
@@ -947,7 +1054,7 @@ void req_log(struct request *q, const struct lock_names *n,
 	     const struct history *h, const char *const *v)
 {
 	begin(q, RLOCK_SCRIPT_LOG, 0, n);
-	log_key(q, n);
+	add_key(q, n->log);
 	history_args(q, 0, h);
 	for (int i = 0; i < EV_NFIELDS; i++) {
 		if (v[i] == NULL || v[i][0] == '\0')
@@ -966,10 +1073,11 @@ void req_fence(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = num(q, 0, fence);
 }
 
-/* KEYS: the nine. */
+/* KEYS: the nine and the period's record. */
 void req_status(struct request *q, const struct lock_names *n)
 {
 	begin(q, RLOCK_SCRIPT_STATUS, LOCK_NKEYS, n);
+	add_key(q, n->once);
 }
 void req_command(struct request *q, int argc, const char *const *argv,
 		 int slot)

@@ -101,6 +101,22 @@ int rlock_status_last(const struct rlock *rl, const struct rlock_event **e)
 	return rl->has_last;
 }
 
+/* The period done: {until, host, user, pid, since, done, fence}, or {}. */
+static void parse_once(const redisReply *r, struct rlock_once *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 7)
+		return;
+	o->present = 1;
+	o->until_ms = elem_ll(r, 0);
+	elem_str(r, 1, o->host, sizeof(o->host));
+	elem_str(r, 2, o->user, sizeof(o->user));
+	o->pid = elem_ll(r, 3);
+	o->since_ms = elem_ll(r, 4);
+	o->done_ms = elem_ll(r, 5);
+	o->fence = elem_ll(r, 6);
+}
+
 /* The rest of a status answer after the holder: kind, holders, waiting,
  * the next in line and the list of holders. */
 static void parse_status(const redisReply *r, struct rlock_holder *h,
@@ -126,6 +142,8 @@ static void parse_status(const redisReply *r, struct rlock_holder *h,
 			parse_waiter(next, now, &h->next);
 		free(next);
 	}
+	if (r->elements > 18)
+		parse_once(r->element[18], &h->once);
 	l = r->element[14];
 	if (list == NULL || l->type != REDIS_REPLY_ARRAY || l->elements == 0)
 		return;
@@ -226,11 +244,13 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	if (!out->held) {
 		/* The line of the one server (several keep none). */
 		struct rlock_waiter next = { 0 };
+		struct rlock_once once = { 0 };
 		long long waiters = 0;
 
 		if (rl->nnode == 1) {
 			waiters = h[0].waiters;
 			next = h[0].next;
+			once = h[0].once;
 		}
 		memset(out, 0, sizeof(*out));
 		out->ttl_ms = -2;
@@ -238,6 +258,7 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 		out->limit = 1;
 		out->waiters = waiters;
 		out->next = next;
+		out->once = once;
 	}
 	out->place = -1;
 	/* Several masters keep no line: their waiters listen on the release

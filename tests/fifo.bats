@@ -364,7 +364,7 @@ wake_chan() {
 		"d['locks'][0]['holders'][0]['fence'] == int(a[4])" \
 		"d['locks'][0]['fence'] == int(a[4])" \
 		"d['locks'][0]['holders'][0]['ttl_ms'] > 0" \
-		"d['locks'][0]['next'] == {'kind': 'exclusive', 'host': a[2], 'pid': int(a[1]), 'user': a[3], 'command': 'first-waiter', 'waited_ms': d['locks'][0]['next']['waited_ms']}" \
+		"d['locks'][0]['next'] == {'kind': 'exclusive', 'host': a[2], 'pid': int(a[1]), 'user': a[3], 'command': 'first-waiter', 'waited_ms': d['locks'][0]['next']['waited_ms'], 'priority': 0}" \
 		"0 <= d['locks'][0]['next']['waited_ms'] < 30000" \
 		-- "$h" "$w1" "$host" "$user" "$(meta st fence)"
 

@@ -179,10 +179,11 @@ setup_file() {
 	run -0 "$RLOCK" run --ttl 720h hi -- true
 	run -0 "$RLOCK" run --ttl 43200m hi -- true
 	run -0 "$RLOCK" run --ttl 2592000 hi -- true
+	run -0 "$RLOCK" run --ttl 30d hi -- true
 }
 
 @test "zero, negative and malformed durations exit 64" {
-	for ttl in 0 0s 0ms -1 -1s abc 1e3 '' ' 1s' '1s ' 1.5.2 1d 31d 5sec s ms 0x10 1,5 inf nan; do
+	for ttl in 0 0s 0ms -1 -1s abc 1e3 '' ' 1s' '1s ' 1.5.2 31d 1D 1day 5sec s ms d 0x10 1,5 inf nan; do
 		run -64 --separate-stderr "$RLOCK" run --ttl "$ttl" x -- true
 		assert_try run
 		assert_stderr_line --index 0 --partial "rlock: run: invalid --ttl '$ttl': "

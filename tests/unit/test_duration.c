@@ -65,6 +65,9 @@ static const struct {
 	{ ".1m", 6000 },
 	{ "0.0000167m", 1 },	/* 1.002 ms */
 	{ "2h", 7200000 },
+	{ "1d", 86400000 },
+	{ "1.5d", 129600000 },
+	{ "30d", 2592000000LL },
 	{ "1.5h", 5400000 },
 	{ "0.1h", 360000 },
 	{ "0.0001h", 360 },
@@ -93,10 +96,10 @@ static const char *const bad[] = {
 	"infinity", "nan", "NaN", "1,5", "1_000", "1'000",
 	/* Malformed numbers. */
 	".", "5.", "5.s", ".s", "..5", "1..5", "1.2.3", "5.ms", "1/2", "abc",
-	"s", "ms", "m", "h", "one",
+	"s", "ms", "m", "h", "d", "one",
 	/* Unknown or wrongly cased units, and anything after the unit. */
-	"5d", "5w", "5y", "5us", "5ns", "5sec", "5secs", "5min", "5hr",
-	"5S", "5MS", "5Ms", "5mS", "5M", "5H", "5ss", "5mss", "5sm",
+	"5w", "5y", "5us", "5ns", "5sec", "5secs", "5min", "5hr",
+	"5S", "5MS", "5Ms", "5mS", "5M", "5H", "5D", "5dd", "5ss", "5mss", "5sm",
 	"5m5", "1h30m", "1m30s", "ms5", "5s;", "5\xc2\xa0s",
 	/* Non-ASCII digits and a Unicode minus. */
 	"\xd9\xa1", ("\xe2\x88\x92" "1"),
