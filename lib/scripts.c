@@ -257,7 +257,9 @@
  *
  * The line is ordered by priority, then arrival: a place's score is its
  * arrival in µs less priority times PRIO_STEP_US (115 days), exact in a
- * double for every priority.  A waiter with supersede that takes a place
+ * double for every priority, and above every score of its priority (the
+ * same µs, a clock that went back).  Only commands the documented ACL
+ * rule allows (ZCOUNT, ZRANGEBYSCORE, not ZREVRANGEBYSCORE).  A waiter with supersede that takes a place
  * removes the one such waiter already in line (there is at most one: each
  * removed the one before), leaves "!" and who did it under the removed
  * one's member in who, and wakes it: its next try answers {-2, who}.  A
@@ -381,9 +383,12 @@ static const char acquire_lua[] =
 	"local prio = tonumber(ARGV[18] or '0')\n"
 	"local function arrival()\n"
 	"  local at = tonumber(t[1]) * 1000000 + tonumber(t[2]) - prio * " STR(PRIO_STEP_US) "\n"
-	"  local last = redis.call('ZREVRANGEBYSCORE', KEYS[5], ms(at + " STR(PRIO_STEP_US) " / 2),\n"
-	"                         '-inf', 'LIMIT', 0, 1, 'WITHSCORES')\n"
-	"  if last[2] and tonumber(last[2]) >= at then at = tonumber(last[2]) + 1 end\n"
+	"  local lo, hi = ms(at), ms(at + " STR(PRIO_STEP_US) " / 2)\n"
+	"  local n = redis.call('ZCOUNT', KEYS[5], lo, hi)\n"
+	"  if n > 0 then\n"
+	"    local last = redis.call('ZRANGEBYSCORE', KEYS[5], lo, hi, 'WITHSCORES', 'LIMIT', n - 1, 1)\n"
+	"    at = tonumber(last[2]) + 1\n"
+	"  end\n"
 	"  return at\n"
 	"end\n"
 	"local let = false\n"
@@ -804,7 +809,7 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "af71c443e3303e32676351c0540cee34b530fef3" },
+				   "5f82d3993a23f302f54a25d62951e8d1826882a2" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
