@@ -297,8 +297,9 @@ static const char acquire_lua[] =
 	LUA_RECORD
 	"local hold = tonumber(ARGV[7])\n"
 	"local hu = hold > 0 and ms(now + hold) or '0'\n"
-	"local once_ms, done = tonumber(ARGV[20] or '0'), nil\n"
-	"if once_ms > 0 then\n"
+	"local done\n"
+	"if ARGV[20] and ARGV[20] ~= '0' then\n"
+	"  local once_ms = tonumber(ARGV[20])\n"
 	"  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'fence')\n"
 	"  if o[1] == ms((math.floor(now / once_ms) + 1) * once_ms) then\n"
 	"    done = {-3, o[1], o[2] or '', o[3] or '', o[4] or '', o[5] or '', o[6] or ''}\n"
@@ -543,20 +544,6 @@ static const char release_lua[] =
 	LUA_RECORD
 	"local tok = ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"local once = tonumber(ARGV[8] or '0')\n"
-	"local function mark(m)\n"
-	"  local since = tonumber(m[3] or '')\n"
-	"  if ARGV[4] ~= '0' or ARGV[5] ~= '' or not since then return end\n"
-	"  local t = redis.call('TIME')\n"
-	"  local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-	"  local pend = (math.floor(since / once) + 1) * once\n"
-	"  if pend <= at then return end\n"
-	"  local ps = string.format('%d', pend)\n"
-	"  redis.call('HSET', KEYS[9], 'until', ps, 'host', m[4] or '', 'user', m[5] or '',\n"
-	"             'pid', m[6] or '', 'since', m[3], 'done', string.format('%d', at),\n"
-	"             'fence', m[2] or '')\n"
-	"  redis.call('PEXPIREAT', KEYS[9], ps)\n"
-	"end\n"
 	"local function released(fence, since)\n"
 	"  if ARGV[6] == '0' then return end\n"
 	"  if ARGV[5] == '' then\n"
@@ -570,9 +557,21 @@ static const char release_lua[] =
 	"end\n"
 	"if cur == tok then\n"
 	"  local m\n"
-	"  if once > 0 then\n"
+	"  if ARGV[8] then\n"
 	"    m = redis.call('HMGET', KEYS[2], 'hold_until', 'fence', 'since', 'host', 'user', 'pid')\n"
-	"    mark(m)\n"
+	"    local since, once = tonumber(m[3] or ''), tonumber(ARGV[8])\n"
+	"    if ARGV[4] == '0' and ARGV[5] == '' and since then\n"
+	"      local t = redis.call('TIME')\n"
+	"      local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"      local pend = (math.floor(since / once) + 1) * once\n"
+	"      if pend > at then\n"
+	"        local ps = string.format('%d', pend)\n"
+	"        redis.call('HSET', KEYS[9], 'until', ps, 'host', m[4] or '', 'user', m[5] or '',\n"
+	"                   'pid', m[6] or '', 'since', m[3], 'done', string.format('%d', at),\n"
+	"                   'fence', m[2] or '')\n"
+	"        redis.call('PEXPIREAT', KEYS[9], ps)\n"
+	"      end\n"
+	"    end\n"
 	"  elseif ARGV[6] == '0' then\n"
 	"    m = {redis.call('HGET', KEYS[2], 'hold_until')}\n"
 	"  else\n"
@@ -809,11 +808,11 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "5f82d3993a23f302f54a25d62951e8d1826882a2" },
+				   "d1018f1a3acc232859ea640485aa0a6430015905" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "4e317dc5602ca5de79831f459beb324efa5b69af" },
+				   "b9fa6c252da988285e6c94d8b387927979157685" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "f5a74a3e048424239f514284d8a97a3b5c615a9a" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
