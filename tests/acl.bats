@@ -100,6 +100,31 @@ history_warning() {
 	[[ $output == *NOPERM* ]]
 }
 
+@test "acl: README's minimal rule lets the line's policies work: --priority and --supersede in line, --once-per's period" {
+	local url token w1 w2
+	make_user pol -@all
+	url="redis://pol:secret@127.0.0.1:$R_PORT"
+	token=$("$RLOCK" -u "$url" acquire -t 60s pj)
+	bg_start w1 "$RLOCK" -u "$url" run -w 20s --supersede --label first pj -- true
+	w1=$BG_PID
+	wait_until 10 eval '[[ $(rcli R ZCARD "$(key pj):line") == 1 ]]'
+	bg_start w2 "$RLOCK" -u "$url" run -w 20s --supersede --priority 5 --label second pj -- sh -c 'echo "$RLOCK_FENCE" > second.ran'
+	w2=$BG_PID
+	bg_wait "$w1" 5
+	assert_equal "$BG_STATUS" 75
+	assert_equal "$(bg_err w1)" "rlock: run: pj: superseded by $(id -un)@$(hostname):$w2 (second)"
+	"$RLOCK" -u "$url" release pj "$token"
+	bg_wait "$w2" 10
+	assert_equal "$BG_STATUS" 0
+	[ -s second.ran ]
+	run -0 --separate-stderr "$RLOCK" -u "$url" run --once-per 30d po -- true
+	[ -z "$stderr" ]
+	run -75 --separate-stderr "$RLOCK" -u "$url" run --once-per 30d po -- true
+	assert_regex "$stderr" "^rlock: run: po: done this period by $(id -un)@$(hostname) pid [0-9]+ at "
+	run -1 --separate-stderr "$RLOCK" -u "$url" status po
+	assert_line --regexp "^  done this period: $(id -un)@$(hostname) pid [0-9]+ at "
+}
+
 @test "acl: README's category rule lets every subcommand work" {
 	make_user cats -@dangerous
 	every_subcommand "redis://cats:secret@127.0.0.1:$R_PORT"
