@@ -180,8 +180,8 @@ static void json_once(FILE *f, const struct rlock_once *o)
 	fputs(",\"user\":", f);
 	cli_json_str(f, o->user);
 	fprintf(f, ",\"pid\":%lld,\"fence\":%lld,\"since_ms\":%lld,"
-		"\"done_ms\":%lld,\"next_ms\":%lld}", o->pid, o->fence,
-		o->since_ms, o->done_ms, o->until_ms);
+		"\"done_ms\":%lld,\"next_ms\":%lld,\"period_ms\":%lld}", o->pid,
+		o->fence, o->since_ms, o->done_ms, o->until_ms, o->period_ms);
 }
 
 static void print_json(struct status *s, const char *name,

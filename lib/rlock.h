@@ -109,6 +109,7 @@ struct rlock_holder {
 		long long pid, fence;
 		long long since_ms, done_ms;	/* the run, wall-clock ms */
 		long long until_ms;	/* the period's end */
+		long long period_ms;	/* its length (--once-per) */
 	} once;
 };
 

@@ -35,7 +35,7 @@
  *   9 log       P{N}:log           stream: the history (LUA_RECORD)
  *  10 once      P{N}:once          hash: the period done (--once-per):
  *                                  until, host, user, pid, since, done,
- *                                  fence; named only by the calls that
+ *                                  fence, per (its length); named only by the calls that
  *                                  use it (after the log)
  * The fence comes after the first seven so that only acquire (and
  * status, and the fence script of several masters) name it: the test's
@@ -263,8 +263,9 @@
  * removes the one such waiter already in line (there is at most one: each
  * removed the one before), leaves "!" and who did it under the removed
  * one's member in who, and wakes it: its next try answers {-2, who}.  A
- * period already done (--once-per: the record's until is the end of this
- * period of the server's clock) answers {-3, until, host, user, pid,
+ * period already done (--once-per: the record is of the same period
+ * length, and its until is the end of this period of the server's clock)
+ * answers {-3, until, host, user, pid,
  * since, fence} before anything else, and gives up the caller's place.
  *
  * Granted: {1, fence, recorded} (recorded: 1, or 0 when the history was
@@ -300,8 +301,8 @@ static const char acquire_lua[] =
 	"local done\n"
 	"if ARGV[20] and ARGV[20] ~= '0' then\n"
 	"  local once_ms = tonumber(ARGV[20])\n"
-	"  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'fence')\n"
-	"  if o[1] == ms((math.floor(now / once_ms) + 1) * once_ms) then\n"
+	"  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'fence', 'per')\n"
+	"  if o[1] == ms((math.floor(now / once_ms) + 1) * once_ms) and o[7] == ARGV[20] then\n"
 	"    done = {-3, o[1], o[2] or '', o[3] or '', o[4] or '', o[5] or '', o[6] or ''}\n"
 	"  end\n"
 	"end\n"
@@ -568,7 +569,7 @@ static const char release_lua[] =
 	"        local ps = string.format('%d', pend)\n"
 	"        redis.call('HSET', KEYS[9], 'until', ps, 'host', m[4] or '', 'user', m[5] or '',\n"
 	"                   'pid', m[6] or '', 'since', m[3], 'done', string.format('%d', at),\n"
-	"                   'fence', m[2] or '')\n"
+	"                   'fence', m[2] or '', 'per', ARGV[8])\n"
 	"        redis.call('PEXPIREAT', KEYS[9], ps)\n"
 	"      end\n"
 	"    end\n"
@@ -722,7 +723,7 @@ static const char fence_lua[] =
  * newest released or lost entry among the last 50, then its grant's entry,
  * {} when not among them; {} none, or the stream refused: a read, so a
  * pcall), and the period done ({until, host, user, pid, since, done,
- * fence}, {} none).  KEYS: the nine and the period's record.
+ * fence, per}, {} none).  KEYS: the nine and the period's record.
  */
 static const char status_lua[] =
 	LUA_NOW
@@ -748,9 +749,9 @@ static const char status_lua[] =
 	"  return {}, {}\n"
 	"end\n"
 	"local function once()\n"
-	"  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'done', 'fence')\n"
+	"  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'done', 'fence', 'per')\n"
 	"  if not o[1] then return {} end\n"
-	"  for i = 2, 7 do o[i] = o[i] or '' end\n"
+	"  for i = 2, 8 do o[i] = o[i] or '' end\n"
 	"  return o\n"
 	"end\n"
 	"local run, grant = last_run()\n"
@@ -808,17 +809,17 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "d1018f1a3acc232859ea640485aa0a6430015905" },
+				   "27d5bd81887eed34e2c60ffc2ea6e2dd6bebcfae" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "b9fa6c252da988285e6c94d8b387927979157685" },
+				   "517827b352bb4716b3bea882244080558731410e" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "f5a74a3e048424239f514284d8a97a3b5c615a9a" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "f18aee69d849f12088acabc164cd4ca8c432a96c" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
-				  "9cdbe565fa70b06a2d7a24a34c583fc85e663ae6" },
+				  "cfc0c69c23f9332abc47904412c8e6cca4c558c4" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
 				 "c23aaf344102068e356ed7b24ccaccdb48349524" },
 	[RLOCK_SCRIPT_LOG] = { "log", log_lua,

@@ -101,7 +101,8 @@ int rlock_status_last(const struct rlock *rl, const struct rlock_event **e)
 	return rl->has_last;
 }
 
-/* The period done: {until, host, user, pid, since, done, fence}, or {}. */
+/* The period done: {until, host, user, pid, since, done, fence, per}, or
+ * {} (a record of an older rlock has no per: 0). */
 static void parse_once(const redisReply *r, struct rlock_once *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -115,6 +116,7 @@ static void parse_once(const redisReply *r, struct rlock_once *o)
 	o->since_ms = elem_ll(r, 4);
 	o->done_ms = elem_ll(r, 5);
 	o->fence = elem_ll(r, 6);
+	o->period_ms = elem_ll(r, 7);
 }
 
 /* The rest of a status answer after the holder: kind, holders, waiting,
