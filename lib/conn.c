@@ -375,35 +375,54 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 	return RLOCK_OK;
 }
 
-int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
-	      const size_t *lens)
+/* Room for n more bytes of output. */
+static int out_room(struct rlock_conn *c, size_t n)
 {
-	char *cmd = NULL;
-	int n;
+	size_t cap;
+	char *nb;
 
-	/* hiredis 0.14 does not write through argv, only declares so. */
-	n = redisFormatCommandArgv(&cmd, argc, (const char **)argv, lens);
-	if (n < 0) {
+	if (c->olen + n <= c->ocap)
+		return RLOCK_OK;
+	cap = (c->olen + n) * 2;
+	nb = realloc(c->obuf, cap);
+	if (nb == NULL) {
 		set_error(c->err, sizeof(c->err), "%s: out of memory",
 			  c->addr);
 		return RLOCK_ESYS;
 	}
-	if (c->olen + (size_t)n > c->ocap) {
-		size_t cap = (c->olen + (size_t)n) * 2;
-		char *nb = realloc(c->obuf, cap);
+	c->obuf = nb;
+	c->ocap = cap;
+	return RLOCK_OK;
+}
 
-		if (nb == NULL) {
-			redisFreeCommand(cmd);
-			set_error(c->err, sizeof(c->err),
-				  "%s: out of memory", c->addr);
+#define SEND_ARGS 64			/* lengths kept on the stack */
+
+int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
+	      const size_t *lens)
+{
+	size_t own[SEND_ARGS], *len = own;
+	int rc;
+
+	/* The request goes straight into the output buffer, which stays
+	 * allocated: no formatting library, no allocation per request. */
+	if (lens == NULL) {
+		if (argc > SEND_ARGS &&
+		    (len = malloc((size_t)argc * sizeof(*len))) == NULL) {
+			set_error(c->err, sizeof(c->err), "%s: out of memory",
+				  c->addr);
 			return RLOCK_ESYS;
 		}
-		c->obuf = nb;
-		c->ocap = cap;
+		for (int i = 0; i < argc; i++)
+			len[i] = strlen(argv[i]);
+		lens = len;
 	}
-	memcpy(c->obuf + c->olen, cmd, (size_t)n);
-	c->olen += (size_t)n;
-	redisFreeCommand(cmd);
+	rc = out_room(c, resp_size(argc, lens));
+	if (rc == RLOCK_OK)
+		c->olen += resp_write(c->obuf + c->olen, argc, argv, lens);
+	if (len != own)
+		free(len);
+	if (rc != RLOCK_OK)
+		return rc;
 	/* Write at once: a request almost always fits the socket buffer,
 	 * and a poll for POLLOUT first would cost a system call each time.
 	 * A failure closes the connection; the caller sees it as down. */

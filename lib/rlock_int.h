@@ -92,7 +92,22 @@ enum conn_refusal {
 };
 enum conn_refusal conn_refusal(const struct rlock_conn *c);
 
-/* Queue one command.  Returns RLOCK_OK or RLOCK_ESYS. */
+/* ---- RESP (resp.c) ---- */
+
+/* Write v in decimal at dst (no terminator).  Returns the length: at most
+ * 20 (rlock_utoa), 20 with the sign (rlock_lltoa). */
+size_t rlock_utoa(char *dst, unsigned long long v);
+size_t rlock_lltoa(char *dst, long long v);
+
+/* The bytes of a request of argc arguments of lengths lens, as RESP2, and
+ * the request written at dst (which has that room).  resp_write returns
+ * what it wrote. */
+size_t resp_size(int argc, const size_t *lens);
+size_t resp_write(char *dst, int argc, const char *const *argv,
+		  const size_t *lens);
+
+/* Queue one command (lens NULL: the arguments are strings).  Returns
+ * RLOCK_OK or RLOCK_ESYS. */
 int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
 	      const size_t *lens);
 

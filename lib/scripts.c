@@ -934,7 +934,7 @@ static void begin(struct request *q, int script, int nkeys,
 
 static const char *num(struct request *q, int slot, long long v)
 {
-	snprintf(q->num[slot], sizeof(q->num[slot]), "%lld", v);
+	q->num[slot][rlock_lltoa(q->num[slot], v)] = '\0';
 	return q->num[slot];
 }
 
@@ -1099,13 +1099,13 @@ int req_send(struct rlock_conn *c, const struct request *q, int use_eval)
 {
 	const struct rlock_script *s;
 	const char *argv[3 + RLOCK_REQ_MAXARGS];
-	char nk[8];
+	char nk[24];
 	int argc = 0, i;
 
 	if (q->script == REQ_COMMAND)
 		return conn_send(c, q->argc, q->argv, NULL);
 	s = &rlock_scripts[q->script];
-	snprintf(nk, sizeof(nk), "%d", q->nkeys);
+	nk[rlock_utoa(nk, (unsigned)q->nkeys)] = '\0';
 	argv[argc++] = use_eval ? "EVAL" : "EVALSHA";
 	argv[argc++] = use_eval ? s->body : s->sha;
 	argv[argc++] = nk;

@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "harness.h"
+#include "rlock_int.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 
@@ -512,8 +513,77 @@ static void errors(void)
 	}
 }
 
+/* One request written by resp_write, against hiredis's formatter. */
+static void write_one(int argc, const char *const *argv, const size_t *lens)
+{
+	char *want = NULL, *got;
+	int n = redisFormatCommandArgv(&want, argc, (const char **)argv, lens);
+	size_t size = resp_size(argc, lens);
+
+	if (n < 0 || (got = malloc(size + 1)) == NULL) {
+		CHECK(n >= 0);
+		redisFreeCommand(want);
+		return;
+	}
+	got[size] = 'X';
+	CHECK_INT(resp_write(got, argc, argv, lens), size);
+	CHECK_MEM(got, size, want, (size_t)n);
+	CHECK(got[size] == 'X');	/* nothing past the size it said */
+	free(got);
+	redisFreeCommand(want);
+}
+
+/* Requests: what hiredis would send, byte for byte, with empty, binary,
+ * long arguments and every digit count of a length; numbers in decimal. */
+static void writer(void)
+{
+	static const char bin[] = { 'a', '\0', '\r', '\n', '$', '*', 'z' };
+	static const unsigned long long u[] = {
+		0, 1, 9, 10, 99, 100, 12345, 4294967295ULL,
+		18446744073709551615ULL,
+	};
+	static const long long s[] = {
+		0, -1, 7, -10, 1795692024484612LL, -9223372036854775807LL - 1,
+		9223372036854775807LL,
+	};
+	const char *argv[70];
+	size_t lens[70], sizes[] = { 0, 1, 9, 10, 99, 100, 999, 1000, 70000 };
+	char *big = malloc(70000), num[32], want[32];
+
+	if (big == NULL) {
+		CHECK(big != NULL);
+		return;
+	}
+	memset(big, 'q', 70000);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		argv[0] = "EVALSHA";
+		lens[0] = 7;
+		argv[1] = big;
+		lens[1] = sizes[i];
+		argv[2] = bin;
+		lens[2] = sizeof(bin);
+		write_one(3, argv, lens);
+	}
+	write_one(0, argv, lens);
+	for (int i = 0; i < 70; i++) {
+		argv[i] = i % 2 ? "" : "key";
+		lens[i] = i % 2 ? 0 : 3;
+	}
+	write_one(70, argv, lens);	/* two digits of argc */
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+		snprintf(want, sizeof(want), "%llu", u[i]);
+		CHECK_MEM(num, rlock_utoa(num, u[i]), want, strlen(want));
+	}
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		snprintf(want, sizeof(want), "%lld", s[i]);
+		CHECK_MEM(num, rlock_lltoa(num, s[i]), want, strlen(want));
+	}
+	free(big);
+}
+
 void test_resp(void)
 {
+	writer();
 	scalars();
 	bulks();
 	arrays();
