@@ -7,8 +7,9 @@
 # lock is held (ASK, TRYAGAIN, the new owner), the lock's history (log,
 # log -f while a queue of deploys goes through, last, status) read through
 # other nodes and followed across a slot move and a failover, a master
-# failing over under a running command, names with an empty hash tag, and
-# bench.  Migrations and failovers move slots and swap roles: every test
+# failing over under a running command, names with an empty hash tag,
+# the line's policies through nodes that do not serve the slot (--once-per's
+# record on the owner, --supersede, --priority), and bench.  Migrations and failovers move slots and swap roles: every test
 # asks the cluster who serves what (cluster_owner_port,
 # cluster_master_ports), never assumes.
 
@@ -340,6 +341,208 @@ start_holder() {
 	local k
 	k=$(key sem)
 	assert_equal "$(ccli "$(cluster_owner_port "$k")" EXISTS "$k:holders" "$k:holders:meta")" 0
+}
+
+# ---- line policies: --once-per, --supersede, --priority -----------------------
+
+# cline_is PORT NAME N: lock NAME's wait line has exactly N places on the
+# master on PORT (its slot's owner: the caller asks once, not every poll).
+cline_is() {
+	[[ $(ccli "$1" ZCARD "$(key "$2"):line") == "$3" ]]
+}
+
+# masters_but PORT: the two masters other than the one on PORT, one a line.
+masters_but() {
+	cluster_master_ports | grep -vxF "$1"
+}
+
+# utc MS: a time in ms since the epoch as rlock prints it.
+utc() {
+	date -u -d "@$(($1 / 1000))" '+%Y-%m-%d %H:%M:%S UTC'
+}
+
+@test "--once-per 30d through masters that do not serve the slot: a run marks the period on the slot's owner, a run through another master skips (75) naming it, status through a third node shows it" {
+	export USER=tester
+	local k owner rep host pid fence since done until now p period=2592000000
+	local -a others
+	host=$(uname -n)
+	k=$(key daily)
+	owner=$(cluster_owner_port "$k")
+	mapfile -t others < <(masters_but "$owner")
+	rep=$(cluster_replica_port "$owner")
+	[[ -n $rep ]] || fail "no replica of $owner"
+	run -0 --separate-stderr "$RLOCK" -u "$(node_url "${others[0]}")" run --once-per 30d daily -- \
+		sh -c 'echo "$PPID $RLOCK_FENCE" > ran1'
+	assert_equal "$stderr" ""
+	read -r pid fence <ran1
+	# The period's record is on the slot's owner; the other masters send
+	# a client there (redis-cli -c follows them).
+	assert_equal "$(ccli "$owner" TYPE "$k:once")" hash
+	for p in "${others[@]}"; do
+		assert_equal "$(ccli "$p" EXISTS "$k:once")" "MOVED $(cluster_slot "$k") 127.0.0.1:$owner"
+		assert_equal "$(ccli "$p" -c HGET "$k:once" fence)" "$fence"
+	done
+	assert_equal "$(ccli "$owner" HGET "$k:once" pid)" "$pid"
+	assert_equal "$(ccli "$owner" HGET "$k:once" host)" "$host"
+	assert_equal "$(ccli "$owner" HGET "$k:once" user)" tester
+	since=$(ccli "$owner" HGET "$k:once" since)
+	done=$(ccli "$owner" HGET "$k:once" done)
+	until=$(ccli "$owner" HGET "$k:once" until)
+	# The period of the owner's clock the grant fell in, which the record
+	# outlives by no more than what is left of it.
+	assert_equal "$until" $(((since / period + 1) * period))
+	((since <= done)) || fail "done $done before since $since"
+	now=$(($(cnode_us "$owner") / 1000))
+	p=$(ccli "$owner" PTTL "$k:once")
+	((p > 0 && p <= until - now)) || fail "pttl $p, the period ends in $((until - now))ms"
+	# Through another master that does not serve the slot: the period is
+	# done, the command does not start, the lock is never taken.
+	run -75 --separate-stderr "$RLOCK" -u "$(node_url "${others[1]}")" run --once-per 30d daily -- touch ran2
+	assert_equal "$output" ""
+	assert_stderr "rlock: run: daily: done this period by tester@$host pid $pid at $(utc "$since"); the next period starts $(utc "$until")"
+	[[ ! -e ran2 ]]
+	assert_equal "$(cfence daily)" "$fence"
+	clock_free daily
+	# status through a third node (the owner's replica, which redirects).
+	run -1 --separate-stderr "$RLOCK" -u "$(node_url "$rep")" status --json daily
+	assert_equal "$stderr" ""
+	json_check "$output" 'd["locks"][0]["held"] is False' \
+		'd["locks"][0]["once"] == {"host": a[0], "user": "tester", "pid": int(a[1]), "fence": int(a[2]), "since_ms": int(a[3]), "done_ms": int(a[4]), "next_ms": int(a[5]), "period_ms": 2592000000}' \
+		-- "$host" "$pid" "$fence" "$since" "$done" "$until"
+	run -1 --separate-stderr "$RLOCK" -u "$(node_url "$rep")" status daily
+	assert_line "  done this period: tester@$host pid $pid at $(utc "$since"), next period $(utc "$until")"
+	# The skip is in the history, on the owner.
+	assert_equal "$(event_names daily)" "acquired released skipped"
+	json_check "$(events daily)" 'd[2]["reason"].startswith("done this period by tester@%s pid %s" % (a[0], a[1]))' \
+		-- "$host" "$pid"
+}
+
+@test "--once-per 30d with waiters through other masters: a failed run does not use up the period, the next in line runs it, the rest skip (75) at once naming it" {
+	export USER=tester
+	local k owner host n t0
+	local -a others pids
+	host=$(uname -n)
+	k=$(key cron)
+	owner=$(cluster_owner_port "$k")
+	mapfile -t others < <(masters_but "$owner")
+	bg_start first "$RLOCK" -u "$(node_url "$owner")" run --once-per 30d cron -- \
+		sh -c "echo first >> ran; $(gate "$BATS_TEST_TMPDIR/go"); exit 3"
+	local fpid=$BG_PID
+	wait_until 10 file_has ran first
+	for n in 1 2 3; do
+		bg_start "w$n" "$RLOCK" -u "$(node_url "${others[n % 2]}")" run -w 30s --once-per 30d cron -- \
+			sh -c "echo w$n >> ran"
+		pids+=("$BG_PID")
+		wait_until 10 cline_is "$owner" cron "$n"
+	done
+	t0=$(now_ms)
+	touch go
+	bg_wait "$fpid" 10
+	assert_equal "$BG_STATUS" 3
+	bg_wait "${pids[0]}" 10
+	assert_equal "$BG_STATUS" 0
+	for n in 1 2; do
+		bg_wait "${pids[n]}" 10
+		assert_equal "$BG_STATUS" 75
+		assert_equal "$(bg_err "w$((n + 1))")" "rlock: run: cron: done this period by tester@$host pid ${pids[0]} at $(utc "$(ccli "$owner" HGET "$k:once" since)"); the next period starts $(utc "$(ccli "$owner" HGET "$k:once" until)")"
+	done
+	(($(elapsed_since "$t0") < 3000)) || fail "the line took $(elapsed_since "$t0")ms to drain"
+	assert_equal "$(tr '\n' ' ' <ran)" "first w1 "
+	assert_equal "$(ccli "$owner" HGET "$k:once" pid)" "${pids[0]}"
+	clock_free cron
+	assert_equal "$(ccli "$owner" EXISTS "$k:line" "$k:line:lease" "$k:line:who")" 0
+	assert_equal "$(event_names cron)" "acquired released acquired released skipped skipped"
+}
+
+@test "--supersede through three masters: the holder stays, the first --supersede waiter leaves within a second (75) naming the second, which runs after the holder" {
+	export USER=tester
+	local k owner host t0 el opid npid wfence
+	local -a others
+	host=$(uname -n)
+	k=$(key sup)
+	owner=$(cluster_owner_port "$k")
+	mapfile -t others < <(masters_but "$owner")
+	start_holder "$(node_url "$owner")" sup -t 30s
+	bg_start old "$RLOCK" -u "$(node_url "${others[0]}")" run -w 30s --supersede sup -- touch old-ran
+	opid=$BG_PID
+	wait_until 10 cline_is "$owner" sup 1
+	t0=$(now_ms)
+	bg_start new "$RLOCK" -u "$(node_url "${others[1]}")" run -w 30s --supersede --label deploy-v43 sup -- \
+		sh -c '[ -e done-sup ] && echo "$RLOCK_FENCE" > new-ran'
+	npid=$BG_PID
+	# Within a second of the newcomer's arrival (its start included).
+	bg_wait "$opid" 5
+	el=$(elapsed_since "$t0")
+	assert_equal "$BG_STATUS" 75
+	((el < 1500)) || fail "the superseded waiter left ${el}ms after the newcomer started"
+	assert_equal "$(bg_err old)" "rlock: run: sup: superseded by tester@$host:$npid (deploy-v43)"
+	assert_equal "$(bg_out old)" ""
+	[[ ! -e old-ran ]]
+	# The holder untouched; the newcomer alone in line, nothing of the
+	# removed waiter left there.
+	assert_equal "$(cholder sup)" "$TOKEN"
+	pid_alive "$HOLDER_PID"
+	pid_alive "$npid"
+	cline_is "$owner" sup 1
+	assert_equal "$(ccli "$owner" ZCARD "$k:line:lease")" 1
+	assert_equal "$(ccli "$owner" ZRANGE "$k:line:lease" 0 -1)" "$(ccli "$owner" ZRANGE "$k:line" 0 -1)"
+	assert_equal "$(ccli "$owner" HGET "$k:line:who" "$(ccli "$owner" ZRANGE "$k:line" 0 -1)" | sed -n 2p)" "$npid"
+	ccli "$owner" HVALS "$k:line:who" | grep -qxF "$opid" && fail "the removed waiter's pid is still in $k:line:who"
+	[[ ! -e new-ran ]]
+	touch go-sup
+	bg_wait "$HOLDER_PID" 10
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$npid" 10
+	assert_equal "$BG_STATUS" 0
+	# It ran once the holder's command had ended, with the next fence.
+	wfence=$(cat new-ran)
+	assert_increasing "$FENCE" "$wfence"
+	assert_equal "$(cfence sup)" "$wfence"
+	clock_free sup
+	assert_equal "$(ccli "$owner" EXISTS "$k:line" "$k:line:lease")" 0
+	assert_equal "$(event_names sup)" "acquired skipped released acquired released"
+	json_check "$(events sup)" 'd[1]["reason"].startswith("superseded by tester@%s:%s" % (a[0], a[1])) and d[1]["pid"] == a[2]' \
+		-- "$host" "$npid" "$opid"
+}
+
+@test "--priority through four nodes: a high-priority waiter queued after two low ones goes first, the low ones in arrival order; status through another node shows it next" {
+	export USER=tester
+	local k owner rep host n hpid
+	local -a others pids
+	host=$(uname -n)
+	k=$(key prio)
+	owner=$(cluster_owner_port "$k")
+	mapfile -t others < <(masters_but "$owner")
+	rep=$(cluster_replica_port "$owner")
+	[[ -n $rep ]] || fail "no replica of $owner"
+	start_holder "$(node_url "$owner")" prio -t 30s
+	for n in 1 2; do
+		bg_start "low$n" "$RLOCK" -u "$(node_url "${others[n - 1]}")" run -w 30s prio -- \
+			sh -c "echo low$n >> order"
+		pids+=("$BG_PID")
+		wait_until 10 cline_is "$owner" prio "$n"
+	done
+	bg_start high "$RLOCK" -u "$(node_url "$rep")" run -w 30s --priority 10 --label hotfix prio -- \
+		sh -c 'echo high >> order'
+	hpid=$BG_PID
+	pids+=("$hpid")
+	wait_until 10 cline_is "$owner" prio 3
+	run -0 --separate-stderr "$RLOCK" -u "$(node_url "${others[0]}")" status prio
+	assert_line --regexp "^  next: tester@$host:$hpid, waiting [0-9.]+m?s, priority 10  hotfix$"
+	run -0 --separate-stderr "$RLOCK" -u "$(node_url "${others[1]}")" status --json prio
+	json_check "$output" 'd["locks"][0]["waiters"] == 3' \
+		'd["locks"][0]["next"]["pid"] == int(a[0]) and d["locks"][0]["next"]["priority"] == 10' -- "$hpid"
+	[[ ! -e order ]]
+	touch go-prio
+	for n in 0 1 2; do
+		bg_wait "${pids[n]}" 15
+		assert_equal "$BG_STATUS" 0
+	done
+	bg_wait "$HOLDER_PID" 5
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(tr '\n' ' ' <order)" "high low1 low2 "
+	clock_free prio
+	assert_equal "$(ccli "$owner" EXISTS "$k:line" "$k:line:lease" "$k:line:who")" 0
 }
 
 # ---- slot migration ---------------------------------------------------------

@@ -9,7 +9,8 @@
 # one's servers down with it.  Fault proxies (a lost reply, slow replies)
 # are started by the tests that need them, in front of a master.  The
 # history: each master records what it granted, log, last and log -f merge
-# the records.
+# the records.  The line's policies (--once-per, --supersede, --priority)
+# need one server: refused here.
 
 bats_require_minimum_version 1.5.0
 load test_helper
@@ -818,6 +819,38 @@ start_run() {
 	assert_usage acquire "rlock: acquire: invalid URL 'http://127.0.0.1:1': unknown scheme"
 	gone_on big M1
 	gone_on bad M1 M2
+}
+
+@test "line policies need one server: --once-per, --supersede and --priority N over three masters exit 64 and leave nothing; --priority 0 is the default" {
+	local m
+	run -64 --separate-stderr "$RLOCK" "${U3[@]}" run --once-per 1h po -- touch ran
+	assert_stderr --partial "--once-per needs one server"
+	assert_equal "$output" ""
+	run -64 --separate-stderr "$RLOCK" "${U3[@]}" run --supersede po -- touch ran
+	assert_stderr --partial "need one server"
+	run -64 --separate-stderr "$RLOCK" "${U3[@]}" run --priority 5 po -- touch ran
+	assert_stderr --partial "need one server"
+	run -64 --separate-stderr "$RLOCK" "${U3[@]}" run --priority -5 po -- touch ran
+	assert_stderr --partial "need one server"
+	[[ ! -e ran ]] || fail "the command ran"
+	run -64 --separate-stderr "$RLOCK" "${U3[@]}" acquire --supersede po
+	assert_stderr --partial "need one server"
+	assert_equal "$output" ""
+	run -64 --separate-stderr "$RLOCK" "${U3[@]}" acquire --priority 5 po
+	assert_stderr --partial "need one server"
+	assert_equal "$output" ""
+	for m in M1 M2 M3; do
+		assert_equal "$(rcli "$m" KEYS "${RLOCK_PREFIX}*")" ""
+	done
+	# --priority 0 asks for nothing a Redlock lacks: a free lock is taken
+	# on all three and given back.
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" run --priority 0 po -- touch ran
+	assert_equal "$stderr" ""
+	[[ -e ran ]]
+	gone_on po M1 M2 M3
+	for m in M1 M2 M3; do
+		assert_equal "$(rcli "$m" KEYS "${RLOCK_PREFIX}{po}:line*")" ""
+	done
 }
 
 # ---- status: each master's view ----------------------------------------------

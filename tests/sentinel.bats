@@ -6,7 +6,8 @@
 # servers for a Redlock with a sentinel-managed member.  Discovery, dead
 # and frozen sentinels, unknown masters, a replica given directly, how
 # RLOCK_URL is split, sentinel passwords, the lock's history (recorded on
-# the master, read with log, last and status), and forced failovers
+# the master, read with log, last and status), the line's policies
+# (--once-per, --supersede, --priority), and forced failovers
 # (SENTINEL FAILOVER) under a running command, a waiter, a renewer and a
 # history follower (log -f).  A failover
 # swaps M and RPL: every test finds the master with ha_master, so that the
@@ -124,6 +125,127 @@ elapsed_since() {
 	"$RLOCK" "${SU[@]}" acquire -l 2 sem >/dev/null
 	run -75 --separate-stderr "$RLOCK" "${SU[@]}" acquire -l 2 -n sem
 	assert_equal "$(redis-cli -h 127.0.0.1 -p "$(sentinel_master_port)" ZCARD "$(key sem):holders")" 2
+}
+
+# ---- line policies: --once-per, --supersede, --priority -----------------------
+
+# utc MS: a time in ms since the epoch as rlock prints it.
+utc() {
+	date -u -d "@$(($1 / 1000))" '+%Y-%m-%d %H:%M:%S UTC'
+}
+
+@test "--once-per 30d through the sentinels: a run marks the period on the master (and its replica), the next skips (75) naming it, status shows it" {
+	export USER=tester
+	local m r k host pid fence since done until period=2592000000
+	host=$(uname -n)
+	m=$(ha_master)
+	r=$(ha_replica)
+	k=$(key daily)
+	run -0 --separate-stderr "$RLOCK" "${SU[@]}" run --once-per 30d daily -- \
+		sh -c 'echo "$PPID $RLOCK_FENCE" > ran1'
+	assert_equal "$stderr" ""
+	read -r pid fence <ran1
+	# The record is on the master, for the period of its clock the grant
+	# fell in, and replicated: a failover keeps the period done.
+	assert_equal "$(rcli "$m" HGET "$k:once" pid)" "$pid"
+	assert_equal "$(rcli "$m" HGET "$k:once" fence)" "$fence"
+	assert_equal "$(rcli "$m" HGET "$k:once" host)" "$host"
+	since=$(rcli "$m" HGET "$k:once" since)
+	done=$(rcli "$m" HGET "$k:once" done)
+	until=$(rcli "$m" HGET "$k:once" until)
+	assert_equal "$until" $(((since / period + 1) * period))
+	wait_until 5 eval '[[ $(rcli "$r" HGET "$k:once" until) == "$until" ]]'
+	run -75 --separate-stderr "$RLOCK" "${SU[@]}" run --once-per 30d daily -- touch ran2
+	assert_equal "$output" ""
+	assert_stderr "rlock: run: daily: done this period by tester@$host pid $pid at $(utc "$since"); the next period starts $(utc "$until")"
+	# -E sets the code, -q keeps the line back.
+	run -9 --separate-stderr "$RLOCK" "${SU[@]}" -q run -E 9 --once-per 30d daily -- touch ran2
+	assert_equal "$stderr" ""
+	[[ ! -e ran2 ]]
+	# The skips never held the lock.
+	assert_equal "$(rcli "$m" GET "$k:fence")" "$fence"
+	lock_free daily "$m"
+	run -1 --separate-stderr "$RLOCK" "${SU[@]}" status --json daily
+	assert_equal "$stderr" ""
+	json_check "$output" 'd["locks"][0]["held"] is False' \
+		'd["locks"][0]["once"] == {"host": a[0], "user": "tester", "pid": int(a[1]), "fence": int(a[2]), "since_ms": int(a[3]), "done_ms": int(a[4]), "next_ms": int(a[5]), "period_ms": 2592000000}' \
+		-- "$host" "$pid" "$fence" "$since" "$done" "$until"
+	run -1 --separate-stderr "$RLOCK" "${SU[@]}" status daily
+	assert_line "  done this period: tester@$host pid $pid at $(utc "$since"), next period $(utc "$until")"
+}
+
+@test "--supersede through the sentinels: the holder stays, the first --supersede waiter leaves within a second (75) naming the second, which runs after the holder" {
+	export USER=tester
+	local m k host t0 el opid npid wfence
+	host=$(uname -n)
+	m=$(ha_master)
+	k=$(key sup)
+	start_holder sup -t 30s
+	bg_start old "$RLOCK" "${SU[@]}" run -w 30s --supersede sup -- touch old-ran
+	opid=$BG_PID
+	wait_until 10 line_is sup 1 "$m"
+	t0=$(now_ms)
+	bg_start new "$RLOCK" "${SU[@]}" run -w 30s --supersede --label deploy-v43 sup -- \
+		sh -c '[ -e done-sup ] && echo "$RLOCK_FENCE" > new-ran'
+	npid=$BG_PID
+	# Within a second of the newcomer's arrival (its start included).
+	bg_wait "$opid" 5
+	el=$(elapsed_since "$t0")
+	assert_equal "$BG_STATUS" 75
+	((el < 1500)) || fail "the superseded waiter left ${el}ms after the newcomer started"
+	assert_equal "$(bg_err old)" "rlock: run: sup: superseded by tester@$host:$npid (deploy-v43)"
+	[[ ! -e old-ran ]]
+	held_by sup "$TOKEN" "$m"
+	pid_alive "$npid"
+	line_is sup 1 "$m"
+	assert_equal "$(rcli "$m" HGET "$k:line:who" "$(line_members sup "$m")" | sed -n 2p)" "$npid"
+	assert_equal "$(rcli "$m" ZRANGE "$k:line:lease" 0 -1)" "$(line_members sup "$m")"
+	[[ ! -e new-ran ]]
+	touch go-sup
+	bg_wait "$HOLDER_PID" 10
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$npid" 10
+	assert_equal "$BG_STATUS" 0
+	wfence=$(cat new-ran)
+	assert_increasing "$FENCE" "$wfence"
+	lock_free sup "$m"
+	assert_equal "$(rcli "$m" EXISTS "$k:line" "$k:line:lease")" 0
+}
+
+@test "--priority through the sentinels: a high-priority waiter queued after two low ones goes first, the low ones in arrival order; status shows it next" {
+	export USER=tester
+	local m k host n hpid
+	local -a pids
+	host=$(uname -n)
+	m=$(ha_master)
+	k=$(key prio)
+	start_holder prio -t 30s
+	for n in 1 2; do
+		bg_start "low$n" "$RLOCK" "${SU[@]}" run -w 30s prio -- sh -c "echo low$n >> order"
+		pids+=("$BG_PID")
+		wait_until 10 line_is prio "$n" "$m"
+	done
+	bg_start high "$RLOCK" "${SU[@]}" run -w 30s --priority 10 --label hotfix prio -- \
+		sh -c 'echo high >> order'
+	hpid=$BG_PID
+	pids+=("$hpid")
+	wait_until 10 line_is prio 3 "$m"
+	run -0 --separate-stderr "$RLOCK" "${SU[@]}" status prio
+	assert_line --regexp "^  next: tester@$host:$hpid, waiting [0-9.]+m?s, priority 10  hotfix$"
+	run -0 --separate-stderr "$RLOCK" "${SU[@]}" status --json prio
+	json_check "$output" 'd["locks"][0]["waiters"] == 3' \
+		'd["locks"][0]["next"]["pid"] == int(a[0]) and d["locks"][0]["next"]["priority"] == 10' -- "$hpid"
+	[[ ! -e order ]]
+	touch go-prio
+	for n in 0 1 2; do
+		bg_wait "${pids[n]}" 15
+		assert_equal "$BG_STATUS" 0
+	done
+	bg_wait "$HOLDER_PID" 5
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(tr '\n' ' ' <order)" "high low1 low2 "
+	lock_free prio "$m"
+	assert_equal "$(rcli "$m" EXISTS "$k:line" "$k:line:lease" "$k:line:who")" 0
 }
 
 @test "a dead first sentinel is skipped at once" {

@@ -4,7 +4,8 @@
 # (run and its renewals, waiting on pub/sub, acquire --renew, status, bench,
 # Redlock) over TLS, a server killed and restarted, a TCP proxy that
 # blackholes the TLS bytes; the lock's history (log, last, log -f) over
-# TLS; libssl is loaded only when a rediss:// URL is used.
+# TLS; the line's policies (--once-per, --supersede, --priority) over TLS;
+# libssl is loaded only when a rediss:// URL is used.
 #
 # Servers for the whole file (tls_helper.bash):
 #	T	TLS only, client certificates optional (the default URL)
@@ -350,6 +351,75 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 	# Not waiting out the holder's 30s lease: woken by the release.
 	((el < 5000)) || fail "hand-off took ${el}ms"
 	assert_equal "$(tholder wk)" "$(bg_out w)"
+}
+
+@test "line policies over TLS: --once-per 30d skips a done period (75), acquire --supersede is replaced by a newer run --supersede, acquire --priority 10 goes before an earlier waiter" {
+	export USER=tester
+	local host k pid since until token t0 el opid npid hpid lpid htoken
+	host=$(uname -n)
+	# --once-per: the second run in the period skips, naming the first.
+	run -0 --separate-stderr "$RLOCK" --cacert "$CA" run --once-per 30d daily -- sh -c 'echo "$PPID" > ran1'
+	assert_equal "$stderr" ""
+	pid=$(cat ran1)
+	k=$(key daily)
+	assert_equal "$(rcli T HGET "$k:once" pid)" "$pid"
+	since=$(rcli T HGET "$k:once" since)
+	until=$(rcli T HGET "$k:once" until)
+	assert_equal "$until" $(((since / 2592000000 + 1) * 2592000000))
+	run -75 --separate-stderr "$RLOCK" --cacert "$CA" run --once-per 30d daily -- touch ran2
+	assert_stderr "rlock: run: daily: done this period by tester@$host pid $pid at $(date -u -d "@$((since / 1000))" '+%Y-%m-%d %H:%M:%S UTC'); the next period starts $(date -u -d "@$((until / 1000))" '+%Y-%m-%d %H:%M:%S UTC')"
+	[[ ! -e ran2 ]]
+	tlock_free daily
+
+	# --supersede: an acquire waiter leaves within a second of a newer
+	# run --supersede, which gets the lock from the holder.
+	token=$("$RLOCK" --cacert "$CA" acquire -t 30s sup)
+	bg_start old "$RLOCK" --cacert "$CA" acquire -w 30s --supersede sup
+	opid=$BG_PID
+	wait_until 10 line_is sup 1 T
+	t0=$(now_ms)
+	bg_start new "$RLOCK" --cacert "$CA" run -w 30s --supersede --label deploy-v43 sup -- \
+		sh -c 'echo "$RLOCK_TOKEN" > new-ran'
+	npid=$BG_PID
+	bg_wait "$opid" 5
+	el=$(($(now_ms) - t0))
+	assert_equal "$BG_STATUS" 75
+	((el < 1500)) || fail "the superseded waiter left ${el}ms after the newcomer started"
+	assert_equal "$(bg_err old)" "rlock: acquire: sup: superseded by tester@$host:$npid (deploy-v43)"
+	assert_equal "$(bg_out old)" ""
+	assert_equal "$(tholder sup)" "$token"
+	line_is sup 1 T
+	assert_equal "$(rcli T HGET "$(key sup):line:who" "$(line_members sup T)" | sed -n 2p)" "$npid"
+	[[ ! -e new-ran ]]
+	"$RLOCK" --cacert "$CA" release sup "$token"
+	bg_wait "$npid" 10
+	assert_equal "$BG_STATUS" 0
+	[[ $(cat new-ran) =~ ^[0-9a-f]{32}$ ]]
+	tlock_free sup
+
+	# --priority: acquire --priority 10, queued after a plain run, is
+	# served first; the run gets the lock once it is released.
+	token=$("$RLOCK" --cacert "$CA" acquire -t 30s prio)
+	bg_start low "$RLOCK" --cacert "$CA" run -w 30s prio -- sh -c 'echo "$RLOCK_TOKEN" > low-ran'
+	lpid=$BG_PID
+	wait_until 10 line_is prio 1 T
+	bg_start high "$RLOCK" --cacert "$CA" acquire -w 30s -t 30s --priority 10 prio
+	hpid=$BG_PID
+	wait_until 10 line_is prio 2 T
+	"$RLOCK" --cacert "$CA" release prio "$token"
+	bg_wait "$hpid" 10
+	assert_equal "$BG_STATUS" 0
+	htoken=$(bg_out high)
+	assert_equal "$(tholder prio)" "$htoken"
+	line_is prio 1 T
+	pid_alive "$lpid"
+	[[ ! -e low-ran ]]
+	"$RLOCK" --cacert "$CA" release prio "$htoken"
+	bg_wait "$lpid" 10
+	assert_equal "$BG_STATUS" 0
+	[[ $(cat low-ran) =~ ^[0-9a-f]{32}$ && $(cat low-ran) != "$htoken" ]]
+	tlock_free prio
+	assert_equal "$(rcli T EXISTS "$(key prio):line" "$(key prio):line:lease" "$(key prio):line:who")" 0
 }
 
 @test "status over TLS lists 300 held names (SCAN replies of several TLS records)" {
