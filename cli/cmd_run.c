@@ -649,6 +649,8 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	parse(&r, argc, argv);
 	cli_finish(g);
 	rl = cli_open(g);
+	if (rlock_check_acquire(rl, &r.ao) != RLOCK_OK)
+		cli_usage_error(g, "%s", rlock_errstr(rl));
 	snprintf(r.key, sizeof(r.key), "%s", rlock_key(rl, r.name));
 	held = getenv("RLOCK_HELD");
 	rlock_kind(&r.ao, r.kind, sizeof(r.kind));

@@ -963,15 +963,12 @@ const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,
 }
 
 
-static int acq_init(struct rlock *rl, const char *name,
-		    const struct rlock_acquire_opts *o, struct acq *q)
+int rlock_check_acquire(struct rlock *rl, const struct rlock_acquire_opts *o)
 {
-	int rc = make_names(rl, name, &q->n);
+	char kind[24];
 
-	if (rc != RLOCK_OK)
-		return rc;
-	rlock_kind(o, q->kind, sizeof(q->kind));
-	if (rl->nnode > 1 && strcmp(q->kind, "x") != 0) {
+	rlock_kind(o, kind, sizeof(kind));
+	if (rl->nnode > 1 && strcmp(kind, "x") != 0) {
 		set_error(rl->err, sizeof(rl->err), "shared locks and "
 			  "semaphores need one server (or one Sentinel or "
 			  "Cluster URL): on several independent masters a "
@@ -991,11 +988,25 @@ static int acq_init(struct rlock *rl, const char *name,
 			  "Cluster URL): several masters keep no wait line");
 		return RLOCK_EUSAGE;
 	}
-	if (o->once_per_ms > 0 && strcmp(q->kind, "x") != 0) {
+	if (o->once_per_ms > 0 && strcmp(kind, "x") != 0) {
 		set_error(rl->err, sizeof(rl->err), "--once-per needs an "
 			  "exclusive lock: not with --shared or --limit");
 		return RLOCK_EUSAGE;
 	}
+	return RLOCK_OK;
+}
+
+static int acq_init(struct rlock *rl, const char *name,
+		    const struct rlock_acquire_opts *o, struct acq *q)
+{
+	int rc = make_names(rl, name, &q->n);
+
+	if (rc != RLOCK_OK)
+		return rc;
+	rlock_kind(o, q->kind, sizeof(q->kind));
+	rc = rlock_check_acquire(rl, o);
+	if (rc != RLOCK_OK)
+		return rc;
 	if (o->token != NULL) {
 		snprintf(q->token, sizeof(q->token), "%s", o->token);
 	} else if (rlock_make_token(q->token) != 0) {

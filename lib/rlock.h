@@ -166,6 +166,13 @@ struct rlock_acquire_opts {
 
 struct rlock;
 
+/* Whether opts can be asked of these servers: shared locks, semaphores
+ * and the line's policies need one (several masters keep no line); a
+ * --once-per an exclusive lock.  Returns RLOCK_OK, or RLOCK_EUSAGE with
+ * the reason in rlock_errstr.  rlock_acquire checks the same. */
+int rlock_check_acquire(struct rlock *rl,
+			const struct rlock_acquire_opts *o);
+
 /* What opts ask for as the lock's keys record it: "x" exclusive, "s"
  * shared, or a semaphore's limit in decimal (buf: 24 bytes will do). */
 const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,

@@ -458,9 +458,9 @@ place_lapsed() {
 	start_redis A
 	start_redis B
 	run -64 --separate-stderr "$RLOCK" -u "$R_URL" -u "$A_URL" -u "$B_URL" run -l 3 rl -- touch ran
-	assert_stderr "rlock: run: shared locks and semaphores need one server (or one Sentinel or Cluster URL): on several independent masters a quorum could let in more holders than allowed"
+	assert_usage run "rlock: run: shared locks and semaphores need one server (or one Sentinel or Cluster URL): on several independent masters a quorum could let in more holders than allowed"
 	run -64 --separate-stderr "$RLOCK" -u "$R_URL" -u "$A_URL" -u "$B_URL" acquire -l 2 rl
-	assert_stderr "rlock: acquire: shared locks and semaphores need one server (or one Sentinel or Cluster URL): on several independent masters a quorum could let in more holders than allowed"
+	assert_usage acquire "rlock: acquire: shared locks and semaphores need one server (or one Sentinel or Cluster URL): on several independent masters a quorum could let in more holders than allowed"
 	[[ ! -e ran ]]
 	local s
 	for s in R A B; do

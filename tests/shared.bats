@@ -362,7 +362,7 @@ EOF
 	start_redis A
 	start_redis B
 	run -64 --separate-stderr "$RLOCK" -u "$R_URL" -u "$A_URL" -u "$B_URL" run -s rl -- touch ran
-	assert_stderr "rlock: run: shared locks and semaphores need one server (or one Sentinel or Cluster URL): on several independent masters a quorum could let in more holders than allowed"
+	assert_usage run "rlock: run: shared locks and semaphores need one server (or one Sentinel or Cluster URL): on several independent masters a quorum could let in more holders than allowed"
 	[[ ! -e ran ]]
 	# -x is Redlock's own.
 	run -0 "$RLOCK" -u "$R_URL" -u "$A_URL" -u "$B_URL" run -x rl -- touch ran
