@@ -962,7 +962,6 @@ const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,
 	return buf;
 }
 
-
 int rlock_check_acquire(struct rlock *rl, const struct rlock_acquire_opts *o)
 {
 	char kind[24];

@@ -35,8 +35,9 @@
  *   9 log       P{N}:log           stream: the history (LUA_RECORD)
  *  10 once      P{N}:once          hash: the period done (--once-per):
  *                                  until, host, user, pid, since, done,
- *                                  fence, per (its length); named only by the calls that
- *                                  use it (after the log)
+ *                                  fence, per (its length); named
+ *                                  only by the calls that use it
+ *                                  (after the log)
  * The fence comes after the first seven so that only acquire (and
  * status, and the fence script of several masters) name it: the test's
  * fault proxy tells the acquire script from release on the wire by it.
@@ -258,22 +259,25 @@
  * The line is ordered by priority, then arrival: a place's score is its
  * arrival in µs less priority times PRIO_STEP_US (115 days), exact in a
  * double for every priority, and above every score of its priority (the
- * same µs, a clock that went back).  Only commands the documented ACL
- * rule allows (ZCOUNT, ZRANGEBYSCORE, not ZREVRANGEBYSCORE).  A waiter with supersede that takes a place
- * removes the one such waiter already in line (there is at most one: each
- * removed the one before), leaves "!" and who did it under the removed
- * one's member in who, and wakes it: its next try answers {-2, who}.  A
- * period already done (--once-per: the record is of the same period
- * length, and its until is the end of this period of the server's clock)
- * answers {-3, until, host, user, pid,
- * since, fence} before anything else, and gives up the caller's place.
+ * same µs, a clock that went back), found with commands the documented
+ * ACL rule allows (ZCOUNT, ZRANGEBYSCORE; not ZREVRANGEBYSCORE).
+ *
+ * A waiter with supersede that takes a place removes the one such waiter
+ * already in line (there is at most one: each removed the one before),
+ * leaves "!" and who did it under the removed one's member in who, and
+ * wakes it: its next try answers {-2, who}.  A period already done
+ * (--once-per: the record is of the same period length, and its until is
+ * the end of this period of the server's clock) answers {-3, until, host,
+ * user, pid, since, fence} before anything else, and gives up the
+ * caller's place.
  *
  * Granted: {1, fence, recorded} (recorded: 1, or 0 when the history was
- * refused, absent when not asked for).  A kind that disagrees with the holders' (a
- * semaphore of another limit, shared against a semaphore): {-1, theirs}.
- * Otherwise {0, pttl, place (0 the head, -1 not in line), waiting (-1
- * unless details), holders, joined, kind held ('' none)} and, when asked, the (first) holder's host, pid, user,
- * command, since, fence, token prefix and the server's time.
+ * refused, absent when not asked for).  A kind that disagrees with the
+ * holders' (a semaphore of another limit, shared against a semaphore):
+ * {-1, theirs}.  Otherwise {0, pttl, place (0 the head, -1 not in line),
+ * waiting (-1 unless details), holders, joined, kind held ('' none)} and,
+ * when asked, the (first) holder's host, pid, user, command, since,
+ * fence, token prefix and the server's time.
  *
  * pttl is the exclusive holder's PTTL (given only to the next in line, to
  * one not in line, or with details), or the time until the first shared
@@ -526,14 +530,15 @@ static const char extend_lua[] =
  * channel, wake-up prefix, the exit status and the signal to record ('' not
  * known), the history's length and ttl, and with --once-per its period in
  * ms (then KEYS[9] is the period's record): an exclusive holder that
- * exits 0 marks the period it was granted in as done, until its end.  The record names the grant it
- * ends by its token, and has the fence (several masters raise the
- * metadata's to the one handed out) and since when it was held, from the
- * holder's metadata (the time held is the entry's time less since); who
- * held it and the kind are in the grant's record, which readers join.
- * Each value in a record costs the server a field to read and one to write:
- * this is the hot path.  Before the holder's hold_until (--min-hold) the lease is cut to
- * end then instead of being removed: the server's clock decides, whichever
+ * exits 0 marks the period it was granted in as done, until its end.
+ * The history's record names the grant it ends by its token, and has the
+ * fence (several masters raise the metadata's to the one handed out) and
+ * since when it was held, from the holder's metadata (the time held is
+ * the entry's time less since); who held it and the kind are in the
+ * grant's record, which readers join.  Each value in a record costs the
+ * server a field to read and one to write: this is the hot path.  Before
+ * the holder's hold_until (--min-hold) the lease is cut to end then
+ * instead of being removed: the server's clock decides, whichever
  * client releases.  Then the next in line is woken (or the next run of
  * shared waiters, or as many as a semaphore has free places); with nobody
  * in line, the release channel hears it.  The wake-up is a pcall: an ACL
