@@ -166,6 +166,19 @@ show "rlock status batch"
 show 'rlock release batch "$token"'
 "$RLOCK" release batch "$token" || unexpected "release of the renewed lock failed"
 
+say "7. Once a day across the fleet: a failed run leaves the day open, a good one closes it"
+show "rlock run --once-per 1d daily -- sh -c 'exit 1'   # fails: the day stays open"
+"$RLOCK" run --once-per 1d daily -- sh -c 'exit 1'
+[[ $? == 1 ]] || unexpected "the failing run did not exit 1"
+show "rlock run --once-per 1d daily -- ./report.sh      # runs, and closes the day"
+"$RLOCK" run --once-per 1d daily -- true || unexpected "the second run did not run"
+show "rlock run --once-per 1d daily -- ./report.sh      # another host, later that day"
+"$RLOCK" run --once-per 1d daily -- echo "this must not run" 2>"$tmp/err"
+rc=$?
+sed 's/^/   /' "$tmp/err"
+note "exit status $rc (75: done for today)"
+((rc == 75)) || unexpected "the run in a done day did not exit 75"
+
 if ((failed)); then
 	say "The demo saw something unexpected (see above)."
 	exit 1
