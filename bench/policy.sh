@@ -16,9 +16,8 @@
 #      usec of the scripts around "rlock bench -c 1 -k 1 -n CYCLES", BEFORE
 #      and AFTER alternating, and the same for AFTER with --once-per (the
 #      acquire reads the period's record, the release writes it);
-#   4  the same cycle in the server's instructions, which noise does not
-#      move: a redis-server under callgrind, counting only inside
-#      EVALSHA/EVAL, for "rlock bench -c 1 -k 1 -n 2000" (valgrind needed).
+#   4  the same cycle in instructions, which noise does not move, client
+#      and server, by bench/perf.sh (valgrind needed).
 #
 # Environment:
 #   AFTER=PATH     the binary measured (default ./rlock), copied first
@@ -191,33 +190,15 @@ for ((s = 1; s <= SAMPLES; s++)); do
 	done
 done
 
-# ---- 4. server instructions (callgrind) ----------------------------------
+# ---- 4. instructions (callgrind, by bench/perf.sh) ------------------------
 
-# instr BIN: instructions the server spends in scripts per cycle.
-instr() {
-	local p out=$tmp/cg.out vp i ir
-	for ((i = 0; i < 20; i++)); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
-		listening "$p" || break
-	done
-	valgrind --tool=callgrind --callgrind-out-file="$out" \
-		--toggle-collect=evalShaCommand --toggle-collect=evalCommand \
-		redis-server --port "$p" --bind 127.0.0.1 --save '' \
-		--appendonly no --dir "$tmp" >/dev/null 2>&1 &
-	vp=$!
-	poll 30 redis-cli -p "$p" PING >/dev/null 2>&1 || { kill "$vp"; return 1; }
-	"$tmp/$1" -u "redis://127.0.0.1:$p" bench -c 1 -k 1 -n 2000 --no-ping >/dev/null
-	redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1
-	wait "$vp"
-	ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
-	echo $((ir / 2000))
-}
-declare -A IR
-if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
-	for b in "${bins[@]}"; do
-		IR[$b]=$(instr "$b") || die "callgrind failed for $b"
-		say "callgrind $b: ${IR[$b]} instructions per cycle"
-	done
+perf_args=()
+for b in "${bins[@]}"; do perf_args+=("$b=$tmp/$b"); done
+if command -v valgrind >/dev/null; then
+	IR_TABLE=$("$ROOT/bench/perf.sh" "${perf_args[@]}") ||
+		die "bench/perf.sh failed"
+else
+	IR_TABLE="(not measured: valgrind is missing)"
 fi
 
 # ---- report --------------------------------------------------------------
@@ -268,14 +249,13 @@ $([[ -n ${BEFORE:-} ]] && echo "
 bench, after ÷ before: $(ratio "${US[after]}" "${US[before]}")")
 run --once-per ÷ run: $(ratio "${US[once]}" "${US[run]}")
 
-## 4. The same cycle in the server's instructions (callgrind)
+## 4. The same cycle in instructions (callgrind, bench/perf.sh)
 
-Inside EVALSHA/EVAL only, \`rlock bench -c 1 -k 1 -n 2000 --no-ping\`.
+\`rlock bench -c 1 -k 1 --no-ping\`: the client's instructions per cycle
+(the difference between 4000 and 2000 cycles), the server's inside
+EVALSHA/EVAL.
 
-| instructions per cycle | $(printf '%s | ' "${bins[@]}")
-|---|$(printf -- '---:|%.0s' "${bins[@]}")
-| callgrind | $(for b in "${bins[@]}"; do printf '%s | ' "${IR[$b]:-not measured}"; done)
-$([[ -n ${BEFORE:-} && -n ${IR[after]:-} ]] && awk -v a="${IR[after]}" -v b="${IR[before]}" 'BEGIN { printf "\nafter ÷ before: %.4f×\n", a / b }')
+$IR_TABLE
 
 Commands: \`BEFORE=${BEFORE:-} bench/policy.sh\` (N=$N, REPS=$REPS, CYCLES=$CYCLES, SAMPLES=$SAMPLES).
 EOF

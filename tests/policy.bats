@@ -103,6 +103,19 @@ herd_started() {
 		fail "the herd ended before anything ran: $(cat st.* err.* 2>/dev/null | sort | uniq -c)"
 }
 
+# herd_said LINE: each of the twenty that exited 75 said LINE, and only it;
+# the others said nothing.
+herd_said() {
+	local i
+	for i in $(seq 1 20); do
+		if [[ $(<"st.$i") == 75 ]]; then
+			assert_equal "$(<"err.$i")" "$1"
+		else
+			assert_equal "$(<"err.$i")" ""
+		fi
+	done
+}
+
 # herd_statuses: the twenty exit statuses, sorted, on one line.
 herd_statuses() {
 	cat st.* | sort -n | tr '\n' ' ' | sed 's/ $//'
@@ -183,7 +196,7 @@ usage_first() {
 # ---- --once-per -------------------------------------------------------------
 
 @test "--once-per 30d: twenty runs started together, the command runs once, nineteen skip with 75 and who did it" {
-	local c t0 t1 pid fence i t_go el want
+	local c t0 t1 pid fence t_go el want
 	c=$(fence_ahead daily)
 	t0=$(server_ms)
 	start_herd daily "echo \"\$PPID \$RLOCK_FENCE\" >> runs; $(gate "$BATS_TEST_TMPDIR/go")"
@@ -206,13 +219,7 @@ usage_first() {
 	((el < 5000)) || fail "the nineteen waiters took ${el}ms to leave"
 	assert_once daily "$pid" "$fence" "$t0" "$t1" "$P30"
 	want=$(done_line daily "$pid")
-	for i in $(seq 1 20); do
-		if [[ $(<"st.$i") == 75 ]]; then
-			assert_equal "$(<"err.$i")" "$want"
-		else
-			assert_equal "$(<"err.$i")" ""
-		fi
-	done
+	herd_said "$want"
 	# No skip took the lock: one grant, one fence.
 	assert_equal "$(rcli R GET "$(key daily):fence")" $((c + 1))
 	assert_equal "$(count_events daily acquired) $(count_events daily released) $(count_events daily skipped)" \
@@ -227,7 +234,7 @@ usage_first() {
 }
 
 @test "--once-per 30d: twenty runs, the first fails: the next in line runs it again, once, and the rest skip" {
-	local c t0 t1 f1 p1 f2 p2 word i want
+	local c t0 t1 f1 p1 f2 p2 word want
 	c=$(fence_ahead nightly)
 	t0=$(server_ms)
 	start_herd nightly "if mkdir first 2>/dev/null; then
@@ -252,13 +259,7 @@ usage_first() {
 	# The record is the successful run's, and the skips name it.
 	assert_once nightly "$p2" "$f2" "$t0" "$t1" "$P30"
 	want=$(done_line nightly "$p2")
-	for i in $(seq 1 20); do
-		if [[ $(<"st.$i") == 75 ]]; then
-			assert_equal "$(<"err.$i")" "$want"
-		else
-			assert_equal "$(<"err.$i")" ""
-		fi
-	done
+	herd_said "$want"
 	assert_equal "$(rcli R GET "$(key nightly):fence")" $((c + 2))
 	assert_equal "$(count_events nightly acquired) $(count_events nightly released) $(count_events nightly skipped)" \
 		"2 2 18"
