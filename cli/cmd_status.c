@@ -256,7 +256,6 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 			cli_printable(strcpy(note, h->note)));
 	if (h->next.present) {
 		const struct rlock_waiter *w = &h->next;
-
 		char prio[32] = "";
 
 		snprintf(who, sizeof(who), "%s@%s:%lld", w->user, w->host,

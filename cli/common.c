@@ -219,9 +219,6 @@ void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao)
 		check_note(g, "RLOCK_NOTE", v);
 		ao->note = v;
 	}
-	if (ao->once_per_ms > 0 && (ao->shared || ao->limit > 1))
-		cli_usage_error(g, "--once-per needs an exclusive lock: not "
-				"with --shared or --limit");
 	if (kind_letter != 0 && ao->limit > 1)
 		cli_usage_error(g, "--%s and --limit %d cannot be combined: a "
 				"semaphore's holders are neither shared nor "
