@@ -62,8 +62,10 @@ crash() {
 # was sent TERM and is gone, and stderr says the lock was lost.
 assert_stopped_for_loss() {
 	local name=$1
+	# What the holder said is the only trace of why, when it did not
+	# stop (this test failed now and then under load, cause unknown).
 	wait_until 5 pid_gone "$HOLDER_PID" ||
-		fail "rlock run still runs 5s after the server lost its lock"
+		fail "rlock run still runs 5s after the server lost its lock; it said: $(bg_err "holder-$name")"
 	bg_wait "$HOLDER_PID" 1
 	assert_equal "$BG_STATUS" 76
 	[[ -e term-$name ]] || fail "the command was not sent TERM"
