@@ -286,13 +286,11 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 	if (rc == RLOCK_OK) {
 		rlock_release(rl, name, l->token, l, NULL);
 	} else {
-		char why[800], rec[832];
+		char why[800];
 
 		snprintf(why, sizeof(why), "%s", rlock_errstr(rl));
 		lost(name, l, rc, why, pfd, on_lost, marked);
-		snprintf(rec, sizeof(rec), "%s%s", rc == RLOCK_NOTOURS ?
-			 "renewal refused: " : "", why);
-		rlock_record_lost(rl, name, l, rec, NULL);
+		rlock_record_lost(rl, name, l, rc, why, NULL);
 	}
 	if (marked)
 		lease_file_remove(l->token, "renewing");

@@ -548,7 +548,6 @@ static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 		   const struct rlock_lease *lease, int lost, int ret)
 {
 	struct rlock_outcome how = { ret, r->signal };
-	char why[sizeof(rn->err) + 32];
 	int rc;
 
 	if (lost) {
@@ -556,9 +555,8 @@ static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 			 r->on_lost == LOST_IGNORE ?
 			 "command not stopped (--on-lost ignore)" :
 			 "command stopped");
-		snprintf(why, sizeof(why), "%s%s", rn->result == RLOCK_NOTOURS ?
-			 "renewal refused: " : "", rn->err);
-		rlock_record_lost(rl, r->name, lease, why, &how);
+		rlock_record_lost(rl, r->name, lease, rn->result, rn->err,
+				  &how);
 		/* If only the replies were lost, the server may still hold
 		 * our token: free it now rather than at its expiry.  The
 		 * script deletes nothing but our own token. */
@@ -569,8 +567,8 @@ static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 	if (rc == RLOCK_NOTOURS) {
 		cli_warn(r->g, "%s: lock lost before the command ended: "
 			 "token no longer holds it", r->name);
-		rlock_record_lost(rl, r->name, lease, "lease ran out before "
-				  "release", &how);
+		rlock_record_lost(rl, r->name, lease, RLOCK_LOST, "lease ran "
+				  "out before release", &how);
 		return EX_LOST;
 	}
 	if (rc != RLOCK_OK) {

@@ -1156,11 +1156,12 @@ static void record_skipped(struct rlock *rl, struct acq *q,
 }
 
 int rlock_record_lost(struct rlock *rl, const char *name,
-		      const struct rlock_lease *lease, const char *reason,
-		      const struct rlock_outcome *how)
+		      const struct rlock_lease *lease, int code,
+		      const char *reason, const struct rlock_outcome *how)
 {
 	const char *v[EV_NFIELDS] = { 0 };
 	char pid[24], fence[24], held[24], ex[24], sig[16], tok[9];
+	char why[sizeof(rl->err) + 32];
 	struct names n;
 	int rc;
 
@@ -1189,7 +1190,9 @@ int rlock_record_lost(struct rlock *rl, const char *name,
 	}
 	if (how != NULL && how->signal > 0)
 		v[EV_SIGNAL] = rlock_signame(how->signal, sig, sizeof(sig));
-	v[EV_REASON] = reason;
+	snprintf(why, sizeof(why), "%s%s", code == RLOCK_NOTOURS ?
+		 "renewal refused: " : "", reason);
+	v[EV_REASON] = why;
 	return record(rl, &n, v);
 }
 

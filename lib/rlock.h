@@ -345,12 +345,13 @@ int rlock_event_ok(const struct rlock_event *e);
  * *e at it (valid until the next rlock_status or rlock_free), or 0. */
 int rlock_status_last(const struct rlock *rl, const struct rlock_event **e);
 
-/* Record that the lease of name was lost (reason for people), and how the
- * work under it ended (NULL: not known).  Best effort, within the I/O
+/* Record that the lease of name was lost (reason for people; code the
+ * keepalive's result: RLOCK_NOTOURS says the renewal was refused), and how
+ * the work under it ended (NULL: not known).  Best effort, within the I/O
  * timeout: returns RLOCK_OK or the error, which callers may ignore. */
 int rlock_record_lost(struct rlock *rl, const char *name,
-		      const struct rlock_lease *lease, const char *reason,
-		      const struct rlock_outcome *how);
+		      const struct rlock_lease *lease, int code,
+		      const char *reason, const struct rlock_outcome *how);
 
 /* NULL while the history is kept; else why a server refused to record it
  * (said once an acquire saw it), with the ACL rule that would allow it. */
