@@ -260,7 +260,8 @@
  * arrival in µs less priority times PRIO_STEP_US (115 days), exact in a
  * double for every priority, and above every score of its priority (the
  * same µs, a clock that went back), found with commands the documented
- * ACL rule allows (ZCOUNT, ZRANGEBYSCORE; not ZREVRANGEBYSCORE).
+ * ACL rule allows (ZCOUNT, ZRANGEBYSCORE; not ZREVRANGEBYSCORE), once
+ * per call: where the caller would stand, then where it takes its place.
  *
  * A waiter with supersede that takes a place removes the one such waiter
  * already in line (there is at most one: each removed the one before),
@@ -387,8 +388,10 @@ static const char acquire_lua[] =
 	"  end\n"
 	"end\n"
 	"local prio = tonumber(ARGV[18] or '0')\n"
+	"local at\n"
 	"local function arrival()\n"
-	"  local at = tonumber(t[1]) * 1000000 + tonumber(t[2]) - prio * " STR(PRIO_STEP_US) "\n"
+	"  if at then return at end\n"
+	"  at = tonumber(t[1]) * 1000000 + tonumber(t[2]) - prio * " STR(PRIO_STEP_US) "\n"
 	"  local lo, hi = ms(at), ms(at + " STR(PRIO_STEP_US) " / 2)\n"
 	"  local n = redis.call('ZCOUNT', KEYS[5], lo, hi)\n"
 	"  if n > 0 then\n"
@@ -814,7 +817,7 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "27d5bd81887eed34e2c60ffc2ea6e2dd6bebcfae" },
+				   "9c0c06c3c199989009a5225e9c90e7bae991284f" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
