@@ -138,3 +138,11 @@ stop_followers() {
 	assert_equal "$(n_lines text.out) $(n_lines json.out)" "$n $n"
 	assert_equal "$(bg_err text)$(bg_err json)" ""
 }
+
+# as_tester: who rlock records in these tests: $USER (tester) and the
+# host's name, as HOST and ME (tester@HOST).
+as_tester() {
+	export USER=tester
+	HOST=$(uname -n)
+	ME=tester@$HOST
+}

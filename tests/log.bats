@@ -15,10 +15,7 @@ load history_helper
 
 setup() {
 	rl_setup
-	# Who rlock records: $USER, and the host's name.
-	export USER=tester
-	ME=tester@$(uname -n)
-	HOST=$(uname -n)
+	as_tester
 }
 
 # The fields of a grant and of a release, in their order (an entry has the

@@ -14,10 +14,7 @@ load history_helper
 
 setup() {
 	rl_setup
-	# Who rlock records: $USER, and the host's name.
-	export USER=tester
-	HOST=$(uname -n)
-	ME=tester@$HOST
+	as_tester
 }
 
 # log_cli NAME ARGS...: redis-cli against the one server (history_helper).
@@ -121,13 +118,20 @@ herd_statuses() {
 	cat st.* | sort -n | tr '\n' ' ' | sed 's/ $//'
 }
 
-# count_events NAME EVENT: how many EVENT entries NAME's history has.
-count_events() {
-	local n=0 e
-	for e in $(hist_names "$1"); do
-		[[ $e == "$2" ]] && n=$((n + 1))
+# event_counts NAME EVENT...: how many entries of each EVENT NAME's
+# history has, space-separated.
+event_counts() {
+	local names want n e out=()
+	names=$(hist_names "$1")
+	shift
+	for want in "$@"; do
+		n=0
+		for e in $names; do
+			[[ $e == "$want" ]] && n=$((n + 1))
+		done
+		out+=("$n")
 	done
-	echo "$n"
+	echo "${out[*]}"
 }
 
 # line_pids NAME: the pids of NAME's waiters, first in line first (from
@@ -222,8 +226,7 @@ usage_first() {
 	herd_said "$want"
 	# No skip took the lock: one grant, one fence.
 	assert_equal "$(rcli R GET "$(key daily):fence")" $((c + 1))
-	assert_equal "$(count_events daily acquired) $(count_events daily released) $(count_events daily skipped)" \
-		"1 1 19"
+	assert_equal "$(event_counts daily acquired released skipped)" "1 1 19"
 	lock_free daily
 	line_is daily 0
 	# A later try skips at once, with -n as with -w.
@@ -261,8 +264,7 @@ usage_first() {
 	want=$(done_line nightly "$p2")
 	herd_said "$want"
 	assert_equal "$(rcli R GET "$(key nightly):fence")" $((c + 2))
-	assert_equal "$(count_events nightly acquired) $(count_events nightly released) $(count_events nightly skipped)" \
-		"2 2 18"
+	assert_equal "$(event_counts nightly acquired released skipped)" "2 2 18"
 	lock_free nightly
 	line_is nightly 0
 }
@@ -324,7 +326,7 @@ usage_first() {
 	[[ ! -e ran ]]
 	# Six skips: no grant, no fence, the lock never held.
 	assert_equal "$(rcli R GET "$(key e):fence")" $((c + 1))
-	assert_equal "$(count_events e acquired) $(count_events e skipped)" "1 6"
+	assert_equal "$(event_counts e acquired skipped)" "1 6"
 	lock_free e
 	assert_equal "$(rcli R EXISTS "$(key e):meta")" 0
 }
