@@ -182,7 +182,8 @@ void cli_bad_option(struct cli *g, int c, char **argv)
 int64_t cli_duration(const struct cli *g, const char *opt, const char *arg,
 		     int ttl, int zero);
 
-/* A whole number min..max in digits for option opt, or exit 64. */
+/* A whole number min..max in digits (with a minus sign where min is
+ * negative) for option opt, or exit 64. */
 int cli_int(const struct cli *g, const char *opt, const char *arg, long min,
 	    long max);
 

@@ -120,12 +120,14 @@ static void add_url(struct cli *g, const char *u)
 int cli_int(const struct cli *g, const char *opt, const char *arg, long min,
 	    long max)
 {
+	/* A sign only where the range has negative numbers. */
+	const char *d = min < 0 && *arg == '-' ? arg + 1 : arg;
 	char *end;
 	long v;
 
 	errno = 0;
 	v = strtol(arg, &end, 10);
-	if (errno != 0 || !isdigit((unsigned char)*arg) || *end != '\0' ||
+	if (errno != 0 || !isdigit((unsigned char)*d) || *end != '\0' ||
 	    v < min || v > max)
 		cli_usage_error(g, "invalid %s '%s': must be %ld..%ld", opt,
 				arg, min, max);
@@ -139,22 +141,6 @@ static void check_note(const struct cli *g, const char *what,
 
 	if (rlock_check_note(note, &why) != RLOCK_OK)
 		cli_usage_error(g, "invalid %s: %s", what, why);
-}
-
-/* --priority: a whole number -100..100, with its sign. */
-static int priority(const struct cli *g, const char *arg)
-{
-	const char *d = *arg == '-' || *arg == '+' ? arg + 1 : arg;
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno != 0 || !isdigit((unsigned char)*d) || *end != '\0' ||
-	    v < -100 || v > 100)
-		cli_usage_error(g, "invalid --priority '%s': must be "
-				"-100..100", arg);
-	return (int)v;
 }
 
 /* The last of -s and -x given ('s', 'x'), 0 none: flock's letters, where
@@ -205,7 +191,7 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		ao->supersede = 1;
 		return 1;
 	case OPT_PRIORITY:
-		ao->priority = priority(g, arg);
+		ao->priority = cli_int(g, "--priority", arg, -100, 100);
 		return 1;
 	}
 	return 0;
@@ -404,18 +390,8 @@ static long env_number(const struct cli *g, const char *var, long min,
 		       long max)
 {
 	const char *v = getenv(var);
-	char *end;
-	long n;
 
-	if (v == NULL || *v == '\0')
-		return 0;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (errno != 0 || !isdigit((unsigned char)*v) || *end != '\0' ||
-	    n < min || n > max)
-		cli_usage_error(g, "invalid %s '%s': must be %ld..%ld", var, v,
-				min, max);
-	return n;
+	return v == NULL || *v == '\0' ? 0 : cli_int(g, var, v, min, max);
 }
 
 /* The history's settings from the environment. */
