@@ -51,7 +51,8 @@
  * written is whole, and %d costs the server a third of what %.0f does. */
 #define LUA_NOW \
 	"local t = redis.call('TIME')\n" \
-	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+	"local sec, usec = tonumber(t[1]), tonumber(t[2])\n" \
+	"local now = sec * 1000 + math.floor(usec / 1000)\n" \
 	"local function ms(x) return string.format('%d', x) end\n"
 
 /*
@@ -75,7 +76,7 @@
 #define LUA_NEXT_FENCE \
 	"local prev\n" \
 	"local function next_fence()\n" \
-	"  local c = tonumber(t[1]) * 1000000 + tonumber(t[2])\n" \
+	"  local c = sec * 1000000 + usec\n" \
 	"  local cs = ms(c)\n" \
 	"  local old = redis.pcall('SET', KEYS[8], cs, 'GET')\n" \
 	"  if type(old) == 'table' and old.err then\n" \
@@ -291,7 +292,7 @@
  * no shared holder costs one EXISTS more than SET NX would.
  */
 static const char acquire_lua[] =
-	"local k, tok, ttl = ARGV[9], ARGV[1], tonumber(ARGV[2])\n"
+	"local k, tok = ARGV[9], ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
 	"if cur == tok then\n"
 	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
@@ -301,16 +302,7 @@ static const char acquire_lua[] =
 	LUA_NOW
 	LUA_NEXT_FENCE
 	LUA_RECORD
-	"local hold = tonumber(ARGV[7])\n"
-	"local hu = hold > 0 and ms(now + hold) or '0'\n"
-	"local done\n"
-	"if ARGV[20] and ARGV[20] ~= '0' then\n"
-	"  local once_ms = tonumber(ARGV[20])\n"
-	"  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'fence', 'per')\n"
-	"  if o[1] == ms((math.floor(now / once_ms) + 1) * once_ms) and o[7] == ARGV[20] then\n"
-	"    done = {-3, o[1], o[2] or '', o[3] or '', o[4] or '', o[5] or '', o[6] or ''}\n"
-	"  end\n"
-	"end\n"
+	"local hu = ARGV[7] == '0' and '0' or ms(now + tonumber(ARGV[7]))\n"
 	"local function acquired(f, fs)\n"
 	"  if ARGV[16] == '0' then return nil end\n"
 	"  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n"
@@ -340,8 +332,18 @@ static const char acquire_lua[] =
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
 	"  return {1, f, acquired(f, fs)}\n"
 	"end\n"
-	"if not done and not cur and k == 'x' and redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then\n"
+	"local once = ARGV[20] and ARGV[20] ~= '0'\n"
+	"if not once and not cur and k == 'x' and redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then\n"
 	"  return grant_x()\n"
+	"end\n"
+	"local ttl = tonumber(ARGV[2])\n"
+	"local done\n"
+	"if once then\n"
+	"  local once_ms = tonumber(ARGV[20])\n"
+	"  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'fence', 'per')\n"
+	"  if o[1] == ms((math.floor(now / once_ms) + 1) * once_ms) and o[7] == ARGV[20] then\n"
+	"    done = {-3, o[1], o[2] or '', o[3] or '', o[4] or '', o[5] or '', o[6] or ''}\n"
+	"  end\n"
 	"end\n"
 	LUA_HOLDERS
 	"local function grant()\n"
@@ -391,7 +393,7 @@ static const char acquire_lua[] =
 	"local at\n"
 	"local function arrival()\n"
 	"  if at then return at end\n"
-	"  at = tonumber(t[1]) * 1000000 + tonumber(t[2]) - prio * " STR(PRIO_STEP_US) "\n"
+	"  at = sec * 1000000 + usec - prio * " STR(PRIO_STEP_US) "\n"
 	"  local lo, hi = ms(at), ms(at + " STR(PRIO_STEP_US) " / 2)\n"
 	"  local n = redis.call('ZCOUNT', KEYS[5], lo, hi)\n"
 	"  if n > 0 then\n"
@@ -586,7 +588,7 @@ static const char release_lua[] =
 	"  else\n"
 	"    m = redis.call('HMGET', KEYS[2], 'hold_until', 'fence', 'since')\n"
 	"  end\n"
-	"  local hu = tonumber(m[1] or '0') or 0\n"
+	"  local hu = m[1] ~= '0' and tonumber(m[1] or '0') or 0\n"
 	"  if hu > 0 then\n"
 	"    local t = redis.call('TIME')\n"
 	"    local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -817,19 +819,19 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "9c0c06c3c199989009a5225e9c90e7bae991284f" },
+				   "18a1d8337a0185b7b7699e540ab1b6ed6d49bc92" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "517827b352bb4716b3bea882244080558731410e" },
+				   "e9b4174a00ea9fb706deb23809beac9f23f86db4" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "f5a74a3e048424239f514284d8a97a3b5c615a9a" },
+				 "85286ebf8952f064fea601b35948158589a14544" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "f18aee69d849f12088acabc164cd4ca8c432a96c" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
-				  "cfc0c69c23f9332abc47904412c8e6cca4c558c4" },
+				  "6306d63e2a25fabbdb935b5f2d492923e1ac78c0" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
-				 "c23aaf344102068e356ed7b24ccaccdb48349524" },
+				 "4bdc3e9243864b74b9d76dc4951aea0c61bfd7af" },
 	[RLOCK_SCRIPT_LOG] = { "log", log_lua,
 			       "f60ffa555e498f125bbef18111c4d2355df513b2" },
 };
