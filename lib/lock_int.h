@@ -14,7 +14,7 @@
 
 /* ---- key names (one place for the layout of DESIGN section 3) -------- */
 
-#define KEY_META ":meta"
+#define KEY_META ":owner"
 #define KEY_FENCE ":fence"
 #define KEY_CHANNEL ":released"
 #define KEY_HOLDERS ":holders"

@@ -19,7 +19,9 @@
  * The keys of a lock, in the order every script below takes them (each
  * takes the first few it needs):
  *   1 lock      P{N}               string: the exclusive holder's token
- *   2 meta      P{N}:meta          hash: the exclusive holder
+ *   2 meta      P{N}:owner         string: the exclusive holder, "fence\n
+ *                                  since\nhold_until\npid\nhost\nuser\nnote\n
+ *                                  command" (as a shared holder's, below)
  *   3 holders   P{N}:holders       zset: shared or semaphore holders' tokens
  *                                  by lease deadline (server ms)
  *   4 hmeta     P{N}:holders:meta  hash: 'limit' ('s' shared, or N), and per
@@ -297,12 +299,16 @@ static const char acquire_lua[] =
 	"if cur == tok then\n"
 	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-	"  return {1, tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0}\n"
+	"  return {1, tonumber(string.match(redis.call('GET', KEYS[2]) or '', '^%d+') or '0')}\n"
 	"end\n"
 	LUA_NOW
 	LUA_NEXT_FENCE
 	LUA_RECORD
-	"local hu = ARGV[7] == '0' and '0' or ms(now + tonumber(ARGV[7]))\n"
+	"local function holder(fs)\n"
+	"  local hu = ARGV[7] == '0' and '0' or ms(now + tonumber(ARGV[7]))\n"
+	"  return fs .. '\\n' .. ms(now) .. '\\n' .. hu .. '\\n' .. ARGV[4] .. '\\n' ..\n"
+	"         ARGV[3] .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[14] .. '\\n' .. ARGV[6]\n"
+	"end\n"
 	"local function acquired(f, fs)\n"
 	"  if ARGV[16] == '0' then return nil end\n"
 	"  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n"
@@ -320,16 +326,7 @@ static const char acquire_lua[] =
 	"local function grant_x()\n"
 	"  local f, fs = next_fence()\n"
 	"  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
-	"  if ARGV[14] == '' then\n"
-	"    redis.call('HSET', KEYS[2], 'fence', fs, 'host', ARGV[3], 'pid', ARGV[4],\n"
-	"               'user', ARGV[5], 'command', ARGV[6], 'since', ms(now),\n"
-	"               'hold_until', hu)\n"
-	"  else\n"
-	"    redis.call('HSET', KEYS[2], 'fence', fs, 'host', ARGV[3], 'pid', ARGV[4],\n"
-	"               'user', ARGV[5], 'command', ARGV[6], 'since', ms(now),\n"
-	"               'hold_until', hu, 'note', ARGV[14])\n"
-	"  end\n"
-	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+	"  redis.call('SET', KEYS[2], holder(fs), 'PX', ARGV[2])\n"
 	"  return {1, f, acquired(f, fs)}\n"
 	"end\n"
 	"local once = ARGV[20] and ARGV[20] ~= '0'\n"
@@ -350,9 +347,7 @@ static const char acquire_lua[] =
 	"  if k == 'x' then return grant_x() end\n"
 	"  local f, fs = next_fence()\n"
 	"  redis.call('ZADD', KEYS[3], ms(now + ttl), tok)\n"
-	"  redis.call('HSET', KEYS[4], 'limit', k, tok, fs .. '\\n' .. ms(now) ..\n"
-	"             '\\n' .. hu .. '\\n' .. ARGV[4] .. '\\n' .. ARGV[3] .. '\\n' ..\n"
-	"             ARGV[5] .. '\\n' .. ARGV[14] .. '\\n' .. ARGV[6])\n"
+	"  redis.call('HSET', KEYS[4], 'limit', k, tok, holder(fs))\n"
 	"  holders_expire()\n"
 	"  return {1, f, acquired(f, fs)}\n"
 	"end\n"
@@ -482,16 +477,14 @@ static const char acquire_lua[] =
 	"local r = {0, pttl, place or -1, detail and redis.call('ZCARD', KEYS[5]) or -1,\n"
 	"           hn, joined, hk or ''}\n"
 	"if not detail or not hk then return r end\n"
-	"local who\n"
+	"local v, t8\n"
 	"if hk == 'x' then\n"
-	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
-	"  who = {m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '', m[6] or '',\n"
-	"         string.sub(cur or '', 1, 8)}\n"
+	"  v, t8 = redis.call('GET', KEYS[2]), string.sub(cur or '', 1, 8)\n"
 	"else\n"
-	"  local f = unpack_meta(redis.call('HGET', KEYS[4], first[1]) or '')\n"
-	"  who = {f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '', f[1] or '',\n"
-	"         string.sub(first[1], 1, 8)}\n"
+	"  v, t8 = redis.call('HGET', KEYS[4], first[1]), string.sub(first[1], 1, 8)\n"
 	"end\n"
+	"local f = unpack_meta(v or '')\n"
+	"local who = {f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '', f[1] or '', t8}\n"
 	"for i = 1, 7 do r[#r + 1] = who[i] end\n"
 	"r[#r + 1] = ms(now)\n"
 	"return r\n";
@@ -569,7 +562,9 @@ static const char release_lua[] =
 	"if cur == tok then\n"
 	"  local m\n"
 	"  if ARGV[8] then\n"
-	"    m = redis.call('HMGET', KEYS[2], 'hold_until', 'fence', 'since', 'host', 'user', 'pid')\n"
+	"    local fence, since, hu, pid, host, user = string.match(redis.call('GET', KEYS[2]) or '',\n"
+	"      '^(%d*)\\n(%d*)\\n(%d*)\\n([^\\n]*)\\n([^\\n]*)\\n([^\\n]*)')\n"
+	"    m = {hu, fence, since, host, user, pid}\n"
 	"    local since, once = tonumber(m[3] or ''), tonumber(ARGV[8])\n"
 	"    if ARGV[4] == '0' and ARGV[5] == '' and since then\n"
 	"      local t = redis.call('TIME')\n"
@@ -583,10 +578,10 @@ static const char release_lua[] =
 	"        redis.call('PEXPIREAT', KEYS[9], ps)\n"
 	"      end\n"
 	"    end\n"
-	"  elseif ARGV[6] == '0' then\n"
-	"    m = {redis.call('HGET', KEYS[2], 'hold_until')}\n"
 	"  else\n"
-	"    m = redis.call('HMGET', KEYS[2], 'hold_until', 'fence', 'since')\n"
+	"    local fence, since, hu = string.match(redis.call('GET', KEYS[2]) or '',\n"
+	"                                          '^(%d*)\\n(%d*)\\n(%d*)')\n"
+	"    m = {hu, fence, since}\n"
 	"  end\n"
 	"  local hu = m[1] ~= '0' and tonumber(m[1] or '0') or 0\n"
 	"  if hu > 0 then\n"
@@ -677,11 +672,11 @@ static const char force_lua[] =
 	"local cur = redis.call('GET', KEYS[1])\n"
 	"local r\n"
 	"if cur then\n"
-	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence')\n"
+	"  local f = unpack_meta(redis.call('GET', KEYS[2]) or '')\n"
 	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"  forced('x', m[1], m[3], m[2], m[6], cur, m[5], m[4])\n"
-	"  r = {1, 0, m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '',\n"
-	"       m[6] or '', string.sub(cur, 1, 8), '0', 1}\n"
+	"  forced('x', f[5], f[6], f[4], f[1], cur, f[2], f[7])\n"
+	"  r = {1, 0, f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '',\n"
+	"       f[1] or '', string.sub(cur, 1, 8), '0', 1}\n"
 	"else\n"
 	"  holders_purge()\n"
 	"  local hs = redis.call('ZRANGE', KEYS[3], 0, -1)\n"
@@ -716,7 +711,8 @@ static const char fence_lua[] =
 	"local c = tonumber(redis.call('GET', KEYS[8]) or '0') or 0\n"
 	"if c < tonumber(ARGV[2]) then redis.call('SET', KEYS[8], ARGV[2]) end\n"
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-	"  redis.call('HSET', KEYS[2], 'fence', ARGV[2])\n"
+	"  local rest = string.match(redis.call('GET', KEYS[2]) or '', '^%d*(\\n.*)$')\n"
+	"  if rest then redis.call('SET', KEYS[2], ARGV[2] .. rest, 'KEEPTTL') end\n"
 	"end\n"
 	"return 1\n";
 
@@ -779,10 +775,10 @@ static const char status_lua[] =
 	"  end\n"
 	"end\n"
 	"if cur then\n"
-	"  local m = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command', 'since', 'fence', 'note')\n"
-	"  return {1, redis.call('PTTL', KEYS[1]), m[1] or '', m[2] or '', m[3] or '',\n"
-	"          m[4] or '', m[5] or '', m[6] or f, string.sub(cur, 1, 8), ms(now),\n"
-	"          'x', 1, nline, head, {}, m[7] or '', run, grant, once()}\n"
+	"  local m = unpack_meta(redis.call('GET', KEYS[2]) or '')\n"
+	"  return {1, redis.call('PTTL', KEYS[1]), m[5] or '', m[4] or '', m[6] or '',\n"
+	"          m[7] or '', m[2] or '', m[1] or f, string.sub(cur, 1, 8), ms(now),\n"
+	"          'x', 1, nline, head, {}, m[8] or '', run, grant, once()}\n"
 	"end\n"
 	"local hs = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ms(now), '+inf',\n"
 	"                      'WITHSCORES', 'LIMIT', 0, 100)\n"
@@ -819,17 +815,17 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "18a1d8337a0185b7b7699e540ab1b6ed6d49bc92" },
+				   "92e1c43fd57c1fb39dfab696c889ce38782958ec" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "e9b4174a00ea9fb706deb23809beac9f23f86db4" },
+				   "332015d2ed2576fda4739758fbb8bdfc6aaf00f5" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "85286ebf8952f064fea601b35948158589a14544" },
+				 "1c99f1a8cf0cf63986f3cabffe491c724da6ab79" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
-				 "f18aee69d849f12088acabc164cd4ca8c432a96c" },
+				 "d2443ac8be765dbcee01f69487bdfe6b1113a187" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
-				  "6306d63e2a25fabbdb935b5f2d492923e1ac78c0" },
+				  "ab83c2e014a71427cf60acf1a2f46cd7373897e8" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
 				 "4bdc3e9243864b74b9d76dc4951aea0c61bfd7af" },
 	[RLOCK_SCRIPT_LOG] = { "log", log_lua,

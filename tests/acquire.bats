@@ -15,7 +15,7 @@ load test_helper
 	local p
 	p=$(pttl a)
 	((p > 8000 && p <= 10000)) || fail "pttl $p"
-	p=$(rcli R PTTL "$(key a):meta")
+	p=$(rcli R PTTL "$(key a):owner")
 	((p > 8000 && p <= 10000)) || fail "meta pttl $p"
 	[[ $(rcli R TTL "$(key a):fence") == -1 ]]
 }
@@ -27,7 +27,7 @@ load test_helper
 	((p > 28000 && p <= 30000)) || fail "pttl $p"
 }
 
-@test "acquire fills the meta hash" {
+@test "acquire writes the holder's record" {
 	"$RLOCK" acquire --label "deploy web" m >/dev/null
 	assert_equal "$(meta m command)" "deploy web"
 	assert_equal "$(meta m user)" "$(id -un)"

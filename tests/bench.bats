@@ -181,7 +181,7 @@ no_bench_keys() {
 del_lock_keys() {
 	local k n=0
 	for k in $(rcli R --scan --pattern "${RLOCK_PREFIX}{bench-*}"); do
-		[[ $k == *:meta || $k == *:fence ]] && continue
+		[[ $k == *:owner || $k == *:fence ]] && continue
 		rcli R DEL "$k" >/dev/null
 		n=$((n + 1))
 	done

@@ -93,8 +93,8 @@ cfence_ahead() {
 # cmeta NAME FIELD
 cmeta() {
 	local k
-	k="$(key "$1"):meta"
-	ccli "$(cluster_owner_port "$k")" HGET "$k" "$2"
+	k="$(key "$1"):owner"
+	owner_field "$2" "$(ccli "$(cluster_owner_port "$k")" GET "$k")"
 }
 
 # start_holder URL NAME [run options...]: `rlock -u URL run NAME` whose
@@ -635,7 +635,7 @@ utc() {
 	token=$(bg_out acq)
 	assert_equal "$(ccli "$to" GET "$k")" "$token"
 	assert_equal "$(ccli "$to" GET "$k:fence")" $((c + 2))
-	assert_equal "$(ccli "$to" HGET "$k:meta" fence)" $((c + 2))
+	assert_equal "$(owner_field fence "$(ccli "$to" GET "$k:owner")")" $((c + 2))
 }
 
 # ---- history ------------------------------------------------------------------
@@ -864,7 +864,7 @@ same_owner_name() {
 		sleep 0.25
 	done
 	assert_equal "$(ccli "$rep" GET "$k:fence")" "$wfence"
-	assert_equal "$(ccli "$rep" HGET "$k:meta" fence)" "$wfence"
+	assert_equal "$(owner_field fence "$(ccli "$rep" GET "$k:owner")")" "$wfence"
 	touch go-fw "go-$fn"
 	bg_wait "$wpid" 10
 	assert_equal "$BG_STATUS" 0

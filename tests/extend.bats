@@ -12,7 +12,7 @@ load test_helper
 	assert_equal "$stderr" ""
 	p=$(pttl e)
 	((p > 55000 && p <= 60000)) || fail "pttl $p"
-	p=$(rcli R PTTL "$(key e):meta")
+	p=$(rcli R PTTL "$(key e):owner")
 	((p > 55000 && p <= 60000)) || fail "meta pttl $p"
 	held_by e "$t"
 }

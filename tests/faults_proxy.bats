@@ -166,7 +166,7 @@ assert_a_ended_before_b() {
 	# The server granted once: one fence, and nothing left behind.
 	assert_equal "$(rcli R GET "$(key ph):fence")" $((c + 1))
 	lock_free ph
-	assert_equal "$(rcli R EXISTS "$(key ph):meta")" 0
+	assert_equal "$(rcli R EXISTS "$(key ph):owner")" 0
 }
 
 @test "reset before the acquire request reached the server: the retry takes the lock once" {

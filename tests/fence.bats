@@ -144,7 +144,7 @@ no_replicas() {
 	f[2]=$(meta rs fence)
 	assert_increasing "${f[@]}"
 	restart_redis R
-	assert_equal "$(rcli R EXISTS "$(key rs)" "$(key rs):meta" "$(key rs):fence")" 0
+	assert_equal "$(rcli R EXISTS "$(key rs)" "$(key rs):owner" "$(key rs):fence")" 0
 	b=$(server_us)
 	f[3]=$(take_fence rs)
 	a=$(server_us)

@@ -328,7 +328,7 @@ usage_first() {
 	assert_equal "$(rcli R GET "$(key e):fence")" $((c + 1))
 	assert_equal "$(event_counts e acquired skipped)" "1 6"
 	lock_free e
-	assert_equal "$(rcli R EXISTS "$(key e):meta")" 0
+	assert_equal "$(rcli R EXISTS "$(key e):owner")" 0
 }
 
 @test "--once-per: the record's fields and expiry, status (text and --json), the history's skipped reason" {

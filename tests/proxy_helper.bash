@@ -23,7 +23,7 @@
 #
 # Lock scripts can be told apart on the wire by their keys: acquire names
 # the ":fence" key, release the ":released" channel, extend neither (it
-# names ":meta" only): see proxy_pattern_*.
+# names ":owner" only): see proxy_pattern_*.
 
 FAULTPROXY=${FAULTPROXY:-$HELPERS/faultproxy}
 

@@ -106,8 +106,9 @@ rq() {
 		:* | +*) RQ=${line:1} ;;
 		'$-1') RQ= ;;
 		'$'*)
-			IFS= read -r -t 5 RQ <&"$fd"
-			RQ=${RQ%$'\r'}
+			# exactly the bulk's length: a holder's record has newlines
+			IFS= read -r -d '' -N "${line:1}" -t 5 RQ <&"$fd"
+			IFS= read -r -t 5 line <&"$fd"
 			;;
 		*)
 			exec {fd}>&-
@@ -133,12 +134,12 @@ held_on() {
 	done
 }
 
-# gone_on NAME M...: neither lock NAME's key nor its meta hash on each master.
+# gone_on NAME M...: neither lock NAME's key nor its holder's record on each master.
 gone_on() {
 	local name=$1 m
 	shift
 	for m in "$@"; do
-		rq "$m" EXISTS "${RLOCK_PREFIX}{$name}" "$(key "$name"):meta" || return 1
+		rq "$m" EXISTS "${RLOCK_PREFIX}{$name}" "$(key "$name"):owner" || return 1
 		[[ $RQ == 0 ]] || {
 			echo "$name: $RQ of key and meta still on $m" >&2
 			return 1
@@ -164,7 +165,8 @@ meta_on() {
 	local name=$1 field=$2 value=$3 m
 	shift 3
 	for m in "$@"; do
-		rq "$m" HGET "$(key "$name"):meta" "$field" || return 1
+		rq "$m" GET "$(key "$name"):owner" || return 1
+		RQ=$(owner_field "$field" "$RQ")
 		[[ $RQ == "$value" ]] || {
 			echo "$name's $field on $m: '$RQ', not '$value'" >&2
 			return 1
@@ -227,7 +229,8 @@ fence_on_majority() {
 			return 1
 		}
 		[[ $RQ == "$f" ]] || continue
-		rq "$m" HGET "$(key "$name"):meta" fence || return 1
+		rq "$m" GET "$(key "$name"):owner" || return 1
+		RQ=$(owner_field fence "$RQ")
 		[[ -z $RQ || $RQ == "$f" ]] || {
 			echo "$name's meta fence on $m: $RQ, not $f" >&2
 			return 1
@@ -402,8 +405,8 @@ start_run() {
 		sleep 0.1
 	done
 	for m in M1 M2 M3; do
-		rq "$m" HGET "$(key rr):meta" pid
-		assert_equal "$RQ" "$pid"
+		rq "$m" GET "$(key rr):owner"
+		assert_equal "$(owner_field pid "$RQ")" "$pid"
 	done
 	# Taken away on two of three: the renewer's next extend finds no
 	# majority, and the script hears of it.
@@ -731,8 +734,8 @@ start_run() {
 	assert_regex "${lines[0]}" '^NAME +STATE +FENCE +AGE +TTL +WAITERS +HOLDER +COMMAND *$'
 	assert_status_row "${lines[1]}" st held "$f"
 	local who
-	rq M1 HMGET "$(key st):meta" user host pid
-	who="${RQA[0]}@${RQA[1]}:${RQA[2]}"
+	rq M1 GET "$(key st):owner"
+	who="$(owner_field user "$RQ")@$(owner_field host "$RQ"):$(owner_field pid "$RQ")"
 	assert_output --partial "$who"
 	run -0 "$RLOCK" "${U3[@]}" status --json st
 	assert_regex "$output" '"held":true,"token_prefix":"'"${t:0:8}"'"'
@@ -902,8 +905,8 @@ master_line() {
 holder_of() {
 	rq "$2" GET "$(key "$1")"
 	local tok=${RQ:0:8}
-	rq "$2" HMGET "$(key "$1"):meta" user host pid
-	echo "$tok ${RQA[0]}@${RQA[1]}:${RQA[2]}"
+	rq "$2" GET "$(key "$1"):owner"
+	echo "$tok $(owner_field user "$RQ")@$(owner_field host "$RQ"):$(owner_field pid "$RQ")"
 }
 
 @test "status over three masters shows each master's view under the lock's row, in --url order" {
@@ -941,8 +944,8 @@ holder_of() {
 	local t pid
 	t=$("$RLOCK" "${U3[@]}" acquire -t 30s pj)
 	rq M2 DEL "$(key pj)"
-	rq M1 HGET "$(key pj):meta" pid
-	pid=$RQ
+	rq M1 GET "$(key pj):owner"
+	pid=$(owner_field pid "$RQ")
 	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status --json pj
 	assert_equal "$stderr" ""
 	json_check "$output" \

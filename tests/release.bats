@@ -14,7 +14,7 @@ load test_helper
 	assert_output ""
 	assert_equal "$stderr" ""
 	lock_free r
-	[[ $(rcli R EXISTS "$(key r):meta") == 0 ]]
+	[[ $(rcli R EXISTS "$(key r):owner") == 0 ]]
 	# the fence counter survives, at the fence the holder had
 	assert_equal "$(rcli R GET "$(key r):fence")" "$f"
 }
@@ -25,7 +25,7 @@ load test_helper
 	run -76 --separate-stderr "$RLOCK" release r 0123456789abcdef0123456789abcdef
 	assert_stderr "rlock: release: r: token does not hold the lock"
 	held_by r "$t"
-	[[ $(rcli R EXISTS "$(key r):meta") == 1 ]]
+	[[ $(rcli R EXISTS "$(key r):owner") == 1 ]]
 }
 
 @test "release of a free lock exits 76" {
@@ -64,7 +64,7 @@ load test_helper
 	run -0 --separate-stderr "$RLOCK" release --force f
 	assert_stderr "rlock: release: f: removed lock held by $host pid $pid (their job)"
 	lock_free f
-	[[ $(rcli R EXISTS "$(key f):meta") == 0 ]]
+	[[ $(rcli R EXISTS "$(key f):owner") == 0 ]]
 }
 
 @test "release --force of a running holder's lock" {

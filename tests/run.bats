@@ -131,7 +131,7 @@ load test_helper
 	run -0 "$RLOCK" run rel -- sh -c 'redis-cli -p "$R_PORT" EXISTS "$RLOCK_KEY"'
 	assert_output 1
 	lock_free rel
-	[[ $(rcli R EXISTS "$(key rel):meta") == 0 ]]
+	[[ $(rcli R EXISTS "$(key rel):owner") == 0 ]]
 	run -3 "$RLOCK" run rel -- sh -c 'exit 3'
 	lock_free rel
 	run -143 "$RLOCK" run rel -- sh -c 'echo $RLOCK_FENCE >fence; kill $$'
@@ -312,25 +312,26 @@ start_holder() {
 }
 
 @test "--label is what the lock's meta says the command is" {
-	run -0 "$RLOCK" run --label "nightly backup" lb -- sh -c 'redis-cli -p "$R_PORT" HGET "$RLOCK_KEY:meta" command'
+	run -0 "$RLOCK" run --label "nightly backup" lb -- sh -c 'redis-cli -p "$R_PORT" GET "$RLOCK_KEY:owner" | sed 1,7d'
 	assert_output "nightly backup"
-	run -0 "$RLOCK" run lb -- sh -c 'redis-cli -p "$R_PORT" HGET "$RLOCK_KEY:meta" command'
+	run -0 "$RLOCK" run lb -- sh -c 'redis-cli -p "$R_PORT" GET "$RLOCK_KEY:owner" | sed 1,7d'
 	assert_output --partial "sh -c"
 	# the default, the command line, is cut at 256 bytes
 	local long
 	long=$(printf 'x%.0s' {1..300})
-	run -0 "$RLOCK" run lb -- sh -c 'redis-cli -p "$R_PORT" HGET "$RLOCK_KEY:meta" command' "$long"
+	run -0 "$RLOCK" run lb -- sh -c 'redis-cli -p "$R_PORT" GET "$RLOCK_KEY:owner" | sed 1,7d' "$long"
 	((${#output} <= 256)) || fail "label of ${#output} bytes"
 	assert_regex "$output" '^sh -c '
 }
 
-@test "the meta hash names this host, rlock's pid and the user" {
+@test "the holder's record names this host, rlock's pid and the user" {
 	run -0 "$RLOCK" run mx -- sh -c '
-		redis-cli -p "$R_PORT" HGET "$RLOCK_KEY:meta" pid
+		o=$(redis-cli -p "$R_PORT" GET "$RLOCK_KEY:owner")
+		echo "$o" | sed -n 4p
 		echo "$PPID"
-		redis-cli -p "$R_PORT" HGET "$RLOCK_KEY:meta" user
-		redis-cli -p "$R_PORT" HGET "$RLOCK_KEY:meta" host
-		redis-cli -p "$R_PORT" HGET "$RLOCK_KEY:meta" since'
+		echo "$o" | sed -n 6p
+		echo "$o" | sed -n 5p
+		echo "$o" | sed -n 2p'
 	assert_equal "${lines[0]}" "${lines[1]}"
 	assert_equal "${lines[2]}" "$(id -un)"
 	assert_regex "${lines[3]}" "^$(hostname -s)"

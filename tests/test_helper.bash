@@ -663,9 +663,28 @@ has_waiters() {
 	[[ -n $n ]] && ((n >= $2))
 }
 
-# meta NAME FIELD [SERVER]: a field of lock NAME's meta hash.
+# owner_field FIELD VALUE: one field of an exclusive holder's record (the
+# string at P{NAME}:owner, "fence\nsince\nhold_until\npid\nhost\nuser\n
+# note\ncommand", the command last and free to hold newlines).
+owner_field() {
+	local -a f
+	local i
+	case $1 in
+	fence) i=0 ;; since) i=1 ;; hold_until) i=2 ;; pid) i=3 ;;
+	host) i=4 ;; user) i=5 ;; note) i=6 ;; command) i=7 ;;
+	*) echo "owner_field: no field '$1'" >&2; return 1 ;;
+	esac
+	mapfile -t f <<<"$2"
+	if ((i == 7)); then
+		(IFS=$'\n'; printf '%s\n' "${f[*]:7}")
+	else
+		printf '%s\n' "${f[i]-}"
+	fi
+}
+
+# meta NAME FIELD [SERVER]: a field of lock NAME's exclusive holder.
 meta() {
-	rcli "${3:-R}" HGET "$(key "$1"):meta" "$2"
+	owner_field "$2" "$(rcli "${3:-R}" GET "$(key "$1"):owner")"
 }
 
 # start_strict_renewer NAME URL: a bash script in strict mode (set -eEu and

@@ -51,7 +51,7 @@ freeze_replica() {
 	f=$(meta wr fence M)
 	assert_fence "$f"
 	assert_equal "$(rcli M GET "$(key wr):fence")" "$f"
-	assert_equal "$(rcli RPL HGET "$(key wr):meta" fence)" "$f"
+	assert_equal "$(meta wr fence RPL)" "$f"
 	assert_equal "$(rcli RPL GET "$(key wr):fence")" "$f"
 	run -0 "$RLOCK" release wr "$token"
 	lock_free wr M
@@ -85,7 +85,7 @@ freeze_replica() {
 	assert_equal "$output" ""
 	# Given back on the master: neither the lock nor its meta remain.
 	lock_free wf M
-	assert_equal "$(rcli M EXISTS "$(key wf):meta")" 0
+	assert_equal "$(rcli M EXISTS "$(key wf):owner")" 0
 	# And another client can take it at once.
 	run -0 "$RLOCK" acquire -n wf
 }
@@ -151,5 +151,5 @@ freeze_replica() {
 	assert_equal "${#stderr_lines[@]}" 1
 	[[ ! -e ran ]]
 	lock_free wo M
-	assert_equal "$(rcli M EXISTS "$(key wo):meta")" 0
+	assert_equal "$(rcli M EXISTS "$(key wo):owner")" 0
 }

@@ -138,7 +138,7 @@ assert_stopped_for_loss() {
 	wait_until 10 eval "[[ \$(rcli $new EXISTS '$k') == 1 ]]"
 	# The replica forgets the lock, as one that missed the grant would.
 	rcli "$new" CONFIG SET replica-read-only no >/dev/null
-	rcli "$new" DEL "$k" "$k:meta" >/dev/null
+	rcli "$new" DEL "$k" "$k:owner" >/dev/null
 	rcli "$new" CONFIG SET replica-read-only yes >/dev/null
 	sentinel_failover
 	assert_equal "$(ha_master)" "$new"

@@ -465,7 +465,7 @@ static int acquire(struct world *w, struct rlock_lease *l,
 }
 
 static const struct lock_names job = {
-	"rlock:{job}", "rlock:{job}:meta", "rlock:{job}:fence",
+	"rlock:{job}", "rlock:{job}:owner", "rlock:{job}:fence",
 	"rlock:{job}:holders", "rlock:{job}:holders:meta", "rlock:{job}:line",
 	"rlock:{job}:line:lease", "rlock:{job}:line:who",
 	"rlock:{job}:released", "rlock:{job}:wake:", "rlock:{job}:log", 0

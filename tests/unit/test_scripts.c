@@ -106,7 +106,7 @@ void test_slots(void)
 	CHECK_INT(slot_of("foo{"), slot_of("foo{"));
 	/* Every key of a lock, and its channel, in one slot. */
 	CHECK_INT(slot_of("rlock:{job}"), slot_of("job"));
-	CHECK_INT(slot_of("rlock:{job}:meta"), slot_of("job"));
+	CHECK_INT(slot_of("rlock:{job}:owner"), slot_of("job"));
 	CHECK_INT(slot_of("rlock:{job}:released"), slot_of("job"));
 	CHECK_INT(slot_of("rlock:{job}"), 2906);
 	CHECK_INT(slot_of(""), 0);
