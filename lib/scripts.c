@@ -252,12 +252,13 @@
  * Acquire.  KEYS: the nine above.  ARGV: 1 token, 2 ttl, 3 host, 4 pid,
  * 5 user, 6 command, 7 min-hold, 8 details, 9 kind, 10 waiter id ('' for
  * none: several masters keep no line), 11 join ('1': take a place in line
- * when not let in, or keep it), 12 (unused: the lease of a place is
- * lease_for its place), 13 the wake-up channels' prefix, 14 note, 15 ms
- * waited, 16 and 17 the history's length and ttl (LUA_RECORD), and only
- * when one of them is not the default: 18 priority (-100..100), 19
- * supersede ('1'), 20 --once-per in ms ('0' none; when not, KEYS[10] is
- * the period's record).
+ * when not let in, or keep it), 12 the wake-up channels' prefix, 13 note,
+ * 14 ms waited, 15 and 16 the history's length and ttl (LUA_RECORD), and
+ * only when one of them is not the default: 17 priority (-100..100), 18
+ * supersede ('1'), 19 --once-per in ms ('0' none; when not, KEYS[10] is
+ * the period's record).  Sixteen arguments on the common path, not
+ * seventeen: the server builds ARGV by doubling a table, and the
+ * seventeenth would double it to 32.
  *
  * The line is ordered by priority, then arrival: a place's score is its
  * arrival in µs less priority times PRIO_STEP_US (115 days), exact in a
@@ -307,21 +308,21 @@ static const char acquire_lua[] =
 	"local function holder(fs)\n"
 	"  local hu = ARGV[7] == '0' and '0' or ms(now + tonumber(ARGV[7]))\n"
 	"  return fs .. '\\n' .. ms(now) .. '\\n' .. hu .. '\\n' .. ARGV[4] .. '\\n' ..\n"
-	"         ARGV[3] .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[14] .. '\\n' .. ARGV[6]\n"
+	"         ARGV[3] .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[13] .. '\\n' .. ARGV[6]\n"
 	"end\n"
 	"local function acquired(f, fs)\n"
-	"  if ARGV[16] == '0' then return nil end\n"
+	"  if ARGV[15] == '0' then return nil end\n"
 	"  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n"
-	"  if ARGV[14] == '' then\n"
-	"    return append(KEYS[9], ARGV[16], ARGV[17], keep, 'event', 'acquired',\n"
+	"  if ARGV[13] == '' then\n"
+	"    return append(KEYS[9], ARGV[15], ARGV[16], keep, 'event', 'acquired',\n"
 	"                  'host', ARGV[3], 'user', ARGV[5], 'pid', ARGV[4], 'kind', k,\n"
 	"                  'fence', fs, 'token', string.sub(tok, 1, 8),\n"
-	"                  'waited', ARGV[15], 'command', ARGV[6])\n"
+	"                  'waited', ARGV[14], 'command', ARGV[6])\n"
 	"  end\n"
-	"  return append(KEYS[9], ARGV[16], ARGV[17], keep, 'event', 'acquired',\n"
+	"  return append(KEYS[9], ARGV[15], ARGV[16], keep, 'event', 'acquired',\n"
 	"                'host', ARGV[3], 'user', ARGV[5], 'pid', ARGV[4], 'kind', k,\n"
 	"                'fence', fs, 'token', string.sub(tok, 1, 8),\n"
-	"                'waited', ARGV[15], 'command', ARGV[6], 'note', ARGV[14])\n"
+	"                'waited', ARGV[14], 'command', ARGV[6], 'note', ARGV[13])\n"
 	"end\n"
 	"local function grant_x()\n"
 	"  local f, fs = next_fence()\n"
@@ -329,16 +330,16 @@ static const char acquire_lua[] =
 	"  redis.call('SET', KEYS[2], holder(fs), 'PX', ARGV[2])\n"
 	"  return {1, f, acquired(f, fs)}\n"
 	"end\n"
-	"local once = ARGV[20] and ARGV[20] ~= '0'\n"
+	"local once = ARGV[19] and ARGV[19] ~= '0'\n"
 	"if not once and not cur and k == 'x' and redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then\n"
 	"  return grant_x()\n"
 	"end\n"
 	"local ttl = tonumber(ARGV[2])\n"
 	"local done\n"
 	"if once then\n"
-	"  local once_ms = tonumber(ARGV[20])\n"
+	"  local once_ms = tonumber(ARGV[19])\n"
 	"  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'fence', 'per')\n"
-	"  if o[1] == ms((math.floor(now / once_ms) + 1) * once_ms) and o[7] == ARGV[20] then\n"
+	"  if o[1] == ms((math.floor(now / once_ms) + 1) * once_ms) and o[7] == ARGV[19] then\n"
 	"    done = {-3, o[1], o[2] or '', o[3] or '', o[4] or '', o[5] or '', o[6] or ''}\n"
 	"  end\n"
 	"end\n"
@@ -374,7 +375,7 @@ static const char acquire_lua[] =
 	"local place = nil\n"
 	"if me then place = redis.call('ZRANK', KEYS[5], me) end\n"
 	"if done then\n"
-	"  if place then leave(me); wake(ARGV[13], nil) end\n"
+	"  if place then leave(me); wake(ARGV[12], nil) end\n"
 	"  return done\n"
 	"end\n"
 	"if me and not place and ARGV[11] == '1' then\n"
@@ -384,7 +385,7 @@ static const char acquire_lua[] =
 	"    return {-2, string.sub(w, 2)}\n"
 	"  end\n"
 	"end\n"
-	"local prio = tonumber(ARGV[18] or '0')\n"
+	"local prio = tonumber(ARGV[17] or '0')\n"
 	"local at\n"
 	"local function arrival()\n"
 	"  if at then return at end\n"
@@ -401,7 +402,7 @@ static const char acquire_lua[] =
 	"if me and hk ~= 'x' then\n"
 	"  line_purge()\n"
 	"  if place and place > 0 then\n"
-	"    wake(ARGV[13], me)\n"
+	"    wake(ARGV[12], me)\n"
 	"    hk, hn = state()\n"
 	"  end\n"
 	"  place = redis.call('ZRANK', KEYS[5], me)\n"
@@ -428,7 +429,7 @@ static const char acquire_lua[] =
 	"end\n"
 	"if let then\n"
 	"  if place then leave(me) end\n"
-	"  if place and ARGV[19] == '1' and redis.call('HGET', KEYS[7], '~sup') == me then\n"
+	"  if place and ARGV[18] == '1' and redis.call('HGET', KEYS[7], '~sup') == me then\n"
 	"    redis.call('HDEL', KEYS[7], '~sup')\n"
 	"  end\n"
 	"  return grant()\n"
@@ -440,15 +441,15 @@ static const char acquire_lua[] =
 	"    local by = ARGV[5] .. '@' .. ARGV[3] .. ':' .. ARGV[4]\n"
 	"    if ARGV[6] ~= '' then by = by .. ' (' .. ARGV[6] .. ')' end\n"
 	"    redis.call('HSET', KEYS[7], old, '!' .. by)\n"
-	"    redis.pcall('PUBLISH', ARGV[13] .. string.match(old, '[^:]*$'), 'superseded')\n"
-	"    if hk ~= 'x' then wake(ARGV[13], nil) end\n"
+	"    redis.pcall('PUBLISH', ARGV[12] .. string.match(old, '[^:]*$'), 'superseded')\n"
+	"    if hk ~= 'x' then wake(ARGV[12], nil) end\n"
 	"  end\n"
 	"  redis.call('HSET', KEYS[7], '~sup', me)\n"
 	"end\n"
 	"local joined = 0\n"
 	"if me and (place or ARGV[11] == '1') then\n"
 	"  if not place then\n"
-	"    if ARGV[19] == '1' then supersede() end\n"
+	"    if ARGV[18] == '1' then supersede() end\n"
 	"    redis.call('ZADD', KEYS[5], ms(arrival()), me)\n"
 	"    redis.call('HSET', KEYS[7], me, ms(now) .. '\\n' .. ARGV[4] .. '\\n' ..\n"
 	"               ARGV[3] .. '\\n' .. ARGV[5] .. '\\n' .. prio .. '\\n' .. ARGV[6])\n"
@@ -560,43 +561,35 @@ static const char release_lua[] =
 	"  end\n"
 	"end\n"
 	"if cur == tok then\n"
-	"  local m\n"
-	"  if ARGV[8] then\n"
-	"    local fence, since, hu, pid, host, user = string.match(redis.call('GET', KEYS[2]) or '',\n"
-	"      '^(%d*)\\n(%d*)\\n(%d*)\\n([^\\n]*)\\n([^\\n]*)\\n([^\\n]*)')\n"
-	"    m = {hu, fence, since, host, user, pid}\n"
-	"    local since, once = tonumber(m[3] or ''), tonumber(ARGV[8])\n"
-	"    if ARGV[4] == '0' and ARGV[5] == '' and since then\n"
-	"      local t = redis.call('TIME')\n"
-	"      local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-	"      local pend = (math.floor(since / once) + 1) * once\n"
-	"      if pend > at then\n"
-	"        local ps = string.format('%d', pend)\n"
-	"        redis.call('HSET', KEYS[9], 'until', ps, 'host', m[4] or '', 'user', m[5] or '',\n"
-	"                   'pid', m[6] or '', 'since', m[3], 'done', string.format('%d', at),\n"
-	"                   'fence', m[2] or '', 'per', ARGV[8])\n"
-	"        redis.call('PEXPIREAT', KEYS[9], ps)\n"
-	"      end\n"
-	"    end\n"
-	"  else\n"
-	"    local fence, since, hu = string.match(redis.call('GET', KEYS[2]) or '',\n"
-	"                                          '^(%d*)\\n(%d*)\\n(%d*)')\n"
-	"    m = {hu, fence, since}\n"
-	"  end\n"
-	"  local hu = m[1] ~= '0' and tonumber(m[1] or '0') or 0\n"
-	"  if hu > 0 then\n"
+	"  local v = redis.call('GET', KEYS[2]) or ''\n"
+	"  local fence, since, hu = string.match(v, '^(%d*)\\n(%d*)\\n(%d*)')\n"
+	"  if ARGV[8] and ARGV[4] == '0' and ARGV[5] == '' and tonumber(since or '') then\n"
+	"    local once = tonumber(ARGV[8])\n"
+	"    local pid, host, user = string.match(v, '^%d*\\n%d*\\n%d*\\n([^\\n]*)\\n([^\\n]*)\\n([^\\n]*)')\n"
 	"    local t = redis.call('TIME')\n"
 	"    local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-	"    if hu > at then\n"
-	"      local left = string.format('%d', hu - at)\n"
+	"    local pend = (math.floor(tonumber(since) / once) + 1) * once\n"
+	"    if pend > at then\n"
+	"      local ps = string.format('%d', pend)\n"
+	"      redis.call('HSET', KEYS[9], 'until', ps, 'host', host or '', 'user', user or '',\n"
+	"                 'pid', pid or '', 'since', since, 'done', string.format('%d', at),\n"
+	"                 'fence', fence or '', 'per', ARGV[8])\n"
+	"      redis.call('PEXPIREAT', KEYS[9], ps)\n"
+	"    end\n"
+	"  end\n"
+	"  if hu and hu ~= '0' then\n"
+	"    local t = redis.call('TIME')\n"
+	"    local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"    if tonumber(hu) > at then\n"
+	"      local left = string.format('%d', tonumber(hu) - at)\n"
 	"      redis.call('PEXPIRE', KEYS[1], left)\n"
 	"      redis.call('PEXPIRE', KEYS[2], left)\n"
-	"      released(m[2], m[3])\n"
+	"      released(fence, since)\n"
 	"      return 2\n"
 	"    end\n"
 	"  end\n"
 	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"  released(m[2], m[3])\n"
+	"  released(fence, since)\n"
 	"end\n"
 	"local function announce()\n"
 	"  local p = redis.pcall('PUBLISH', ARGV[2], 'released')\n"
@@ -815,11 +808,11 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "92e1c43fd57c1fb39dfab696c889ce38782958ec" },
+				   "2e8ab8d2c2fb024c3dd1ec1ec33dedc5bcdcde4c" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "332015d2ed2576fda4739758fbb8bdfc6aaf00f5" },
+				   "5e99068394d6e91fa24e42a8b440003121e7eadb" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "1c99f1a8cf0cf63986f3cabffe491c724da6ab79" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
@@ -960,9 +953,9 @@ static void add_key(struct request *q, const char *key)
 
 /* KEYS: the nine (and the period's record with --once-per).  ARGV:
  * token, ttl, host, pid, user, command, min-hold, details, kind, waiter,
- * join, waiter's lease, wake-up prefix, note, waited, the history's length
- * and ttl, and only when one is asked for (the uncontended path does
- * without): priority, supersede, once-per. */
+ * join, wake-up prefix, note, waited, the history's length and ttl, and
+ * only when one is asked for (the uncontended path does without):
+ * priority, supersede, once-per. */
 void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
 		 const struct ask *a, const struct history *h)
@@ -986,7 +979,6 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = a->kind;
 	q->argv[q->argc++] = a->waiter;
 	q->argv[q->argc++] = a->join ? "1" : "0";
-	q->argv[q->argc++] = num(q, 3, LINE_LEASE_MS);
 	q->argv[q->argc++] = n->wake;
 	q->argv[q->argc++] = who->note != NULL ? who->note : "";
 	q->argv[q->argc++] = num(q, 4, who->waited_ms);
