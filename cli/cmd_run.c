@@ -597,19 +597,28 @@ static int run_command(struct run *r, int sfd, const sigset_t *oldmask,
 	pid_t pid;
 
 	*lost = 0;
-	if (rn != NULL && renewer_start(rn, r->name, lease) != 0) {
-		cli_warn(r->g, "cannot start the renewal thread: %s",
-			 strerror(errno));
-		return -1;
-	}
 	set_child_env(r, lease);
 	/* Orphans of the command come to us, so that after a loss we can
 	 * tell when the whole group is gone. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	tty = foreground_tty();
+	/* The command first, then the renewal thread: making the thread
+	 * (its stack, its connection) is then off the path from the grant
+	 * to the command's start, and fork copies one thread's mappings.
+	 * The first renewal is due a third of the TTL after the grant. */
 	pid = spawn(r, oldmask, tty, &exec_errno);
 	if (pid < 0) {
 		cli_warn(r->g, "cannot fork: %s", strerror(errno));
+		return -1;
+	}
+	if (rn != NULL && renewer_start(rn, r->name, lease) != 0) {
+		cli_warn(r->g, "cannot start the renewal thread: %s; "
+			 "command killed", strerror(errno));
+		signal_group(pid, SIGKILL);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (tty >= 0)
+			tcsetpgrp(tty, getpgrp());
 		return -1;
 	}
 	if (exec_errno != 0)
