@@ -234,6 +234,10 @@ int renewer_fd(const struct renewer *rn);
 /* Reap a thread whose descriptor became readable; returns its result. */
 int renewer_join(struct renewer *rn);
 
+/* The last renewal the running thread confirmed, into lease, a copy of
+ * the one it was started with: safe while the thread still renews. */
+void renewer_lease(const struct renewer *rn, struct rlock_lease *lease);
+
 /* Stop the thread if it runs and free what renewer_open made. */
 void renewer_stop(struct renewer *rn);
 

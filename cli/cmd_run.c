@@ -717,12 +717,15 @@ int cmd_run(int argc, char **argv, struct cli *g)
 			ret = EX_OSERR;
 	}
 	if (!r.reentrant) {
-		/* The thread's copy has the last renewal, for judging a
-		 * release whose reply was lost. */
-		if (renewer_fd(&rn) >= 0) {
-			renewer_stop(&rn);
-			lease = rn.lease;
-		}
+		/* The release first, the renewal thread stopped after it (at
+		 * out): waking and joining the thread first held the next in
+		 * line up by a fifth of a millisecond here.  A renewal that
+		 * reaches the server after the release finds the token gone,
+		 * and nobody reads what the thread makes of that.  Its copy
+		 * has the last renewal, for judging a release whose reply was
+		 * lost. */
+		if (renewer_fd(&rn) >= 0)
+			renewer_lease(&rn, &lease);
 		ret = release(&r, rl, &rn, &lease, lost, ret);
 	}
 out:

@@ -94,6 +94,13 @@ int renewer_join(struct renewer *rn)
 	return rn->result;
 }
 
+void renewer_lease(const struct renewer *rn, struct rlock_lease *lease)
+{
+	lease->renewed_boot_ms = __atomic_load_n(&rn->lease.renewed_boot_ms,
+						 __ATOMIC_ACQUIRE);
+	lease->ttl_ms = __atomic_load_n(&rn->lease.ttl_ms, __ATOMIC_RELAXED);
+}
+
 void renewer_stop(struct renewer *rn)
 {
 	char b = 'x';

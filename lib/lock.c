@@ -1411,9 +1411,12 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 		}
 	}
 	if (rc == RLOCK_OK && lease != NULL) {
-		/* The server restarted its clock no earlier than we sent. */
-		lease->renewed_boot_ms = t0;
-		lease->ttl_ms = ttl_ms;
+		/* The server restarted its clock no earlier than we sent.
+		 * Atomic stores: run reads these while its renewal thread
+		 * may still be renewing (renewer_lease). */
+		__atomic_store_n(&lease->ttl_ms, ttl_ms, __ATOMIC_RELAXED);
+		__atomic_store_n(&lease->renewed_boot_ms, t0,
+				 __ATOMIC_RELEASE);
 	}
 	if (rc == RLOCK_NOTOURS)
 		set_error(rl->err, sizeof(rl->err),
