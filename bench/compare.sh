@@ -246,38 +246,6 @@ redlock.on("error", () => {});
   process.exit(code);
 })();
 EOF
-	# Library level: C clients, each with its own connection, doing
-	# acquire/release cycles on a key of its own for SECS seconds.
-	cat >"$W/libbench.js" <<'EOF'
-const Redis = require("ioredis");
-const Redlock = require("redlock").default;
-const C = Number(process.argv[2]), secs = Number(process.argv[3]);
-const tag = process.pid;
-(async () => {
-  const clients = [], locks = [];
-  for (let i = 0; i < C; i++) {
-    const c = new Redis({ host: "127.0.0.1", port: Number(process.env.REDIS_PORT) });
-    await c.ping();
-    clients.push(c);
-    locks.push(new Redlock([c], { retryCount: 0 }));
-  }
-  let cycles = 0, errors = 0, stop = false;
-  const t0 = process.hrtime.bigint();
-  setTimeout(() => { stop = true; }, secs * 1000);
-  await Promise.all(locks.map(async (rl, i) => {
-    while (!stop) {
-      try {
-        const l = await rl.acquire(["lb:" + tag + ":" + i], 10000);
-        await l.release();
-        cycles++;
-      } catch (e) { errors++; }
-    }
-  }));
-  const el = Number(process.hrtime.bigint() - t0) / 1e9;
-  console.log((cycles / el).toFixed(1) + " " + errors);
-  for (const c of clients) c.disconnect();
-})();
-EOF
 	cat >"$W/libbench.py" <<'EOF'
 # C threads, each with its own connection and a key of its own, doing
 # Lock acquire/release cycles for SECS seconds.
@@ -528,7 +496,7 @@ library() {
 			lib_row rlock "$c" "${v%% *}" "$cpu0" "$(echo "$v" | awk '{ print $2 }')" \
 				"$(echo "$v" | awk '{ print $3, $4 }')"
 			cpu0=$(server_cpu)
-			v=$(timeout 120 node "$W/libbench.js" "$c" "$LIB_SECS" | awk '{ print $1 }')
+			v=$(timeout 120 node "$ROOT/bench/libbench.js" "$c" "$LIB_SECS" | awk '{ print $1 }')
 			lib_row node-redlock "$c" "$v" "$cpu0" "$LIB_SECS"
 			cpu0=$(server_cpu)
 			v=$(timeout 120 $PY "$W/libbench.py" "$c" "$LIB_SECS" | awk '{ print $1 }')

@@ -41,34 +41,6 @@ if ! node -e 'require("redlock"); require("ioredis")' 2>/dev/null; then
 		die "npm install redlock ioredis failed"
 	export NODE_PATH=$tmp/node_modules
 fi
-cat >"$tmp/libbench.js" <<'JS'
-const Redis = require("ioredis");
-const Redlock = require("redlock").default;
-const C = Number(process.argv[2]), secs = Number(process.argv[3]);
-(async () => {
-  const clients = [], locks = [];
-  for (let i = 0; i < C; i++) {
-    const c = new Redis({ host: "127.0.0.1", port: Number(process.env.REDIS_PORT) });
-    await c.ping();
-    clients.push(c);
-    locks.push(new Redlock([c], { retryCount: 0 }));
-  }
-  let cycles = 0, stop = false;
-  const t0 = process.hrtime.bigint();
-  setTimeout(() => { stop = true; }, secs * 1000);
-  await Promise.all(locks.map(async (rl, i) => {
-    while (!stop) {
-      try {
-        const l = await rl.acquire(["lb:" + process.pid + ":" + i], 10000);
-        await l.release();
-        cycles++;
-      } catch (e) { }
-    }
-  }));
-  console.log((cycles / (Number(process.hrtime.bigint() - t0) / 1e9)).toFixed(1));
-  for (const c of clients) c.disconnect();
-})();
-JS
 export REDIS_PORT=$port
 
 # The scripts' calls and usec so far.
@@ -91,5 +63,5 @@ for ((r = 1; r <= rounds; r++)); do
 		read -r _ u1 < <(scripts)
 		echo "| $r | ${arg%%=*} | $rate | $(awk -v u=$((u1 - u0)) -v n="$cycles" 'BEGIN { printf "%.1f", u / n }') |"
 	done
-	echo "| $r | node-redlock | $(timeout 120 node "$tmp/libbench.js" 50 3) | |"
+	echo "| $r | node-redlock | $(timeout 120 node "$ROOT/bench/libbench.js" 50 3 | awk '{ print $1 }') | |"
 done
