@@ -129,6 +129,21 @@ assert_stopped_for_loss() {
 	wait_until 5 no_rlock_pids
 }
 
+# failover_story OLD NEW KEY: each node's role, whether it has KEY, its
+# clients, the keys it last loaded from a master (a full resync after the
+# key was taken away would bring it back), and what the sentinels logged
+# of failovers.  Once the holder ran on, NEW had the key: this tells how.
+failover_story() {
+	local n s
+	for n in "$1" "$2"; do
+		echo "$n: $(rcli "$n" ROLE | head -1), the key: $(rcli "$n" EXISTS "$3"), clients: $(rcli "$n" CLIENT LIST | wc -l), $(rcli "$n" INFO persistence | grep -a rdb_last_load_keys_loaded | tr -d '\r')"
+	done
+	for s in "${SENTINELS[@]}"; do
+		local d="${s}_DIR"
+		grep -aE 'failover|switch-master|convert-to-slave|slave-reconf' "${!d}/log" | tail -8 | sed "s/^/$s: /"
+	done
+}
+
 @test "a forced failover to a replica that never got the lock: the holder stops its command within seconds (76)" {
 	local old new k
 	old=$(ha_master)
@@ -147,8 +162,7 @@ assert_stopped_for_loss() {
 	# Should the holder not stop, say where each node stands.
 	wait_until 5 pid_gone "$HOLDER_PID" ||
 		fail "rlock run still runs 5s after the failover; it said: $(bg_err holder-fo)
-$old: $(rcli "$old" ROLE | head -1), the key: $(rcli "$old" EXISTS "$k"), clients: $(rcli "$old" CLIENT LIST | wc -l)
-$new: $(rcli "$new" ROLE | head -1), the key: $(rcli "$new" EXISTS "$k"), clients: $(rcli "$new" CLIENT LIST | wc -l)"
+$(failover_story "$old" "$new" "$k")"
 	assert_stopped_for_loss fo
 	lock_free fo "$new"
 }
