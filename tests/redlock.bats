@@ -141,7 +141,7 @@ gone_on() {
 	for m in "$@"; do
 		rq "$m" EXISTS "${RLOCK_PREFIX}{$name}" "$(key "$name"):owner" || return 1
 		[[ $RQ == 0 ]] || {
-			echo "$name: $RQ of key and meta still on $m" >&2
+			echo "$name: $RQ of the key and its record still on $m" >&2
 			return 1
 		}
 	done
@@ -232,7 +232,7 @@ fence_on_majority() {
 		rq "$m" GET "$(key "$name"):owner" || return 1
 		RQ=$(owner_field fence "$RQ")
 		[[ -z $RQ || $RQ == "$f" ]] || {
-			echo "$name's meta fence on $m: $RQ, not $f" >&2
+			echo "$name's record's fence on $m: $RQ, not $f" >&2
 			return 1
 		}
 		at=$((at + 1))
