@@ -356,6 +356,14 @@ masters_but() {
 	cluster_master_ports | grep -vxF "$1"
 }
 
+# lock_nodes NAME: into the caller's k, owner and others, lock NAME's key,
+# the master that owns its slot, and the other masters.
+lock_nodes() {
+	k=$(key "$1")
+	owner=$(cluster_owner_port "$k")
+	mapfile -t others < <(masters_but "$owner")
+}
+
 # utc MS: a time in ms since the epoch as rlock prints it.
 utc() {
 	date -u -d "@$(($1 / 1000))" '+%Y-%m-%d %H:%M:%S UTC'
@@ -366,9 +374,7 @@ utc() {
 	local k owner rep host pid fence since done until now p period=2592000000
 	local -a others
 	host=$(uname -n)
-	k=$(key daily)
-	owner=$(cluster_owner_port "$k")
-	mapfile -t others < <(masters_but "$owner")
+	lock_nodes daily
 	rep=$(cluster_replica_port "$owner")
 	[[ -n $rep ]] || fail "no replica of $owner"
 	run -0 --separate-stderr "$RLOCK" -u "$(node_url "${others[0]}")" run --once-per 30d daily -- \
@@ -422,9 +428,7 @@ utc() {
 	local k owner host n t0
 	local -a others pids
 	host=$(uname -n)
-	k=$(key cron)
-	owner=$(cluster_owner_port "$k")
-	mapfile -t others < <(masters_but "$owner")
+	lock_nodes cron
 	bg_start first "$RLOCK" -u "$(node_url "$owner")" run --once-per 30d cron -- \
 		sh -c "echo first >> ran; $(gate "$BATS_TEST_TMPDIR/go"); exit 3"
 	local fpid=$BG_PID
@@ -459,9 +463,7 @@ utc() {
 	local k owner host t0 el opid npid wfence
 	local -a others
 	host=$(uname -n)
-	k=$(key sup)
-	owner=$(cluster_owner_port "$k")
-	mapfile -t others < <(masters_but "$owner")
+	lock_nodes sup
 	start_holder "$(node_url "$owner")" sup -t 30s
 	bg_start old "$RLOCK" -u "$(node_url "${others[0]}")" run -w 30s --supersede sup -- touch old-ran
 	opid=$BG_PID
@@ -488,15 +490,8 @@ utc() {
 	assert_equal "$(ccli "$owner" ZRANGE "$k:line:lease" 0 -1)" "$(ccli "$owner" ZRANGE "$k:line" 0 -1)"
 	assert_equal "$(ccli "$owner" HGET "$k:line:who" "$(ccli "$owner" ZRANGE "$k:line" 0 -1)" | sed -n 2p)" "$npid"
 	ccli "$owner" HVALS "$k:line:who" | grep -qxF "$opid" && fail "the removed waiter's pid is still in $k:line:who"
-	[[ ! -e new-ran ]]
-	touch go-sup
-	bg_wait "$HOLDER_PID" 10
-	assert_equal "$BG_STATUS" 0
-	bg_wait "$npid" 10
-	assert_equal "$BG_STATUS" 0
-	# It ran once the holder's command had ended, with the next fence.
-	wfence=$(cat new-ran)
-	assert_increasing "$FENCE" "$wfence"
+	# It runs once the holder's command has ended, with the next fence.
+	newest_served "$npid"
 	assert_equal "$(cfence sup)" "$wfence"
 	clock_free sup
 	assert_equal "$(ccli "$owner" EXISTS "$k:line" "$k:line:lease")" 0
@@ -507,12 +502,9 @@ utc() {
 
 @test "--priority through four nodes: a high-priority waiter queued after two low ones goes first, the low ones in arrival order; status through another node shows it next" {
 	export USER=tester
-	local k owner rep host n hpid
+	local k owner rep n hpid
 	local -a others pids
-	host=$(uname -n)
-	k=$(key prio)
-	owner=$(cluster_owner_port "$k")
-	mapfile -t others < <(masters_but "$owner")
+	lock_nodes prio
 	rep=$(cluster_replica_port "$owner")
 	[[ -n $rep ]] || fail "no replica of $owner"
 	start_holder "$(node_url "$owner")" prio -t 30s
@@ -527,20 +519,7 @@ utc() {
 	hpid=$BG_PID
 	pids+=("$hpid")
 	wait_until 10 cline_is "$owner" prio 3
-	run -0 --separate-stderr "$RLOCK" -u "$(node_url "${others[0]}")" status prio
-	assert_line --regexp "^  next: tester@$host:$hpid, waiting [0-9.]+m?s, priority 10  hotfix$"
-	run -0 --separate-stderr "$RLOCK" -u "$(node_url "${others[1]}")" status --json prio
-	json_check "$output" 'd["locks"][0]["waiters"] == 3' \
-		'd["locks"][0]["next"]["pid"] == int(a[0]) and d["locks"][0]["next"]["priority"] == 10' -- "$hpid"
-	[[ ! -e order ]]
-	touch go-prio
-	for n in 0 1 2; do
-		bg_wait "${pids[n]}" 15
-		assert_equal "$BG_STATUS" 0
-	done
-	bg_wait "$HOLDER_PID" 5
-	assert_equal "$BG_STATUS" 0
-	assert_equal "$(tr '\n' ' ' <order)" "high low1 low2 "
+	served_by_priority "${pids[@]}" -- -u "$(node_url "${others[0]}")"
 	clock_free prio
 	assert_equal "$(ccli "$owner" EXISTS "$k:line" "$k:line:lease" "$k:line:who")" 0
 }

@@ -30,6 +30,11 @@
 #				text, pid TPID) and `log -f --json` (json,
 #				JPID) with SIGINT and SIGTERM: each exits 0,
 #				silent on stderr, having printed N lines
+#	newest_served NPID	the --supersede waiter NPID runs after the
+#				holder of sup, with a higher fence (wfence)
+#	served_by_priority LOW1 LOW2 HIGH -- RLOCK_OPTION...
+#				the --priority waiter HIGH is shown next and
+#				served before LOW1 and LOW2 (cluster, sentinel)
 
 # logkey NAME
 logkey() {
@@ -145,4 +150,46 @@ as_tester() {
 	export USER=tester
 	HOST=$(uname -n)
 	ME=tester@$HOST
+}
+
+# served_by_priority LOW1 LOW2 HIGH -- RLOCK_OPTION...: lock prio's holder
+# (HOLDER_PID, gated on go-prio) has three waiters in line, low1 and low2
+# and then HIGH, which asked with --priority 10 --label hotfix; each
+# appends its name to the file order.  rlock status through RLOCK_OPTION
+# shows HIGH next, in text and in JSON; nobody ran yet; once the holder
+# goes, all four exit 0 and the waiters ran high, low1, low2.
+served_by_priority() {
+	local -a pids=("$1" "$2" "$3")
+	local n
+	shift 4
+	run -0 --separate-stderr "$RLOCK" "$@" status prio
+	assert_line --regexp "^  next: tester@$(uname -n):${pids[2]}, waiting [0-9.]+m?s, priority 10  hotfix$"
+	run -0 --separate-stderr "$RLOCK" "$@" status --json prio
+	json_check "$output" 'd["locks"][0]["waiters"] == 3' \
+		'd["locks"][0]["next"]["pid"] == int(a[0]) and d["locks"][0]["next"]["priority"] == 10' -- "${pids[2]}"
+	[[ ! -e order ]]
+	touch go-prio
+	for n in 0 1 2; do
+		bg_wait "${pids[n]}" 15
+		assert_equal "$BG_STATUS" 0
+	done
+	bg_wait "$HOLDER_PID" 5
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(tr '\n' ' ' <order)" "high low1 low2 "
+}
+
+# newest_served NPID: lock sup's holder (HOLDER_PID, gated on go-sup, its
+# fence in FENCE) has the --supersede waiter NPID in line, whose command
+# writes its fence to new-ran.  It has not run yet; once the holder goes,
+# both exit 0 and it ran with a fence above the holder's, which is left in
+# the caller's wfence.
+newest_served() {
+	[[ ! -e new-ran ]]
+	touch go-sup
+	bg_wait "$HOLDER_PID" 10
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$1" 10
+	assert_equal "$BG_STATUS" 0
+	wfence=$(cat new-ran)
+	assert_increasing "$FENCE" "$wfence"
 }

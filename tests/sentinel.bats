@@ -200,23 +200,15 @@ utc() {
 	line_is sup 1 "$m"
 	assert_equal "$(rcli "$m" HGET "$k:line:who" "$(line_members sup "$m")" | sed -n 2p)" "$npid"
 	assert_equal "$(rcli "$m" ZRANGE "$k:line:lease" 0 -1)" "$(line_members sup "$m")"
-	[[ ! -e new-ran ]]
-	touch go-sup
-	bg_wait "$HOLDER_PID" 10
-	assert_equal "$BG_STATUS" 0
-	bg_wait "$npid" 10
-	assert_equal "$BG_STATUS" 0
-	wfence=$(cat new-ran)
-	assert_increasing "$FENCE" "$wfence"
+	newest_served "$npid"
 	lock_free sup "$m"
 	assert_equal "$(rcli "$m" EXISTS "$k:line" "$k:line:lease")" 0
 }
 
 @test "--priority through the sentinels: a high-priority waiter queued after two low ones goes first, the low ones in arrival order; status shows it next" {
 	export USER=tester
-	local m k host n hpid
+	local m k n hpid
 	local -a pids
-	host=$(uname -n)
 	m=$(ha_master)
 	k=$(key prio)
 	start_holder prio -t 30s
@@ -230,20 +222,7 @@ utc() {
 	hpid=$BG_PID
 	pids+=("$hpid")
 	wait_until 10 line_is prio 3 "$m"
-	run -0 --separate-stderr "$RLOCK" "${SU[@]}" status prio
-	assert_line --regexp "^  next: tester@$host:$hpid, waiting [0-9.]+m?s, priority 10  hotfix$"
-	run -0 --separate-stderr "$RLOCK" "${SU[@]}" status --json prio
-	json_check "$output" 'd["locks"][0]["waiters"] == 3' \
-		'd["locks"][0]["next"]["pid"] == int(a[0]) and d["locks"][0]["next"]["priority"] == 10' -- "$hpid"
-	[[ ! -e order ]]
-	touch go-prio
-	for n in 0 1 2; do
-		bg_wait "${pids[n]}" 15
-		assert_equal "$BG_STATUS" 0
-	done
-	bg_wait "$HOLDER_PID" 5
-	assert_equal "$BG_STATUS" 0
-	assert_equal "$(tr '\n' ' ' <order)" "high low1 low2 "
+	served_by_priority "${pids[@]}" -- "${SU[@]}"
 	lock_free prio "$m"
 	assert_equal "$(rcli "$m" EXISTS "$k:line" "$k:line:lease" "$k:line:who")" 0
 }
