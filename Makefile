@@ -108,8 +108,8 @@ rlock.1: man/rlock.1 VERSION debian/changelog
 tests/unit/unit: $(UNIT_OBJ) lib/librlock.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(UNIT_OBJ) lib/librlock.a $(LIBS)
 
-tests/helpers/%: tests/helpers/%.c
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS)
+tests/helpers/%: tests/helpers/%.c lib/librlock.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< lib/librlock.a $(LIBS)
 
 # apt_install: install those of the Debian packages $(1) that are missing.
 define apt_install

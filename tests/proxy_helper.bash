@@ -21,15 +21,15 @@
 # must call stop_all_proxies (the proxies also exit by themselves after
 # 15 minutes, so that none outlives a broken run).
 #
-# Lock scripts can be told apart on the wire by their keys: acquire names
-# the ":fence" key, release the ":released" channel, extend neither (it
-# names ":owner" only): see proxy_pattern_*.
+# Lock scripts are told apart on the wire by the SHA-1 their EVALSHA
+# carries (release names the ":fence" key too, to hand the lock to the next
+# in line): see proxy_pattern_*.
 
 FAULTPROXY=${FAULTPROXY:-$HELPERS/faultproxy}
 
-# Wire patterns of rlock's scripts (RESP bulk strings carry the keys).
-proxy_pattern_acquire() { echo "}:fence"; }
-proxy_pattern_release() { echo "}:released"; }
+# Wire patterns of rlock's scripts.
+proxy_pattern_acquire() { "$HELPERS/scriptsha" acquire; }
+proxy_pattern_release() { "$HELPERS/scriptsha" release; }
 
 _rp_base() {
 	if [[ -n ${BATS_TEST_TMPDIR:-} && -n ${BATS_TEST_NAME:-} ]]; then
