@@ -509,6 +509,9 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 	int rc;
 
 	r->ao.cancel_fd = sfd;
+	/* The renewal thread renews at once a lease the release handed
+	 * over (shorter than the TTL). */
+	r->ao.baton = 1;
 	r->line.name = r->name;
 	if (cli_live_ok(r->g)) {
 		r->ao.wait_cb = cli_wait_line;

@@ -839,9 +839,48 @@ static void unsubscribe(struct rlock *rl)
 	}
 }
 
+/* A lock handed over by a release (the baton): "granted\nFENCE\nSTAMP\n
+ * DELTA\nRECORDED", STAMP being our clock (CLOCK_BOOTTIME ms) when we sent
+ * the request the server last heard from us, DELTA the server's ms from
+ * that request to the grant, and RECORDED whether the history took the
+ * grant ('1', '0' refused, '' not asked). */
+struct baton {
+	int got;
+	long long fence;
+	int64_t stamp, delta;
+	int refused;
+};
+
+static void parse_baton(const redisReply *r, struct baton *bt)
+{
+	const redisReply *m;
+	long long v[3];
+	char buf[96], *p, *end;
+
+	if (bt == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3)
+		return;
+	m = r->element[2];
+	if (m->type != REDIS_REPLY_STRING || m->len >= sizeof(buf) ||
+	    m->len < 8 || memcmp(m->str, "granted\n", 8) != 0)
+		return;
+	memcpy(buf, m->str + 8, m->len - 8);
+	buf[m->len - 8] = '\0';
+	p = buf;
+	for (int i = 0; i < 3; i++) {
+		errno = 0;
+		v[i] = strtoll(p, &end, 10);
+		if (errno != 0 || end == p || v[i] < 0 || *end != '\n')
+			return;
+		p = end + 1;
+	}
+	*bt = (struct baton){ 1, v[0], v[1], v[2], strcmp(p, "0") == 0 };
+}
+
 /* Wait until a release message arrives, cancel_fd is readable, or wake
- * (monotonic ms).  Returns RLOCK_OK (woken), RLOCK_CANCELED. */
-static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
+ * (monotonic ms).  A message that hands us the lock fills bt (when not
+ * NULL).  Returns RLOCK_OK (woken), RLOCK_CANCELED. */
+static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
+			struct baton *bt)
 {
 	struct pollfd p[RLOCK_MAX_SERVERS + 1];
 	size_t i, np;
@@ -896,6 +935,7 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 				return RLOCK_OK; /* retry at once */
 			while (conn_take_reply(c, &r) == 1) {
 				woke = 1;
+				parse_baton(r, bt);
 				freeReplyObject(r);
 			}
 			if (woke)
@@ -930,12 +970,12 @@ static int make_waiter_id(char id[LINE_ID_LEN + 1])
 /* Give up a place in line, within one I/O timeout; a waiter that cannot
  * say so loses its place when its lease ends. */
 static void leave_line(struct rlock *rl, const struct names *n,
-		       const struct ask *a)
+		       const struct ask *a, const char *token)
 {
 	struct request q;
 	struct fan f;
 
-	req_leave(&q, &n->v, a->kind, a->waiter);
+	req_leave(&q, &n->v, a->kind, a->waiter, token, &rl->hist);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	fan_run(rl, &f);
@@ -1021,7 +1061,7 @@ static int acq_init(struct rlock *rl, const char *name,
 	q->id[0] = '\0';
 	q->chan = q->n.k.chan;
 	q->a = (struct ask){ q->kind, rl->nnode == 1 ? "new" : "", 0, 1,
-			     o->priority, o->supersede, o->once_per_ms };
+			     o->priority, o->supersede, o->once_per_ms, 0 };
 	q->skip[0] = '\0';
 	return RLOCK_OK;
 }
@@ -1029,7 +1069,8 @@ static int acq_init(struct rlock *rl, const char *name,
 /* Before waiting in the one server's line: the waiter's id and wake-up
  * channel, made only now so that an uncontended acquire (rlock run's
  * start-up) does without them. */
-static int acq_waiter(struct rlock *rl, struct acq *q)
+static int acq_waiter(struct rlock *rl, struct acq *q,
+		      const struct rlock_acquire_opts *o)
 {
 	if (rl->nnode != 1 || q->id[0] != '\0')
 		return RLOCK_OK;
@@ -1042,7 +1083,45 @@ static int acq_waiter(struct rlock *rl, struct acq *q)
 		 q->id);
 	q->chan = q->n.mywake;
 	q->a.waiter = q->id;
+	if (o->baton && strcmp(q->kind, "x") == 0 && o->once_per_ms == 0 &&
+	    o->wait_replicas == 0) {
+		int64_t b = LINE_LEASE_MS + rlock_safety_margin_ms(o->ttl_ms);
+
+		q->a.baton_ms = b < o->ttl_ms ? b : o->ttl_ms;
+	}
 	return RLOCK_OK;
+}
+
+/*
+ * A lock handed over by the release that freed it.  The server granted
+ * it delta ms after it heard the request we sent at stamp, so not before
+ * stamp + delta on our clock: the lease (baton_ms, which the caller
+ * renews at once to its full TTL) is counted from there.  A message that
+ * came too late to be sure of it is not used: the acquire that follows
+ * finds our own token and renews it, or we wait on.
+ */
+static int take_baton(struct rlock *rl, const struct acq *q,
+		      const struct rlock_acquire_opts *o,
+		      const struct baton *bt, struct rlock_lease *lease)
+{
+	int64_t t0 = bt->stamp + bt->delta, now = rlock_boot_ms();
+
+	if (q->a.baton_ms == 0 || t0 > now ||
+	    now >= t0 + q->a.baton_ms - rlock_safety_margin_ms(o->ttl_ms))
+		return 0;
+	snprintf(lease->token, sizeof(lease->token), "%s", q->token);
+	lease->fence = bt->fence;
+	lease->ttl_ms = o->ttl_ms;
+	lease->taken_boot_ms = t0;
+	/* Due for renewal: what is left is baton_ms from t0. */
+	lease->renewed_boot_ms = t0 + q->a.baton_ms - o->ttl_ms;
+	lease->wait_replicas = 0;
+	lease->once_ms = 0;
+	lease->kind = 'x';
+	lease->pid = o->pid > 0 ? o->pid : (long long)getpid();
+	if (bt->refused)
+		history_refused(rl, 0);
+	return 1;
 }
 
 /* Record one history entry of values v (EV_NFIELDS) on every server,
@@ -1212,7 +1291,7 @@ static void acq_end(struct rlock *rl, const char *name, struct acq *q,
 		char why[sizeof(rl->err)];
 
 		memcpy(why, rl->err, sizeof(why));
-		leave_line(rl, &q->n, &q->a);
+		leave_line(rl, &q->n, &q->a, q->token);
 		memcpy(rl->err, why, sizeof(why));
 	}
 	if (rc == RLOCK_BUSY && rl->err[0] == '\0' && !holder->held)
@@ -1228,6 +1307,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		  struct rlock_lease *lease, struct rlock_holder *holder)
 {
 	struct rlock_holder h;
+	struct baton bt;
 	struct acq q;
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
 	int64_t backoff = 0;
@@ -1270,7 +1350,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			unsubscribe(rl);
 			subscribed = 0;
 			q.a.join = 0;
-			rc = wait_release(rl, wake, o->cancel_fd);
+			rc = wait_release(rl, wake, o->cancel_fd, NULL);
 			if (rc == RLOCK_CANCELED)
 				break;
 			continue;
@@ -1292,7 +1372,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			break;
 		if (subscribed && !subs_up(rl))
 			subscribed = 0; /* dropped: subscribe again */
-		if (!subscribed && (rc = acq_waiter(rl, &q)) != RLOCK_OK)
+		if (!subscribed && (rc = acq_waiter(rl, &q, o)) != RLOCK_OK)
 			break;
 		if (!subscribed) {
 			/* Subscribe, then try again (and take a place in
@@ -1319,7 +1399,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			if (until > deadline)
 				until = deadline;
 			do
-				rc = wait_release(rl, until, o->cancel_fd);
+				rc = wait_release(rl, until, o->cancel_fd, NULL);
 			while (rc == RLOCK_OK && rlock_mono_ms() < until);
 			if (rc == RLOCK_CANCELED) {
 				set_error(rl->err, sizeof(rl->err),
@@ -1339,12 +1419,15 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			wake = now + 1000;
 		if (wake > deadline)
 			wake = deadline;
-		rc = wait_release(rl, wake, o->cancel_fd);
+		bt.got = 0;
+		rc = wait_release(rl, wake, o->cancel_fd, &bt);
 		if (rc == RLOCK_CANCELED) {
 			set_error(rl->err, sizeof(rl->err), "%s: canceled",
 				  name);
 			break;
 		}
+		if (bt.got && take_baton(rl, &q, o, &bt, lease))
+			break;
 	}
 	acq_end(rl, name, &q, rc, in_line, holder);
 	if (subscribed)

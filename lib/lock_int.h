@@ -172,7 +172,8 @@ extern const char *const ev_field[EV_NFIELDS];
  * holder's metadata.  The line's policies: priority (-100..100),
  * supersede (take the place of the --supersede waiter in line), and
  * once_ms (--once-per: not when this period of the server's clock is
- * done).
+ * done).  baton_ms: a waiter that takes the lock from the release that
+ * frees it (0: it asks itself when woken), with a first lease that long.
  */
 struct ask {
 	const char *kind;
@@ -182,14 +183,17 @@ struct ask {
 	int priority;
 	int supersede;
 	int64_t once_ms;
+	int64_t baton_ms;
 };
 
 void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
 		 const struct ask *a, const struct history *h);
-/* Leave the line: waiter's place of kind. */
+/* Leave the line: waiter's place of kind, and the lock when a release
+ * handed it to token as it left (the history's entry says so). */
 void req_leave(struct request *q, const struct lock_names *n,
-	       const char *kind, const char *waiter);
+	       const char *kind, const char *waiter, const char *token,
+	       const struct history *h);
 /* Extend a lease of kind 'x' (exclusive) or 'h' (shared, semaphore). */
 void req_extend(struct request *q, const struct lock_names *n,
 		const char *token, int64_t ttl_ms, int kind);

@@ -162,6 +162,12 @@ struct rlock_acquire_opts {
 	int64_t once_per_ms;
 	rlock_wait_cb wait_cb;
 	void *wait_arg;
+	/* Take the lock straight from the release that frees it, when first
+	 * in line (one server, exclusive, no --once-per or wait_replicas):
+	 * the hand-off saves a round trip, and the lease it gives may be as
+	 * short as 1.5 s plus rlock_safety_margin_ms, so the caller
+	 * renews at once (rlock_keepalive does: it finds the renewal due). */
+	int baton;
 };
 
 struct rlock;

@@ -32,7 +32,9 @@
  *   7 who       P{N}:line:who      hash: "KIND:ID" -> "since\npid\nhost\n
  *                                  user\npriority\ncommand"; a waiter
  *                                  superseded -> "!" and who did; '~sup'
- *                                  -> the --supersede waiter in line
+ *                                  -> the --supersede waiter in line;
+ *                                  "^KIND:ID" -> a waiting run's baton
+ *                                  (acquire, below)
  *   8 fence     P{N}:fence         counter, never expires
  *   9 log       P{N}:log           stream: the history (LUA_RECORD)
  *  10 once      P{N}:once          hash: the period done (--once-per):
@@ -40,10 +42,10 @@
  *                                  fence, per (its length); named
  *                                  only by the calls that use it
  *                                  (after the log)
- * The fence comes after the first seven so that only acquire (and
- * status, and the fence script of several masters) name it: the test's
- * fault proxy tells the acquire script from release on the wire by it.
- * Release and force take the first seven and the log (their KEYS[8]).
+ * The fence comes after the first seven: only the scripts that hand out
+ * or read a fence name it (acquire, release, which may hand the lock to
+ * the next in line, leave, status, and the fence script of several
+ * masters).  Force takes the first seven and the log (its KEYS[8]).
  * KIND is x (exclusive), s (shared) or the limit N of a semaphore; ID is
  * 16 random hex digits, and the waiter's wake-up channel is P{N}:wake:ID.
  */
@@ -202,13 +204,15 @@
 	"local function leave(m)\n" \
 	"  redis.call('ZREM', KEYS[5], m)\n" \
 	"  redis.call('ZREM', KEYS[6], m)\n" \
-	"  redis.call('HDEL', KEYS[7], m)\n" \
+	"  redis.call('HDEL', KEYS[7], m, '^' .. m)\n" \
 	"end\n" \
 	"local function line_purge()\n" \
 	"  local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', ms(now), 'LIMIT', 0, 64)\n" \
 	"  if #gone > 0 then\n" \
 	"    redis.call('ZREM', KEYS[5], unpack(gone))\n" \
 	"    redis.call('ZREM', KEYS[6], unpack(gone))\n" \
+	"    redis.call('HDEL', KEYS[7], unpack(gone))\n" \
+	"    for i = 1, #gone do gone[i] = '^' .. gone[i] end\n" \
 	"    redis.call('HDEL', KEYS[7], unpack(gone))\n" \
 	"  end\n" \
 	"end\n" \
@@ -256,9 +260,15 @@
  * 14 ms waited, 15 and 16 the history's length and ttl (LUA_RECORD), and
  * only when one of them is not the default: 17 priority (-100..100), 18
  * supersede ('1'), 19 --once-per in ms ('0' none; when not, KEYS[10] is
- * the period's record).  Sixteen arguments on the common path, not
- * seventeen: the server builds ARGV by doubling a table, and the
- * seventeenth would double it to 32.
+ * the period's record), and for a waiter that takes the lock from the
+ * release that frees it (a run, exclusive; see release): 20 its first
+ * lease in ms, 21 its clock (CLOCK_BOOTTIME ms) as it sent this request.
+ * Sixteen arguments on the common path, not seventeen: the server builds
+ * ARGV by doubling a table, and the seventeenth would double it to 32.
+ *
+ * Such a waiter keeps in who, under "^" and its member, "token\nlease\n
+ * min-hold\nstamp\nat\nhistory length\nhistory ttl\nnote", stamp being
+ * ARGV[21] of its last request and at the server's ms when it ran.
  *
  * The line is ordered by priority, then arrival: a place's score is its
  * arrival in µs less priority times PRIO_STEP_US (115 days), exact in a
@@ -458,6 +468,11 @@ static const char acquire_lua[] =
 	"  end\n"
 	"  local lease = lease_for(place)\n"
 	"  redis.call('ZADD', KEYS[6], ms(now + lease), me)\n"
+	"  if ARGV[20] then\n"
+	"    redis.call('HSET', KEYS[7], '^' .. me, tok .. '\\n' .. ARGV[20] .. '\\n' .. ARGV[7] ..\n"
+	"               '\\n' .. ARGV[21] .. '\\n' .. ms(now) .. '\\n' .. ARGV[15] .. '\\n' ..\n"
+	"               ARGV[16] .. '\\n' .. ARGV[13])\n"
+	"  end\n"
 	"  -- The line lives while someone keeps a place in it: its keys' TTL\n"
 	"  -- is put back to four leases whenever it falls below three.\n"
 	"  if joined == 1 or redis.call('PTTL', KEYS[5]) < 3 * lease then\n"
@@ -525,10 +540,10 @@ static const char extend_lua[] =
 	"return tonumber(sc) > now and 1 or 0\n";
 
 /*
- * Release.  KEYS: the first seven and the log.  ARGV: token, release
- * channel, wake-up prefix, the exit status and the signal to record ('' not
- * known), the history's length and ttl, and with --once-per its period in
- * ms (then KEYS[9] is the period's record): an exclusive holder that
+ * Release.  KEYS: the nine.  ARGV: token, release channel, wake-up
+ * prefix, the exit status and the signal to record ('' not known), the
+ * history's length and ttl, and with --once-per its period in ms (then
+ * KEYS[10] is the period's record): an exclusive holder that
  * exits 0 marks the period it was granted in as done, until its end.
  * The history's record names the grant it ends by its token, and has the
  * fence (several masters raise the metadata's to the one handed out) and
@@ -544,6 +559,19 @@ static const char extend_lua[] =
  * user without the channel (Redis 7 grants none by default) has released
  * once the DEL ran, and says so with 3, not with an error that would make
  * the caller believe it still holds the lock.
+ *
+ * The baton: an exclusive release whose next in line left a baton (a
+ * waiting run) grants the lock to that waiter itself, for the waiter's
+ * first lease, with its metadata and history entry, and the wake-up that
+ * follows carries the grant: "granted\nfence\nstamp\ndelta\nrecorded",
+ * delta the server's ms since the request that left the stamp, so that
+ * the waiter counts its lease from stamp + delta on its own clock.  The
+ * plain 'wake' goes first and its count of receivers decides: PUBLISH
+ * counts only this node's subscribers, and a waiter listening on another
+ * (a cluster's slot that moved, a master turned replica) would still hear
+ * a message published here, so "granted" is published only once the
+ * grant is written, and a waiter nobody heard here is dropped, as wake()
+ * drops it, and asks when it hears 'wake' elsewhere.
  */
 static const char release_lua[] =
 	LUA_RECORD
@@ -552,10 +580,10 @@ static const char release_lua[] =
 	"local function released(fence, since)\n"
 	"  if ARGV[6] == '0' then return end\n"
 	"  if ARGV[5] == '' then\n"
-	"    append(KEYS[8], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
+	"    append(KEYS[9], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
 	"           'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4])\n"
 	"  else\n"
-	"    append(KEYS[8], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
+	"    append(KEYS[9], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
 	"           'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4],\n"
 	"           'signal', ARGV[5])\n"
 	"  end\n"
@@ -571,10 +599,10 @@ static const char release_lua[] =
 	"    local pend = (math.floor(tonumber(since) / once) + 1) * once\n"
 	"    if pend > at then\n"
 	"      local ps = string.format('%d', pend)\n"
-	"      redis.call('HSET', KEYS[9], 'until', ps, 'host', host or '', 'user', user or '',\n"
+	"      redis.call('HSET', KEYS[10], 'until', ps, 'host', host or '', 'user', user or '',\n"
 	"                 'pid', pid or '', 'since', since, 'done', string.format('%d', at),\n"
 	"                 'fence', fence or '', 'per', ARGV[8])\n"
-	"      redis.call('PEXPIREAT', KEYS[9], ps)\n"
+	"      redis.call('PEXPIREAT', KEYS[10], ps)\n"
 	"    end\n"
 	"  end\n"
 	"  if hu and hu ~= '0' then\n"
@@ -598,9 +626,48 @@ static const char release_lua[] =
 	"end\n"
 	"if cur == tok and redis.call('EXISTS', KEYS[5]) == 0 then return announce() end\n"
 	LUA_NOW
+	LUA_NEXT_FENCE
 	LUA_HOLDERS
 	LUA_LINE
 	LUA_UNPACK_META
+	"local function baton()\n"
+	"  for round = 1, 8 do\n"
+	"    local m = redis.call('ZRANGE', KEYS[5], 0, 0)[1]\n"
+	"    if not m or kind(m) ~= 'x' then return false end\n"
+	"    local b = redis.call('HGET', KEYS[7], '^' .. m)\n"
+	"    if not b then return false end\n"
+	"    local btok, lease, hold, stamp, at, hmax, httl, note = string.match(b,\n"
+	"      '^([^\\n]*)\\n(%d+)\\n(%d+)\\n(%d+)\\n(%d+)\\n(%d+)\\n(%d+)\\n(.*)$')\n"
+	"    local since, pid, host, user, cmd = string.match(redis.call('HGET', KEYS[7], m) or '',\n"
+	"      '^(%d+)\\n([^\\n]*)\\n([^\\n]*)\\n([^\\n]*)\\n[^\\n]*\\n(.*)$')\n"
+	"    if not btok or not since then return false end\n"
+	"    local ch = ARGV[3] .. string.match(m, '[^:]*$')\n"
+	"    local p = redis.pcall('PUBLISH', ch, 'wake')\n"
+	"    if type(p) == 'table' then return false end\n"
+	"    leave(m)\n"
+	"    if p > 0 then\n"
+	"      if redis.call('HGET', KEYS[7], '~sup') == m then redis.call('HDEL', KEYS[7], '~sup') end\n"
+	"      local f, fs = next_fence()\n"
+	"      local hu = hold == '0' and '0' or ms(now + tonumber(hold))\n"
+	"      redis.call('SET', KEYS[1], btok, 'PX', lease)\n"
+	"      redis.call('SET', KEYS[2], fs .. '\\n' .. ms(now) .. '\\n' .. hu .. '\\n' .. pid .. '\\n' ..\n"
+	"                 host .. '\\n' .. user .. '\\n' .. note .. '\\n' .. cmd, 'PX', lease)\n"
+	"      local rec\n"
+	"      if hmax ~= '0' then\n"
+	"        local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n"
+	"        local ev = {'event', 'acquired', 'host', host, 'user', user, 'pid', pid, 'kind', 'x',\n"
+	"                    'fence', fs, 'token', string.sub(btok, 1, 8),\n"
+	"                    'waited', ms(now - tonumber(since)), 'command', cmd}\n"
+	"        if note ~= '' then ev[#ev + 1] = 'note'; ev[#ev + 1] = note end\n"
+	"        rec = append(KEYS[9], hmax, httl, keep, unpack(ev))\n"
+	"      end\n"
+	"      redis.pcall('PUBLISH', ch, 'granted\\n' .. fs .. '\\n' .. stamp .. '\\n' ..\n"
+	"                  ms(math.max(now - tonumber(at), 0)) .. '\\n' .. (rec or ''))\n"
+	"      return true\n"
+	"    end\n"
+	"  end\n"
+	"  return false\n"
+	"end\n"
 	"if cur ~= tok then\n"
 	"  local sc = redis.call('ZSCORE', KEYS[3], tok)\n"
 	"  if not sc then return 0 end\n"
@@ -619,19 +686,31 @@ static const char release_lua[] =
 	"  if redis.call('EXISTS', KEYS[5]) == 0 then return announce() end\n"
 	"end\n"
 	"line_purge()\n"
+	"if cur == tok and baton() then return 1 end\n"
 	"wake(ARGV[3], nil)\n"
 	"if wake_refused then return 3 end\n"
 	"return 1\n";
 
 /*
- * Leave the line.  KEYS: the first seven.  ARGV: member ("KIND:ID"), wake-up
- * prefix.  A waiter that gives up (its wait ran out, a signal) leaves at
- * once, and when it was the one let in next, the next after it is woken.
+ * Leave the line.  KEYS: the nine.  ARGV: member ("KIND:ID"), wake-up
+ * prefix, the waiter's token, the history's length and ttl.  A waiter
+ * that gives up (its wait ran out, a signal) leaves at once, and when it
+ * was the one let in next, the next after it is woken.  A release that
+ * handed it the lock as it gave up (the baton, in release) left the lock
+ * with its token: that grant is released here, and recorded so.
  */
 static const char leave_lua[] =
 	LUA_NOW
 	LUA_HOLDERS
 	LUA_LINE
+	LUA_RECORD
+	"if redis.call('GET', KEYS[1]) == ARGV[3] then\n"
+	"  local fence, since = string.match(redis.call('GET', KEYS[2]) or '', '^(%d*)\\n(%d*)')\n"
+	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
+	"  append(KEYS[9], ARGV[4], ARGV[5], true, 'event', 'released', 'fence', fence or '',\n"
+	"         'token', string.sub(ARGV[3], 1, 8), 'since', since or '', 'exit', '',\n"
+	"         'reason', 'handed over as its wait ended')\n"
+	"end\n"
 	"leave(ARGV[1])\n"
 	"if redis.call('HGET', KEYS[7], '~sup') == ARGV[1] then redis.call('HDEL', KEYS[7], '~sup') end\n"
 	"if redis.call('EXISTS', KEYS[5]) == 1 then\n"
@@ -808,19 +887,19 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "2e8ab8d2c2fb024c3dd1ec1ec33dedc5bcdcde4c" },
+				   "594091637ab3bc54aa0f935bb92efc4981cddb5f" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "5e99068394d6e91fa24e42a8b440003121e7eadb" },
+				   "1e6c2353d7846eac2152d2edb888b19b7bd5d7f7" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "1c99f1a8cf0cf63986f3cabffe491c724da6ab79" },
+				 "7a2a85e1a061bfa1ed25f6d967a5d23436705cf2" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "d2443ac8be765dbcee01f69487bdfe6b1113a187" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
 				  "ab83c2e014a71427cf60acf1a2f46cd7373897e8" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
-				 "4bdc3e9243864b74b9d76dc4951aea0c61bfd7af" },
+				 "4cffd188d68ec5905a773265171200d9330befa2" },
 	[RLOCK_SCRIPT_LOG] = { "log", log_lua,
 			       "f60ffa555e498f125bbef18111c4d2355df513b2" },
 };
@@ -983,11 +1062,15 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = who->note != NULL ? who->note : "";
 	q->argv[q->argc++] = num(q, 4, who->waited_ms);
 	history_args(q, 5, h);
-	if (!policy)
+	if (!policy && a->baton_ms == 0)
 		return;
 	q->argv[q->argc++] = num(q, 7, a->priority);
 	q->argv[q->argc++] = a->supersede ? "1" : "0";
 	q->argv[q->argc++] = num(q, 8, a->once_ms);
+	if (a->baton_ms == 0)
+		return;
+	q->argv[q->argc++] = num(q, 3, a->baton_ms);
+	q->argv[q->argc++] = num(q, 9, rlock_boot_ms());
 }
 
 /* KEYS: lock, meta ('x'), or holders, hmeta ('h').  ARGV: token, ttl,
@@ -1004,15 +1087,14 @@ void req_extend(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = kind == 'x' ? "x" : "h";
 }
 
-/* KEYS: the first seven, the log (and the period's record).  ARGV: token,
- * channel, wake-up prefix, exit status, signal, the history's length and
- * ttl (and the period). */
+/* KEYS: the nine (and the period's record).  ARGV: token, channel,
+ * wake-up prefix, exit status, signal, the history's length and ttl (and
+ * the period). */
 void req_release(struct request *q, const struct lock_names *n,
 		 const char *token, const struct history *h,
 		 const struct rlock_outcome *how, int64_t once_ms)
 {
-	begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS - 2, n);
-	add_key(q, n->log);
+	begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS, n);
 	if (once_ms > 0)
 		add_key(q, n->once);
 	q->argv[q->argc++] = token;
@@ -1028,14 +1110,18 @@ void req_release(struct request *q, const struct lock_names *n,
 		q->argv[q->argc++] = num(q, 4, once_ms);
 }
 
-/* KEYS: the first seven.  ARGV: "KIND:ID", wake-up prefix. */
+/* KEYS: the nine.  ARGV: "KIND:ID", wake-up prefix, token, the history's
+ * length and ttl. */
 void req_leave(struct request *q, const struct lock_names *n,
-	       const char *kind, const char *waiter)
+	       const char *kind, const char *waiter, const char *token,
+	       const struct history *h)
 {
-	begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS - 2, n);
+	begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS, n);
 	snprintf(q->member, sizeof(q->member), "%s:%s", kind, waiter);
 	q->argv[q->argc++] = q->member;
 	q->argv[q->argc++] = n->wake;
+	q->argv[q->argc++] = token;
+	history_args(q, 0, h);
 }
 
 /* KEYS: the first seven, the log.  ARGV: channel, wake-up prefix, who
