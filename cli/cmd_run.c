@@ -587,14 +587,33 @@ static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 }
 
 /*
+ * A lease handed over by a release (the baton) is short, and due for
+ * renewal at once: renew it on the connection that is already open, now
+ * that the command has started.  The renewal thread's own connection
+ * (connect, TLS, AUTH) would take several round trips more, and on a slow
+ * link could outlast the short lease.  A failure here is the renewal
+ * thread's to judge: it starts with the lease as it is, finds it due and
+ * tries again until the lease may have run out.
+ */
+static void renew_baton(struct run *r, struct rlock *rl,
+			struct rlock_lease *lease)
+{
+	int rc = rlock_renew(rl, r->name, lease);
+
+	if (rc != RLOCK_OK && r->g->verbose > 0)
+		cli_warn(r->g, "%s: first renewal failed: %s", r->name,
+			 rlock_errstr(rl));
+}
+
+/*
  * Start the command with the lease (NULL when an ancestor holds the lock)
  * in its environment and supervise it to its end.  Returns its exit
  * status, or -1 (with a message) when it could not be started; *lost
  * tells whether the renewal thread reported a loss.
  */
-static int run_command(struct run *r, int sfd, const sigset_t *oldmask,
-		       struct renewer *rn, const struct rlock_lease *lease,
-		       int *lost)
+static int run_command(struct run *r, struct rlock *rl, int sfd,
+		       const sigset_t *oldmask, struct renewer *rn,
+		       struct rlock_lease *lease, int *lost)
 {
 	int status, tty, exec_errno;
 	pid_t pid;
@@ -614,6 +633,8 @@ static int run_command(struct run *r, int sfd, const sigset_t *oldmask,
 		cli_warn(r->g, "cannot fork: %s", strerror(errno));
 		return -1;
 	}
+	if (rn != NULL && lease->renewed_boot_ms < lease->taken_boot_ms)
+		renew_baton(r, rl, lease);
 	if (rn != NULL && renewer_start(rn, r->name, lease) != 0) {
 		cli_warn(r->g, "cannot start the renewal thread: %s; "
 			 "command killed", strerror(errno));
@@ -714,7 +735,8 @@ int cmd_run(int argc, char **argv, struct cli *g)
 		cli_warn(g, "cannot set up signals: %s", strerror(errno));
 		ret = EX_OSERR;
 	} else {
-		ret = run_command(&r, sfd, &oldmask, r.reentrant ? NULL : &rn,
+		ret = run_command(&r, rl, sfd, &oldmask,
+				  r.reentrant ? NULL : &rn,
 				  r.reentrant ? NULL : &lease, &lost);
 		if (ret < 0)
 			ret = EX_OSERR;

@@ -1632,6 +1632,25 @@ int rlock_force_release(struct rlock *rl, const char *name,
 
 /* ---- keepalive ------------------------------------------------------ */
 
+int rlock_renew(struct rlock *rl, const char *name, struct rlock_lease *lease)
+{
+	int64_t left = lease->renewed_boot_ms + lease->ttl_ms -
+		       rlock_safety_margin_ms(lease->ttl_ms) - rlock_boot_ms();
+	int rc;
+
+	if (left <= 0) {
+		set_error(rl->err, sizeof(rl->err), "the lease may have run "
+			  "out");
+		return RLOCK_LOST;
+	}
+	/* Bound the I/O by the lease: a reply that comes after the
+	 * deadline is of no use. */
+	rl->hard_deadline = rlock_mono_ms() + left;
+	rc = rlock_extend(rl, name, lease->token, lease->ttl_ms, lease);
+	rl->hard_deadline = 0;
+	return rc;
+}
+
 /* How nap ended. */
 enum nap_end { NAP_TIME, NAP_STOPPED, NAP_DROPPED };
 
@@ -1730,14 +1749,9 @@ int rlock_keepalive(struct rlock *rl, const char *name,
 		if (nap(rl, next < lost_at ? next : lost_at, stop_fd) ==
 		    NAP_STOPPED)
 			return RLOCK_OK;
-		now = rlock_boot_ms();
-		if (now >= lost_at)
+		rc = rlock_renew(rl, name, lease);
+		if (rc == RLOCK_LOST)
 			goto lost;
-		/* Bound the I/O by the lease: a reply that comes after the
-		 * deadline is of no use. */
-		rl->hard_deadline = rlock_mono_ms() + (lost_at - now);
-		rc = rlock_extend(rl, name, lease->token, lease->ttl_ms, lease);
-		rl->hard_deadline = 0;
 		if (rc == RLOCK_OK) {
 			failures = 0;
 			next = lease->renewed_boot_ms + period;

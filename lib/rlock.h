@@ -165,8 +165,9 @@ struct rlock_acquire_opts {
 	/* Take the lock straight from the release that frees it, when first
 	 * in line (one server, exclusive, no --once-per or wait_replicas):
 	 * the hand-off saves a round trip, and the lease it gives may be as
-	 * short as 1.5 s plus rlock_safety_margin_ms, so the caller
-	 * renews at once (rlock_keepalive does: it finds the renewal due). */
+	 * short as 1.5 s plus rlock_safety_margin_ms (renewed_boot_ms is
+	 * then before taken_boot_ms): the caller renews it at once
+	 * (rlock_renew; rlock_keepalive finds the renewal due). */
 	int baton;
 };
 
@@ -231,6 +232,13 @@ int rlock_acquire(struct rlock *rl, const char *name,
  */
 int rlock_extend(struct rlock *rl, const char *name, const char *token,
 		 int64_t ttl_ms, struct rlock_lease *lease);
+
+/*
+ * Renew lease to its ttl_ms, waiting for the server no longer than the
+ * lease may last (its safety margin aside).  Returns as rlock_extend, or
+ * RLOCK_LOST when the lease may have run out already.
+ */
+int rlock_renew(struct rlock *rl, const char *name, struct rlock_lease *lease);
 
 /*
  * Give up the lock held by token, recording how (NULL: not known) in the

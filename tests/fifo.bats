@@ -238,6 +238,26 @@ wake_chan() {
 	lock_free bt
 }
 
+pttl_above() { (($(pttl "$1") > $2)); }
+
+@test "a run handed the lock by the release renews its short first lease to the full TTL at once" {
+	local t w
+	t=$("$RLOCK" acquire -t 30s bk)
+	# A 3s TTL: the first lease is 1.5s + 0.302s; the command outlasts
+	# both.
+	bg_start w "$RLOCK" run -t 3s -w 30s bk -- sh -c 'sleep 4; echo "$RLOCK_FENCE" >wran'
+	w=$BG_PID
+	wait_until 10 line_is bk 1
+	"$RLOCK" release bk "$t"
+	assert_equal "$(meta bk pid)" "$w"
+	wait_until 5 pttl_above bk 1802
+	bg_wait "$w" 20
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err w)" ""
+	assert_equal "$(cat wran)" "$(rcli R GET "$(key bk):fence")"
+	lock_free bk
+}
+
 @test "a waiting run handed the lock as a signal ends its wait gives it back, and the history says so" {
 	local t w m
 	t=$("$RLOCK" acquire -t 30s bq)
