@@ -5,9 +5,14 @@
 # Samples alternate between the tools, so that the machine's drift hits
 # them alike; the median, minimum and maximum of each are printed (ms).
 #
-# Usage: bench/handoff.sh [-n SAMPLES] LABEL=PATH...
+# Usage: bench/handoff.sh [-n SAMPLES] [-d MS] LABEL=PATH...
 #        (default: 30 samples, current=./rlock)
 # e.g.   bench/handoff.sh -n 30 before=/tmp/old/rlock after=./rlock
+#
+# -d MS puts tests/helpers/faultproxy (make tests/helpers/faultproxy)
+# between rlock and the server, holding every chunk MS ms each way: a
+# network with a round trip of 2 x MS, as between hosts (flock, local
+# only, runs as always).
 #
 # It starts its own redis-server on a free loopback port (never 6379) and
 # stops it by PID.  make test never runs this.
@@ -18,10 +23,14 @@ ROOT=$PWD
 
 die() { echo "handoff.sh: $*" >&2; exit 1; }
 n=30
-if [[ ${1:-} == -n ]]; then
-	n=${2:?-n needs a number}
+delay=0
+while [[ ${1:-} == -[nd] ]]; do
+	case $1 in
+	-n) n=${2:?-n needs a number} ;;
+	-d) delay=${2:?-d needs a number of ms} ;;
+	esac
 	shift 2
-fi
+done
 (($#)) || set -- "current=$ROOT/rlock"
 command -v flock >/dev/null || die "flock is missing (util-linux)"
 
@@ -29,8 +38,21 @@ tmp=$(mktemp -d /tmp/rlock-handoff.XXXXXX) || die "mktemp failed"
 who=handoff.sh
 # shellcheck source=bench/private-redis.sh
 . "$ROOT/bench/private-redis.sh"
-trap 'stop_server' EXIT
+proxy_pid=
+trap '[[ -n $proxy_pid ]] && kill "$proxy_pid"; stop_server' EXIT
 start_server || die "redis-server did not start"
+url=redis://127.0.0.1:$port
+if ((delay > 0)); then
+	fp=$ROOT/tests/helpers/faultproxy
+	[[ -x $fp ]] || die "$fp is missing: make tests/helpers/faultproxy"
+	"$fp" serve -t "$port" -s "$tmp/ctl" -p "$tmp/pport" -T 3600 \
+		</dev/null >/dev/null 2>&1 &
+	proxy_pid=$!
+	poll 5 test -s "$tmp/pport" || die "the proxy did not start"
+	"$fp" ctl "$tmp/ctl" delay both "$delay" >/dev/null ||
+		die "the proxy refused the delay"
+	url=redis://127.0.0.1:$(<"$tmp/pport")
+fi
 
 labels=(flock)
 bins=(flock)
@@ -47,7 +69,7 @@ lk() {
 	if [[ $bin == flock ]]; then
 		flock "$tmp/$key.lock" "$@"
 	else
-		"$bin" -u "redis://127.0.0.1:$port" run "$key" -- "$@"
+		"$bin" -u "$url" run "$key" -- "$@"
 	fi
 }
 
@@ -73,15 +95,32 @@ once() {
 	awk -v a="$(<"$d/end")" -v b="$(<"$d/start")" 'BEGIN { printf "%.3f\n", (b - a) * 1000 }'
 }
 
+# The scripts' calls and usec so far (INFO commandstats).
+scripts() {
+	redis-cli -p "$port" INFO commandstats | tr -d '\r' |
+		awk -F'[:,=]' '/^cmdstat_eval(sha)?:/ { c += $3; u += $5 } END { print c + 0, u + 0 }'
+}
+
+declare -a calls usec
 for ((s = 0; s < n; s++)); do
 	for i in "${!bins[@]}"; do
+		read -r c0 u0 < <(scripts)
 		once "${bins[i]}" "ho$s" >>"$tmp/samples.$i" ||
 			echo "handoff.sh: a ${labels[i]} sample failed" >&2
+		read -r c1 u1 < <(scripts)
+		calls[i]=$((${calls[i]:-0} + c1 - c0))
+		usec[i]=$((${usec[i]:-0} + u1 - u0))
 	done
 done
-echo "| hand-off, $n samples | median ms | min | max |"
-echo "|---|---:|---:|---:|"
+# The scripts per sample are the holder's and the waiter's whole runs:
+# both acquires, the waiter's place in line, the renewal, both releases.
+echo "| hand-off, $n samples | median ms | min | max | scripts per sample | server µs per sample |"
+echo "|---|---:|---:|---:|---:|---:|"
 for i in "${!bins[@]}"; do
-	sort -n "$tmp/samples.$i" | awk -v l="${labels[i]}" '{ a[NR] = $1 }
-		END { printf "| %s | %.3f | %.3f | %.3f |\n", l, a[int((NR + 1) / 2)], a[1], a[NR] }'
+	sort -n "$tmp/samples.$i" | awk -v l="${labels[i]}" -v c="${calls[i]}" \
+		-v u="${usec[i]}" -v n="$n" -v f="${bins[i]}" '{ a[NR] = $1 }
+		END { printf "| %s | %.3f | %.3f | %.3f | %s | %s |\n", l,
+			a[int((NR + 1) / 2)], a[1], a[NR],
+			f == "flock" ? "" : sprintf("%.1f", c / n),
+			f == "flock" ? "" : sprintf("%.0f", u / n) }'
 done
