@@ -509,8 +509,8 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 	int rc;
 
 	r->ao.cancel_fd = sfd;
-	/* The renewal thread renews at once a lease the release handed
-	 * over (shorter than the TTL). */
+	/* A lease the release hands over is short: run_command renews it
+	 * as soon as the command has started. */
 	r->ao.baton = 1;
 	r->line.name = r->name;
 	if (cli_live_ok(r->g)) {

@@ -254,6 +254,13 @@ start_holder() {
 	clock_free ho
 }
 
+@test "through a node that does not serve the slot a waiting run is handed the lock by the release itself" {
+	local k
+	k=$(key cb)
+	baton_handoff "$(cluster_node_name "$(cluster_owner_port "$k")")" cb \
+		-u "$(node_url "$(cluster_other_port "$k")")"
+}
+
 @test "status without names lists the locks held on every master" {
 	local n=0 name p
 	local -A byowner=()

@@ -97,6 +97,10 @@ elapsed_since() {
 	mlock_free rn
 }
 
+@test "through the sentinels a waiting run is handed the lock by the release itself, on the master" {
+	baton_handoff "$(ha_master)" sb "${SU[@]}"
+}
+
 @test "through the sentinels: waiters in arrival order, shared holders together, a semaphore's places" {
 	local token i
 	token=$("$RLOCK" "${SU[@]}" acquire -t 30s line)

@@ -687,6 +687,34 @@ meta() {
 	owner_field "$2" "$(rcli "${3:-R}" GET "$(key "$1"):owner")"
 }
 
+# baton_handoff SERVER NAME RLOCK_OPTION...: a run waiting in line for
+# lock NAME (on SERVER, through the options) is handed the lock by the
+# holder's release itself: stopped as the holder releases, it holds the
+# lock (its pid in the record, the short first lease of a 30s TTL, 4.502s)
+# without having asked; once continued its command runs under that
+# grant's fence.
+baton_handoff() {
+	local srv=$1 name=$2 t w f p
+	shift 2
+	t=$("$RLOCK" "$@" acquire -t 30s "$name") || return 1
+	bg_start baton "$RLOCK" "$@" run -t 30s -w 60s "$name" -- \
+		sh -c 'echo "$RLOCK_FENCE" >baton.fence'
+	w=$BG_PID
+	wait_until 10 line_is "$name" 1 "$srv"
+	kill -STOP "$w"
+	wait_until 5 pid_stopped "$w"
+	"$RLOCK" "$@" release "$name" "$t"
+	assert_equal "$(meta "$name" pid "$srv")" "$w"
+	p=$(pttl "$name" "$srv")
+	((p > 0 && p <= 4502)) || fail "the first lease: pttl $p"
+	f=$(meta "$name" fence "$srv")
+	kill -CONT "$w"
+	bg_wait "$w" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat baton.fence)" "$f"
+	lock_free "$name" "$srv"
+}
+
 # start_strict_renewer NAME URL: a bash script in strict mode (set -eEu and
 # an ERR trap, where bash runs $(...) in a forked subshell) that takes lock
 # NAME with token=$(rlock acquire --renew --on-lost term -t 1s NAME) on URL

@@ -75,6 +75,10 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 	run -1 "$RLOCK" --cacert "$CA" status a1
 }
 
+@test "over TLS a waiting run is handed the lock by the release itself, with the grant's fence" {
+	baton_handoff T tb --cacert "$CA"
+}
+
 @test "RLOCK_CACERT, RLOCK_CERT and RLOCK_CERT_KEY stand in for the flags; a flag beats the variable" {
 	# Counted from ahead of the clock, each grant on M adds one.
 	local c
