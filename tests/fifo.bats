@@ -208,33 +208,15 @@ wake_chan() {
 }
 
 @test "the release hands the lock to a waiting run: a stopped one holds it for its short first lease only" {
-	local t w m
-	t=$("$RLOCK" acquire -t 30s bt)
-	bg_start w "$RLOCK" run -t 30s -w 60s bt -- sh -c 'echo "$RLOCK_FENCE" >wran'
-	w=$BG_PID
-	wait_until 10 line_is bt 1
-	m=$(line_members bt)
-	kill -STOP "$w"
-	wait_until 5 pid_stopped "$w"
-	rcli R ZADD "$(key bt):line:lease" XX $(($(server_ms) + 60000)) "$m" >/dev/null
-	"$RLOCK" release bt "$t"
-	# Granted by the release, to the stopped run: its pid holds the lock,
-	# for 1.5s plus the 30s TTL's safety margin (3.002s), not 30s.
-	line_is bt 0
-	assert_equal "$(meta bt pid)" "$w"
-	assert_equal "$(rcli R HGET "$(key bt):line:who" "^$m")" ""
-	local p f
-	p=$(pttl bt)
-	((p > 0 && p <= 4502))
-	f=$(meta bt fence)
+	baton_grant R bt
 	# Still stopped when that lease ends: the lock is free again.
 	wait_until 10 lock_free bt
-	kill -CONT "$w"
-	bg_wait "$w" 10
+	kill -CONT "$BATON_PID"
+	bg_wait "$BATON_PID" 10
 	assert_equal "$BG_STATUS" 0
 	# The grant it slept through was too old to trust: it took the lock
 	# anew, with a new fence.
-	(($(cat wran) > f))
+	(($(cat baton.fence) > BATON_FENCE))
 	lock_free bt
 }
 
@@ -259,22 +241,14 @@ pttl_above() { (($(pttl "$1") > $2)); }
 }
 
 @test "a waiting run handed the lock as a signal ends its wait gives it back, and the history says so" {
-	local t w m
-	t=$("$RLOCK" acquire -t 30s bq)
-	bg_start w "$RLOCK" run -t 30s -w 60s bq -- touch wran
-	w=$BG_PID
-	wait_until 10 line_is bq 1
-	m=$(line_members bq)
-	kill -STOP "$w"
-	wait_until 5 pid_stopped "$w"
-	"$RLOCK" release bq "$t"
-	assert_equal "$(meta bq pid)" "$w"
+	baton_grant R bq
+	local w=$BATON_PID
 	# The signal and the grant wait for it together: the signal wins.
 	kill -TERM "$w"
 	kill -CONT "$w"
 	bg_wait "$w" 10
 	assert_equal "$BG_STATUS" 143
-	[[ ! -e wran ]]
+	[[ ! -e baton.fence ]]
 	lock_free bq
 	assert_equal "$(rcli R EXISTS "$(key bq):owner")" 0
 	run -0 "$RLOCK" log --json bq

@@ -687,32 +687,41 @@ meta() {
 	owner_field "$2" "$(rcli "${3:-R}" GET "$(key "$1"):owner")"
 }
 
-# baton_handoff SERVER NAME RLOCK_OPTION...: a run waiting in line for
-# lock NAME (on SERVER, through the options) is handed the lock by the
-# holder's release itself: stopped as the holder releases, it holds the
-# lock (its pid in the record, the short first lease of a 30s TTL, 4.502s)
-# without having asked; once continued its command runs under that
-# grant's fence.
-baton_handoff() {
-	local srv=$1 name=$2 t w f p
+# baton_grant SERVER NAME RLOCK_OPTION...: a run waiting in line for lock
+# NAME (on SERVER, through the options; its command writes its fence to
+# baton.fence) is stopped as the holder releases, so that only the release
+# can grant it the lock: its pid in the holder's record, a PTTL within the
+# short first lease of a 30s TTL (1.5s + 3.002s), its place and what it
+# left for the release gone.  Sets BATON_PID and BATON_FENCE.
+baton_grant() {
+	local srv=$1 name=$2 t m p
 	shift 2
 	t=$("$RLOCK" "$@" acquire -t 30s "$name") || return 1
 	bg_start baton "$RLOCK" "$@" run -t 30s -w 60s "$name" -- \
 		sh -c 'echo "$RLOCK_FENCE" >baton.fence'
-	w=$BG_PID
+	BATON_PID=$BG_PID
 	wait_until 10 line_is "$name" 1 "$srv"
-	kill -STOP "$w"
-	wait_until 5 pid_stopped "$w"
+	m=$(line_members "$name" "$srv")
+	kill -STOP "$BATON_PID"
+	wait_until 5 pid_stopped "$BATON_PID"
 	"$RLOCK" "$@" release "$name" "$t"
-	assert_equal "$(meta "$name" pid "$srv")" "$w"
+	assert_equal "$(meta "$name" pid "$srv")" "$BATON_PID"
 	p=$(pttl "$name" "$srv")
 	((p > 0 && p <= 4502)) || fail "the first lease: pttl $p"
-	f=$(meta "$name" fence "$srv")
-	kill -CONT "$w"
-	bg_wait "$w" 10
+	line_is "$name" 0 "$srv"
+	assert_equal "$(rcli "$srv" HEXISTS "$(key "$name"):line:who" "^$m")" 0
+	BATON_FENCE=$(meta "$name" fence "$srv")
+}
+
+# baton_handoff SERVER NAME RLOCK_OPTION...: baton_grant, then the run,
+# continued at once, runs its command under that grant's fence.
+baton_handoff() {
+	baton_grant "$@"
+	kill -CONT "$BATON_PID"
+	bg_wait "$BATON_PID" 10
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(cat baton.fence)" "$f"
-	lock_free "$name" "$srv"
+	assert_equal "$(cat baton.fence)" "$BATON_FENCE"
+	lock_free "$2" "$1"
 }
 
 # start_strict_renewer NAME URL: a bash script in strict mode (set -eEu and
