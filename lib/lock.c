@@ -1098,7 +1098,10 @@ static int acq_waiter(struct rlock *rl, struct acq *q,
  * stamp + delta on our clock: the lease (baton_ms, which the caller
  * renews at once to its full TTL) is counted from there.  A message that
  * came too late to be sure of it is not used: the acquire that follows
- * finds our own token and renews it, or we wait on.
+ * finds our own token and renews it with a new fence, or we wait on.  Too
+ * late is BATON_FRESH_MS, well within the lease: a grant held up that
+ * long (its server stopped before it wrote the message) may be older
+ * than a failover and a higher fence handed out by the new master.
  */
 static int take_baton(struct rlock *rl, const struct acq *q,
 		      const struct rlock_acquire_opts *o,
@@ -1106,7 +1109,7 @@ static int take_baton(struct rlock *rl, const struct acq *q,
 {
 	int64_t t0 = bt->stamp + bt->delta, now = rlock_boot_ms();
 
-	if (q->a.baton_ms == 0 || t0 > now ||
+	if (q->a.baton_ms == 0 || t0 > now || now >= t0 + BATON_FRESH_MS ||
 	    now >= t0 + q->a.baton_ms - rlock_safety_margin_ms(o->ttl_ms))
 		return 0;
 	snprintf(lease->token, sizeof(lease->token), "%s", q->token);

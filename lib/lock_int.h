@@ -39,6 +39,18 @@
  * subscriber left.
  */
 #define LINE_BEAT_MS 400
+/*
+ * A grant that a release made for a waiter (the baton) is trusted for
+ * BATON_FRESH_MS after it was made (the waiter asks again after that),
+ * and is given a new fence when the waiter asks BATON_REFENCE_MS or more
+ * after it, on the server's clock: it was held up (its server stopped
+ * before it told the waiter) long enough for a failover to have handed
+ * out a higher fence elsewhere.  A failover takes longer than that:
+ * Sentinel's down-after-milliseconds and Cluster's node timeout are
+ * seconds in practice.
+ */
+#define BATON_FRESH_MS 500
+#define BATON_REFENCE_MS 1000
 #define LINE_LEASE_MS 1500
 #define LINE_NEAR 4
 #define LINE_FAR_MAX 20			/* the longest interval, in beats */

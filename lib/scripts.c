@@ -299,7 +299,12 @@
  * or semaphore lease ends.
  *
  * Our own token already there means a retry after a lost reply: renew it
- * and report the grant again.  GET comes first so a key of another type
+ * and report the grant again.  For a waiter that takes the lock from a
+ * release (ARGV[20]) it means a grant the release made that the waiter
+ * did not trust (or has not heard of yet): renewed, and when the grant is
+ * BATON_REFENCE_MS old on this server's clock (the server stopped before
+ * it could tell the waiter), with a new fence, which the holder's record
+ * takes: a failover meanwhile may have handed out a higher one.  GET comes first so a key of another type
  * is an error (SET NX alone would answer nil and the caller would wait
  * for ever).  The path of a free exclusive lock with nobody in line and
  * no shared holder costs one EXISTS more than SET NX would.
@@ -307,13 +312,25 @@
 static const char acquire_lua[] =
 	"local k, tok = ARGV[9], ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"if cur == tok then\n"
+	"if cur == tok and not ARGV[20] then\n"
 	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
 	"  return {1, tonumber(string.match(redis.call('GET', KEYS[2]) or '', '^%d+') or '0')}\n"
 	"end\n"
 	LUA_NOW
 	LUA_NEXT_FENCE
+	"if cur == tok then\n"
+	"  local v = redis.call('GET', KEYS[2]) or ''\n"
+	"  local of, since, rest = string.match(v, '^(%d*)\\n(%d*)(\\n.*)$')\n"
+	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	"  if rest and now - (tonumber(since) or 0) < " STR(BATON_REFENCE_MS) " then\n"
+	"    redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+	"    return {1, tonumber(of) or 0}\n"
+	"  end\n"
+	"  local f, fs = next_fence()\n"
+	"  if rest then redis.call('SET', KEYS[2], fs .. '\\n' .. since .. rest, 'PX', ARGV[2]) end\n"
+	"  return {1, f}\n"
+	"end\n"
 	LUA_RECORD
 	"local function holder(fs)\n"
 	"  local hu = ARGV[7] == '0' and '0' or ms(now + tonumber(ARGV[7]))\n"
@@ -887,7 +904,7 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "594091637ab3bc54aa0f935bb92efc4981cddb5f" },
+				   "f0a3bf22422c6b7c32052aaae48a977a47d7d885" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,

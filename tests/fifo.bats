@@ -222,6 +222,34 @@ wake_chan() {
 
 pttl_above() { (($(pttl "$1") > $2)); }
 
+pttl_below() {
+	local p
+	p=$(pttl "$1")
+	((p >= 0 && p < $2))
+}
+
+@test "a waiting run whose grant from the release came too late to trust asks again: the same grant, with a new fence" {
+	baton_grant R bs
+	# Over 0.5s since the grant (the waiter counts from before it): too
+	# old to trust, and still held.
+	wait_until 10 pttl_below bs 2800
+	kill -CONT "$BATON_PID"
+	bg_wait "$BATON_PID" 10
+	assert_equal "$BG_STATUS" 0
+	local f
+	f=$(cat baton.fence)
+	((f > BATON_FENCE))
+	assert_equal "$(rcli R GET "$(key bs):fence")" "$f"
+	lock_free bs
+	# One grant (the release's), renewed: not a second one.
+	run -0 "$RLOCK" log --json bs
+	assert_equal "$(python3 -c '
+import json, sys
+es = [json.loads(l) for l in sys.stdin]
+print(" ".join("%s:%s:%s" % (e["event"], e["pid"], e["fence"]) for e in es[-2:]))' <<<"$output")" \
+		"acquired:$BATON_PID:$BATON_FENCE released:$BATON_PID:$f"
+}
+
 @test "a run handed the lock by the release renews its short first lease to the full TTL at once" {
 	local t w
 	t=$("$RLOCK" acquire -t 30s bk)
