@@ -1097,11 +1097,10 @@ static int acq_waiter(struct rlock *rl, struct acq *q,
  * it delta ms after it heard the request we sent at stamp, so not before
  * stamp + delta on our clock: the lease (baton_ms, which the caller
  * renews at once to its full TTL) is counted from there.  A message that
- * came too late to be sure of it is not used: the acquire that follows
- * finds our own token and renews it with a new fence, or we wait on.  Too
- * late is BATON_FRESH_MS, well within the lease: a grant held up that
- * long (its server stopped before it wrote the message) may be older
- * than a failover and a higher fence handed out by the new master.
+ * came too late to be sure of it (BATON_FRESH_MS, well within the lease)
+ * is not used: the acquire that follows finds our own token and renews
+ * it, with a new fence when the server finds the grant old enough to be
+ * older than a failover (BATON_REFENCE_MS), or we wait on.
  */
 static int take_baton(struct rlock *rl, const struct acq *q,
 		      const struct rlock_acquire_opts *o,

@@ -304,10 +304,12 @@
  * did not trust (or has not heard of yet): renewed, and when the grant is
  * BATON_REFENCE_MS old on this server's clock (the server stopped before
  * it could tell the waiter), with a new fence, which the holder's record
- * takes: a failover meanwhile may have handed out a higher one.  GET comes first so a key of another type
- * is an error (SET NX alone would answer nil and the caller would wait
- * for ever).  The path of a free exclusive lock with nobody in line and
- * no shared holder costs one EXISTS more than SET NX would.
+ * takes: a failover meanwhile may have handed out a higher one.
+ *
+ * GET comes first so a key of another type is an error (SET NX alone
+ * would answer nil and the caller would wait for ever).  The path of a
+ * free exclusive lock with nobody in line and no shared holder costs one
+ * EXISTS more than SET NX would.
  */
 static const char acquire_lua[] =
 	"local k, tok = ARGV[9], ARGV[1]\n"
