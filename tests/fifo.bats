@@ -220,6 +220,16 @@ wake_chan() {
 	lock_free bt
 }
 
+# last_events NAME N FIELD: the last N events of lock NAME's history, as
+# "event:pid:FIELD" (None where an event has no value), on one line.
+last_events() {
+	"$RLOCK" log --json "$1" | python3 -c '
+import json, sys
+es = [json.loads(l) for l in sys.stdin]
+n, f = int(sys.argv[1]), sys.argv[2]
+print(" ".join("%s:%s:%s" % (e["event"], e["pid"], e[f]) for e in es[-n:]))' "$2" "$3"
+}
+
 pttl_above() { (($(pttl "$1") > $2)); }
 
 pttl_below() {
@@ -242,11 +252,7 @@ pttl_below() {
 	assert_equal "$(rcli R GET "$(key bs):fence")" "$f"
 	lock_free bs
 	# One grant (the release's), renewed: not a second one.
-	run -0 "$RLOCK" log --json bs
-	assert_equal "$(python3 -c '
-import json, sys
-es = [json.loads(l) for l in sys.stdin]
-print(" ".join("%s:%s:%s" % (e["event"], e["pid"], e["fence"]) for e in es[-2:]))' <<<"$output")" \
+	assert_equal "$(last_events bs 2 fence)" \
 		"acquired:$BATON_PID:$BATON_FENCE released:$BATON_PID:$f"
 }
 
@@ -279,11 +285,7 @@ print(" ".join("%s:%s:%s" % (e["event"], e["pid"], e["fence"]) for e in es[-2:])
 	[[ ! -e baton.fence ]]
 	lock_free bq
 	assert_equal "$(rcli R EXISTS "$(key bq):owner")" 0
-	run -0 "$RLOCK" log --json bq
-	assert_equal "$(python3 -c '
-import json, sys
-es = [json.loads(l) for l in sys.stdin]
-print(" ".join("%s:%s:%s" % (e["event"], e["pid"], e["reason"]) for e in es[-3:]))' <<<"$output")" \
+	assert_equal "$(last_events bq 3 reason)" \
 		"acquired:$w:None released:$w:handed over as its wait ended skipped:$w:interrupted"
 }
 
