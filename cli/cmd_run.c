@@ -587,16 +587,16 @@ static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 }
 
 /*
- * A lease handed over by a release (the baton) is short, and due for
- * renewal at once: renew it on the connection that is already open, now
- * that the command has started.  The renewal thread's own connection
- * (connect, TLS, AUTH) would take several round trips more, and on a slow
- * link could outlast the short lease.  A failure here is the renewal
- * thread's to judge: it starts with the lease as it is, finds it due and
- * tries again until the lease may have run out.
+ * A lease already due for renewal (a short one a release handed over):
+ * renew it on the connection that is already open, now that the command
+ * has started.  The renewal thread's own connection (connect, TLS, AUTH)
+ * would take several round trips more, and on a slow link could outlast
+ * the short lease.  A failure here is the renewal thread's to judge: it
+ * starts with the lease as it is, finds it due and tries again until the
+ * lease may have run out.
  */
-static void renew_baton(struct run *r, struct rlock *rl,
-			struct rlock_lease *lease)
+static void renew_due(struct run *r, struct rlock *rl,
+		      struct rlock_lease *lease)
 {
 	int rc = rlock_renew(rl, r->name, lease);
 
@@ -633,8 +633,8 @@ static int run_command(struct run *r, struct rlock *rl, int sfd,
 		cli_warn(r->g, "cannot fork: %s", strerror(errno));
 		return -1;
 	}
-	if (rn != NULL && lease->renewed_boot_ms < lease->taken_boot_ms)
-		renew_baton(r, rl, lease);
+	if (rn != NULL && rlock_renewal_due(lease))
+		renew_due(r, rl, lease);
 	if (rn != NULL && renewer_start(rn, r->name, lease) != 0) {
 		cli_warn(r->g, "cannot start the renewal thread: %s; "
 			 "command killed", strerror(errno));

@@ -228,6 +228,42 @@ int64_t rlock_safety_margin_ms(int64_t ttl_ms)
 	return rlock_drift_ms(ttl_ms) + ttl_ms * 9 / 100;
 }
 
+/* ---- leases --------------------------------------------------------- */
+
+/* A lease granted at t0 (CLOCK_BOOTTIME ms, when the request that got it
+ * was sent). */
+static void lease_init(struct rlock_lease *l, const char *token,
+		       long long fence, const struct rlock_acquire_opts *o,
+		       const char *kind, long long pid, int64_t t0)
+{
+	snprintf(l->token, sizeof(l->token), "%s", token);
+	l->fence = fence;
+	l->ttl_ms = o->ttl_ms;
+	l->taken_boot_ms = t0;
+	l->renewed_boot_ms = t0;
+	l->wait_replicas = o->wait_replicas;
+	l->once_ms = o->once_per_ms;
+	l->kind = strcmp(kind, "x") == 0 ? 'x' : 'h';
+	l->pid = pid;
+}
+
+/* When the lease may have run out, by our clock (its safety margin off). */
+static int64_t lease_end(const struct rlock_lease *l)
+{
+	return l->renewed_boot_ms + l->ttl_ms - rlock_safety_margin_ms(l->ttl_ms);
+}
+
+/* When its next renewal is due: a third of the TTL after the last. */
+static int64_t lease_renew_at(const struct rlock_lease *l)
+{
+	return l->renewed_boot_ms + l->ttl_ms / 3;
+}
+
+int rlock_renewal_due(const struct rlock_lease *lease)
+{
+	return rlock_boot_ms() >= lease_renew_at(lease);
+}
+
 /* ---- reading replies ------------------------------------------------ */
 
 long long elem_ll(const redisReply *r, size_t i)
@@ -750,15 +786,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	}
 	elapsed = rlock_boot_ms() - t0;
 	if (ngrant >= rl->quorum && lease_valid(o->ttl_ms, elapsed)) {
-		snprintf(lease->token, sizeof(lease->token), "%s", token);
-		lease->fence = fence;
-		lease->ttl_ms = o->ttl_ms;
-		lease->taken_boot_ms = t0;
-		lease->renewed_boot_ms = t0;
-		lease->wait_replicas = o->wait_replicas;
-		lease->once_ms = o->once_per_ms;
-		lease->kind = strcmp(a->kind, "x") == 0 ? 'x' : 'h';
-		lease->pid = who.pid;
+		lease_init(lease, token, fence, o, a->kind, who.pid, t0);
 		if (rl->nnode > 1)
 			record_grant(rl, n, &who, a->kind, lease);
 		rc = RLOCK_OK;
@@ -1107,20 +1135,18 @@ static int take_baton(struct rlock *rl, const struct acq *q,
 		      const struct baton *bt, struct rlock_lease *lease)
 {
 	int64_t t0 = bt->stamp + bt->delta, now = rlock_boot_ms();
+	struct rlock_lease l;
 
-	if (q->a.baton_ms == 0 || t0 > now || now >= t0 + BATON_FRESH_MS ||
-	    now >= t0 + q->a.baton_ms - rlock_safety_margin_ms(o->ttl_ms))
+	if (q->a.baton_ms == 0 || t0 > now || now >= t0 + BATON_FRESH_MS)
 		return 0;
-	snprintf(lease->token, sizeof(lease->token), "%s", q->token);
-	lease->fence = bt->fence;
-	lease->ttl_ms = o->ttl_ms;
-	lease->taken_boot_ms = t0;
-	/* Due for renewal: what is left is baton_ms from t0. */
-	lease->renewed_boot_ms = t0 + q->a.baton_ms - o->ttl_ms;
-	lease->wait_replicas = 0;
-	lease->once_ms = 0;
-	lease->kind = 'x';
-	lease->pid = o->pid > 0 ? o->pid : (long long)getpid();
+	lease_init(&l, q->token, bt->fence, o, "x",
+		   o->pid > 0 ? o->pid : (long long)getpid(), t0);
+	/* What is left is baton_ms from t0: as if renewed that much before,
+	 * and so due for renewal at once. */
+	l.renewed_boot_ms = t0 + q->a.baton_ms - o->ttl_ms;
+	if (now >= lease_end(&l))
+		return 0;
+	*lease = l;
 	if (bt->refused)
 		history_refused(rl, 0);
 	return 1;
@@ -1520,8 +1546,7 @@ static size_t count_lost_replies(struct fan *f, const struct rlock_lease *lease)
 {
 	size_t i, n = 0;
 
-	if (lease == NULL || rlock_boot_ms() >= lease->renewed_boot_ms +
-	    lease->ttl_ms - rlock_safety_margin_ms(lease->ttl_ms))
+	if (lease == NULL || rlock_boot_ms() >= lease_end(lease))
 		return 0;
 	for (i = 0; i < f->n; i++) {
 		redisReply *r = f->slot[i].res.r;
@@ -1636,8 +1661,7 @@ int rlock_force_release(struct rlock *rl, const char *name,
 
 int rlock_renew(struct rlock *rl, const char *name, struct rlock_lease *lease)
 {
-	int64_t left = lease->renewed_boot_ms + lease->ttl_ms -
-		       rlock_safety_margin_ms(lease->ttl_ms) - rlock_boot_ms();
+	int64_t left = lease_end(lease) - rlock_boot_ms();
 	int rc;
 
 	if (left <= 0) {
@@ -1736,15 +1760,14 @@ static void watch_open(struct rlock *rl, const char *name, int64_t hard)
 int rlock_keepalive(struct rlock *rl, const char *name,
 		    struct rlock_lease *lease, int stop_fd)
 {
-	int64_t period = lease->ttl_ms / 3, margin, next, lost_at, now;
+	int64_t period = lease->ttl_ms / 3, next, lost_at, now;
 	int rc, failures = 0;
 
-	margin = rlock_safety_margin_ms(lease->ttl_ms);
-	next = lease->renewed_boot_ms + period;
-	watch_open(rl, name, rlock_mono_ms() + (lease->renewed_boot_ms +
-		   lease->ttl_ms - margin - rlock_boot_ms()));
+	next = lease_renew_at(lease);
+	watch_open(rl, name, rlock_mono_ms() + (lease_end(lease) -
+		   rlock_boot_ms()));
 	for (;;) {
-		lost_at = lease->renewed_boot_ms + lease->ttl_ms - margin;
+		lost_at = lease_end(lease);
 		now = rlock_boot_ms();
 		if (now >= lost_at)
 			goto lost;
@@ -1756,7 +1779,7 @@ int rlock_keepalive(struct rlock *rl, const char *name,
 			goto lost;
 		if (rc == RLOCK_OK) {
 			failures = 0;
-			next = lease->renewed_boot_ms + period;
+			next = lease_renew_at(lease);
 		} else if (rc == RLOCK_NOTOURS) {
 			set_error(rl->err, sizeof(rl->err),
 				  "the token no longer holds it");

@@ -165,9 +165,9 @@ struct rlock_acquire_opts {
 	/* Take the lock straight from the release that frees it, when first
 	 * in line (one server, exclusive, no --once-per or wait_replicas):
 	 * the hand-off saves a round trip, and the lease it gives may be as
-	 * short as 1.5 s plus rlock_safety_margin_ms (renewed_boot_ms is
-	 * then before taken_boot_ms): the caller renews it at once
-	 * (rlock_renew; rlock_keepalive finds the renewal due). */
+	 * short as 1.5 s plus rlock_safety_margin_ms, and is then due for
+	 * renewal at once (rlock_renewal_due): the caller renews it
+	 * (rlock_renew; rlock_keepalive finds it due). */
 	int baton;
 };
 
@@ -239,6 +239,10 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
  * RLOCK_LOST when the lease may have run out already.
  */
 int rlock_renew(struct rlock *rl, const char *name, struct rlock_lease *lease);
+
+/* Whether lease is due for renewal (a third of its TTL after the last, as
+ * rlock_keepalive renews): at once for one a release handed over. */
+int rlock_renewal_due(const struct rlock_lease *lease);
 
 /*
  * Give up the lock held by token, recording how (NULL: not known) in the
