@@ -95,19 +95,13 @@ once() {
 	awk -v a="$(<"$d/end")" -v b="$(<"$d/start")" 'BEGIN { printf "%.3f\n", (b - a) * 1000 }'
 }
 
-# The scripts' calls and usec so far (INFO commandstats).
-scripts() {
-	redis-cli -p "$port" INFO commandstats | tr -d '\r' |
-		awk -F'[:,=]' '/^cmdstat_eval(sha)?:/ { c += $3; u += $5 } END { print c + 0, u + 0 }'
-}
-
 declare -a calls usec
 for ((s = 0; s < n; s++)); do
 	for i in "${!bins[@]}"; do
-		read -r c0 u0 < <(scripts)
+		read -r c0 u0 < <(script_stats)
 		once "${bins[i]}" "ho$s" >>"$tmp/samples.$i" ||
 			echo "handoff.sh: a ${labels[i]} sample failed" >&2
-		read -r c1 u1 < <(scripts)
+		read -r c1 u1 < <(script_stats)
 		calls[i]=$((${calls[i]:-0} + c1 - c0))
 		usec[i]=$((${usec[i]:-0} + u1 - u0))
 	done

@@ -43,12 +43,6 @@ if ! node -e 'require("redlock"); require("ioredis")' 2>/dev/null; then
 fi
 export REDIS_PORT=$port
 
-# The scripts' calls and usec so far.
-scripts() {
-	redis-cli -p "$port" INFO commandstats | tr -d '\r' |
-		awk -F'[:,=]' '/^cmdstat_eval(sha)?:/ { c += $3; u += $5 } END { print c + 0, u + 0 }'
-}
-
 echo "| round | tool | cycles/s | server µs per cycle |"
 echo "|---:|---|---:|---:|"
 for ((r = 1; r <= rounds; r++)); do
@@ -56,11 +50,11 @@ for ((r = 1; r <= rounds; r++)); do
 		awk -F'"' '$2 == "SET" { printf "%.0f", $4 / 2 }')
 	echo "| $r | SET/2 ceiling | $v | |"
 	for arg in "$@"; do
-		read -r _ u0 < <(scripts)
+		read -r _ u0 < <(script_stats)
 		read -r rate cycles < <("${arg#*=}" -u "redis://127.0.0.1:$port" bench \
 			-c 50 -k 50 -d 3s --no-ping --json |
 			python3 -c 'import json,sys; d=json.load(sys.stdin); print(round(d["cycles_per_s"]), d["cycles"])')
-		read -r _ u1 < <(scripts)
+		read -r _ u1 < <(script_stats)
 		echo "| $r | ${arg%%=*} | $rate | $(awk -v u=$((u1 - u0)) -v n="$cycles" 'BEGIN { printf "%.1f", u / n }') |"
 	done
 	echo "| $r | node-redlock | $(timeout 120 node "$ROOT/bench/libbench.js" 50 3 | awk '{ print $1 }') | |"

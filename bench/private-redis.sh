@@ -4,7 +4,7 @@
 # The caller sets tmp (a private directory) and who (the word its messages
 # start with).  start_server sets port and server_pid and returns 0, or
 # prints the server's log; stop_server (for the caller's EXIT trap) stops
-# it by PID and removes tmp.
+# it by PID and removes tmp; script_stats reads its scripts' counters.
 
 # poll SECS COMMAND...: run COMMAND every 10ms until it succeeds, for at
 # most SECS seconds.
@@ -55,4 +55,11 @@ stop_server() {
 		wait "$server_pid" 2>/dev/null
 	fi
 	rm -rf "$tmp"
+}
+
+# script_stats: the scripts' calls and µs so far on the server (INFO
+# commandstats, EVALSHA and EVAL together), as "CALLS USEC".
+script_stats() {
+	redis-cli -p "$port" INFO commandstats | tr -d '\r' |
+		awk -F'[:,=]' '/^cmdstat_eval(sha)?:/ { c += $3; u += $5 } END { print c + 0, u + 0 }'
 }
