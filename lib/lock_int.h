@@ -41,11 +41,12 @@
 #define LINE_BEAT_MS 400
 /*
  * A grant that a release made for a waiter (the baton) is trusted for
- * BATON_FRESH_MS after it was made (the waiter asks again after that),
- * and is given a new fence when the waiter asks BATON_REFENCE_MS or more
- * after it, on the server's clock: it was held up (its server stopped
- * before it told the waiter) long enough for a failover to have handed
- * out a higher fence elsewhere.  A failover takes longer than that:
+ * BATON_FRESH_MS after it was made (the waiter asks again after that).
+ * A grant its holder asks for again (that, or a retry after a lost reply)
+ * is given a new fence when it is BATON_REFENCE_MS old or more, on the
+ * server's clock: it was held up (its server stopped before it answered)
+ * long enough for a failover to have handed out a higher fence
+ * elsewhere.  A failover takes longer than that:
  * Sentinel's down-after-milliseconds and Cluster's node timeout are
  * seconds in practice.
  */

@@ -298,13 +298,13 @@
  * one not in line, or with details), or the time until the first shared
  * or semaphore lease ends.
  *
- * Our own token already there means a retry after a lost reply: renew it
- * and report the grant again.  For a waiter that takes the lock from a
- * release (ARGV[20]) it means a grant the release made that the waiter
- * did not trust (or has not heard of yet): renewed, and when the grant is
- * BATON_REFENCE_MS old on this server's clock (the server stopped before
- * it could tell the waiter), with a new fence, which the holder's record
- * takes: a failover meanwhile may have handed out a higher one.
+ * Our own token already there means a grant we did not hear of: a retry
+ * after a lost reply, or a grant a release made for us (the baton) that
+ * we did not trust or have not heard of yet.  It is renewed and reported
+ * again; when it is BATON_REFENCE_MS old on this server's clock (the
+ * server stopped before it could answer), with a new fence, which the
+ * holder's record takes: a failover meanwhile may have handed out a
+ * higher one.
  *
  * GET comes first so a key of another type is an error (SET NX alone
  * would answer nil and the caller would wait for ever).  The path of a
@@ -314,11 +314,6 @@
 static const char acquire_lua[] =
 	"local k, tok = ARGV[9], ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"if cur == tok and not ARGV[20] then\n"
-	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-	"  return {1, tonumber(string.match(redis.call('GET', KEYS[2]) or '', '^%d+') or '0')}\n"
-	"end\n"
 	LUA_NOW
 	LUA_NEXT_FENCE
 	"if cur == tok then\n"
@@ -906,7 +901,7 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "f0a3bf22422c6b7c32052aaae48a977a47d7d885" },
+				   "241d1dc3e03a1c0a909724afe213c7516a50fecf" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
