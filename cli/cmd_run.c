@@ -137,28 +137,37 @@ static int foreground_tty(void)
 
 static void set_child_env(struct run *r, const struct rlock_lease *lease)
 {
-	char num[32];
+	char num[24];
 	const char *held = getenv("RLOCK_HELD");
 	char *nh;
+	size_t len;
 
-	if (lease != NULL) {
-		setenv("RLOCK_NAME", r->name, 1);
-		setenv("RLOCK_KEY", r->key, 1);
-		setenv("RLOCK_TOKEN", lease->token, 1);
-		snprintf(num, sizeof(num), "%lld", lease->fence);
-		setenv("RLOCK_FENCE", num, 1);
-		snprintf(num, sizeof(num), "%lld", (long long)lease->ttl_ms);
-		setenv("RLOCK_TTL_MS", num, 1);
-		/* Keys are newline-separated, a shared or semaphore hold's
-		 * kind after a tab: names have no control characters. */
-		if (asprintf(&nh, "%s%s%s%s%s", held != NULL ? held : "",
-			     held != NULL && *held != '\0' ? "\n" : "",
-			     r->key, r->kind[0] != 'x' ? "\t" : "",
-			     r->kind[0] != 'x' ? r->kind : "") < 0)
-			return;
-		setenv("RLOCK_HELD", nh, 1);
-		free(nh);
+	if (lease == NULL)
+		return;
+	setenv("RLOCK_NAME", r->name, 1);
+	setenv("RLOCK_KEY", r->key, 1);
+	setenv("RLOCK_TOKEN", lease->token, 1);
+	num[rlock_lltoa(num, lease->fence)] = '\0';
+	setenv("RLOCK_FENCE", num, 1);
+	num[rlock_lltoa(num, lease->ttl_ms)] = '\0';
+	setenv("RLOCK_TTL_MS", num, 1);
+	/* Keys are newline-separated, a shared or semaphore hold's kind
+	 * after a tab: names have no control characters. */
+	if (held == NULL)
+		held = "";
+	len = strlen(held) + strlen(r->key) + strlen(r->kind) + 3;
+	if ((nh = malloc(len)) == NULL)
+		return;
+	rlock_strlcpy(nh, held, len);
+	if (*held != '\0')
+		rlock_strlcat(nh, "\n", len);
+	rlock_strlcat(nh, r->key, len);
+	if (r->kind[0] != 'x') {
+		rlock_strlcat(nh, "\t", len);
+		rlock_strlcat(nh, r->kind, len);
 	}
+	setenv("RLOCK_HELD", nh, 1);
+	free(nh);
 }
 
 /* Whether the newline-separated list held has key; have gets the kind it
@@ -485,14 +494,15 @@ static void make_label(struct run *r, char *label)
 		return;
 	label[0] = '\0';
 	if (r->shell_cmd != NULL) {
-		snprintf(label, RLOCK_LABEL_MAX + 1, "%s", r->shell_cmd);
+		rlock_strlcpy(label, r->shell_cmd, RLOCK_LABEL_MAX + 1);
 	} else {
 		for (size_t i = 0; r->argv[i] != NULL && len < RLOCK_LABEL_MAX;
-		     i++)
-			len += (size_t)snprintf(label + len,
-						RLOCK_LABEL_MAX + 1 - len,
-						"%s%s", i ? " " : "",
-						r->argv[i]);
+		     i++) {
+			if (i > 0)
+				rlock_strlcat(label, " ", RLOCK_LABEL_MAX + 1);
+			len = rlock_strlcat(label, r->argv[i],
+					    RLOCK_LABEL_MAX + 1);
+		}
 	}
 	r->ao.label = cli_printable(label);
 }
@@ -682,7 +692,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	rl = cli_open(g);
 	if (rlock_check_acquire(rl, &r.ao) != RLOCK_OK)
 		cli_usage_error(g, "%s", rlock_errstr(rl));
-	snprintf(r.key, sizeof(r.key), "%s", rlock_key(rl, r.name));
+	rlock_strlcpy(r.key, rlock_key(rl, r.name), sizeof(r.key));
 	held = getenv("RLOCK_HELD");
 	rlock_kind(&r.ao, r.kind, sizeof(r.kind));
 	if (held != NULL && held_as(held, r.key, have)) {

@@ -46,7 +46,7 @@ static void *renew_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	rn->result = rlock_keepalive(rn->rl, rn->name, &rn->lease,
 				     rn->stop[0]);
-	snprintf(rn->err, sizeof(rn->err), "%s", rlock_errstr(rn->rl));
+	rlock_strlcpy(rn->err, rlock_errstr(rn->rl), sizeof(rn->err));
 	while (write(rn->done[1], &b, 1) < 0 && errno == EINTR)
 		;
 	return NULL;

@@ -20,6 +20,20 @@
 
 #include "conn_int.h"
 
+/* "host:port", "[v6]:port" for an IPv6 address, into buf. */
+static void host_port(char *buf, size_t len, const char *host, int port)
+{
+	int v6 = strchr(host, ':') != NULL;
+	char num[24];
+
+	num[0] = ':';
+	num[1 + rlock_utoa(num + 1, (unsigned)port)] = '\0';
+	rlock_strlcpy(buf, v6 ? "[" : "", len);
+	rlock_strlcat(buf, host, len);
+	rlock_strlcat(buf, v6 ? "]" : "", len);
+	rlock_strlcat(buf, num, len);
+}
+
 struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 			    const struct rlock_conn_opts *o)
 {
@@ -34,20 +48,17 @@ struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 		&rlock_plain_transport;
 	c->fd = -1;
 	if (o->password != NULL) {
-		snprintf(c->password, sizeof(c->password), "%s", o->password);
+		rlock_strlcpy(c->password, o->password, sizeof(c->password));
 		c->has_password = 1;
 	} else if (u->has_password) {
-		snprintf(c->password, sizeof(c->password), "%s", u->password);
+		rlock_strlcpy(c->password, u->password, sizeof(c->password));
 		c->has_password = 1;
 	}
 	if (u->kind == RLOCK_URL_UNIX)
-		snprintf(c->addr, sizeof(c->addr), "%s", u->path);
-	else if (strchr(u->hosts[hostidx].host, ':') != NULL)
-		snprintf(c->addr, sizeof(c->addr), "[%s]:%d",
-			 u->hosts[hostidx].host, u->hosts[hostidx].port);
+		rlock_strlcpy(c->addr, u->path, sizeof(c->addr));
 	else
-		snprintf(c->addr, sizeof(c->addr), "%s:%d",
-			 u->hosts[hostidx].host, u->hosts[hostidx].port);
+		host_port(c->addr, sizeof(c->addr), u->hosts[hostidx].host,
+			  u->hosts[hostidx].port);
 	return c;
 }
 
@@ -191,48 +202,74 @@ static int connect_addr(struct rlock_conn *c, const struct sockaddr *sa,
 	return 0;
 }
 
+int conn_ipv4_literal(const char *s, unsigned char addr[4])
+{
+	for (int i = 0; i < 4; i++) {
+		unsigned part = 0;
+		const char *start;
+
+		if (i > 0 && *s++ != '.')
+			return 0;
+		start = s;
+		while (*s >= '0' && *s <= '9' && s - start < 3)
+			part = part * 10 + (unsigned)(*s++ - '0');
+		if (s == start || part > 255 ||
+		    (*start == '0' && s - start > 1))
+			return 0;
+		addr[i] = (unsigned char)part;
+	}
+	return *s == '\0';
+}
+
 static int connect_any(struct rlock_conn *c, int64_t deadline)
 {
+	const char *host = c->url->hosts[c->hostidx].host;
+	int port = c->url->hosts[c->hostidx].port;
 	struct addrinfo hints, *res = NULL, *ai;
-	char port[16];
+	struct sockaddr_in sin;
+	unsigned char v4[4];
+	char num[24];
 	int e = 0, gai;
 
 	if (c->url->kind == RLOCK_URL_UNIX) {
-		struct sockaddr_un sun;
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
-		memset(&sun, 0, sizeof(sun));
-		sun.sun_family = AF_UNIX;
 		if (strlen(c->url->path) >= sizeof(sun.sun_path))
 			return conn_fail(c, "cannot connect to %s: %s",
 				    "socket path too long");
 		memcpy(sun.sun_path, c->url->path, strlen(c->url->path) + 1);
 		e = connect_addr(c, (struct sockaddr *)&sun, sizeof(sun),
 				 deadline);
-		if (e != 0)
+	} else if (conn_ipv4_literal(host, v4)) {
+		memset(&sin, 0, sizeof(sin));
+		memcpy(&sin.sin_addr, v4, sizeof(v4));
+		sin.sin_family = AF_INET;
+		sin.sin_port = htons((uint16_t)port);
+		e = connect_addr(c, (struct sockaddr *)&sin, sizeof(sin),
+				 deadline);
+	} else {
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_family = AF_UNSPEC;
+		hints.ai_socktype = SOCK_STREAM;
+		/* An IP literal must never cost a DNS query. */
+		hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+		num[rlock_utoa(num, (unsigned)port)] = '\0';
+		gai = getaddrinfo(host, num, &hints, &res);
+		if (gai == EAI_NONAME) {
+			hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
+			gai = getaddrinfo(host, num, &hints, &res);
+		}
+		if (gai != 0)
 			return conn_fail(c, "cannot connect to %s: %s",
-				    e == ETIMEDOUT ? "timed out" : strerror(e));
-		return RLOCK_OK;
+					 gai_strerror(gai));
+		for (ai = res; ai != NULL; ai = ai->ai_next) {
+			e = connect_addr(c, ai->ai_addr, ai->ai_addrlen,
+					 deadline);
+			if (e == 0 || e == ETIMEDOUT)
+				break;
+		}
+		freeaddrinfo(res);
 	}
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	/* An IP literal must never cost a DNS query. */
-	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-	snprintf(port, sizeof(port), "%d", c->url->hosts[c->hostidx].port);
-	gai = getaddrinfo(c->url->hosts[c->hostidx].host, port, &hints, &res);
-	if (gai == EAI_NONAME) {
-		hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
-		gai = getaddrinfo(c->url->hosts[c->hostidx].host, port, &hints,
-				  &res);
-	}
-	if (gai != 0)
-		return conn_fail(c, "cannot connect to %s: %s", gai_strerror(gai));
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		e = connect_addr(c, ai->ai_addr, ai->ai_addrlen, deadline);
-		if (e == 0 || e == ETIMEDOUT)
-			break;
-	}
-	freeaddrinfo(res);
 	if (e != 0)
 		return conn_fail(c, "cannot connect to %s: %s",
 			    e == ETIMEDOUT ? "timed out" : strerror(e));

@@ -91,12 +91,12 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 	rl->copts.io_timeout_ms = cfg->io_timeout_ms > 0 ?
 		cfg->io_timeout_ms : 2000;
 	if (cfg->password != NULL) {
-		snprintf(rl->password, sizeof(rl->password), "%s",
-			 cfg->password);
+		rlock_strlcpy(rl->password, cfg->password,
+			      sizeof(rl->password));
 		rl->copts.password = rl->password;
 	}
-	snprintf(rl->prefix, sizeof(rl->prefix), "%s",
-		 cfg->prefix != NULL ? cfg->prefix : "rlock:");
+	rlock_strlcpy(rl->prefix, cfg->prefix != NULL ? cfg->prefix :
+		      "rlock:", sizeof(rl->prefix));
 	rl->hist.max = cfg->no_log ? 0 : cfg->log_max > 0 ? cfg->log_max :
 		       RLOCK_LOG_MAX_DEFAULT;
 	rl->hist.ttl_ms = (cfg->log_days > 0 ? cfg->log_days :
@@ -165,9 +165,9 @@ void identify(struct rlock *rl)
 	if (env == NULL || *env == '\0')
 		env = getenv("LOGNAME");
 	if (env != NULL && *env != '\0') {
-		snprintf(rl->user, sizeof(rl->user), "%s", env);
+		rlock_strlcpy(rl->user, env, sizeof(rl->user));
 	} else if ((pw = getpwuid(geteuid())) != NULL) {
-		snprintf(rl->user, sizeof(rl->user), "%s", pw->pw_name);
+		rlock_strlcpy(rl->user, pw->pw_name, sizeof(rl->user));
 	} else {
 		snprintf(rl->user, sizeof(rl->user), "%u",
 			 (unsigned)geteuid());
@@ -236,7 +236,7 @@ static void lease_init(struct rlock_lease *l, const char *token,
 		       long long fence, const struct rlock_acquire_opts *o,
 		       const char *kind, long long pid, int64_t t0)
 {
-	snprintf(l->token, sizeof(l->token), "%s", token);
+	rlock_strlcpy(l->token, token, sizeof(l->token));
 	l->fence = fence;
 	l->ttl_ms = o->ttl_ms;
 	l->taken_boot_ms = t0;
@@ -1021,12 +1021,14 @@ static int64_t next_try(const struct rlock_holder *h, int in_line,
 const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,
 		       size_t len)
 {
-	if (o->shared)
-		snprintf(buf, len, "s");
-	else if (o->limit > 1)
-		snprintf(buf, len, "%d", o->limit);
-	else
-		snprintf(buf, len, "x");
+	const char *k = o->shared ? "s" : "x";
+	char n[24];
+
+	if (!o->shared && o->limit > 1) {
+		n[rlock_lltoa(n, o->limit)] = '\0';
+		k = n;
+	}
+	rlock_strlcpy(buf, k, len);
 	return buf;
 }
 

@@ -106,8 +106,8 @@ void lock_keys_init(struct lock_keys *k, const char *prefix,
  * fence, log. */
 #define LOCK_NKEYS 9
 
-/* Write "prefix{name}suffix" into buf.  Returns its length, or -1 when it
- * does not fit. */
+/* Write "prefix{name}suffix" into buf.  Returns its length, or -1 (and
+ * an empty buf) when it does not fit. */
 int lock_key(char *buf, size_t len, const char *prefix, const char *name,
 	     const char *suffix);
 

@@ -427,6 +427,24 @@ const char *rlock_fmt_ms(int64_t ms, char *buf, size_t len);
 /* Write wall-clock ms as "YYYY-MM-DD HH:MM:SS UTC" into buf, return buf. */
 const char *rlock_fmt_utc(long long ms, char *buf, size_t len);
 
+/*
+ * Strings without printf, for the paths of a lock cycle: libc's printf
+ * machinery spans pages that a plain run otherwise never touches, about
+ * 110 KiB of its peak RSS (bench/RESULTS-perf.md).
+ *
+ * rlock_strlcpy and rlock_strlcat are OpenBSD's strlcpy and strlcat: dst,
+ * a buffer of len bytes, gets src (after what it holds), cut to fit and
+ * terminated; the result is the length of the string tried (what dst held
+ * plus src), so a result >= len tells that this call cut.  rlock_utoa and
+ * rlock_lltoa write v in
+ * decimal at dst, with no terminator, and return the length: at most 20
+ * (with the sign, 20 too).
+ */
+size_t rlock_strlcpy(char *dst, const char *src, size_t len);
+size_t rlock_strlcat(char *dst, const char *src, size_t len);
+size_t rlock_utoa(char *dst, unsigned long long v);
+size_t rlock_lltoa(char *dst, long long v);
+
 /* CLOCK_BOOTTIME and CLOCK_MONOTONIC in milliseconds. */
 int64_t rlock_boot_ms(void);
 int64_t rlock_mono_ms(void);

@@ -83,6 +83,16 @@ void conn_close(struct rlock_conn *c);
  * Returns RLOCK_OK or RLOCK_EUNAVAIL with the reason in errstr. */
 int conn_open(struct rlock_conn *c, int64_t deadline);
 
+/*
+ * Whether s is an IPv4 address as URLs carry it, four decimal parts with
+ * no leading zero ("127.0.0.1"), which every parser reads alike; addr gets
+ * its bytes in network order.  Read here rather than by getaddrinfo or
+ * inet_pton: they sit in pages of libc that a run to such an address would
+ * otherwise map for this alone, 64 KiB of its peak RSS
+ * (bench/RESULTS-perf.md).  Anything else is getaddrinfo's.
+ */
+int conn_ipv4_literal(const char *s, unsigned char addr[4]);
+
 /* Why the last conn_open failed, when it got as far as the server. */
 enum conn_refusal {
 	CONN_REFUSED_NOT,		/* no: connect, TLS or I/O */
@@ -93,11 +103,6 @@ enum conn_refusal {
 enum conn_refusal conn_refusal(const struct rlock_conn *c);
 
 /* ---- RESP (resp.c) ---- */
-
-/* Write v in decimal at dst (no terminator).  Returns the length: at most
- * 20 (rlock_utoa), 20 with the sign (rlock_lltoa). */
-size_t rlock_utoa(char *dst, unsigned long long v);
-size_t rlock_lltoa(char *dst, long long v);
 
 /* The bytes of a request of argc arguments of lengths lens, as RESP2, and
  * the request written at dst (which has that room).  resp_write returns

@@ -928,9 +928,19 @@ const char *const ev_field[EV_NFIELDS] = {
 int lock_key(char *buf, size_t len, const char *prefix, const char *name,
 	     const char *suffix)
 {
-	int n = snprintf(buf, len, "%s{%s}%s", prefix, name, suffix);
+	size_t n = strlen(prefix) + strlen(name) + strlen(suffix) + 2;
 
-	return n < 0 || (size_t)n >= len ? -1 : n;
+	if (n >= len) {
+		if (len > 0)
+			buf[0] = '\0';
+		return -1;
+	}
+	rlock_strlcpy(buf, prefix, len);
+	rlock_strlcat(buf, "{", len);
+	rlock_strlcat(buf, name, len);
+	rlock_strlcat(buf, "}", len);
+	rlock_strlcat(buf, suffix, len);
+	return (int)n;
 }
 
 /* dst = key followed by suffix (dst has room for RLOCK_KEY_MAX + 16). */
@@ -1059,8 +1069,8 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	if (a->once_ms > 0)
 		add_key(q, n->once);
 	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
-	snprintf(q->label, sizeof(q->label), "%s",
-		 who->label != NULL ? who->label : "");
+	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
+		      sizeof(q->label));
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = num(q, 0, ttl_ms);
 	q->argv[q->argc++] = who->host;

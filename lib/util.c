@@ -31,6 +31,28 @@ void set_error(char *buf, size_t len, const char *fmt, ...)
 	errno = saved;
 }
 
+size_t rlock_strlcpy(char *dst, const char *src, size_t len)
+{
+	size_t n = strlen(src);
+
+	if (len > 0) {
+		size_t k = n < len ? n : len - 1;
+
+		memcpy(dst, src, k);
+		dst[k] = '\0';
+	}
+	return n;
+}
+
+size_t rlock_strlcat(char *dst, const char *src, size_t len)
+{
+	size_t have = strnlen(dst, len);
+
+	if (have == len)
+		return len + strlen(src);
+	return have + rlock_strlcpy(dst + have, src, len - have);
+}
+
 static int64_t clock_ms(clockid_t id)
 {
 	struct timespec ts;

@@ -1,8 +1,11 @@
 /*
- * test_util.c - set_error never overflows its buffer, and the two
- * clocks the library measures leases and waits with behave.
+ * test_util.c - set_error never overflows its buffer, the two clocks the
+ * library measures leases and waits with behave, the string helpers keep
+ * strlcpy's contract, and an IPv4 literal reads as inet_pton reads it.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <wchar.h>
@@ -99,8 +102,72 @@ static void clocks(void)
 	CHECK(m1 - m0 < 60000);
 }
 
+/* rlock_strlcpy and rlock_strlcat against what snprintf does with "%s"
+ * and "%s%s" (strlcat: what dst held, then src): the same bytes, the same
+ * return, nothing written past len. */
+static void strings(void)
+{
+	static const char *const src[] = { "", "a", "abcdefg", "abcdefgh",
+					   "abcdefghijklmnop" };
+	char got[8 + 4], want[8 + 4], held[8 + 4];
+
+	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++) {
+		for (size_t len = 1; len <= 8; len++) {
+			unit_context("\"%s\", len %zu", src[i], len);
+			memset(got, 'Z', sizeof(got));
+			memset(want, 'Z', sizeof(want));
+			CHECK_INT(rlock_strlcpy(got, src[i], len),
+				  snprintf(want, len, "%s", src[i]));
+			CHECK_MEM(got, sizeof(got), want, sizeof(want));
+			memcpy(held, got, sizeof(held));
+			CHECK_INT(rlock_strlcat(got, src[i], len),
+				  snprintf(want, len, "%s%s", held, src[i]));
+			CHECK_MEM(got, sizeof(got), want, sizeof(want));
+		}
+	}
+	unit_context(NULL);
+
+	/* Zero length writes nothing; a full buffer stays as it is. */
+	memset(got, 'Z', sizeof(got));
+	CHECK_INT(rlock_strlcpy(got, "abc", 0), 3);
+	CHECK(got[0] == 'Z');
+	memset(got, 'Z', sizeof(got));
+	CHECK_INT(rlock_strlcat(got, "abc", 4), 7);
+	CHECK(got[0] == 'Z' && got[4] == 'Z');
+}
+
+/* Every address conn_ipv4_literal takes, inet_pton reads the same way;
+ * the forms where parsers differ (leading zeros, fewer parts) are left
+ * to getaddrinfo. */
+static void ipv4(void)
+{
+	static const char *const yes[] = { "127.0.0.1", "0.0.0.0",
+		"255.255.255.255", "10.20.30.40", "192.168.1.100",
+		"1.0.0.9" };
+	static const char *const no[] = { "", "1", "1.2.3", "1.2.3.4.5",
+		"256.1.1.1", "1.2.3.256", "01.2.3.4", "1.2.3.04", "1.2.3.00",
+		"1..2.3", ".1.2.3", "1.2.3.", "1234.1.1.1", "1.2.3.4 ",
+		" 1.2.3.4", "1.2.3.-4", "+1.2.3.4", "a.b.c.d", "::1",
+		"localhost", "0x7f.0.0.1", "1.2.3.4:6379" };
+	unsigned char got[4], want[4];
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		unit_context("%s", yes[i]);
+		CHECK(conn_ipv4_literal(yes[i], got));
+		CHECK_INT(inet_pton(AF_INET, yes[i], want), 1);
+		CHECK_MEM(got, 4, want, 4);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		unit_context("%s", no[i]);
+		CHECK(!conn_ipv4_literal(no[i], got));
+	}
+	unit_context(NULL);
+}
+
 void test_util(void)
 {
 	seterr();
 	clocks();
+	strings();
+	ipv4();
 }
