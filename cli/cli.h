@@ -206,11 +206,12 @@ struct rlock *cli_try_open(struct cli *g, int *rc, char *err, size_t errlen);
 /* ---- run's renewal thread (renewer.c) ---- */
 
 struct renewer {
-	struct rlock *rl;		/* its own handle and connection */
+	struct rlock *rl;		/* run's, lent while the thread runs */
 	const char *name;
 	struct rlock_lease lease;	/* the thread's copy, renewed */
 	int stop[2];			/* main -> thread: stop */
 	int done[2];			/* thread -> main: finished */
+	int at_once;			/* renew at once, not when due */
 	int result;			/* rlock_keepalive's code */
 	char err[600];
 	pthread_t th;
@@ -219,13 +220,15 @@ struct renewer {
 
 void renewer_init(struct renewer *rn);
 
-/* Make the thread's handle and pipes: before the lock is taken.  Returns
- * RLOCK_OK or a code with err set. */
-int renewer_open(struct renewer *rn, struct cli *g, char *err, size_t errlen);
+/* Make the thread's pipes: before the lock is taken.  Returns RLOCK_OK or
+ * a code with err set. */
+int renewer_open(struct renewer *rn, char *err, size_t errlen);
 
-/* Start keeping lease of name alive.  Returns 0, or -1 with errno set. */
-int renewer_start(struct renewer *rn, const char *name,
-		  const struct rlock_lease *lease);
+/* Start keeping lease of name alive with rl, which the caller leaves alone
+ * until renewer_join or renewer_stop: renewing it when due or, with
+ * at_once, now.  Returns 0, or -1 with errno set. */
+int renewer_start(struct renewer *rn, struct rlock *rl, const char *name,
+		  const struct rlock_lease *lease, int at_once);
 
 /* The descriptor that becomes readable when the thread has finished (the
  * lock lost), or -1 when it is not running. */
@@ -234,11 +237,12 @@ int renewer_fd(const struct renewer *rn);
 /* Reap a thread whose descriptor became readable; returns its result. */
 int renewer_join(struct renewer *rn);
 
-/* The last renewal the running thread confirmed, into lease, a copy of
- * the one it was started with: safe while the thread still renews. */
+/* The last renewal the thread confirmed, into lease (a copy of the one it
+ * was started with), once it has ended; nothing if it never started. */
 void renewer_lease(const struct renewer *rn, struct rlock_lease *lease);
 
-/* Stop the thread if it runs and free what renewer_open made. */
+/* Stop the thread if it runs, which gives its handle back, and close what
+ * renewer_open made. */
 void renewer_stop(struct renewer *rn);
 
 /* ---- what acquire --renew's renewer and release leave (leasefile.c) ---- */

@@ -282,7 +282,7 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 	rc = chdir("/");
 	(void)rc;
 	lease_file_sweep();
-	rc = rlock_keepalive(rl, name, l, pfd);
+	rc = rlock_keepalive(rl, name, l, pfd, 0);
 	if (rc == RLOCK_OK) {
 		rlock_release(rl, name, l->token, l, NULL);
 	} else {

@@ -392,17 +392,104 @@ static void drain_group(pid_t pid, int sfd, int64_t kill_at)
 }
 
 /*
- * Wait for the child while forwarding signals, watching the renewal
- * thread and the --max-time deadline.  Returns the wait status; *lost
- * tells whether the renewal thread reported a loss.
+ * The lease while the command runs.  Until its first renewal is due (a
+ * third of the TTL) it needs no thread: the supervising loop watches the
+ * connections the lock was taken on, and starts the renewal thread when a
+ * renewal is due, or at once when the server closes one of them (a
+ * restart, a crash, a failover).  A command that ends sooner, a cron
+ * job's quick check or a short critical section, costs no thread and no
+ * second connection.
+ */
+enum keep_state { KEEP_WATCH, KEEP_THREAD, KEEP_DONE };
+
+struct keeper {
+	struct rlock *rl;		/* the handle the lock was taken on */
+	struct rlock_lease *lease;	/* as taken (and renewed on rl) */
+	struct renewer *rn;		/* NULL: an ancestor holds the lock */
+	enum keep_state state;
+	int failed;			/* the thread could not start */
+};
+
+/* Start the renewal thread.  One that cannot start would leave the lease
+ * to run out under the command: the command is killed, and run ends with
+ * EX_OSERR. */
+static void keeper_start(struct run *r, struct keeper *k, pid_t pid,
+			 int at_once)
+{
+	if (renewer_start(k->rn, k->rl, r->name, k->lease, at_once) == 0) {
+		k->state = KEEP_THREAD;
+		return;
+	}
+	cli_warn(r->g, "cannot start the renewal thread: %s; command killed",
+		 strerror(errno));
+	k->state = KEEP_DONE;
+	k->failed = 1;
+	signal_group(pid, SIGKILL);
+}
+
+/*
+ * Before a poll: the descriptors to watch into p (the thread's, or the
+ * connections'), and *timeout (ms, -1 none) cut to when a renewal is due.
+ * Starts the thread when one is due.  Returns how many of p it filled.
+ */
+static size_t keeper_fds(struct run *r, struct keeper *k, pid_t pid,
+			 struct pollfd *p, int *timeout)
+{
+	int fds[RLOCK_MAX_SERVERS];
+	int64_t due = 0;
+	size_t n;
+
+	if (k->rn == NULL)
+		return 0;
+	if (k->state == KEEP_WATCH && (due = rlock_renewal_in(k->lease)) <= 0)
+		keeper_start(r, k, pid, 0);
+	if (k->state == KEEP_THREAD) {
+		p[0] = (struct pollfd){ .fd = renewer_fd(k->rn),
+					.events = POLLIN };
+		return 1;
+	}
+	if (k->state != KEEP_WATCH)
+		return 0;
+	/* poll counts on the monotonic clock, which stops during a
+	 * suspend, and the lease's does not: look again every second. */
+	due = min_deadline(due, 1000);
+	if (*timeout < 0 || *timeout > due)
+		*timeout = (int)due;
+	n = rlock_watch_fds(k->rl, fds);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	return n;
+}
+
+/* After a poll: the thread's result when it has ended (a loss), else
+ * RLOCK_OK; a connection the server closed starts the thread at once. */
+static int keeper_check(struct run *r, struct keeper *k, pid_t pid,
+			const struct pollfd *p, size_t n)
+{
+	if (k->state == KEEP_THREAD && n == 1 && p[0].revents != 0) {
+		k->state = KEEP_DONE;
+		return renewer_join(k->rn);
+	}
+	for (size_t i = 0; k->state == KEEP_WATCH && i < n; i++) {
+		if (p[i].revents != 0 &&
+		    rlock_watch_dropped(k->rl, i, p[i].revents))
+			keeper_start(r, k, pid, 1);
+	}
+	return RLOCK_OK;
+}
+
+/*
+ * Wait for the child while forwarding signals, keeping the lease and
+ * watching the --max-time deadline.  Returns the wait status; *lost tells
+ * whether the renewal thread reported a loss.
  */
 static int supervise(struct run *r, pid_t pid, int sfd, int tty,
-		     struct renewer *rn, int *lost)
+		     struct keeper *k, int *lost)
 {
 	int64_t max_at = INT64_MAX, kill_at = INT64_MAX, now;
 	int status = 0;
 	struct signalfd_siginfo si;
-	struct pollfd p[2];
+	struct pollfd p[1 + RLOCK_MAX_SERVERS];
 	char tb[32];
 
 	*lost = 0;
@@ -410,7 +497,8 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 		max_at = rlock_mono_ms() + r->max_time_ms;
 	for (;;) {
 		int64_t wake = min_deadline(max_at, kill_at);
-		int timeout;
+		int timeout, res;
+		size_t nk;
 
 		now = rlock_mono_ms();
 		if (now >= kill_at) {
@@ -432,25 +520,19 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 		}
 		timeout = wake == INT64_MAX ? -1 :
 			(int)min_deadline(wake - now, 60000);
-		p[0].fd = sfd;
-		p[0].events = POLLIN;
-		p[1].fd = rn != NULL ? renewer_fd(rn) : -1;
-		p[1].events = POLLIN;
-		p[0].revents = p[1].revents = 0;
-		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+		p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		nk = keeper_fds(r, k, pid, p + 1, &timeout);
+		if (poll(p, 1 + nk, timeout) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents) {
-			int res = renewer_join(rn);
-
-			if (res == RLOCK_LOST || res == RLOCK_NOTOURS) {
-				*lost = 1;
-				if (r->on_lost == LOST_TERM) {
-					signal_group(pid, SIGTERM);
-					kill_at = min_deadline(kill_at,
-						loss_kill_at(r, rn));
-				} else if (r->on_lost == LOST_KILL) {
-					signal_group(pid, SIGKILL);
-				}
+		res = keeper_check(r, k, pid, p + 1, nk);
+		if (res == RLOCK_LOST || res == RLOCK_NOTOURS) {
+			*lost = 1;
+			if (r->on_lost == LOST_TERM) {
+				signal_group(pid, SIGTERM);
+				kill_at = min_deadline(kill_at,
+						       loss_kill_at(r, k->rn));
+			} else if (r->on_lost == LOST_KILL) {
+				signal_group(pid, SIGKILL);
 			}
 		}
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
@@ -468,7 +550,7 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 	/* After a loss, what is left of the group goes too. */
 	if (*lost && r->on_lost != LOST_IGNORE)
 		drain_group(pid, sfd, kill_at == INT64_MAX ?
-			    loss_kill_at(r, rn) : kill_at);
+			    loss_kill_at(r, k->rn) : kill_at);
 	return status;
 }
 
@@ -598,11 +680,9 @@ static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 
 /*
  * A lease already due for renewal (a short one a release handed over):
- * renew it on the connection that is already open, now that the command
- * has started.  The renewal thread's own connection (connect, TLS, AUTH)
- * would take several round trips more, and on a slow link could outlast
- * the short lease.  A failure here is the renewal thread's to judge: it
- * starts with the lease as it is, finds it due and tries again until the
+ * renew it on the connection it came through, now that the command has
+ * started.  A failure here is the renewal thread's to judge: supervise
+ * finds the lease still due and starts it, and it tries again until the
  * lease may have run out.
  */
 static void renew_due(struct run *r, struct rlock *rl,
@@ -625,6 +705,7 @@ static int run_command(struct run *r, struct rlock *rl, int sfd,
 		       const sigset_t *oldmask, struct renewer *rn,
 		       struct rlock_lease *lease, int *lost)
 {
+	struct keeper k = { rl, lease, rn, KEEP_WATCH, 0 };
 	int status, tty, exec_errno;
 	pid_t pid;
 
@@ -634,34 +715,30 @@ static int run_command(struct run *r, struct rlock *rl, int sfd,
 	 * tell when the whole group is gone. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	tty = foreground_tty();
-	/* The command first, then the renewal thread: making the thread
-	 * (its stack, its connection) is then off the path from the grant
-	 * to the command's start, and fork copies one thread's mappings.
-	 * The first renewal is due a third of the TTL after the grant. */
+	/* The command first: what keeping the lease needs is then off the
+	 * path from the grant to the command's start.  A lease a release
+	 * handed over is due for renewal at once; then a cluster's map is
+	 * learned while the node that granted the lock is surely up, for
+	 * following its slot should it die.  supervise keeps the lease from
+	 * there (a thread once a renewal is due, a third of the TTL on). */
 	pid = spawn(r, oldmask, tty, &exec_errno);
 	if (pid < 0) {
 		cli_warn(r->g, "cannot fork: %s", strerror(errno));
 		return -1;
 	}
-	if (rn != NULL && rlock_renewal_due(lease))
+	if (rn != NULL && rlock_renewal_in(lease) <= 0)
 		renew_due(r, rl, lease);
-	if (rn != NULL && renewer_start(rn, r->name, lease) != 0) {
-		cli_warn(r->g, "cannot start the renewal thread: %s; "
-			 "command killed", strerror(errno));
-		signal_group(pid, SIGKILL);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		if (tty >= 0)
-			tcsetpgrp(tty, getpgrp());
-		return -1;
-	}
+	if (rn != NULL)
+		rlock_watch_open(rl, r->name, lease);
 	if (exec_errno != 0)
 		cli_warn(r->g, "cannot run '%s': %s",
 			 r->shell_cmd != NULL ? "$SHELL" : r->argv[0],
 			 strerror(exec_errno));
-	status = supervise(r, pid, sfd, tty, rn, lost);
+	status = supervise(r, pid, sfd, tty, &k, lost);
 	if (tty >= 0)
 		tcsetpgrp(tty, getpgrp());
+	if (k.failed)
+		return -1;
 	r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
 		WEXITSTATUS(status);
@@ -722,7 +799,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 		return EX_OSERR;
 	}
 	if (!r.reentrant) {
-		rc = renewer_open(&rn, g, err, sizeof(err));
+		rc = renewer_open(&rn, err, sizeof(err));
 		if (rc != RLOCK_OK) {
 			cli_warn(g, "%s", err);
 			ret = cli_exit_code(rc, r.conflict);
@@ -752,15 +829,13 @@ int cmd_run(int argc, char **argv, struct cli *g)
 			ret = EX_OSERR;
 	}
 	if (!r.reentrant) {
-		/* The release first, the renewal thread stopped after it (at
-		 * out): waking and joining the thread first held the next in
-		 * line up by a fifth of a millisecond here.  A renewal that
-		 * reaches the server after the release finds the token gone,
-		 * and nobody reads what the thread makes of that.  Its copy
-		 * has the last renewal, for judging a release whose reply was
-		 * lost. */
-		if (renewer_fd(&rn) >= 0)
-			renewer_lease(&rn, &lease);
+		/* A renewal thread (the command outlived a third of the TTL)
+		 * renews on rl: it is stopped before the release, which
+		 * holds the next in line up by a fifth of a millisecond here;
+		 * a shorter command has none.  Its copy of the lease has the
+		 * last renewal, for judging a release whose reply was lost. */
+		renewer_stop(&rn);
+		renewer_lease(&rn, &lease);
 		ret = release(&r, rl, &rn, &lease, lost, ret);
 	}
 out:

@@ -1,7 +1,8 @@
 /*
- * renewer.c - run's renewal thread: it keeps the lease alive with its own
- * handle (a connection belongs to one thread) and reports the end of its
- * work on a pipe, which the supervising loop polls next to its signalfd.
+ * renewer.c - run's renewal thread: it keeps the lease alive with the
+ * handle the lock was taken on, which it has to itself while it runs (a
+ * connection belongs to one thread), and reports the end of its work on a
+ * pipe, which the supervising loop polls next to its signalfd.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,15 +20,10 @@ void renewer_init(struct renewer *rn)
 	rn->stop[0] = rn->stop[1] = rn->done[0] = rn->done[1] = -1;
 }
 
-int renewer_open(struct renewer *rn, struct cli *g, char *err, size_t errlen)
+int renewer_open(struct renewer *rn, char *err, size_t errlen)
 {
-	int rc;
-
-	/* Made before the lock is taken: a handle that cannot be made then
-	 * leaves nothing behind to release. */
-	rn->rl = cli_try_open(g, &rc, err, errlen);
-	if (rn->rl == NULL)
-		return rc;
+	/* Made before the lock is taken: pipes that cannot be made then
+	 * leave nothing behind to release. */
 	if (pipe2(rn->stop, O_CLOEXEC) != 0 || pipe2(rn->done, O_CLOEXEC) != 0) {
 		snprintf(err, errlen, "cannot make a pipe: %s", strerror(errno));
 		return RLOCK_ESYS;
@@ -45,21 +41,23 @@ static void *renew_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	rn->result = rlock_keepalive(rn->rl, rn->name, &rn->lease,
-				     rn->stop[0]);
+				     rn->stop[0], rn->at_once);
 	rlock_strlcpy(rn->err, rlock_errstr(rn->rl), sizeof(rn->err));
 	while (write(rn->done[1], &b, 1) < 0 && errno == EINTR)
 		;
 	return NULL;
 }
 
-int renewer_start(struct renewer *rn, const char *name,
-		  const struct rlock_lease *lease)
+int renewer_start(struct renewer *rn, struct rlock *rl, const char *name,
+		  const struct rlock_lease *lease, int at_once)
 {
 	pthread_attr_t attr;
 	int rc;
 
+	rn->rl = rl;
 	rn->name = name;
 	rn->lease = *lease;
+	rn->at_once = at_once;
 	/* The renewal loop needs little stack; a small one is cheaper to
 	 * map and to give back than the default 8 MiB. */
 	rc = pthread_attr_init(&attr);
@@ -96,9 +94,10 @@ int renewer_join(struct renewer *rn)
 
 void renewer_lease(const struct renewer *rn, struct rlock_lease *lease)
 {
-	lease->renewed_boot_ms = __atomic_load_n(&rn->lease.renewed_boot_ms,
-						 __ATOMIC_ACQUIRE);
-	lease->ttl_ms = __atomic_load_n(&rn->lease.ttl_ms, __ATOMIC_RELAXED);
+	if (rn->rl == NULL || rn->started)
+		return;
+	lease->renewed_boot_ms = rn->lease.renewed_boot_ms;
+	lease->ttl_ms = rn->lease.ttl_ms;
 }
 
 void renewer_stop(struct renewer *rn)
@@ -118,6 +117,4 @@ void renewer_stop(struct renewer *rn)
 			close(rn->done[i]);
 		rn->stop[i] = rn->done[i] = -1;
 	}
-	rlock_free(rn->rl);
-	rn->rl = NULL;
 }

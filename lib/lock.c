@@ -259,9 +259,9 @@ static int64_t lease_renew_at(const struct rlock_lease *l)
 	return l->renewed_boot_ms + l->ttl_ms / 3;
 }
 
-int rlock_renewal_due(const struct rlock_lease *lease)
+int64_t rlock_renewal_in(const struct rlock_lease *lease)
 {
-	return rlock_boot_ms() >= lease_renew_at(lease);
+	return lease_renew_at(lease) - rlock_boot_ms();
 }
 
 /* ---- reading replies ------------------------------------------------ */
@@ -1691,7 +1691,8 @@ enum nap_end { NAP_TIME, NAP_STOPPED, NAP_DROPPED };
 static enum nap_end nap(struct rlock *rl, int64_t wake_boot, int stop_fd)
 {
 	struct pollfd p[1 + RLOCK_MAX_SERVERS];
-	size_t i, np;
+	int fds[RLOCK_MAX_SERVERS];
+	size_t i, nw;
 
 	for (;;) {
 		int64_t left = wake_boot - rlock_boot_ms();
@@ -1703,20 +1704,32 @@ static enum nap_end nap(struct rlock *rl, int64_t wake_boot, int stop_fd)
 		if (left > 1000)
 			left = 1000;
 		p[0] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
-		for (i = 0, np = 1; i < rl->nnode; i++)
-			p[np++] = (struct pollfd){
-				.fd = node_idle_fd(&rl->node[i]),
-				.events = POLLIN };
-		if (poll(p, np, (int)left) <= 0)
+		nw = rlock_watch_fds(rl, fds);
+		for (i = 0; i < nw; i++)
+			p[1 + i] = (struct pollfd){ .fd = fds[i],
+						    .events = POLLIN };
+		if (poll(p, 1 + nw, (int)left) <= 0)
 			continue;
 		if (p[0].revents != 0)
 			return NAP_STOPPED;
-		for (i = 0; i < rl->nnode; i++) {
+		for (i = 0; i < nw; i++) {
 			if (p[1 + i].revents != 0 &&
-			    node_idle_check(&rl->node[i], p[1 + i].revents))
+			    rlock_watch_dropped(rl, i, p[1 + i].revents))
 				return NAP_DROPPED;
 		}
 	}
+}
+
+size_t rlock_watch_fds(const struct rlock *rl, int *fds)
+{
+	for (size_t i = 0; i < rl->nnode; i++)
+		fds[i] = node_idle_fd(&rl->node[i]);
+	return rl->nnode;
+}
+
+int rlock_watch_dropped(struct rlock *rl, size_t i, short revents)
+{
+	return i < rl->nnode && node_idle_check(&rl->node[i], revents);
 }
 
 /* The pause before renewing again after a renewal failed: from 20 ms,
@@ -1748,8 +1761,9 @@ static void watch_open(struct rlock *rl, const char *name, int64_t hard)
 	struct names n;
 	size_t masters[RLOCK_MAX_SERVERS];
 
-	if (make_names(rl, name, &n) != RLOCK_OK)
+	if (rl->watch_open || make_names(rl, name, &n) != RLOCK_OK)
 		return;
+	rl->watch_open = 1;
 	if (rl->nnode == 1 && rl->node[0].sent == NULL &&
 	    !node_is_cluster(&rl->node[0]))
 		node_masters(&rl->node[0], hard, masters, RLOCK_MAX_SERVERS);
@@ -1759,15 +1773,21 @@ static void watch_open(struct rlock *rl, const char *name, int64_t hard)
 	}
 }
 
+void rlock_watch_open(struct rlock *rl, const char *name,
+		      const struct rlock_lease *lease)
+{
+	watch_open(rl, name, rlock_mono_ms() + (lease_end(lease) -
+		   rlock_boot_ms()));
+}
+
 int rlock_keepalive(struct rlock *rl, const char *name,
-		    struct rlock_lease *lease, int stop_fd)
+		    struct rlock_lease *lease, int stop_fd, int at_once)
 {
 	int64_t period = lease->ttl_ms / 3, next, lost_at, now;
 	int rc, failures = 0;
 
-	next = lease_renew_at(lease);
-	watch_open(rl, name, rlock_mono_ms() + (lease_end(lease) -
-		   rlock_boot_ms()));
+	next = at_once ? rlock_boot_ms() : lease_renew_at(lease);
+	rlock_watch_open(rl, name, lease);
 	for (;;) {
 		lost_at = lease_end(lease);
 		now = rlock_boot_ms();

@@ -9,7 +9,6 @@
 
 #include "rlock_int.h"
 
-#define RLOCK_MAX_SERVERS 16
 #define RLOCK_REQ_MAXARGS 40
 
 /* ---- key names (one place for the layout of DESIGN section 3) -------- */
@@ -401,6 +400,7 @@ struct rlock {
 	struct rlock_event last;	/* rlock_status's last run */
 	int has_last;
 	struct history hist;
+	int watch_open;			/* rlock_watch_open has run */
 	char hist_refused[400];		/* why a server refused the history */
 	char err[800];
 };

@@ -18,6 +18,7 @@
 #define RLOCK_KEY_MAX (RLOCK_NAME_MAX + 300)	/* prefix{name}: the lock's key */
 #define RLOCK_LABEL_MAX 256		/* bytes of the command shown by status */
 #define RLOCK_NOTE_MAX 256		/* bytes of a holder's note */
+#define RLOCK_MAX_SERVERS 16		/* independent masters of a handle */
 #define RLOCK_LOG_MAX_DEFAULT 1000	/* history entries kept per lock */
 #define RLOCK_LOG_DAYS_DEFAULT 30	/* days a history outlives its last entry */
 #define RLOCK_TTL_MIN_MS 10
@@ -240,9 +241,32 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
  */
 int rlock_renew(struct rlock *rl, const char *name, struct rlock_lease *lease);
 
-/* Whether lease is due for renewal (a third of its TTL after the last, as
- * rlock_keepalive renews): at once for one a release handed over. */
-int rlock_renewal_due(const struct rlock_lease *lease);
+/* The ms until lease is due for renewal (a third of its TTL after the
+ * last, as rlock_keepalive renews), 0 or less when it is due: at once for
+ * one a release handed over.  On CLOCK_BOOTTIME. */
+int64_t rlock_renewal_in(const struct rlock_lease *lease);
+
+/*
+ * Make rl ready to watch and renew the lock on name: learn a cluster's map
+ * (one CLUSTER SLOTS; a server that is no cluster answers with an error),
+ * so that when the node the URL names dies the others tell where its slots
+ * went, and open the connections renewing it uses, within the lease.
+ * rlock_keepalive does it first if it was not done.
+ */
+void rlock_watch_open(struct rlock *rl, const char *name,
+		      const struct rlock_lease *lease);
+
+/*
+ * Watch the connections a lock was taken on from the caller's own poll,
+ * for the stretch before a renewal is due: rlock_watch_fds writes the
+ * descriptors of rl's idle command connections (-1 for one that is
+ * closed), one per server (at most RLOCK_MAX_SERVERS), and returns how
+ * many.  When descriptor i polls readable, rlock_watch_dropped(rl, i,
+ * revents) returns 1 if the server closed it (a restart, a crash, a
+ * failover: the lease is worth checking now), else 0.
+ */
+size_t rlock_watch_fds(const struct rlock *rl, int *fds);
+int rlock_watch_dropped(struct rlock *rl, size_t i, short revents);
 
 /*
  * Give up the lock held by token, recording how (NULL: not known) in the
@@ -395,15 +419,17 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
  * ttl/3 and retry failures until the lease may have run out, judged on
  * CLOCK_BOOTTIME with a safety margin (rlock_safety_margin_ms) so the caller
  * learns of the loss before the server can give the lock to another.
- * It connects at once and watches its idle connections between renewals:
- * when the server closes one (a restart, a crash, a Sentinel failover), it
- * connects again and renews at once, so a lost lock is noticed then.
- * Meant to run on its own thread with its own handle.  Returns RLOCK_OK
- * when stopped, RLOCK_NOTOURS when the server says the token no longer
- * holds the lock, RLOCK_LOST when confirmations ran out.
+ * It connects at once (rlock_watch_open, unless the caller did) and
+ * watches its idle connections between renewals: when the server closes
+ * one (a restart, a crash, a Sentinel failover), it connects again and
+ * renews at once, so a lost lock is noticed then.  at_once: renew now
+ * rather than when due (the caller saw such a close).  Meant to run on a
+ * thread of its own, with a handle no other thread uses meanwhile.
+ * Returns RLOCK_OK when stopped, RLOCK_NOTOURS when the server says the
+ * token no longer holds the lock, RLOCK_LOST when confirmations ran out.
  */
 int rlock_keepalive(struct rlock *rl, const char *name,
-		    struct rlock_lease *lease, int stop_fd);
+		    struct rlock_lease *lease, int stop_fd, int at_once);
 
 /*
  * The clock drift allowed between us and a server over a lease of ttl_ms

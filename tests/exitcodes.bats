@@ -135,7 +135,7 @@ load test_helper
 }
 
 # fail_handle N CMD...: run CMD with the Nth allocation of a library handle
-# failing (1: the first handle; 2: run's renewal handle).
+# failing (1: the first; run makes no other).
 fail_handle() {
 	local nth=$1
 	shift
@@ -154,10 +154,14 @@ fail_handle() {
 	lock_free x
 }
 
-@test "71: run whose renewal handle cannot be made exits 71 holding nothing" {
-	fail_handle 2 "$RLOCK" run x -- touch ran
+@test "71: a run whose renewal thread cannot start stops its command, releases and exits 71" {
+	cc -shared -fPIC -o failthread.so "$BATS_TEST_DIRNAME/shim/failthread.c"
+	# -t 900ms: the first renewal, and so the thread, is due at 300ms.
+	run --separate-stderr env LD_PRELOAD="$PWD/failthread.so" \
+		ASAN_OPTIONS=verify_asan_link_order=0 \
+		"$RLOCK" run -t 900ms x -- sh -c 'sleep 5; touch ran'
 	assert_equal "$status" 71
-	assert_stderr "rlock: run: out of memory"
+	assert_stderr "rlock: run: cannot start the renewal thread: Resource temporarily unavailable; command killed"
 	[[ ! -e ran ]]
 	lock_free x
 	run -0 "$RLOCK" run -n x -- true

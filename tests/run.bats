@@ -250,6 +250,29 @@ start_holder() {
 	lock_free renew
 }
 
+# clients: the server's client connections but the one asking.
+clients() {
+	echo $(($(rcli R CLIENT LIST TYPE normal | wc -l) - 1))
+}
+
+@test "a run takes, renews and releases its lock on one connection" {
+	bg_start one "$RLOCK" run -t 900ms conn -- sh -c "echo \$RLOCK_TOKEN >tok; $(gate "$BATS_TEST_TMPDIR/go")"
+	local pid=$BG_PID token t0
+	wait_until 5 file_nonempty tok
+	token=$(<tok)
+	t0=$(now_ms)
+	# Renewed every 300ms: past a lease and then some, still held.
+	while (($(now_ms) - t0 < 1200)); do
+		held_by conn "$token" || fail "lost after $(($(now_ms) - t0))ms"
+		assert_equal "$(clients)" 1
+		sleep 0.1
+	done
+	touch go
+	bg_wait "$pid" 10
+	assert_equal "$BG_STATUS" 0
+	lock_free conn
+}
+
 # ---- re-entrancy ----------------------------------------------------------
 
 @test "a nested run of the same lock runs without acquiring or releasing" {
