@@ -48,6 +48,14 @@ load test_helper
 	assert_stderr "rlock: acquire: cannot connect to 127.0.0.1:$port: Connection refused"
 	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$port" status
 	assert_stderr "rlock: status: cannot connect to 127.0.0.1:$port: Connection refused"
+	# A name and an IPv6 address go through the resolver, and the
+	# address is named as in a URL (a machine without IPv6 refuses in
+	# words of its own).
+	run -69 --separate-stderr "$RLOCK" -u "redis://localhost:$port" run x -- touch ran
+	assert_stderr "rlock: run: cannot connect to localhost:$port: Connection refused"
+	run -69 --separate-stderr "$RLOCK" -u "redis://[::1]:$port" run x -- touch ran
+	assert_stderr --regexp "^rlock: run: cannot connect to \[::1\]:$port: [A-Z]"
+	[[ ! -e ran ]]
 }
 
 @test "69: a unix socket that is not there" {
