@@ -430,7 +430,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	rl = cli_open(g);
 	if (rlock_check_acquire(rl, &ao) != RLOCK_OK)
 		cli_usage_error(g, "%s", rlock_errstr(rl));
-	snprintf(key, sizeof(key), "%s", rlock_key(rl, name));
+	rlock_strlcpy(key, rlock_key(rl, name), sizeof(key));
 	if (ao.label == NULL)
 		ao.label = renew ? "rlock acquire --renew" : "rlock acquire";
 	ao.pid = pid;

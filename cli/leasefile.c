@@ -27,10 +27,11 @@
 static int lease_dir(char *buf, size_t len, int make)
 {
 	struct stat st;
-	int n;
+	char uid[24];
 
-	n = snprintf(buf, len, "/tmp/rlock-%u", (unsigned)getuid());
-	if (n < 0 || (size_t)n >= len)
+	uid[rlock_utoa(uid, getuid())] = '\0';
+	rlock_strlcpy(buf, "/tmp/rlock-", len);
+	if (rlock_strlcat(buf, uid, len) >= len)
 		return -1;
 	if (make && mkdir(buf, 0700) != 0 && errno != EEXIST)
 		return -1;
@@ -46,7 +47,6 @@ static int lease_path(char *buf, size_t len, const char *token,
 		      const char *what, int make)
 {
 	char dir[64];
-	int n;
 
 	/* A token from the command line names a file only when it cannot
 	 * name one elsewhere; rlock's own are 32 hex digits. */
@@ -55,8 +55,14 @@ static int lease_path(char *buf, size_t len, const char *token,
 		return -1;
 	if (lease_dir(dir, sizeof(dir), make) != 0)
 		return -1;
-	n = snprintf(buf, len, "%s/%s.%s", dir, token, what);
-	return n < 0 || (size_t)n >= len ? -1 : 0;
+	if (strlen(dir) + strlen(token) + strlen(what) + 2 >= len)
+		return -1;
+	rlock_strlcpy(buf, dir, len);
+	rlock_strlcat(buf, "/", len);
+	rlock_strlcat(buf, token, len);
+	rlock_strlcat(buf, ".", len);
+	rlock_strlcat(buf, what, len);
+	return 0;
 }
 
 int lease_file_write(const char *token, const char *what, const char *text)
