@@ -396,9 +396,10 @@ static void drain_group(pid_t pid, int sfd, int64_t kill_at)
  * third of the TTL) it needs no thread: the supervising loop watches the
  * connections the lock was taken on, and starts the renewal thread when a
  * renewal is due, or at once when the server closes one of them (a
- * restart, a crash, a failover).  A command that ends sooner, a cron
- * job's quick check or a short critical section, costs no thread and no
- * second connection.
+ * restart, a crash, a failover).  The thread renews on those same
+ * connections, which it has to itself until it is stopped.  A command
+ * that ends sooner, a cron job's quick check or a short critical section,
+ * costs no thread; no run opens a second connection.
  */
 enum keep_state { KEEP_WATCH, KEEP_THREAD, KEEP_DONE };
 

@@ -1761,9 +1761,9 @@ static void watch_open(struct rlock *rl, const char *name, int64_t hard)
 	struct names n;
 	size_t masters[RLOCK_MAX_SERVERS];
 
-	if (rl->watch_open || make_names(rl, name, &n) != RLOCK_OK)
+	if (rl->watching || make_names(rl, name, &n) != RLOCK_OK)
 		return;
-	rl->watch_open = 1;
+	rl->watching = 1;
 	if (rl->nnode == 1 && rl->node[0].sent == NULL &&
 	    !node_is_cluster(&rl->node[0]))
 		node_masters(&rl->node[0], hard, masters, RLOCK_MAX_SERVERS);

@@ -400,7 +400,7 @@ struct rlock {
 	struct rlock_event last;	/* rlock_status's last run */
 	int has_last;
 	struct history hist;
-	int watch_open;			/* rlock_watch_open has run */
+	int watching;			/* rlock_watch_open has run */
 	char hist_refused[400];		/* why a server refused the history */
 	char err[800];
 };
