@@ -159,7 +159,7 @@ void identify(struct rlock *rl)
 	if (rl->host[0] != '\0')
 		return;
 	if (gethostname(rl->host, sizeof(rl->host)) != 0)
-		snprintf(rl->host, sizeof(rl->host), "unknown");
+		rlock_strlcpy(rl->host, "unknown", sizeof(rl->host));
 	rl->host[sizeof(rl->host) - 1] = '\0';
 	env = getenv("USER");
 	if (env == NULL || *env == '\0')
@@ -169,8 +169,8 @@ void identify(struct rlock *rl)
 	} else if ((pw = getpwuid(geteuid())) != NULL) {
 		rlock_strlcpy(rl->user, pw->pw_name, sizeof(rl->user));
 	} else {
-		snprintf(rl->user, sizeof(rl->user), "%u",
-			 (unsigned)geteuid());
+		/* A uid with no name: a container's, say. */
+		rl->user[rlock_utoa(rl->user, geteuid())] = '\0';
 	}
 }
 

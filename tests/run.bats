@@ -361,6 +361,34 @@ clients() {
 	assert_regex "${lines[4]}" '^1[0-9]{12}$'
 }
 
+# user_of NAME: the user field of lock NAME's holder record.
+user_of() {
+	rcli R GET "$(key "$1"):owner" | sed -n 6p
+}
+
+@test "the holder's user is \$USER, else \$LOGNAME, else the passwd name, else the uid" {
+	local t
+	t=$(USER=u1 LOGNAME=l1 "$RLOCK" acquire un)
+	assert_equal "$(user_of un)" u1
+	"$RLOCK" release un "$t"
+	t=$(env -u USER LOGNAME=l1 "$RLOCK" acquire un)
+	assert_equal "$(user_of un)" l1
+	"$RLOCK" release un "$t"
+	t=$(env -u USER -u LOGNAME "$RLOCK" acquire un)
+	assert_equal "$(user_of un)" "$(id -un)"
+	"$RLOCK" release un "$t"
+	# A uid with no name (a container's, say): its digits.  Only root
+	# can take one.
+	if (($(id -u) == 0)); then
+		[[ -z $(getent passwd 54321) ]]
+		t=$(setpriv --reuid 54321 --regid 54321 --clear-groups \
+			env -u USER -u LOGNAME "$RLOCK" acquire un)
+		assert_equal "$(user_of un)" 54321
+		"$RLOCK" release un "$t"
+	fi
+	lock_free un
+}
+
 # ---- a clean start for the command -------------------------------------
 
 @test "the command gets no descriptor of rlock's and a clean signal state" {
