@@ -191,13 +191,15 @@ persistence off); $(hyperfine --version); $(flock --version 2>&1 | head -n 1).
 | hand-off, holder's command ends → waiter's command starts: median of $SAMPLES | $(fixed 2 "$handoff_flock") ms | $(fixed 2 "$handoff_rlock") ms | $(ratio "$handoff_flock" "$handoff_rlock") |
 | peak RSS of \`run NAME -- true\`: median of $SAMPLES (\`/usr/bin/time -f %M\`) | $(fixed 0 "$rss_flock") KiB | $(fixed 0 "$rss_rlock") KiB | $(ratio "$rss_flock" "$rss_rlock") |
 
-An uncontended rlock run connects to the server, runs the acquire script,
-forks and execs the command, runs the release script (which publishes the
-release) and exits; flock opens a file and calls flock(2).  In the hand-off,
-the waiting rlock is subscribed to the lock's release channel and tries
-again when the release message arrives; the waiting flock sleeps in
-flock(2).  Both commands are started by \`sh -c\` and stamped by \`date\`, so
-that part of the cost is the same on both sides.
+An uncontended rlock run opens one connection to the server, runs the
+acquire script, forks and execs the command, runs the release script and
+exits (a renewal thread starts only if the command outlives a third of the
+TTL); flock opens a file and calls flock(2).  In the hand-off, the waiting
+rlock is subscribed to its wake-up channel, and the release that frees the
+lock hands it over in the same script: the waiter starts its command when
+that message arrives; the waiting flock sleeps in flock(2).  Both commands
+are started by \`sh -c\` and stamped by \`date\`, so that part of the cost
+is the same on both sides.
 
 hyperfine's report:
 
