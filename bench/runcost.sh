@@ -3,15 +3,17 @@
 # `flock FILE true`, for one or more rlock binaries side by side (issue
 # 21):
 #
-#   time   wall time of one run, µs: samples alternate between the tools,
-#          so that the machine's drift hits them alike (median, p25, p75);
-#   RSS    peak RSS, KB (/usr/bin/time -f %M), alternating the same way,
-#          with USER set (as in a login shell, cron or a unit with User=)
-#          and without (rlock then asks NSS for the user's name);
+#   time   wall time of one run, µs, with USER set: spawned and reaped by
+#          python (posix_spawn, no shell in between), the tools taking
+#          turns sample by sample, so that the machine's drift hits them
+#          alike (median, p25, p75);
+#   RSS    peak RSS, KB (/usr/bin/time -f %M), runs alternating between
+#          the tools, with USER set (as in a login shell, cron or a unit
+#          with User=) and without (rlock then asks NSS for the name);
 #   conns  the connections the server accepted per run.
 #
 # Usage: bench/runcost.sh [-n SAMPLES] LABEL=PATH...
-#        (default: 200 time samples, a quarter as many RSS ones, ./rlock)
+#        (default: 300 time samples and 31 RSS ones per tool, ./rlock)
 # e.g.   bench/runcost.sh before=/tmp/old/rlock after=./rlock
 #
 # It starts its own redis-server on a free loopback port (never 6379) and
@@ -22,14 +24,16 @@ cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 
 die() { echo "runcost.sh: $*" >&2; exit 1; }
-n=200
+n=300
 if [[ ${1:-} == -n ]]; then
 	n=${2:?-n needs a number}
 	shift 2
 fi
-[[ $n =~ ^[0-9]+$ ]] && ((n >= 8)) || die "-n needs a number of 8 or more"
+[[ $n =~ ^[0-9]+$ ]] && ((n >= 10)) || die "-n needs a number of 10 or more"
 (($#)) || set -- "current=$ROOT/rlock"
-command -v flock >/dev/null || die "flock is missing (util-linux)"
+for c in flock python3; do
+	command -v "$c" >/dev/null || die "$c is missing"
+done
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing (apt-get install time)"
 
 tmp=$(mktemp -d /tmp/rlock-runcost.XXXXXX) || die "mktemp failed"
@@ -48,11 +52,9 @@ for arg in "$@"; do
 	cmds+=("${arg#*=} -u $url run k -- true")
 done
 
-# stats: median, p25 and p75 of the numbers on stdin.
-stats() {
-	sort -n | awk '{ a[NR] = $1 } END {
-		printf "%d | %d | %d", a[int(NR / 2) + 1], a[int(NR / 4) + 1],
-		       a[int(3 * NR / 4) + 1] }'
+# median: the median of the numbers on stdin.
+median() {
+	sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
 }
 
 accepted() {
@@ -60,34 +62,48 @@ accepted() {
 		awk -F: '$1 == "total_connections_received" { print $2 }'
 }
 
-declare -A us rss rss_nouser
-for ((i = 0; i < 5; i++)); do # warm up
-	for c in "${cmds[@]}"; do $c >/dev/null 2>&1; done
-done
-for ((i = 0; i < n; i++)); do
+USER=root python3 - "$n" "${labels[@]}" -- "${cmds[@]}" <<'PY'
+import os, sys, time
+n = int(sys.argv[1])
+sep = sys.argv.index("--")
+labels, cmds = sys.argv[2:sep], [c.split() for c in sys.argv[sep + 1:]]
+null = os.open(os.devnull, os.O_WRONLY)
+acts = [(os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, null, 2)]
+us = [[] for _ in cmds]
+for i in range(5 + n):
+    for j, c in enumerate(cmds):
+        t0 = time.perf_counter_ns()
+        pid = os.posix_spawnp(c[0], c, os.environ, file_actions=acts)
+        os.waitpid(pid, 0)
+        if i >= 5:
+            us[j].append((time.perf_counter_ns() - t0) // 1000)
+q = lambda v, f: sorted(v)[int(len(v) * f)]
+print("| tool | µs median | p25 | p75 | ÷ flock |")
+print("|---|---:|---:|---:|---:|")
+for label, v in zip(labels, us):
+    print(f"| {label} | {q(v, .5)} | {q(v, .25)} | {q(v, .75)} | {q(v, .5) / q(us[0], .5):.2f}× |")
+PY
+
+declare -A rss rss_nouser
+for ((i = 0; i < 31; i++)); do
 	for j in "${!cmds[@]}"; do
-		s=$EPOCHREALTIME
-		${cmds[j]} >/dev/null 2>&1
-		e=$EPOCHREALTIME
-		us[$j]+="$((${e/./} - ${s/./})) "
-		((i % 4 == 0)) || continue
 		rss[$j]+="$(USER=root /usr/bin/time -f %M ${cmds[j]} 2>&1 >/dev/null | tail -1) "
 		rss_nouser[$j]+="$(env -u USER -u LOGNAME /usr/bin/time -f %M ${cmds[j]} 2>&1 >/dev/null | tail -1) "
 	done
 done
 
-echo "| tool | µs median | p25 | p75 | ÷ flock | peak RSS KB, USER set | ÷ flock | without USER | connections per run |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo
+echo "| tool | peak RSS KB, USER set | ÷ flock | without USER | ÷ flock | connections per run |"
+echo "|---|---:|---:|---:|---:|---:|"
 for j in "${!cmds[@]}"; do
-	t=$(tr ' ' '\n' <<<"${us[$j]}" | grep . | stats)
-	r=$(tr ' ' '\n' <<<"${rss[$j]}" | grep . | stats | cut -d' ' -f1)
-	rn=$(tr ' ' '\n' <<<"${rss_nouser[$j]}" | grep . | stats | cut -d' ' -f1)
+	r=$(tr ' ' '\n' <<<"${rss[$j]}" | grep . | median)
+	rn=$(tr ' ' '\n' <<<"${rss_nouser[$j]}" | grep . | median)
 	if ((j == 0)); then
-		t0=${t%% *} r0=$r c=-
+		r0=$r rn0=$rn c=-
 	else
 		a=$(accepted)
 		${cmds[j]} >/dev/null 2>&1
 		c=$(($(accepted) - a - 1)) # less INFO's own
 	fi
-	echo "| ${labels[j]} | $t | $(awk -v a="${t%% *}" -v b="$t0" 'BEGIN { printf "%.2f×", a / b }') | $r | $(awk -v a="$r" -v b="$r0" 'BEGIN { printf "%.2f×", a / b }') | $rn | $c |"
+	echo "| ${labels[j]} | $r | $(awk -v a="$r" -v b="$r0" 'BEGIN { printf "%.2f×", a / b }') | $rn | $(awk -v a="$rn" -v b="$rn0" 'BEGIN { printf "%.2f×", a / b }') | $c |"
 done
