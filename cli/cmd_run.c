@@ -158,14 +158,9 @@ static void set_child_env(struct run *r, const struct rlock_lease *lease)
 	len = strlen(held) + strlen(r->key) + strlen(r->kind) + 3;
 	if ((nh = malloc(len)) == NULL)
 		return;
-	rlock_strlcpy(nh, held, len);
-	if (*held != '\0')
-		rlock_strlcat(nh, "\n", len);
-	rlock_strlcat(nh, r->key, len);
-	if (r->kind[0] != 'x') {
-		rlock_strlcat(nh, "\t", len);
-		rlock_strlcat(nh, r->kind, len);
-	}
+	rlock_join(nh, len, (const char *[]){ held, *held != '\0' ? "\n" : "",
+		   r->key, r->kind[0] != 'x' ? "\t" : "",
+		   r->kind[0] != 'x' ? r->kind : "", NULL });
 	setenv("RLOCK_HELD", nh, 1);
 	free(nh);
 }

@@ -55,14 +55,8 @@ static int lease_path(char *buf, size_t len, const char *token,
 		return -1;
 	if (lease_dir(dir, sizeof(dir), make) != 0)
 		return -1;
-	if (strlen(dir) + strlen(token) + strlen(what) + 2 >= len)
-		return -1;
-	rlock_strlcpy(buf, dir, len);
-	rlock_strlcat(buf, "/", len);
-	rlock_strlcat(buf, token, len);
-	rlock_strlcat(buf, ".", len);
-	rlock_strlcat(buf, what, len);
-	return 0;
+	return rlock_join(buf, len, (const char *[]){ dir, "/", token, ".",
+						       what, NULL }) < 0 ? -1 : 0;
 }
 
 int lease_file_write(const char *token, const char *what, const char *text)

@@ -28,10 +28,8 @@ static void host_port(char *buf, size_t len, const char *host, int port)
 
 	num[0] = ':';
 	num[1 + rlock_utoa(num + 1, (unsigned)port)] = '\0';
-	rlock_strlcpy(buf, v6 ? "[" : "", len);
-	rlock_strlcat(buf, host, len);
-	rlock_strlcat(buf, v6 ? "]" : "", len);
-	rlock_strlcat(buf, num, len);
+	rlock_join(buf, len, (const char *[]){ v6 ? "[" : "", host,
+					       v6 ? "]" : "", num, NULL });
 }
 
 struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,

@@ -461,13 +461,16 @@ const char *rlock_fmt_utc(long long ms, char *buf, size_t len);
  * rlock_strlcpy and rlock_strlcat are OpenBSD's strlcpy and strlcat: dst,
  * a buffer of len bytes, gets src (after what it holds), cut to fit and
  * terminated; the result is the length of the string tried (what dst held
- * plus src), so a result >= len tells that this call cut.  rlock_utoa and
- * rlock_lltoa write v in
- * decimal at dst, with no terminator, and return the length: at most 20
- * (with the sign, 20 too).
+ * plus src), so a result >= len tells that this call cut.  rlock_join
+ * writes the strings of part, up to a NULL, one after the other into dst
+ * when they fit in len bytes with the terminator, and returns their
+ * length; when they do not, it leaves dst empty and returns -1.
+ * rlock_utoa and rlock_lltoa write v in decimal at dst, with no
+ * terminator, and return the length: at most 20 (with the sign, 20 too).
  */
 size_t rlock_strlcpy(char *dst, const char *src, size_t len);
 size_t rlock_strlcat(char *dst, const char *src, size_t len);
+int rlock_join(char *dst, size_t len, const char *const *part);
 size_t rlock_utoa(char *dst, unsigned long long v);
 size_t rlock_lltoa(char *dst, long long v);
 

@@ -928,19 +928,8 @@ const char *const ev_field[EV_NFIELDS] = {
 int lock_key(char *buf, size_t len, const char *prefix, const char *name,
 	     const char *suffix)
 {
-	size_t n = strlen(prefix) + strlen(name) + strlen(suffix) + 2;
-
-	if (n >= len) {
-		if (len > 0)
-			buf[0] = '\0';
-		return -1;
-	}
-	rlock_strlcpy(buf, prefix, len);
-	rlock_strlcat(buf, "{", len);
-	rlock_strlcat(buf, name, len);
-	rlock_strlcat(buf, "}", len);
-	rlock_strlcat(buf, suffix, len);
-	return (int)n;
+	return rlock_join(buf, len, (const char *[]){ prefix, "{", name, "}",
+						       suffix, NULL });
 }
 
 /* dst = key followed by suffix (dst has room for RLOCK_KEY_MAX + 16). */

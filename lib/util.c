@@ -3,6 +3,7 @@
  * and the lock-name check.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,6 +52,26 @@ size_t rlock_strlcat(char *dst, const char *src, size_t len)
 	if (have == len)
 		return len + strlen(src);
 	return have + rlock_strlcpy(dst + have, src, len - have);
+}
+
+int rlock_join(char *dst, size_t len, const char *const *part)
+{
+	size_t n = 0, k;
+
+	for (size_t i = 0; part[i] != NULL; i++)
+		n += strlen(part[i]);
+	if (n >= len || n > INT_MAX) {
+		if (len > 0)
+			dst[0] = '\0';
+		return -1;
+	}
+	for (n = 0; *part != NULL; part++) {
+		k = strlen(*part);
+		memcpy(dst + n, *part, k);
+		n += k;
+	}
+	dst[n] = '\0';
+	return (int)n;
 }
 
 static int64_t clock_ms(clockid_t id)

@@ -1,7 +1,8 @@
 /*
  * test_util.c - set_error never overflows its buffer, the two clocks the
  * library measures leases and waits with behave, the string helpers keep
- * strlcpy's contract, and an IPv4 literal reads as inet_pton reads it.
+ * strlcpy's contract and rlock_join writes all or nothing, and an IPv4
+ * literal reads as inet_pton reads it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -136,6 +137,28 @@ static void strings(void)
 	CHECK(got[0] == 'Z' && got[4] == 'Z');
 }
 
+/* rlock_join: everything or nothing. */
+static void join(void)
+{
+	const char *const parts[] = { "ab", "", "{", "cde", "}", NULL };
+	const char *const none[] = { NULL };
+	char buf[8 + 4];
+
+	memset(buf, 'Z', sizeof(buf));
+	CHECK_INT(rlock_join(buf, 8, parts), 7);	/* 7 and the NUL: fits */
+	CHECK_STR(buf, "ab{cde}");
+	CHECK(buf[8] == 'Z');
+	memset(buf, 'Z', sizeof(buf));
+	CHECK_INT(rlock_join(buf, 7, parts), -1);	/* one short */
+	CHECK_STR(buf, "");
+	CHECK(buf[1] == 'Z');
+	memset(buf, 'Z', sizeof(buf));
+	CHECK_INT(rlock_join(buf, 0, parts), -1);	/* no room at all */
+	CHECK(buf[0] == 'Z');
+	CHECK_INT(rlock_join(buf, 1, none), 0);
+	CHECK_STR(buf, "");
+}
+
 /* Every address conn_ipv4_literal takes, inet_pton reads the same way;
  * the forms where parsers differ (leading zeros, fewer parts) are left
  * to getaddrinfo. */
@@ -169,5 +192,6 @@ void test_util(void)
 	seterr();
 	clocks();
 	strings();
+	join();
 	ipv4();
 }
