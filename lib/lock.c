@@ -1758,17 +1758,22 @@ static int64_t renew_backoff(int64_t period, int failures)
  */
 static void watch_open(struct rlock *rl, const char *name, int64_t hard)
 {
-	struct names n;
 	size_t masters[RLOCK_MAX_SERVERS];
+	int len, slot;
 
-	if (rl->watching || make_names(rl, name, &n) != RLOCK_OK)
+	if (rl->watching)
+		return;
+	/* The slot is all it needs of the lock's names: the key alone. */
+	len = lock_key(rl->keybuf, sizeof(rl->keybuf), rl->prefix, name, "");
+	if (len < 0)
 		return;
 	rl->watching = 1;
+	slot = key_slot(rl->keybuf, (size_t)len);
 	if (rl->nnode == 1 && rl->node[0].sent == NULL &&
 	    !node_is_cluster(&rl->node[0]))
 		node_masters(&rl->node[0], hard, masters, RLOCK_MAX_SERVERS);
 	for (size_t i = 0; i < rl->nnode; i++) {
-		node_route(&rl->node[i], n.v.slot);
+		node_route(&rl->node[i], slot);
 		node_open(&rl->node[i], hard);
 	}
 }
