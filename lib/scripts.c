@@ -140,6 +140,37 @@
 	"  return record(key, max, ttl, ...)\n" \
 	"end\n"
 
+/*
+ * What every exclusive or held grant writes besides the lock, for acquire
+ * and for release handing the lock to the next in line (after LUA_NOW,
+ * LUA_NEXT_FENCE and LUA_RECORD): owner_record is the holder's record,
+ * "fence\nsince\nhold-until\npid\nhost\nuser\nnote\ncommand" (hold-until
+ * '0' without --min-hold, hold the --min-hold ms); acquired_event appends
+ * the history's acquired entry, the stream's expiry kept when the grant
+ * before (prev) was in the same hour.
+ */
+#define LUA_GRANT \
+	"local function owner_record(fs, hold, pid, host, user, note, cmd)\n" \
+	"  local hu = hold == '0' and '0' or ms(now + tonumber(hold))\n" \
+	"  return fs .. '\\n' .. ms(now) .. '\\n' .. hu .. '\\n' .. pid .. '\\n' ..\n" \
+	"         host .. '\\n' .. user .. '\\n' .. note .. '\\n' .. cmd\n" \
+	"end\n" \
+	"local function acquired_event(hmax, httl, f, fs, tok, kind, pid, host, user,\n" \
+	"                              note, cmd, waited)\n" \
+	"  if hmax == '0' then return nil end\n" \
+	"  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n" \
+	"  if note == '' then\n" \
+	"    return append(KEYS[9], hmax, httl, keep, 'event', 'acquired',\n" \
+	"                  'host', host, 'user', user, 'pid', pid, 'kind', kind,\n" \
+	"                  'fence', fs, 'token', string.sub(tok, 1, 8),\n" \
+	"                  'waited', waited, 'command', cmd)\n" \
+	"  end\n" \
+	"  return append(KEYS[9], hmax, httl, keep, 'event', 'acquired',\n" \
+	"                'host', host, 'user', user, 'pid', pid, 'kind', kind,\n" \
+	"                'fence', fs, 'token', string.sub(tok, 1, 8),\n" \
+	"                'waited', waited, 'command', cmd, 'note', note)\n" \
+	"end\n"
+
 
 /* Holders of a shared lock or semaphore: drop those whose lease ended,
  * keep both keys alive as long as the longest lease. */
@@ -329,30 +360,14 @@ static const char acquire_lua[] =
 	"  return {1, f}\n"
 	"end\n"
 	LUA_RECORD
-	"local function holder(fs)\n"
-	"  local hu = ARGV[7] == '0' and '0' or ms(now + tonumber(ARGV[7]))\n"
-	"  return fs .. '\\n' .. ms(now) .. '\\n' .. hu .. '\\n' .. ARGV[4] .. '\\n' ..\n"
-	"         ARGV[3] .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[13] .. '\\n' .. ARGV[6]\n"
-	"end\n"
-	"local function acquired(f, fs)\n"
-	"  if ARGV[15] == '0' then return nil end\n"
-	"  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n"
-	"  if ARGV[13] == '' then\n"
-	"    return append(KEYS[9], ARGV[15], ARGV[16], keep, 'event', 'acquired',\n"
-	"                  'host', ARGV[3], 'user', ARGV[5], 'pid', ARGV[4], 'kind', k,\n"
-	"                  'fence', fs, 'token', string.sub(tok, 1, 8),\n"
-	"                  'waited', ARGV[14], 'command', ARGV[6])\n"
-	"  end\n"
-	"  return append(KEYS[9], ARGV[15], ARGV[16], keep, 'event', 'acquired',\n"
-	"                'host', ARGV[3], 'user', ARGV[5], 'pid', ARGV[4], 'kind', k,\n"
-	"                'fence', fs, 'token', string.sub(tok, 1, 8),\n"
-	"                'waited', ARGV[14], 'command', ARGV[6], 'note', ARGV[13])\n"
-	"end\n"
+	LUA_GRANT
 	"local function grant_x()\n"
 	"  local f, fs = next_fence()\n"
 	"  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
-	"  redis.call('SET', KEYS[2], holder(fs), 'PX', ARGV[2])\n"
-	"  return {1, f, acquired(f, fs)}\n"
+	"  redis.call('SET', KEYS[2], owner_record(fs, ARGV[7], ARGV[4], ARGV[3], ARGV[5],\n"
+	"             ARGV[13], ARGV[6]), 'PX', ARGV[2])\n"
+	"  return {1, f, acquired_event(ARGV[15], ARGV[16], f, fs, tok, k, ARGV[4], ARGV[3],\n"
+	"                               ARGV[5], ARGV[13], ARGV[6], ARGV[14])}\n"
 	"end\n"
 	"local once = ARGV[19] and ARGV[19] ~= '0'\n"
 	"if not once and not cur and k == 'x' and redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then\n"
@@ -372,9 +387,11 @@ static const char acquire_lua[] =
 	"  if k == 'x' then return grant_x() end\n"
 	"  local f, fs = next_fence()\n"
 	"  redis.call('ZADD', KEYS[3], ms(now + ttl), tok)\n"
-	"  redis.call('HSET', KEYS[4], 'limit', k, tok, holder(fs))\n"
+	"  redis.call('HSET', KEYS[4], 'limit', k, tok, owner_record(fs, ARGV[7], ARGV[4],\n"
+	"             ARGV[3], ARGV[5], ARGV[13], ARGV[6]))\n"
 	"  holders_expire()\n"
-	"  return {1, f, acquired(f, fs)}\n"
+	"  return {1, f, acquired_event(ARGV[15], ARGV[16], f, fs, tok, k, ARGV[4], ARGV[3],\n"
+	"                               ARGV[5], ARGV[13], ARGV[6], ARGV[14])}\n"
 	"end\n"
 	LUA_LINE
 	LUA_UNPACK_META
@@ -641,6 +658,7 @@ static const char release_lua[] =
 	"if cur == tok and redis.call('EXISTS', KEYS[5]) == 0 then return announce() end\n"
 	LUA_NOW
 	LUA_NEXT_FENCE
+	LUA_GRANT
 	LUA_HOLDERS
 	LUA_LINE
 	LUA_UNPACK_META
@@ -662,19 +680,11 @@ static const char release_lua[] =
 	"    if p > 0 then\n"
 	"      if redis.call('HGET', KEYS[7], '~sup') == m then redis.call('HDEL', KEYS[7], '~sup') end\n"
 	"      local f, fs = next_fence()\n"
-	"      local hu = hold == '0' and '0' or ms(now + tonumber(hold))\n"
 	"      redis.call('SET', KEYS[1], btok, 'PX', lease)\n"
-	"      redis.call('SET', KEYS[2], fs .. '\\n' .. ms(now) .. '\\n' .. hu .. '\\n' .. pid .. '\\n' ..\n"
-	"                 host .. '\\n' .. user .. '\\n' .. note .. '\\n' .. cmd, 'PX', lease)\n"
-	"      local rec\n"
-	"      if hmax ~= '0' then\n"
-	"        local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n"
-	"        local ev = {'event', 'acquired', 'host', host, 'user', user, 'pid', pid, 'kind', 'x',\n"
-	"                    'fence', fs, 'token', string.sub(btok, 1, 8),\n"
-	"                    'waited', ms(now - tonumber(since)), 'command', cmd}\n"
-	"        if note ~= '' then ev[#ev + 1] = 'note'; ev[#ev + 1] = note end\n"
-	"        rec = append(KEYS[9], hmax, httl, keep, unpack(ev))\n"
-	"      end\n"
+	"      redis.call('SET', KEYS[2], owner_record(fs, hold, pid, host, user, note, cmd),\n"
+	"                 'PX', lease)\n"
+	"      local rec = acquired_event(hmax, httl, f, fs, btok, 'x', pid, host, user, note,\n"
+	"                                 cmd, ms(now - tonumber(since)))\n"
 	"      redis.pcall('PUBLISH', ch, 'granted\\n' .. fs .. '\\n' .. stamp .. '\\n' ..\n"
 	"                  ms(math.max(now - tonumber(at), 0)) .. '\\n' .. (rec or ''))\n"
 	"      return true\n"
@@ -901,11 +911,11 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "241d1dc3e03a1c0a909724afe213c7516a50fecf" },
+				   "ac09280f7249b59567bf48e31fcee308cfc3c461" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "1e6c2353d7846eac2152d2edb888b19b7bd5d7f7" },
+				   "7abe1c094a09e02f30f33be382e0dd9650a4a9b1" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "7a2a85e1a061bfa1ed25f6d967a5d23436705cf2" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
