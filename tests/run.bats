@@ -421,6 +421,19 @@ user_of() {
 	run -0 "$RLOCK" run -n dead -- true
 }
 
+@test "the command of a SIGKILLed run gets SIGTERM, in a process group of its own" {
+	bg_start h "$RLOCK" run orphan -- sh -c 'echo "$$ $(ps -o pgid= -p $$)" >cmd; trap "echo TERM >got; exit 143" TERM; while :; do sleep 0.05; done'
+	local pid=$BG_PID
+	wait_until 5 test -s cmd
+	read -r cmd pgid <cmd
+	assert_equal "$pgid" "$cmd"
+	kill -KILL "$pid"
+	bg_wait "$pid" 5
+	wait_until 5 test -s got
+	assert_equal "$(cat got)" TERM
+	wait_until 5 bash -c "! kill -0 $cmd 2>/dev/null"
+}
+
 # ---- transports ---------------------------------------------------------------
 
 @test "a unix socket URL works" {
