@@ -1126,7 +1126,9 @@ static int acq_waiter(struct rlock *rl, struct acq *q,
  * A lock handed over by the release that freed it.  The server granted
  * it delta ms after it heard the request we sent at stamp, so not before
  * stamp + delta on our clock: the lease (baton_ms, which the caller
- * renews at once to its full TTL) is counted from there.  A message that
+ * renews at once to its full TTL) is counted from there, or from the
+ * message's arrival when the clocks' whole milliseconds put that sum
+ * after it (baton_start).  A message that
  * came too late to be sure of it (BATON_FRESH_MS, well within the lease)
  * is not used: the acquire that follows finds our own token and renews
  * it, with a new fence when the server finds the grant old enough to be
@@ -1136,10 +1138,11 @@ static int take_baton(struct rlock *rl, const struct acq *q,
 		      const struct rlock_acquire_opts *o,
 		      const struct baton *bt, struct rlock_lease *lease)
 {
-	int64_t t0 = bt->stamp + bt->delta, now = rlock_boot_ms();
+	int64_t now = rlock_boot_ms(), t0 = baton_start(bt->stamp, bt->delta,
+							  now);
 	struct rlock_lease l;
 
-	if (q->a.baton_ms == 0 || t0 > now || now >= t0 + BATON_FRESH_MS)
+	if (q->a.baton_ms == 0 || t0 < 0)
 		return 0;
 	lease_init(&l, q->token, bt->fence, o, "x",
 		   o->pid > 0 ? o->pid : (long long)getpid(), t0);

@@ -50,6 +50,13 @@
  * seconds in practice.
  */
 #define BATON_FRESH_MS 500
+/*
+ * Both clocks count whole ms: the server's delta may be a millisecond more
+ * than the time that passed, and our stamp a millisecond less than the
+ * time we sent, so a grant may seem to start up to BATON_SKEW_MS after the
+ * moment its message came; it started then.
+ */
+#define BATON_SKEW_MS 2
 #define BATON_REFENCE_MS 1000
 #define LINE_LEASE_MS 1500
 #define LINE_NEAR 4
@@ -496,5 +503,12 @@ void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
 /* Whether a grant asked at some moment and confirmed elapsed_ms later is
  * still of use: the TTL less the clock drift allowance must remain. */
 int lease_valid(int64_t ttl_ms, int64_t elapsed_ms);
+
+/* When a grant a release made for us (the baton) began, on our clock
+ * (CLOCK_BOOTTIME ms): stamp, when we sent the request the server last
+ * heard from us, plus delta, the server's ms from that request to the
+ * grant; now when its message came.  -1: not to be trusted (too old, or
+ * from the future by more than the clocks' whole milliseconds explain). */
+int64_t baton_start(int64_t stamp, int64_t delta, int64_t now);
 
 #endif /* RLOCK_LOCK_INT_H */
