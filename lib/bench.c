@@ -456,7 +456,7 @@ static void send_release(struct bench *b, struct bclient *c, int64_t now)
 	}
 	c->state = CS_REL;
 	c->op = OP_REL;
-	req_release(&q, &n->v, c->token, &b->rl->hist, NULL, 0);
+	req_release(&q, &n->v, c->token, &b->rl->hist, NULL, 0, 0);
 	if (req_send(c->cmd, &q, c->eval) != RLOCK_OK) {
 		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
 		return;

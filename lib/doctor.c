@@ -724,7 +724,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 		    conn_errstr(s->c) : "unexpected reply");
 	freeReplyObject(r);
 
-	req_release(&q, &p->k.v, p->token, &probe_history, NULL, 0);
+	req_release(&q, &p->k.v, p->token, &probe_history, NULL, 0, 1);
 	t0 = now_us();
 	if (script(x, s->c, &q, &r) != RLOCK_OK)
 		r = NULL;

@@ -389,7 +389,7 @@ void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token)
 	/* To every server, not only those that said yes: a grant whose reply
 	 * was lost is undone too, and the script deletes only our token. */
 	fan_init(&f, rl);
-	req_release(&q, n, token, NULL, NULL, 0);
+	req_release(&q, n, token, NULL, NULL, 0, rl->nnode > 1);
 	fan_all(&f, &q);
 	fan_run(rl, &f);
 	fan_done(&f);

@@ -1593,17 +1593,20 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 	if (rc != RLOCK_OK)
 		return rc;
 	req_release(&q, &n.v, token, &rl->hist, how,
-		    lease != NULL ? lease->once_ms : 0);
+		    lease != NULL ? lease->once_ms : 0, rl->nnode > 1);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	fan_run(rl, &f);
 	lost = count_lost_replies(&f, lease);
 	rc = fan_tally(rl, &f, "release", NULL);
+	/* Refused on the release channel (several masters), or on the
+	 * channel of a waiter in line (one server). */
 	if (rc == RLOCK_OK && unannounced(&f))
 		set_error(rl->err, sizeof(rl->err), "%s: released; the "
-			  "server refused the wake-up message on %s (no "
+			  "server refused the wake-up message on %s%s (no "
 			  "right to publish on it?): waiters notice when "
-			  "they poll", name, n.k.chan);
+			  "they poll", name, rl->nnode > 1 ? n.k.chan :
+			  n.k.wake, rl->nnode > 1 ? "" : "*");
 	else if (rc == RLOCK_OK && lost > 0)
 		set_error(rl->err, sizeof(rl->err), "%s: released (the "
 			  "reply was lost; the retry found the lock "

@@ -217,10 +217,13 @@ void req_leave(struct request *q, const struct lock_names *n,
 void req_extend(struct request *q, const struct lock_names *n,
 		const char *token, int64_t ttl_ms, int kind);
 /* Release, recording how the work ended (how NULL: not known); once_ms
- * (--once-per, 0 none): a run that ended well marks its period done. */
+ * (--once-per, 0 none): a run that ended well marks its period done;
+ * announce: publish it on the release channel, where the waiters of
+ * several masters listen. */
 void req_release(struct request *q, const struct lock_names *n,
 		 const char *token, const struct history *h,
-		 const struct rlock_outcome *how, int64_t once_ms);
+		 const struct rlock_outcome *how, int64_t once_ms,
+		 int announce);
 /* Remove whoever holds it; by is who did, for the history. */
 void req_force(struct request *q, const struct lock_names *n,
 	       const char *by, const struct history *h);

@@ -586,7 +586,8 @@ static const char extend_lua[] =
  * instead of being removed: the server's clock decides, whichever
  * client releases.  Then the next in line is woken (or the next run of
  * shared waiters, or as many as a semaphore has free places); with nobody
- * in line, the release channel hears it.  The wake-up is a pcall: an ACL
+ * in line, the release channel hears it when the caller names it (several
+ * masters, whose waiters keep no line: ARGV[2] '' otherwise).  The wake-up is a pcall: an ACL
  * user without the channel (Redis 7 grants none by default) has released
  * once the DEL ran, and says so with 3, not with an error that would make
  * the caller believe it still holds the lock.
@@ -651,6 +652,7 @@ static const char release_lua[] =
 	"  released(fence, since)\n"
 	"end\n"
 	"local function announce()\n"
+	"  if ARGV[2] == '' then return 1 end\n"
 	"  local p = redis.pcall('PUBLISH', ARGV[2], 'released')\n"
 	"  if type(p) == 'table' then return 3 end\n"
 	"  return 1\n"
@@ -915,7 +917,7 @@ const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "7abe1c094a09e02f30f33be382e0dd9650a4a9b1" },
+				   "8c152d2d5a9149f201c3dc7abbc98903b55efeb0" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "7a2a85e1a061bfa1ed25f6d967a5d23436705cf2" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
@@ -1110,18 +1112,20 @@ void req_extend(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = kind == 'x' ? "x" : "h";
 }
 
-/* KEYS: the nine (and the period's record).  ARGV: token, channel,
- * wake-up prefix, exit status, signal, the history's length and ttl (and
- * the period). */
+/* KEYS: the nine (and the period's record).  ARGV: token, channel ('' not
+ * to announce the release: with one server, waiters listen on channels of
+ * their own), wake-up prefix, exit status, signal, the history's length
+ * and ttl (and the period). */
 void req_release(struct request *q, const struct lock_names *n,
 		 const char *token, const struct history *h,
-		 const struct rlock_outcome *how, int64_t once_ms)
+		 const struct rlock_outcome *how, int64_t once_ms,
+		 int announce)
 {
 	begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS, n);
 	if (once_ms > 0)
 		add_key(q, n->once);
 	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = n->chan;
+	q->argv[q->argc++] = announce ? n->chan : "";
 	q->argv[q->argc++] = n->wake;
 	q->argv[q->argc++] = how != NULL && how->exit >= 0 ?
 			     num(q, 0, how->exit) : "";

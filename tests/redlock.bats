@@ -393,6 +393,27 @@ start_run() {
 	assert_stderr "rlock: release: ae: token does not hold the lock"
 }
 
+# Waiters on several masters keep no line: they listen on the release
+# channel of each master, and every master's release publishes there.
+@test "three masters: a release publishes on each master's released channel" {
+	local t m
+	t=$("$RLOCK" "${U3[@]}" acquire pubm)
+	for m in M1 M2 M3; do
+		local port="${m}_PORT"
+		bg_start "sub$m" timeout 10 redis-cli -p "${!port}" SUBSCRIBE "${RLOCK_PREFIX}{pubm}:released"
+		wait_until 5 waiting_on "$m" pubm 1
+	done
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" release pubm "$t"
+	assert_equal "$stderr" ""
+	for m in M1 M2 M3; do
+		wait_until 5 eval '[[ $(bg_out "sub$m") == *message* ]]'
+		run bg_out "sub$m"
+		assert_line --index 3 message
+		assert_line --index 4 "${RLOCK_PREFIX}{pubm}:released"
+		assert_line --index 5 released
+	done
+}
+
 @test "three masters: acquire --renew from a strict-mode script renews on every master; a loss on two sends the script SIGTERM, and release says when" {
 	local t pid t0 m
 	start_strict_renewer rr "$M1_URL,$M2_URL,$M3_URL"

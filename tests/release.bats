@@ -109,17 +109,24 @@ load test_helper
 	lock_free plain
 }
 
-@test "release publishes on the lock's released channel" {
+# With one server every waiter waits in line and listens on a channel of
+# its own: a release with nobody in line publishes nothing.  A second
+# channel, published on after the release, shows that nothing came
+# before it (one connection's messages arrive in order).
+@test "with one server, a release with nobody in line publishes nothing on the released channel" {
 	local t
 	t=$("$RLOCK" acquire pub)
-	bg_start sub timeout 10 redis-cli -p "$R_PORT" SUBSCRIBE "$(key pub):released"
-	local pid=$BG_PID
-	wait_until 5 has_waiters pub 1
+	bg_start sub timeout 10 redis-cli -p "$R_PORT" SUBSCRIBE "$(key pub):released" "$(key pub):marker"
+	wait_until 5 eval '[[ $(rcli R PUBSUB NUMSUB "$(key pub):marker" | sed -n 2p) == 1 ]]'
 	run -0 "$RLOCK" release pub "$t"
-	wait_until 5 eval '[[ $(bg_out sub | wc -l) -ge 6 ]]'
+	lock_free pub
+	rcli R PUBLISH "$(key pub):marker" after >/dev/null
+	wait_until 5 eval '[[ $(bg_out sub) == *after* ]]'
 	run bg_out sub
-	assert_line message
-	assert_line "$(key pub):released"
+	assert_line --index 6 message
+	assert_line --index 7 "$(key pub):marker"
+	assert_line --index 8 after
+	assert_equal "${#lines[@]}" 9
 }
 
 # Redis 7 gives a new ACL user no pub/sub channel unless granted
@@ -135,10 +142,21 @@ load test_helper
 	assert_output ""
 	assert_equal "$stderr" ""
 	lock_free nc
+	# Nobody in line: nothing is published, so nothing refused.
 	run -0 --separate-stderr "$RLOCK" -v -u "$url" release nc "$("$RLOCK" -u "$url" acquire nc)"
-	assert_stderr "rlock: release: nc: released; the server refused the wake-up message on $(key nc):released (no right to publish on it?): waiters notice when they poll"
+	assert_stderr "rlock: release: nc: released"
 	run -0 --separate-stderr "$RLOCK" -u "$url" run nc -- true
 	assert_equal "$stderr" ""
+	# A waiter in line (a user with channel rights) whose wake-up the
+	# releasing user may not publish: -v says so, and the waiter is
+	# served when it next asks.
+	t=$("$RLOCK" -u "$url" acquire -t 30s nc)
+	bg_start inline "$RLOCK" run -w 20s nc -- true
+	wait_until 5 has_waiters nc 1
+	run -0 --separate-stderr "$RLOCK" -v -u "$url" release nc "$t"
+	assert_stderr "rlock: release: nc: released; the server refused the wake-up message on $(key nc):wake:* (no right to publish on it?): waiters notice when they poll"
+	bg_wait "$BG_PID" 10
+	assert_equal "$BG_STATUS" 0
 	# A waiter polls (at most every second) and is served soon after the
 	# release, long before the holder's 30s lease would end.
 	t=$("$RLOCK" -u "$url" acquire -t 30s nc)
