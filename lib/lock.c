@@ -149,7 +149,9 @@ fail:
  * Who we are, for the holder's metadata: looked up at the first acquire
  * only, since a renewal thread, release, extend and status never need it.
  * $USER spares the NSS look-up, which would cost more than the lock itself
- * on loopback; the name is shown to people, never trusted.
+ * on loopback; so does /etc/passwd read directly, as for root in a
+ * systemd unit without User=, which sets no $USER.  The name is shown to
+ * people, never trusted.
  */
 void identify(struct rlock *rl)
 {
@@ -166,6 +168,9 @@ void identify(struct rlock *rl)
 		env = getenv("LOGNAME");
 	if (env != NULL && *env != '\0') {
 		rlock_strlcpy(rl->user, env, sizeof(rl->user));
+	} else if (passwd_name("/etc/passwd", geteuid(), rl->user,
+			       sizeof(rl->user)) == 0) {
+		/* NSS's first source everywhere, read without NSS. */
 	} else if ((pw = getpwuid(geteuid())) != NULL) {
 		rlock_strlcpy(rl->user, pw->pw_name, sizeof(rl->user));
 	} else {

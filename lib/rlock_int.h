@@ -93,6 +93,16 @@ int conn_open(struct rlock_conn *c, int64_t deadline);
  */
 int conn_ipv4_literal(const char *s, unsigned char addr[4]);
 
+/*
+ * The name of uid in the passwd file at path (/etc/passwd), read with
+ * read(2) and no stdio: what NSS's "files" source answers, without NSS,
+ * whose configuration, stdio and code cost a run about 300 KB of peak RSS
+ * (bench/RESULTS-perf.md).  Returns 0 with the name in name, or -1: not
+ * there, no room for it, a line longer than 4 KiB before it, or NIS's
+ * "+"/"-" lines (the compat source), which getpwuid must read.
+ */
+int passwd_name(const char *path, unsigned long uid, char *name, size_t len);
+
 /* Why the last conn_open failed, when it got as far as the server. */
 enum conn_refusal {
 	CONN_REFUSED_NOT,		/* no: connect, TLS or I/O */

@@ -1,14 +1,16 @@
 /*
- * util.c - small helpers shared by librlock's modules: error text, clocks
- * and the lock-name check.
+ * util.c - small helpers shared by librlock's modules: error text, clocks,
+ * the lock-name check and the user's name from the passwd file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rlock_int.h"
 
@@ -163,4 +165,78 @@ const char *rlock_signame(int sig, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%d", sig);
 	return buf;
+}
+
+/* ---- the user's name --------------------------------------------------- */
+
+/* One line of a passwd file: 1 it is uid's (its name in name), 0 not, -1
+ * ask NSS instead (NIS's +/- lines, a name too long for name). */
+static int passwd_line(const char *p, size_t n, unsigned long uid,
+		       char *name, size_t len)
+{
+	const char *end = p + n, *c1, *c2, *q;
+	unsigned long v = 0;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p == end || *p == '#')
+		return 0;
+	if (*p == '+' || *p == '-')
+		return -1;
+	if ((c1 = memchr(p, ':', end - p)) == NULL || c1 == p ||
+	    (c2 = memchr(c1 + 1, ':', end - c1 - 1)) == NULL)
+		return 0;
+	for (q = c2 + 1; q < end && *q >= '0' && *q <= '9'; q++) {
+		if (v > (ULONG_MAX - 9) / 10)
+			return 0;
+		v = v * 10 + (unsigned long)(*q - '0');
+	}
+	if (q == c2 + 1 || q == end || *q != ':' || v != uid)
+		return 0;
+	if ((size_t)(c1 - p) >= len)
+		return -1;
+	memcpy(name, p, c1 - p);
+	name[c1 - p] = '\0';
+	return 1;
+}
+
+int passwd_name(const char *path, unsigned long uid, char *name, size_t len)
+{
+	char buf[4096];
+	size_t have = 0;
+	int fd, eof = 0, r = 0;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	while (r == 0) {
+		const char *p = buf, *end, *nl;
+		ssize_t got;
+
+		do
+			got = read(fd, buf + have, sizeof(buf) - have);
+		while (got < 0 && errno == EINTR);
+		if (got < 0)
+			break;
+		eof = got == 0;
+		have += (size_t)got;
+		end = buf + have;
+		/* Whole lines, and at the end of the file the last one. */
+		while (r == 0 && p < end &&
+		       ((nl = memchr(p, '\n', end - p)) != NULL || eof)) {
+			if (nl == NULL)
+				nl = end;
+			r = passwd_line(p, nl - p, uid, name, len);
+			p = nl + (nl < end);
+		}
+		if (eof || r != 0)
+			break;
+		have = end - p;
+		if (have == sizeof(buf)) {
+			r = -1;		/* a line longer than buf */
+			break;
+		}
+		memmove(buf, p, have);
+	}
+	close(fd);
+	return r == 1 ? 0 : -1;
 }

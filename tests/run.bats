@@ -377,9 +377,13 @@ user_of() {
 	t=$(env -u USER -u LOGNAME "$RLOCK" acquire un)
 	assert_equal "$(user_of un)" "$(id -un)"
 	"$RLOCK" release un "$t"
-	# A uid with no name (a container's, say): its digits.  Only root
-	# can take one.
+	# Another user's name from the passwd file, and a uid with no name (a
+	# container's, say): its digits.  Only root can take them.
 	if (($(id -u) == 0)); then
+		t=$(setpriv --reuid daemon --regid daemon --clear-groups \
+			env -u USER -u LOGNAME "$RLOCK" acquire un)
+		assert_equal "$(user_of un)" daemon
+		"$RLOCK" release un "$t"
 		[[ -z $(getent passwd 54321) ]]
 		t=$(setpriv --reuid 54321 --regid 54321 --clear-groups \
 			env -u USER -u LOGNAME "$RLOCK" acquire un)

@@ -1,14 +1,18 @@
 /*
  * test_util.c - set_error never overflows its buffer, the two clocks the
  * library measures leases and waits with behave, the string helpers keep
- * strlcpy's contract and rlock_join writes all or nothing, and an IPv4
- * literal reads as inet_pton reads it.
+ * strlcpy's contract and rlock_join writes all or nothing, an IPv4
+ * literal reads as inet_pton reads it, and passwd_name finds the name
+ * getpwuid would (files first, as here).
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #include "harness.h"
@@ -187,6 +191,108 @@ static void ipv4(void)
 	unit_context(NULL);
 }
 
+/* passwd_name on a file holding text: the name, or "" for -1. */
+static const char *pw_in(const char *text, unsigned long uid, size_t len)
+{
+	static char name[64];
+	char path[] = "/tmp/rlock-unit-passwd.XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+		CHECK(!"cannot write a temporary passwd file");
+		return "?";
+	}
+	close(fd);
+	if (passwd_name(path, uid, name, len) != 0)
+		name[0] = '\0';
+	unlink(path);
+	return name;
+}
+
+static void passwd(void)
+{
+	static const char base[] =
+		"root:x:0:0:root:/root:/bin/bash\n"
+		"daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+		"u100:x:100:100::/home/u100:/bin/sh\n"
+		"#old:x:1000:1000::/home/old:/bin/sh\n"
+		"  # spaced:x:1000:1000::/:/bin/sh\n"
+		"\n"
+		"bad:x:abc:1::/:/bin/sh\n"
+		"empty:x::1::/:/bin/sh\n"
+		"short:x:7\n"
+		"big:x:99999999999999999999999:1::/:/bin/sh\n"
+		"user:x:1000:1000:A User:/home/user:/bin/bash\n"
+		"again:x:1000:1000::/:/bin/sh\n"
+		"last:x:4242:4242::/:/bin/sh";
+	char *text, name[64];
+	struct passwd *pw;
+	size_t n;
+
+	unit_context("passwd_name");
+	CHECK_STR(pw_in(base, 0, 64), "root");
+	CHECK_STR(pw_in(base, 1, 64), "daemon");
+	CHECK_STR(pw_in(base, 100, 64), "u100");
+	CHECK_STR(pw_in(base, 10, 64), "");	/* a prefix of 100 */
+	CHECK_STR(pw_in(base, 1000, 64), "user");	/* not a comment's */
+	CHECK_STR(pw_in(base, 7, 64), "");
+	CHECK_STR(pw_in(base, 4242, 64), "last");	/* no newline at the end */
+	CHECK_STR(pw_in(base, 4243, 64), "");
+	CHECK_STR(pw_in(base, 1000, 5), "user");	/* "user" and its NUL */
+	CHECK_STR(pw_in(base, 1000, 4), "");
+	CHECK_STR(pw_in("", 0, 64), "");
+	CHECK_STR(pw_in("a:x:5:5::/:/bin/sh\n+::::::\nb:x:6:6::/:/bin/sh\n", 5, 64), "a");
+	CHECK_STR(pw_in("a:x:5:5::/:/bin/sh\n+::::::\nb:x:6:6::/:/bin/sh\n", 6, 64), "");
+	CHECK_STR(pw_in("-c::::::\nb:x:6:6::/:/bin/sh\n", 6, 64), "");
+	CHECK_INT(passwd_name("/nonexistent/passwd", 0, name, sizeof(name)), -1);
+	/* Lines across the 4 KiB reads, and a line longer than one read. */
+	n = 20000;
+	if ((text = malloc(n)) == NULL)
+		return;
+	text[0] = '\0';
+	for (int i = 0; i < 300; i++) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "user%d:x:%d:1::/home:/bin/sh\n",
+			 i, 2000 + i);
+		rlock_strlcat(text, line, n);
+	}
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "user%d", i);
+		unit_context("passwd_name, uid %d", 2000 + i);
+		CHECK_STR(pw_in(text, 2000 + i, 64), name);
+	}
+	unit_context("passwd_name, a long line");
+	memset(text, 'g', 5000);
+	memcpy(text, "long:x:3:3:", 11);
+	rlock_strlcpy(text + 5000, ":/:/bin/sh\nafter:x:4:4::/:/bin/sh\n", n - 5000);
+	CHECK_STR(pw_in(text, 4, 64), "");
+	rlock_strlcpy(text, "first:x:4:4::/:/bin/sh\n", n);
+	memset(text + 23, 'g', 5000);
+	rlock_strlcpy(text + 5023, "\n", n - 5023);
+	CHECK_STR(pw_in(text, 4, 64), "first");
+	free(text);
+	/* This machine's passwd file, whose first source is files: every
+	 * uid's name is getpwuid's. */
+	uid_t uids[512];
+	size_t nu = 0;
+
+	setpwent();
+	while ((pw = getpwent()) != NULL && nu < 512)
+		uids[nu++] = pw->pw_uid;
+	endpwent();
+	CHECK(nu > 0);
+	for (size_t i = 0; i < nu; i++) {
+		unit_context("passwd_name, /etc/passwd, uid %lu",
+			     (unsigned long)uids[i]);
+		CHECK_INT(passwd_name("/etc/passwd", uids[i], name,
+				      sizeof(name)), 0);
+		if ((pw = getpwuid(uids[i])) != NULL)
+			CHECK_STR(name, pw->pw_name);
+	}
+	unit_context(NULL);
+}
+
 void test_util(void)
 {
 	seterr();
@@ -194,4 +300,5 @@ void test_util(void)
 	strings();
 	join();
 	ipv4();
+	passwd();
 }
