@@ -192,9 +192,10 @@ persistence off); $(hyperfine --version); $(flock --version 2>&1 | head -n 1).
 | peak RSS of \`run NAME -- true\`: median of $SAMPLES (\`/usr/bin/time -f %M\`) | $(fixed 0 "$rss_flock") KiB | $(fixed 0 "$rss_rlock") KiB | $(ratio "$rss_flock" "$rss_rlock") |
 
 An uncontended rlock run opens one connection to the server, runs the
-acquire script, forks and execs the command, runs the release script and
-exits (a renewal thread starts only if the command outlives a third of the
-TTL); flock opens a file and calls flock(2).  In the hand-off, the waiting
+acquire script, starts the command with vfork and exec (flock forks),
+runs the release script and exits (a renewal thread starts only if the
+command outlives a third of the TTL); flock opens a file and calls
+flock(2).  In the hand-off, the waiting
 rlock is subscribed to its wake-up channel, and the release that frees the
 lock hands it over in the same script: the waiter starts its command when
 that message arrives; the waiting flock sleeps in flock(2).  Both commands
