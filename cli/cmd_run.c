@@ -8,7 +8,6 @@
  * the pipe on which the renewal thread reports a loss.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -215,13 +214,13 @@ static const char *kind_words(const char *k, char *buf, size_t len)
  * vfork, not fork: the child borrows our memory until its exec, so no page
  * table is copied and none of our pages is copied on write afterwards:
  * about 110 of the 420 µs a fork and exec of true(1) take here, on the
- * path from the grant to the command's start (bench/RESULTS-perf.md).  We are suspended until the
- * exec succeeded or the child gave up, which it tells through *exec_errno
- * (our memory).  The child calls only system calls and execvp, which
- * builds its paths on the stack; it touches nothing of ours but
- * *exec_errno, and runs no handler of ours: we have none, our signals are
- * blocked until the exec, and a signal it takes then has its default
- * action, as it would in the command.
+ * path from the grant to the command's start (bench/RESULTS-perf.md).
+ * We are suspended until the exec succeeded or the child gave up, which
+ * it tells through e (our memory).  The child calls only system calls
+ * and execvp, which builds its paths on the stack; it writes nothing of
+ * ours but e, and runs no handler of ours: we have none (signalfd), our
+ * signals are blocked until the exec, and a signal it takes then has its
+ * default action, as it would in the command.
  */
 static pid_t spawn(struct run *r, const sigset_t *oldmask, int tty,
 		   int *exec_errno)

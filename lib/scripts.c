@@ -587,10 +587,11 @@ static const char extend_lua[] =
  * client releases.  Then the next in line is woken (or the next run of
  * shared waiters, or as many as a semaphore has free places); with nobody
  * in line, the release channel hears it when the caller names it (several
- * masters, whose waiters keep no line: ARGV[2] '' otherwise).  The wake-up is a pcall: an ACL
- * user without the channel (Redis 7 grants none by default) has released
- * once the DEL ran, and says so with 3, not with an error that would make
- * the caller believe it still holds the lock.
+ * masters, whose waiters keep no line: ARGV[2] '' otherwise).  The
+ * wake-up is a pcall: an ACL user without the channel (Redis 7 grants
+ * none by default) has released once the DEL ran, and says so with 3,
+ * not with an error that would make the caller believe it still holds
+ * the lock.
  *
  * The baton: an exclusive release whose next in line left a baton (a
  * waiting run) grants the lock to that waiter itself, for the waiter's
