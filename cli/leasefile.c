@@ -30,8 +30,8 @@ static int lease_dir(char *buf, size_t len, int make)
 	char uid[24];
 
 	uid[rlock_utoa(uid, getuid())] = '\0';
-	rlock_strlcpy(buf, "/tmp/rlock-", len);
-	if (rlock_strlcat(buf, uid, len) >= len)
+	if (rlock_join(buf, len, (const char *[]){ "/tmp/rlock-", uid,
+						    NULL }) < 0)
 		return -1;
 	if (make && mkdir(buf, 0700) != 0 && errno != EEXIST)
 		return -1;

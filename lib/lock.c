@@ -1133,11 +1133,11 @@ static int acq_waiter(struct rlock *rl, struct acq *q,
  * stamp + delta on our clock: the lease (baton_ms, which the caller
  * renews at once to its full TTL) is counted from there, or from the
  * message's arrival when the clocks' whole milliseconds put that sum
- * after it (baton_start).  A message that
- * came too late to be sure of it (BATON_FRESH_MS, well within the lease)
- * is not used: the acquire that follows finds our own token and renews
- * it, with a new fence when the server finds the grant old enough to be
- * older than a failover (BATON_REFENCE_MS), or we wait on.
+ * after it (baton_start).  A message that came too late to be sure of it
+ * (BATON_FRESH_MS, well within the lease) is not used: the acquire that
+ * follows finds our own token and renews it, with a new fence when the
+ * server finds the grant old enough to be older than a failover
+ * (BATON_REFENCE_MS), or we wait on.
  */
 static int take_baton(struct rlock *rl, const struct acq *q,
 		      const struct rlock_acquire_opts *o,
