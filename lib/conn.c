@@ -70,6 +70,7 @@ void conn_close(struct rlock_conn *c)
 	if (c->reader != NULL)
 		redisReaderFree(c->reader);
 	c->reader = NULL;
+	memset(&c->guard, 0, sizeof(c->guard));
 	c->olen = 0;
 	c->replies = 0;
 }
@@ -478,6 +479,14 @@ int conn_buffered(const struct rlock_conn *c)
 
 int conn_feed(struct rlock_conn *c, const char *buf, size_t n)
 {
+	const char *why = resp_guard_feed(&c->guard, buf, n);
+
+	if (why != NULL) {
+		char msg[200];
+
+		snprintf(msg, sizeof(msg), "protocol error: %s", why);
+		return conn_fail(c, "%s: %s", msg);
+	}
 	if (redisReaderFeed(c->reader, buf, n) != 0)
 		return conn_fail(c, "%s: %s", "out of memory");
 	return RLOCK_OK;

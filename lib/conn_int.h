@@ -47,6 +47,7 @@ struct rlock_conn {
 	enum conn_refusal refusal;	/* why the last conn_open failed */
 	long long replies;		/* read since the connection opened */
 	redisReader *reader;
+	struct resp_guard guard;	/* bounds what reaches the reader */
 	char *obuf;			/* requests, as RESP */
 	size_t olen, ocap;
 	char addr[600];

@@ -121,6 +121,53 @@ size_t resp_size(int argc, const size_t *lens);
 size_t resp_write(char *dst, int argc, const char *const *argv,
 		  const size_t *lens);
 
+/*
+ * The bounds of one reply, above the largest rlock asks for (log -n
+ * 100000: 100,000 entries of about twenty fields, some 220 MB as hiredis
+ * holds them): at most RLOCK_REPLY_MAX_ELEMENTS elements in one array, a
+ * string or a status line of at most RLOCK_REPLY_MAX_BULK bytes, and at
+ * most RLOCK_REPLY_MAX_BYTES in all, counting each element 64 bytes and
+ * each declared array slot 8 on top of its bytes on the wire.
+ */
+#define RLOCK_REPLY_MAX_ELEMENTS 1048576
+#define RLOCK_REPLY_MAX_ELEMENTS_TEXT "1048576"
+#define RLOCK_REPLY_MAX_BULK (4LL << 20)
+#define RLOCK_REPLY_MAX_BULK_TEXT "4 MiB"
+#define RLOCK_REPLY_MAX_BYTES (512ULL << 20)
+#define RLOCK_REPLY_MAX_BYTES_TEXT "512 MiB"
+#define STR_BOUND(x) x##_TEXT
+
+/* hiredis 0.14 reads at most seven levels of arrays: so does the guard. */
+#define RESP_GUARD_DEPTH 7
+
+enum resp_guard_state { GUARD_TYPE, GUARD_LINE, GUARD_BULK };
+
+/* Where the guard is in a stream of replies (zeroed: at the start). */
+struct resp_guard {
+	enum resp_guard_state state;
+	char type;			/* of the element being read */
+	char line[24];			/* its header line, as far as it fits */
+	size_t linelen;
+	int line_over;			/* the line did not fit */
+	long long line_total;		/* the line's bytes so far */
+	long long bulk_left;		/* a string's bytes and CRLF to come */
+	unsigned depth;
+	long long left[RESP_GUARD_DEPTH]; /* elements to come, per level */
+	unsigned long long cost;	/* of the reply being read */
+	const char *failed;		/* why it refused, for good */
+	int blind;			/* past a byte hiredis refuses */
+};
+
+/*
+ * Read n more bytes of the stream: returns NULL while the replies stay
+ * within the bounds above, else why not (a static string, "an array of
+ * more than ..."), for good.  It checks the headers and lengths only;
+ * hiredis reads the replies themselves once the guard let them pass, and
+ * refuses what is not RESP (an unknown type byte), which the guard then
+ * leaves to it.
+ */
+const char *resp_guard_feed(struct resp_guard *g, const char *buf, size_t n);
+
 /* Queue one command (lens NULL: the arguments are strings).  Returns
  * RLOCK_OK or RLOCK_ESYS. */
 int conn_send(struct rlock_conn *c, int argc, const char *const *argv,

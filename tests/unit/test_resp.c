@@ -581,9 +581,109 @@ static void writer(void)
 	free(big);
 }
 
+/* What the guard says of buf, fed whole or a byte at a time (the same
+ * answer either way): NULL when it passes. */
+static const char *guard(const char *buf, size_t len, int bytewise)
+{
+	struct resp_guard g;
+	const char *why = NULL;
+
+	memset(&g, 0, sizeof(g));
+	if (!bytewise)
+		return resp_guard_feed(&g, buf, len);
+	for (size_t i = 0; i < len && why == NULL; i++)
+		why = resp_guard_feed(&g, buf + i, 1);
+	return why;
+}
+
+static void guard_both(const char *buf, size_t len, const char *want)
+{
+	unit_context("guard of '%.*s'", (int)(len > 60 ? 60 : len), buf);
+	for (int bw = 0; bw < 2; bw++) {
+		const char *why = guard(buf, len, bw);
+
+		if (want == NULL)
+			CHECK_STR(why, NULL);
+		else
+			CHECK(why != NULL && strstr(why, want) != NULL);
+	}
+	unit_context(NULL);
+}
+
+/* The reply guard: well-formed replies within the bounds pass, split
+ * anywhere; declared sizes past them fail at their header, before their
+ * data (so before hiredis would allocate or buffer it). */
+static void guarded(void)
+{
+	struct resp_guard g;
+	char *big;
+	size_t n;
+
+	guard_both(S("+OK\r\n:1\r\n$3\r\nabc\r\n$-1\r\n*-1\r\n*0\r\n"), NULL);
+	guard_both(S("*2\r\n*2\r\n:1\r\n$2\r\nab\r\n*1\r\n+x\r\n"), NULL);
+	guard_both(S("-ERR \x1b]0;x\x07\r\n"), NULL);
+	/* A bulk's data may hold anything, CRLF and type bytes included. */
+	guard_both(S("$6\r\n*9\r\n$9\r\n+OK\r\n"), NULL);
+	guard_both(S("*2147483647\r\n"), "an array of more than");
+	guard_both(S("*1048577\r\n"), "an array of more than");
+	guard_both(S("*1048576\r\n"), NULL);
+	guard_both(S("$1000000000000\r\n"), "a string longer than");
+	guard_both(S("$4194305\r\n"), "a string longer than");
+	guard_both(S("$99999999999999999999\r\n"), "not a number");
+	guard_both(S("$-2\r\n"), "not a number");
+	guard_both(S("*+1\r\n"), "not a number");
+	guard_both(S("$ 1\r\n"), "not a number");
+	guard_both(S("$\r\n"), "not a number");
+	/* Not RESP at all: hiredis refuses it at that byte, as a protocol
+	 * error of its own. */
+	guard_both(S("%2\r\n*2147483647\r\n"), NULL);
+	guard_both(S("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n"),
+		   NULL);
+	guard_both(S("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n"),
+		   "nested too deep");
+	/* Many arrays of a million slots each: refused by their sum, long
+	 * before hiredis would have allocated them. */
+	memset(&g, 0, sizeof(g));
+	CHECK_STR(resp_guard_feed(&g, S("*1048576\r\n")), NULL);
+	n = 0;
+	for (int i = 0; i < 100 && n == 0; i++) {
+		if (resp_guard_feed(&g, S("*1048576\r\n")) != NULL)
+			n = (size_t)i + 1;
+	}
+	CHECK(n > 0 && n < 70);
+	/* Once refused, refused for good. */
+	CHECK(resp_guard_feed(&g, S("+OK\r\n")) != NULL);
+	/* A stream of replies each within the bounds passes, however long:
+	 * the budget is per reply (a subscriber's messages). */
+	memset(&g, 0, sizeof(g));
+	big = malloc(1 << 20);
+	CHECK(big != NULL);
+	if (big == NULL)
+		return;
+	memset(big, 'x', 1 << 20);
+	for (int i = 0; i < 1000; i++) {
+		CHECK_STR(resp_guard_feed(&g, S("*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1048576\r\n")), NULL);
+		CHECK_STR(resp_guard_feed(&g, big, 1 << 20), NULL);
+		CHECK_STR(resp_guard_feed(&g, S("\r\n")), NULL);
+	}
+	CHECK_INT(g.depth, 0);
+	free(big);
+	/* A long status line is refused past the bulk bound. */
+	memset(&g, 0, sizeof(g));
+	big = malloc((4 << 20) + 2);
+	CHECK(big != NULL);
+	if (big == NULL)
+		return;
+	big[0] = '+';
+	memset(big + 1, 'y', (4 << 20) + 1);
+	CHECK(resp_guard_feed(&g, big, (4 << 20) + 2) != NULL);
+	free(big);
+}
+
 void test_resp(void)
 {
 	writer();
+	guarded();
 	scalars();
 	bulks();
 	arrays();
