@@ -613,9 +613,35 @@ static int parse_busy(const redisReply *r, struct rlock_holder *h,
 	return 0;
 }
 
-/* One attempt on every server.  Returns RLOCK_OK, RLOCK_BUSY with holder
- * filled (and *joined set when this attempt took a place in line), or an
- * error. */
+/*
+ * A grant, {1, fence} or {1, fence, recorded}: the fence a positive
+ * integer below 2^53, recorded 1 or 0 (the history refused it), absent
+ * when not asked for (*recorded -1).  Returns 0, or -1 for anything else:
+ * a fence of 0, a negative one, a string, one a double cannot hold.
+ */
+static int decode_grant(const redisReply *r, long long *fence, int *recorded)
+{
+	const redisReply *f, *h;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+	    r->elements > 3)
+		return -1;
+	f = r->element[1];
+	if (f->type != REDIS_REPLY_INTEGER || f->integer < 1 ||
+	    f->integer >= (1LL << 53))
+		return -1;
+	*fence = f->integer;
+	*recorded = -1;
+	if (r->elements == 3) {
+		h = r->element[2];
+		if (h->type != REDIS_REPLY_INTEGER ||
+		    (h->integer != 0 && h->integer != 1))
+			return -1;
+		*recorded = (int)h->integer;
+	}
+	return 0;
+}
+
 /* A grant's reply said the server would not record the history (a
  * user without +xadd): keep why, for rlock_history_refused. */
 static void history_refused(struct rlock *rl, size_t i)
@@ -739,15 +765,28 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 			nfail++;
 			continue;
 		}
-		if (r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
+		if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+		    r->element[0]->type != REDIS_REPLY_INTEGER) {
 			fan_unexpected(&f, i, "acquire");
 			nfail++;
 			continue;
 		}
 		if (elem_ll(r, 0) == 1) {
+			int recorded;
+
+			if (decode_grant(r, &got[i], &recorded) != 0) {
+				/* Granted or not, no fence we can hand on:
+				 * undone with the rest. */
+				got[i] = 0;
+				fan_unexpected(&f, i, "acquire (a grant "
+					       "whose fence is not a positive "
+					       "integer below 2^53)");
+				unsure++;
+				nfail++;
+				continue;
+			}
 			ngrant++;
-			got[i] = elem_ll(r, 1);
-			if (r->elements > 2 && elem_ll(r, 2) == 0)
+			if (recorded == 0)
 				history_refused(rl, i);
 			if (got[i] > fence)
 				fence = got[i];

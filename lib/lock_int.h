@@ -57,6 +57,13 @@
  * moment its message came; it started then.
  */
 #define BATON_SKEW_MS 2
+
+/* A fence is a positive integer below this, 2^53 less 2^20: exact in a
+ * double (Lua, JSON, shell arithmetic), and so is the one after it.  A
+ * counter at or above it, or not digits, is one rlock did not write
+ * (LUA_FENCE_OF in scripts.c), and a grant whose fence is not below it is
+ * refused.  The server's clock in µs reaches it in the year 2255. */
+#define FENCE_LIMIT 9007199253692416
 #define BATON_REFENCE_MS 1000
 #define LINE_LEASE_MS 1500
 #define LINE_NEAR 4

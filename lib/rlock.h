@@ -474,6 +474,24 @@ int rlock_join(char *dst, size_t len, const char *const *part);
 size_t rlock_utoa(char *dst, unsigned long long v);
 size_t rlock_lltoa(char *dst, long long v);
 
+/*
+ * The one integer parser for data rlock did not write (replies, keys,
+ * messages, the environment): the n bytes at s are an optional '-' and
+ * one or more digits, nothing else (no space, no '+', no exponent), and
+ * the value lies in min..max.  Returns 0 with *v set, or -1.
+ */
+int rlock_parse_ll(const char *s, size_t n, long long min, long long max,
+		   long long *v);
+
+/*
+ * Write the n bytes at src into dst (len bytes, terminated, cut to fit)
+ * as a terminal may show them: printable ASCII as it is, every other byte
+ * (C0, DEL, C1, anything above 0x7e) and the backslash as \xNN, as
+ * OpenBSD's vis(3) would.  For text that came from a server or another
+ * client.  Returns dst.
+ */
+char *rlock_vis(char *dst, size_t len, const char *src, size_t n);
+
 /* CLOCK_BOOTTIME and CLOCK_MONOTONIC in milliseconds. */
 int64_t rlock_boot_ms(void);
 int64_t rlock_mono_ms(void);

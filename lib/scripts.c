@@ -60,6 +60,23 @@
 	"local function ms(x) return string.format('%d', x) end\n"
 
 /*
+ * fence_of(v): the counter's value v as a fence, or nil when it is not one
+ * rlock wrote: 1 to 16 digits, below FENCE_LIMIT (2^53 less 2^20, so that
+ * the next one is still exact in a double).  bad_fence(v): the error reply
+ * that names it, "BADFENCE " and its first 64 bytes (classify_error).
+ */
+#define LUA_FENCE_OF \
+	"local function fence_of(v)\n" \
+	"  if #v > 0 and #v <= 16 and not string.find(v, '%D') then\n" \
+	"    local n = tonumber(v)\n" \
+	"    if n < " STR(FENCE_LIMIT) " then return n end\n" \
+	"  end\n" \
+	"end\n" \
+	"local function bad_fence(v)\n" \
+	"  return redis.error_reply('BADFENCE ' .. string.sub(v, 1, 64))\n" \
+	"end\n"
+
+/*
  * The next fence: one more than the last, and at least the server's clock
  * in µs, so that a server that forgot the counter (a restart without AOF,
  * a failover to a replica that missed the last grants, the key deleted)
@@ -69,15 +86,22 @@
  * written as digits (Lua would write 1.7e+15).
  *
  * One command in the common case: SET ... GET writes the clock and reads
- * the last fence, which is below it unless the clock went back.  A counter
- * that is not a number is put back and INCR raises its error, as it always
- * did.  A server before 6.2 has no SET ... GET (a syntax error): INCR,
- * then SET.  Any other error (WRONGTYPE, an ACL refusal) is raised by the
- * same SET again, as redis.call would have.  prev is the last fence
- * when it was read (nil otherwise): when the grant before this one was.
- * Returns the fence and its digits.
+ * the last fence, which is below it unless the clock went back.  A server
+ * before 6.2 has no SET ... GET (a syntax error): GET, then SET.  Any
+ * other error (WRONGTYPE, an ACL refusal) is raised by the same SET again,
+ * as redis.call would have.  prev is the last fence when it was read (nil
+ * otherwise): when the grant before this one was.  Returns the fence and
+ * its digits.
+ *
+ * A counter rlock did not write (LUA_FENCE_OF) is put back as it was and
+ * nothing is handed out: returns nil and the BADFENCE error reply, which
+ * the caller returns.  Counting on from it could give a fence of 0 (Lua
+ * reads 9223372036854775807 as 2^63, which INCR's reply wraps), the same
+ * fence twice (above 2^53 a double has no room for the +1) or a lower one
+ * ("1e300", "0x10" and " 12" are numbers to tonumber, not to INCR).
  */
 #define LUA_NEXT_FENCE \
+	LUA_FENCE_OF \
 	"local prev\n" \
 	"local function next_fence()\n" \
 	"  local c = sec * 1000000 + usec\n" \
@@ -87,18 +111,21 @@
 	"    if not string.find(old.err, 'syntax', 1, true) then\n" \
 	"      redis.call('SET', KEYS[8], cs, 'GET')\n" \
 	"    end\n" \
-	"    local f = redis.call('INCR', KEYS[8])\n" \
-	"    if f < c then\n" \
-	"      f = c\n" \
-	"      redis.call('SET', KEYS[8], ms(f))\n" \
+	"    old = redis.call('GET', KEYS[8])\n" \
+	"    if old then\n" \
+	"      prev = fence_of(old)\n" \
+	"      if not prev then return nil, bad_fence(old) end\n" \
+	"      if prev >= c then c = prev + 1 end\n" \
 	"    end\n" \
-	"    return f, ms(f)\n" \
+	"    cs = ms(c)\n" \
+	"    redis.call('SET', KEYS[8], cs)\n" \
+	"    return c, cs\n" \
 	"  end\n" \
 	"  if not old then return c, cs end\n" \
-	"  prev = tonumber(old)\n" \
+	"  prev = fence_of(old)\n" \
 	"  if not prev then\n" \
 	"    redis.call('SET', KEYS[8], old)\n" \
-	"    redis.call('INCR', KEYS[8])\n" \
+	"    return nil, bad_fence(old)\n" \
 	"  end\n" \
 	"  if prev < c then return c, cs end\n" \
 	"  cs = ms(prev + 1)\n" \
@@ -351,11 +378,12 @@ static const char acquire_lua[] =
 	"  local v = redis.call('GET', KEYS[2]) or ''\n"
 	"  local of, since, rest = string.match(v, '^(%d*)\\n(%d*)(\\n.*)$')\n"
 	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-	"  if rest and now - (tonumber(since) or 0) < " STR(BATON_REFENCE_MS) " then\n"
+	"  if rest and fence_of(of) and now - (tonumber(since) or 0) < " STR(BATON_REFENCE_MS) " then\n"
 	"    redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-	"    return {1, tonumber(of) or 0}\n"
+	"    return {1, fence_of(of)}\n"
 	"  end\n"
 	"  local f, fs = next_fence()\n"
+	"  if not f then return fs end\n"
 	"  if rest then redis.call('SET', KEYS[2], fs .. '\\n' .. since .. rest, 'PX', ARGV[2]) end\n"
 	"  return {1, f}\n"
 	"end\n"
@@ -363,6 +391,7 @@ static const char acquire_lua[] =
 	LUA_GRANT
 	"local function grant_x()\n"
 	"  local f, fs = next_fence()\n"
+	"  if not f then return fs end\n"
 	"  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
 	"  redis.call('SET', KEYS[2], owner_record(fs, ARGV[7], ARGV[4], ARGV[3], ARGV[5],\n"
 	"             ARGV[13], ARGV[6]), 'PX', ARGV[2])\n"
@@ -386,6 +415,7 @@ static const char acquire_lua[] =
 	"local function grant()\n"
 	"  if k == 'x' then return grant_x() end\n"
 	"  local f, fs = next_fence()\n"
+	"  if not f then return fs end\n"
 	"  redis.call('ZADD', KEYS[3], ms(now + ttl), tok)\n"
 	"  redis.call('HSET', KEYS[4], 'limit', k, tok, owner_record(fs, ARGV[7], ARGV[4],\n"
 	"             ARGV[3], ARGV[5], ARGV[13], ARGV[6]))\n"
@@ -400,8 +430,13 @@ static const char acquire_lua[] =
 	"  if sc and tonumber(sc) > now then\n"
 	"    redis.call('ZADD', KEYS[3], ms(now + ttl), tok)\n"
 	"    holders_expire()\n"
-	"    local v = redis.call('HGET', KEYS[4], tok) or '0'\n"
-	"    return {1, tonumber(string.match(v, '^%d+')) or 0}\n"
+	"    local v = redis.call('HGET', KEYS[4], tok) or ''\n"
+	"    local of, rest = string.match(v, '^(%d*)(\\n.*)$')\n"
+	"    if of and fence_of(of) then return {1, fence_of(of)} end\n"
+	"    local f, fs = next_fence()\n"
+	"    if not f then return fs end\n"
+	"    if rest then redis.call('HSET', KEYS[4], tok, fs .. rest) end\n"
+	"    return {1, f}\n"
 	"  end\n"
 	"end\n"
 	"local hk, hn = 'x', 1\n"
@@ -683,6 +718,7 @@ static const char release_lua[] =
 	"    if p > 0 then\n"
 	"      if redis.call('HGET', KEYS[7], '~sup') == m then redis.call('HDEL', KEYS[7], '~sup') end\n"
 	"      local f, fs = next_fence()\n"
+	"      if not f then return false end\n"
 	"      redis.call('SET', KEYS[1], btok, 'PX', lease)\n"
 	"      redis.call('SET', KEYS[2], owner_record(fs, hold, pid, host, user, note, cmd),\n"
 	"                 'PX', lease)\n"
@@ -807,7 +843,13 @@ static const char force_lua[] =
  * without this the next fence could be lower than the last.
  */
 static const char fence_lua[] =
-	"local c = tonumber(redis.call('GET', KEYS[8]) or '0') or 0\n"
+	LUA_FENCE_OF
+	"local v = redis.call('GET', KEYS[8])\n"
+	"local c = 0\n"
+	"if v then\n"
+	"  c = fence_of(v)\n"
+	"  if not c then return bad_fence(v) end\n"
+	"end\n"
 	"if c < tonumber(ARGV[2]) then redis.call('SET', KEYS[8], ARGV[2]) end\n"
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
 	"  local rest = string.match(redis.call('GET', KEYS[2]) or '', '^%d*(\\n.*)$')\n"
@@ -914,15 +956,15 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "ac09280f7249b59567bf48e31fcee308cfc3c461" },
+				   "ba618c01c28dd5623b488dad88d8aee0b779feb2" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "8c152d2d5a9149f201c3dc7abbc98903b55efeb0" },
+				   "b43329341a0a1701937b0637a3a39c8cd319c22d" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "7a2a85e1a061bfa1ed25f6d967a5d23436705cf2" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
-				 "d2443ac8be765dbcee01f69487bdfe6b1113a187" },
+				 "e1739b8972f25cb751720b099bd9ef558309d9a0" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
 				  "ab83c2e014a71427cf60acf1a2f46cd7373897e8" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
@@ -1363,6 +1405,15 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s: server out of memory (OOM)", addr);
+	} else if (starts_with(r, "BADFENCE ")) {
+		char v[300];
+
+		res->rc = RLOCK_EPROTO;
+		rlock_vis(v, sizeof(v), r->str + 9, (size_t)n - 9);
+		snprintf(res->err, sizeof(res->err), "%s:fence holds '%s', "
+			 "which is not a fence rlock wrote (digits, below "
+			 "2^53 - 2^20): no fence handed out, nothing granted",
+			 key, v);
 	} else if (starts_with(r, "WRONGTYPE")) {
 		res->rc = RLOCK_EPROTO;
 		snprintf(res->err, sizeof(res->err),

@@ -240,3 +240,67 @@ int passwd_name(const char *path, unsigned long uid, char *name, size_t len)
 	close(fd);
 	return r == 1 ? 0 : -1;
 }
+
+int rlock_parse_ll(const char *s, size_t n, long long min, long long max,
+		   long long *v)
+{
+	unsigned long long x = 0, lim;
+	size_t i = 0;
+	int neg = 0;
+
+	if (n > 0 && s[0] == '-') {
+		neg = 1;
+		i = 1;
+	}
+	if (i == n)
+		return -1;
+	/* The magnitude's limit: LLONG_MAX, or one more for a negative. */
+	lim = neg ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
+	for (; i < n; i++) {
+		unsigned d = (unsigned char)s[i] - '0';
+
+		if (d > 9 || x > (lim - d) / 10)
+			return -1;
+		x = x * 10 + d;
+	}
+	if (neg) {
+		long long r = x == (unsigned long long)LLONG_MAX + 1 ?
+			      LLONG_MIN : -(long long)x;
+
+		if (r < min || r > max)
+			return -1;
+		*v = r;
+		return 0;
+	}
+	if ((long long)x < min || (long long)x > max)
+		return -1;
+	*v = (long long)x;
+	return 0;
+}
+
+char *rlock_vis(char *dst, size_t len, const char *src, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (len == 0)
+		return dst;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)src[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\') {
+			if (o + 1 >= len)
+				break;
+			dst[o++] = (char)c;
+			continue;
+		}
+		if (o + 4 >= len)
+			break;
+		dst[o++] = '\\';
+		dst[o++] = 'x';
+		dst[o++] = hex[c >> 4];
+		dst[o++] = hex[c & 15];
+	}
+	dst[o] = '\0';
+	return dst;
+}
