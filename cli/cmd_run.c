@@ -583,8 +583,8 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 	int rc;
 
 	r->ao.cancel_fd = sfd;
-	/* A lease the release hands over is short: run_command renews it
-	 * as soon as the command has started. */
+	/* The release that frees the lock grants it to us; we start only
+	 * once the server confirmed it (rlock_acquire). */
 	r->ao.baton = 1;
 	r->line.name = r->name;
 	if (cli_live_ok(r->g)) {
@@ -661,23 +661,6 @@ static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 }
 
 /*
- * A lease already due for renewal (a short one a release handed over):
- * renew it on the connection it came through, now that the command has
- * started.  A failure here is the renewal thread's to judge: supervise
- * finds the lease still due and starts it, and it tries again until the
- * lease may have run out.
- */
-static void renew_due(struct run *r, struct rlock *rl,
-		      struct rlock_lease *lease)
-{
-	int rc = rlock_renew(rl, r->name, lease);
-
-	if (rc != RLOCK_OK && r->g->verbose > 0)
-		cli_warn(r->g, "%s: first renewal failed: %s", r->name,
-			 rlock_errstr(rl));
-}
-
-/*
  * Start the command with the lease (NULL when an ancestor holds the lock)
  * in its environment and supervise it to its end.  Returns its exit
  * status, or -1 (with a message) when it could not be started; *lost
@@ -698,9 +681,8 @@ static int run_command(struct run *r, struct rlock *rl, int sfd,
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	tty = foreground_tty();
 	/* The command first: what keeping the lease needs is then off the
-	 * path from the grant to the command's start.  A lease a release
-	 * handed over is due for renewal at once; then a cluster's map is
-	 * learned while the node that granted the lock is surely up, for
+	 * path from the grant to the command's start.  Then a cluster's map
+	 * is learned while the node that granted the lock is surely up, for
 	 * following its slot should it die.  supervise keeps the lease from
 	 * there (a thread once a renewal is due, a third of the TTL on). */
 	pid = spawn(r, oldmask, tty, &exec_errno);
@@ -708,8 +690,6 @@ static int run_command(struct run *r, struct rlock *rl, int sfd,
 		cli_warn(r->g, "cannot fork: %s", strerror(errno));
 		return -1;
 	}
-	if (rn != NULL && rlock_renewal_in(lease) <= 0)
-		renew_due(r, rl, lease);
 	if (rn != NULL)
 		rlock_watch_open(rl, r->name, lease);
 	if (exec_errno != 0)

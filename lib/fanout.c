@@ -399,12 +399,3 @@ int lease_valid(int64_t ttl_ms, int64_t elapsed_ms)
 {
 	return elapsed_ms < ttl_ms - rlock_drift_ms(ttl_ms);
 }
-
-int64_t baton_start(int64_t stamp, int64_t delta, int64_t now)
-{
-	int64_t t0 = stamp + delta;
-
-	if (t0 > now + BATON_SKEW_MS || now >= t0 + BATON_FRESH_MS)
-		return -1;
-	return t0 < now ? t0 : now;
-}

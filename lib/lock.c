@@ -671,6 +671,7 @@ struct acq {
 	const char *chan;		/* where a waiter listens */
 	char skip[640];			/* why it gave up at once, for the
 					 * history ('' none) */
+	long long hint;			/* history_hint of the last wake-up */
 };
 
 /* A busy answer that ends the wait at once: {-2, who} superseded, or
@@ -786,7 +787,8 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 				continue;
 			}
 			ngrant++;
-			if (recorded == 0)
+			if (recorded == 0 ||
+			    (aq->hint != 0 && got[i] == aq->hint))
 				history_refused(rl, i);
 			if (got[i] > fence)
 				fence = got[i];
@@ -911,48 +913,44 @@ static void unsubscribe(struct rlock *rl)
 	}
 }
 
-/* A lock handed over by a release (the baton): "granted\nFENCE\nSTAMP\n
- * DELTA\nRECORDED", STAMP being our clock (CLOCK_BOOTTIME ms) when we sent
- * the request the server last heard from us, DELTA the server's ms from
- * that request to the grant, and RECORDED whether the history took the
- * grant ('1', '0' refused, '' not asked). */
-struct baton {
-	int got;
-	long long fence;
-	int64_t stamp, delta;
-	int refused;
-};
-
-static void parse_baton(const redisReply *r, struct baton *bt)
+/*
+ * What a baton's wake-up says of the history, "granted\nFENCE\n...\n
+ * RECORDED": the fence of a grant whose history entry was refused
+ * (RECORDED "0"), else 0.  Only a hint: it is used once the server
+ * confirmed a grant of that very fence, and only to warn.
+ */
+static long long history_hint(const redisReply *r)
 {
 	const redisReply *m;
-	long long v[3];
-	char buf[96], *p, *end;
+	const char *nl, *last;
+	long long f;
 
-	if (bt == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3)
-		return;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+	    r->element[2]->type != REDIS_REPLY_STRING)
+		return 0;
 	m = r->element[2];
-	if (m->type != REDIS_REPLY_STRING || m->len >= sizeof(buf) ||
-	    m->len < 8 || memcmp(m->str, "granted\n", 8) != 0)
-		return;
-	memcpy(buf, m->str + 8, m->len - 8);
-	buf[m->len - 8] = '\0';
-	p = buf;
-	for (int i = 0; i < 3; i++) {
-		errno = 0;
-		v[i] = strtoll(p, &end, 10);
-		if (errno != 0 || end == p || v[i] < 0 || *end != '\n')
-			return;
-		p = end + 1;
-	}
-	*bt = (struct baton){ 1, v[0], v[1], v[2], strcmp(p, "0") == 0 };
+	if (m->len < 10 || memcmp(m->str, "granted\n", 8) != 0 ||
+	    (nl = memchr(m->str + 8, '\n', m->len - 8)) == NULL ||
+	    rlock_parse_ll(m->str + 8, (size_t)(nl - m->str - 8), 1,
+			   FENCE_LIMIT, &f) != 0)
+		return 0;
+	last = memrchr(m->str, '\n', m->len);
+	return m->str + m->len - last == 2 && last[1] == '0' ? f : 0;
 }
 
-/* Wait until a release message arrives, cancel_fd is readable, or wake
- * (monotonic ms).  A message that hands us the lock fills bt (when not
- * NULL).  Returns RLOCK_OK (woken), RLOCK_CANCELED. */
+/*
+ * Wait until a release message arrives, cancel_fd is readable, or wake
+ * (monotonic ms).  Returns RLOCK_OK (woken), RLOCK_CANCELED.  *hint (when
+ * not NULL) gets history_hint's of the messages.
+ *
+ * A message is a hint, never a grant, whatever it says: anyone with the
+ * right to PUBLISH can send one, and Redis grants channels apart from
+ * keys.  The caller asks the server next; a release that handed us the
+ * lock (the baton) left our token in the key, which that request finds
+ * and renews, with the fence the server keeps.
+ */
 static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
-			struct baton *bt)
+			long long *hint)
 {
 	struct pollfd p[RLOCK_MAX_SERVERS + 1];
 	size_t i, np;
@@ -1007,7 +1005,8 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 				return RLOCK_OK; /* retry at once */
 			while (conn_take_reply(c, &r) == 1) {
 				woke = 1;
-				parse_baton(r, bt);
+				if (hint != NULL && history_hint(r) != 0)
+					*hint = history_hint(r);
 				freeReplyObject(r);
 			}
 			if (woke)
@@ -1137,6 +1136,7 @@ static int acq_init(struct rlock *rl, const char *name,
 	q->a = (struct ask){ q->kind, rl->nnode == 1 ? "new" : "", 0, 1,
 			     o->priority, o->supersede, o->once_per_ms, 0 };
 	q->skip[0] = '\0';
+	q->hint = 0;
 	return RLOCK_OK;
 }
 
@@ -1164,41 +1164,6 @@ static int acq_waiter(struct rlock *rl, struct acq *q,
 		q->a.baton_ms = b < o->ttl_ms ? b : o->ttl_ms;
 	}
 	return RLOCK_OK;
-}
-
-/*
- * A lock handed over by the release that freed it.  The server granted
- * it delta ms after it heard the request we sent at stamp, so not before
- * stamp + delta on our clock: the lease (baton_ms, which the caller
- * renews at once to its full TTL) is counted from there, or from the
- * message's arrival when the clocks' whole milliseconds put that sum
- * after it (baton_start).  A message that came too late to be sure of it
- * (BATON_FRESH_MS, well within the lease) is not used: the acquire that
- * follows finds our own token and renews it, with a new fence when the
- * server finds the grant old enough to be older than a failover
- * (BATON_REFENCE_MS), or we wait on.
- */
-static int take_baton(struct rlock *rl, const struct acq *q,
-		      const struct rlock_acquire_opts *o,
-		      const struct baton *bt, struct rlock_lease *lease)
-{
-	int64_t now = rlock_boot_ms(), t0 = baton_start(bt->stamp, bt->delta,
-							  now);
-	struct rlock_lease l;
-
-	if (q->a.baton_ms == 0 || t0 < 0)
-		return 0;
-	lease_init(&l, q->token, bt->fence, o, "x",
-		   o->pid > 0 ? o->pid : (long long)getpid(), t0);
-	/* What is left is baton_ms from t0: as if renewed that much before,
-	 * and so due for renewal at once. */
-	l.renewed_boot_ms = t0 + q->a.baton_ms - o->ttl_ms;
-	if (now >= lease_end(&l))
-		return 0;
-	*lease = l;
-	if (bt->refused)
-		history_refused(rl, 0);
-	return 1;
 }
 
 /* Record one history entry of values v (EV_NFIELDS) on every server,
@@ -1384,7 +1349,6 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		  struct rlock_lease *lease, struct rlock_holder *holder)
 {
 	struct rlock_holder h;
-	struct baton bt;
 	struct acq q;
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
 	int64_t backoff = 0;
@@ -1476,7 +1440,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			if (until > deadline)
 				until = deadline;
 			do
-				rc = wait_release(rl, until, o->cancel_fd, NULL);
+				rc = wait_release(rl, until, o->cancel_fd,
+						  NULL);
 			while (rc == RLOCK_OK && rlock_mono_ms() < until);
 			if (rc == RLOCK_CANCELED) {
 				set_error(rl->err, sizeof(rl->err),
@@ -1496,15 +1461,12 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			wake = now + 1000;
 		if (wake > deadline)
 			wake = deadline;
-		bt.got = 0;
-		rc = wait_release(rl, wake, o->cancel_fd, &bt);
+		rc = wait_release(rl, wake, o->cancel_fd, &q.hint);
 		if (rc == RLOCK_CANCELED) {
 			set_error(rl->err, sizeof(rl->err), "%s: canceled",
 				  name);
 			break;
 		}
-		if (bt.got && take_baton(rl, &q, o, &bt, lease))
-			break;
 	}
 	acq_end(rl, name, &q, rc, in_line, holder);
 	if (subscribed)

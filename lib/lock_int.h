@@ -39,24 +39,16 @@
  */
 #define LINE_BEAT_MS 400
 /*
- * A grant that a release made for a waiter (the baton) is trusted for
- * BATON_FRESH_MS after it was made (the waiter asks again after that).
- * A grant its holder asks for again (that, or a retry after a lost reply)
- * is given a new fence when it is BATON_REFENCE_MS old or more, on the
- * server's clock: it was held up (its server stopped before it answered)
- * long enough for a failover to have handed out a higher fence
- * elsewhere.  A failover takes longer than that:
- * Sentinel's down-after-milliseconds and Cluster's node timeout are
- * seconds in practice.
+ * A grant its holder asks for again (a waiter that a release handed the
+ * lock to, the baton, which confirms it so; or a retry after a lost
+ * reply) is given a new fence when it is BATON_REFENCE_MS old or more, on
+ * the server's clock: it was held up (its server stopped before it
+ * answered) long enough for a failover to have handed out a higher fence
+ * elsewhere.  A failover takes longer than that: Sentinel's
+ * down-after-milliseconds and Cluster's node timeout are seconds in
+ * practice.
  */
-#define BATON_FRESH_MS 500
-/*
- * Both clocks count whole ms: the server's delta may be a millisecond more
- * than the time that passed, and our stamp a millisecond less than the
- * time we sent, so a grant may seem to start up to BATON_SKEW_MS after the
- * moment its message came; it started then.
- */
-#define BATON_SKEW_MS 2
+#define BATON_REFENCE_MS 1000
 
 /* A fence is a positive integer below this, 2^53 less 2^20: exact in a
  * double (Lua, JSON, shell arithmetic), and so is the one after it.  A
@@ -64,7 +56,6 @@
  * (LUA_FENCE_OF in scripts.c), and a grant whose fence is not below it is
  * refused.  The server's clock in µs reaches it in the year 2255. */
 #define FENCE_LIMIT 9007199253692416
-#define BATON_REFENCE_MS 1000
 #define LINE_LEASE_MS 1500
 #define LINE_NEAR 4
 #define LINE_FAR_MAX 20			/* the longest interval, in beats */
@@ -513,12 +504,5 @@ void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
 /* Whether a grant asked at some moment and confirmed elapsed_ms later is
  * still of use: the TTL less the clock drift allowance must remain. */
 int lease_valid(int64_t ttl_ms, int64_t elapsed_ms);
-
-/* When a grant a release made for us (the baton) began, on our clock
- * (CLOCK_BOOTTIME ms): stamp, when we sent the request the server last
- * heard from us, plus delta, the server's ms from that request to the
- * grant; now when its message came.  -1: not to be trusted (too old, or
- * from the future by more than the clocks' whole milliseconds explain). */
-int64_t baton_start(int64_t stamp, int64_t delta, int64_t now);
 
 #endif /* RLOCK_LOCK_INT_H */

@@ -163,12 +163,11 @@ struct rlock_acquire_opts {
 	int64_t once_per_ms;
 	rlock_wait_cb wait_cb;
 	void *wait_arg;
-	/* Take the lock straight from the release that frees it, when first
-	 * in line (one server, exclusive, no --once-per or wait_replicas):
-	 * the hand-off saves a round trip, and the lease it gives may be as
-	 * short as 1.5 s plus rlock_safety_margin_ms, and is then due for
-	 * renewal at once (rlock_renewal_due): the caller renews it
-	 * (rlock_renew; rlock_keepalive finds it due). */
+	/* Let the release that frees the lock grant it to us when we are
+	 * first in line (one server, exclusive, no --once-per or
+	 * wait_replicas): nobody barges in between, and the request its
+	 * wake-up makes us send finds our own token and renews it to the
+	 * full TTL, the server's confirmation that we hold it. */
 	int baton;
 };
 
