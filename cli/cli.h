@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "rlock.h"
 
@@ -113,6 +114,9 @@ struct cli {
 	long log_max;			/* RLOCK_LOG_MAX, 0 the default */
 	int log_days;			/* RLOCK_LOG_DAYS, 0 the default */
 	int help;
+	/* SIGPIPE was ignored when we started (a caller's choice, which a
+	 * command run inherits); we ignore it ourselves from the start. */
+	int pipe_ignored;
 };
 
 struct cmd {
@@ -134,6 +138,15 @@ int cmd_doctor(int argc, char **argv, struct cli *g);
 int cmd_log(int argc, char **argv, struct cli *g);
 int cmd_last(int argc, char **argv, struct cli *g);
 int cmd_help(int argc, char **argv, struct cli *g);
+
+/*
+ * The numeric fields of /proc/PID/stat whose numbers (1-based, as proc(5)
+ * numbers them, ascending, 3 or more) are in fields[0..nf-1], into v.
+ * Returns 0, or -1 when the file cannot be read (gone, or not ours) or a
+ * field is missing or not a number.
+ */
+int cli_proc_stat(pid_t pid, const int *fields, size_t nf,
+		  unsigned long long *v);
 
 /* Print "rlock: <cmd>: <msg>" to stderr. */
 void cli_warn(const struct cli *g, const char *fmt, ...)

@@ -68,49 +68,22 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 
 /* Fields of /proc/PID/stat (1-based, as proc(5) numbers them) that a fork
  * copies and an exec makes anew (with address space randomisation):
- * startcode, endcode, startstack, arg_start, arg_end, env_start, env_end. */
-static const int layout_fields[] = { 26, 27, 28, 48, 49, 50, 51 };
-#define NLAYOUT (sizeof(layout_fields) / sizeof(layout_fields[0]))
+ * startcode, endcode, startstack, arg_start, arg_end, env_start, env_end
+ * (proc_stat). */
+#define NLAYOUT 7
 
 /* PID's parent and memory layout from /proc/PID/stat.  Returns 0, or -1
  * when it cannot be read (gone, or not ours to read). */
 static int proc_stat(pid_t pid, pid_t *ppid, unsigned long long *layout)
 {
-	char path[64], buf[2048], *p, *end;
-	ssize_t n;
-	int fd, field;
-	size_t k = 0;
+	static const int fields[] = { 4, 26, 27, 28, 48, 49, 50, 51 };
+	unsigned long long v[1 + NLAYOUT];
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (cli_proc_stat(pid, fields, 1 + NLAYOUT, v) != 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* The command name (field 2) is in parentheses and may hold
-	 * anything, parentheses too: the fields start after the last ')'. */
-	p = strrchr(buf, ')');
-	if (p == NULL)
-		return -1;
-	p++;
-	for (field = 3; k < NLAYOUT && *p != '\0'; field++) {
-		unsigned long long v;
-
-		while (*p == ' ')
-			p++;
-		v = strtoull(p, &end, 10);
-		if (field == 4)
-			*ppid = (pid_t)v;
-		if (field == layout_fields[k])
-			layout[k++] = v;
-		p = end;
-		while (*p != ' ' && *p != '\0')
-			p++;
-	}
-	return k == NLAYOUT ? 0 : -1;
+	*ppid = (pid_t)v[0];
+	memcpy(layout, v + 1, sizeof(v) - sizeof(v[0]));
+	return 0;
 }
 
 /* Whether child, whose layout is a, is a forked copy of parent (layout b)
@@ -462,8 +435,11 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 		}
 	}
 	print_lease(fmt, name, key, &lease);
-	if (cli_flush_stdout(g) != 0) {
-		/* Nobody has the token: do not leave the lock behind. */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		/* Nobody has the token (a reader that went away, a full
+		 * disk): do not leave the lock behind. */
+		int e = errno;
+
 		if (child > 0) {
 			kill(child, SIGKILL);
 			waitpid(child, NULL, 0);
@@ -471,6 +447,8 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 		}
 		rlock_release(rl, name, lease.token, &lease, NULL);
 		rlock_free(rl);
+		cli_warn(g, "%s: cannot write the token: %s; lock released",
+			 name, strerror(e));
 		return EX_OSERR;
 	}
 	rlock_free(rl);

@@ -8,6 +8,7 @@
  * the pipe on which the renewal thread reports a loss.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@ struct run {
 	int64_t max_time_ms;
 	int reentrant;
 	char kind[24];			/* "x", "s" or the limit, as asked */
+	char me[48];			/* "PID:START" for RLOCK_HELD */
 	int signal;			/* the signal that ended the command */
 	struct cli_waitline line;	/* the live line while waiting */
 };
@@ -134,6 +136,23 @@ static int foreground_tty(void)
 	return -1;
 }
 
+/* This process's id and start time (field 22 of /proc/PID/stat, clock
+ * ticks since boot), "PID:START", into r->me; "" when unknown. */
+static void set_me(struct run *r)
+{
+	static const int fields[] = { 22 };
+	unsigned long long start;
+	char *p = r->me;
+
+	r->me[0] = '\0';
+	if (cli_proc_stat(getpid(), fields, 1, &start) != 0)
+		return;
+	p += rlock_lltoa(p, (long long)getpid());
+	*p++ = ':';
+	p += rlock_utoa(p, start);
+	*p = '\0';
+}
+
 static void set_child_env(struct run *r, const struct rlock_lease *lease)
 {
 	char num[24];
@@ -150,22 +169,52 @@ static void set_child_env(struct run *r, const struct rlock_lease *lease)
 	setenv("RLOCK_FENCE", num, 1);
 	num[rlock_lltoa(num, lease->ttl_ms)] = '\0';
 	setenv("RLOCK_TTL_MS", num, 1);
-	/* Keys are newline-separated, a shared or semaphore hold's kind
-	 * after a tab: names have no control characters. */
+	/* One line per hold, "KEY\tKIND\tPID:START": this process, which
+	 * holds it, and when it started (pid reuse), for held_as.  Names
+	 * have no control characters. */
+	set_me(r);
 	if (held == NULL)
 		held = "";
-	len = strlen(held) + strlen(r->key) + strlen(r->kind) + 3;
+	len = strlen(held) + strlen(r->key) + strlen(r->kind) + 48;
 	if ((nh = malloc(len)) == NULL)
 		return;
 	rlock_join(nh, len, (const char *[]){ held, *held != '\0' ? "\n" : "",
-		   r->key, r->kind[0] != 'x' ? "\t" : "",
-		   r->kind[0] != 'x' ? r->kind : "", NULL });
+		   r->key, "\t", r->kind, "\t", r->me, NULL });
 	setenv("RLOCK_HELD", nh, 1);
 	free(nh);
 }
 
-/* Whether the newline-separated list held has key; have gets the kind it
- * is held in ("x", "s" or a semaphore's limit). */
+/* Whether "PID:START" names a live ancestor of ours: the process that
+ * took the hold, still running the command we descend from.  A daemon
+ * that outlived it, or any process that merely inherited the variable
+ * (a CI step exporting its environment to the next), gets no hold. */
+static int live_ancestor(const char *who, size_t n)
+{
+	static const int fields[] = { 4, 22 };
+	const char *colon = memchr(who, ':', n);
+	long long pid, start;
+	unsigned long long v[2];
+	pid_t p = getppid();
+
+	if (colon == NULL ||
+	    rlock_parse_ll(who, (size_t)(colon - who), 2, INT_MAX, &pid) != 0 ||
+	    rlock_parse_ll(colon + 1, n - (size_t)(colon - who) - 1, 0,
+			   LLONG_MAX, &start) != 0)
+		return 0;
+	/* Up the chain of parents, at most 64 of them, to init. */
+	for (int depth = 0; depth < 64 && p > 1; depth++) {
+		if (cli_proc_stat(p, fields, 2, v) != 0)
+			return 0;
+		if (p == pid)
+			return v[1] == (unsigned long long)start;
+		p = (pid_t)v[0];
+	}
+	return 0;
+}
+
+/* Whether the newline-separated list held has key, held by a live ancestor
+ * (live_ancestor); have gets the kind it is held in ("x", "s" or a
+ * semaphore's limit).  An entry that does not read so is not one. */
 static int held_as(const char *held, const char *key, char have[24])
 {
 	size_t klen = strlen(key);
@@ -174,12 +223,14 @@ static int held_as(const char *held, const char *key, char have[24])
 	while (p != NULL && *p != '\0') {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
+		const char *kind = p + klen + 1, *t2;
 
-		if (len >= klen && memcmp(p, key, klen) == 0 &&
-		    (len == klen || p[klen] == '\t')) {
-			snprintf(have, 24, "%.*s", len > klen ?
-				 (int)(len - klen - 1) : 1,
-				 len > klen ? p + klen + 1 : "x");
+		if (len > klen + 1 && memcmp(p, key, klen) == 0 &&
+		    p[klen] == '\t' &&
+		    (t2 = memchr(kind, '\t', len - klen - 1)) != NULL &&
+		    t2 > kind && t2 - kind < 24 &&
+		    live_ancestor(t2 + 1, (size_t)(p + len - t2 - 1))) {
+			snprintf(have, 24, "%.*s", (int)(t2 - kind), kind);
 			return 1;
 		}
 		p = nl != NULL ? nl + 1 : NULL;
@@ -248,6 +299,8 @@ static pid_t spawn(struct run *r, const sigset_t *oldmask, int tty,
 		 * us while we are not yet in the foreground. */
 		if (tty >= 0)
 			tcsetpgrp(tty, getpid());
+		if (!r->g->pipe_ignored)
+			signal(SIGPIPE, SIG_DFL);
 		sigprocmask(SIG_SETMASK, oldmask, NULL);
 		if (sargv[0] != NULL)
 			execv(sargv[0], sargv);

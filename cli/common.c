@@ -720,3 +720,42 @@ long long cli_wall_ms(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+int cli_proc_stat(pid_t pid, const int *fields, size_t nf,
+		  unsigned long long *v)
+{
+	char path[64], buf[2048], *p, *end;
+	ssize_t n;
+	int fd, field;
+	size_t k = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* The command name (field 2) is in parentheses and may hold
+	 * anything, parentheses too: the fields start after the last ')'. */
+	p = strrchr(buf, ')');
+	if (p == NULL)
+		return -1;
+	p++;
+	for (field = 3; k < nf && *p != '\0'; field++) {
+		while (*p == ' ')
+			p++;
+		if (field == fields[k]) {
+			errno = 0;
+			v[k] = strtoull(p, &end, 10);
+			if (end == p || errno != 0)
+				return -1;
+			k++;
+		}
+		while (*p != ' ' && *p != '\0')
+			p++;
+	}
+	return k == nf ? 0 : -1;
+}

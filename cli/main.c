@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,6 +266,12 @@ int main(int argc, char **argv)
 		    open("/dev/null", O_RDONLY | O_CLOEXEC) < 0)
 			return EX_OSERR;
 	memset(&g, 0, sizeof(g));
+	/* A reader that went away must not kill us with a lock or a
+	 * renewer behind (acquire's token into a closed pipe): a write to
+	 * it fails with EPIPE instead, which each subcommand reports (71)
+	 * after giving up what it holds.  run gives its command the
+	 * disposition we were given. */
+	g.pipe_ignored = signal(SIGPIPE, SIG_IGN) == SIG_IGN;
 	g.connect_timeout_ms = -1;
 	g.io_timeout_ms = -1;
 	g.verbose = -2;
