@@ -5,6 +5,7 @@
  * timeouts are ours.  What differs between plain and TLS sits behind
  * struct transport; nothing above this file knows which one it talks to.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -376,6 +377,70 @@ static int hello(struct rlock_conn *c, int64_t deadline)
 	return RLOCK_OK;
 }
 
+/* The run_id line of INFO server's text: 40 hex digits, or nothing. */
+static void read_run_id(const char *info, size_t len, char id[41])
+{
+	const char *p = memmem(info, len, "\nrun_id:", 8);
+	size_t n = 0;
+
+	id[0] = '\0';
+	if (p == NULL)
+		return;
+	p += 8;
+	while (n < 40 && p + n < info + len && isxdigit((unsigned char)p[n]))
+		n++;
+	if (n == 40 && (p + n == info + len || p[n] == '\r' || p[n] == '\n')) {
+		memcpy(id, p, 40);
+		id[40] = '\0';
+	}
+}
+
+/*
+ * Who the server is, for telling two URLs of one server apart (several
+ * masters): the address the socket reached, and the server's run_id
+ * (INFO server), which also names one server reached by its unix socket
+ * and its port.  A user refused INFO (@dangerous) has the address only.
+ */
+static int identify_server(struct rlock_conn *c, int64_t deadline)
+{
+	const char *argv[2] = { "INFO", "server" };
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN], port[8];
+	redisReply *r = NULL;
+	int rc;
+
+	c->peer[0] = '\0';
+	c->run_id[0] = '\0';
+	if (c->url->kind == RLOCK_URL_UNIX)
+		rlock_join(c->peer, sizeof(c->peer),
+			   (const char *[]){ "unix:", c->url->path, NULL });
+	else if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0 &&
+		 getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host),
+			     port, sizeof(port),
+			     NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+		rlock_join(c->peer, sizeof(c->peer),
+			   (const char *[]){ host, " port ", port, NULL });
+	c->up = 1;
+	rc = conn_call(c, deadline, -1, 2, argv, NULL, &r);
+	if (rc != RLOCK_OK)
+		return rc;
+	if (r->type == REDIS_REPLY_STRING)
+		read_run_id(r->str, r->len, c->run_id);
+	freeReplyObject(r);
+	return RLOCK_OK;
+}
+
+const char *conn_peer(const struct rlock_conn *c)
+{
+	return c->peer;
+}
+
+const char *conn_run_id(const struct rlock_conn *c)
+{
+	return c->run_id;
+}
+
 int conn_open(struct rlock_conn *c, int64_t deadline)
 {
 	int64_t io_deadline;
@@ -407,6 +472,9 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 		if (rc != RLOCK_OK)
 			return rc;
 	}
+	if (c->opts.want_id && (rc = identify_server(c, io_deadline)) !=
+	    RLOCK_OK)
+		return rc;
 	c->up = 1;
 	return RLOCK_OK;
 }

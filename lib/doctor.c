@@ -1243,6 +1243,13 @@ int rlock_doctor_run(struct rlock *rl, const char *name,
 	}
 	for (size_t i = 0; i < rl->nnode && !x.oom; i++)
 		check_node(&x, &rl->node[i]);
+	if (rl->nnode > 1 && !x.oom) {
+		char dup[sizeof(rl->err)];
+
+		if (rlock_distinct(rl, dup, sizeof(dup)) != RLOCK_OK)
+			add(&x, "all", "distinct", RLOCK_CHECK_FAIL,
+			    RLOCK_EUSAGE, RLOCK_VALUE_NULL, NULL, "%s", dup);
+	}
 	if (x.oom) {
 		rlock_doctor_free(d);
 		set_error(rl->err, sizeof(rl->err), "out of memory");

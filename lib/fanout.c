@@ -335,6 +335,25 @@ void fan_unexpected(struct fan *f, size_t i, const char *what)
 		 "unexpected reply to %s", what);
 }
 
+/* The code every server that was asked failed with, or RLOCK_EUNAVAIL
+ * when they differ or some answered: several masters that all refused
+ * for one reason (a counter that is no fence, an ACL) say that reason's
+ * code, not "unavailable". */
+static int common_code(const struct fan *f)
+{
+	int rc = RLOCK_OK;
+
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->slot[i].req == NULL)
+			continue;
+		if (f->slot[i].res.rc == RLOCK_OK ||
+		    (rc != RLOCK_OK && f->slot[i].res.rc != rc))
+			return RLOCK_EUNAVAIL;
+		rc = f->slot[i].res.rc;
+	}
+	return rc == RLOCK_OK ? RLOCK_EUNAVAIL : rc;
+}
+
 int fan_first_error(struct rlock *rl, struct fan *f, size_t failed)
 {
 	for (size_t i = 0; i < f->n; i++) {
@@ -348,13 +367,14 @@ int fan_first_error(struct rlock *rl, struct fan *f, size_t failed)
 			snprintf(rl->err, sizeof(rl->err),
 				 "no quorum: %zu of %zu servers failed (%s)",
 				 failed, rl->nnode, res->err);
-		return rl->nnode == 1 ? res->rc : RLOCK_EUNAVAIL;
+		return rl->nnode == 1 ? res->rc : common_code(f);
 	}
 	snprintf(rl->err, sizeof(rl->err), "no quorum");
 	return RLOCK_EUNAVAIL;
 }
 
-int fan_tally(struct rlock *rl, struct fan *f, const char *what, size_t *yes_out)
+int fan_tally(struct rlock *rl, struct fan *f, const char *what,
+	      long long most, size_t *yes_out)
 {
 	size_t i, yes = 0, no = 0, fail = 0;
 
@@ -363,7 +383,9 @@ int fan_tally(struct rlock *rl, struct fan *f, const char *what, size_t *yes_out
 
 		if (f->slot[i].req == NULL)
 			continue;
-		if (res->rc == RLOCK_OK && res->r->type != REDIS_REPLY_INTEGER)
+		if (res->rc == RLOCK_OK &&
+		    (res->r->type != REDIS_REPLY_INTEGER ||
+		     res->r->integer < 0 || res->r->integer > most))
 			fan_unexpected(f, i, what);
 		if (res->rc != RLOCK_OK)
 			fail++;

@@ -126,6 +126,7 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 	*code = setup_tls(rl, cfg, err, errlen);
 	if (*code != RLOCK_OK)
 		goto fail;
+	rl->copts.want_id = rl->nnode > 1;
 	sa.user = cfg->sentinel_user;
 	sa.password = cfg->sentinel_password;
 	for (i = 0; i < rl->nnode; i++) {
@@ -528,30 +529,80 @@ static int replicated(struct rlock *rl, const struct names *n,
 	return UNREPLICATED;
 }
 
+/* u as a URL without its credentials, for messages. */
+static const char *url_text(const struct rlock_url *u, char *buf,
+			    size_t len)
+{
+	const char *host = u->hosts[0].host;
+	int v6 = strchr(host, ':') != NULL;
+
+	if (u->kind == RLOCK_URL_UNIX)
+		snprintf(buf, len, "unix://%s", u->path);
+	else if (u->kind == RLOCK_URL_SENTINEL)
+		snprintf(buf, len, "%s://%s%s%s:%d#%s", u->tls ?
+			 "rediss-sentinel" : "redis-sentinel", v6 ? "[" : "",
+			 host, v6 ? "]" : "", u->hosts[0].port, u->master);
+	else
+		snprintf(buf, len, "%s://%s%s%s:%d", u->tls ? "rediss" : "redis",
+			 v6 ? "[" : "", host, v6 ? "]" : "", u->hosts[0].port);
+	return buf;
+}
+
 /*
  * Several URLs must be independent masters, which the URLs alone cannot
- * tell for nodes of one cluster or sentinels of one master: after a
- * request, two nodes that reached the same server say so.
+ * tell (127.0.0.1 and localhost, a unix socket and a port, nodes of one
+ * cluster, sentinels of one master): two connections that reached the
+ * same address, or a server of the same run_id, are one server, and a
+ * quorum counted on it would count it twice.
  */
-static int distinct(struct rlock *rl)
+/*
+ * Before the first request of several masters: open every connection
+ * (one PING each, in parallel), so that two URLs of one server are told
+ * apart before either is asked for anything, not after a grant that
+ * counted it twice and a fence counter left behind.
+ */
+static int first_distinct(struct rlock *rl)
+{
+	struct request q;
+	struct fan f;
+
+	if (rl->nnode == 1 || rl->distinct_known)
+		return RLOCK_OK;
+	rl->distinct_known = 1;
+	req_command(&q, 1, (const char *const[]){ "PING" }, -1);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
+	fan_run(rl, &f);
+	fan_done(&f);
+	return rlock_distinct(rl, rl->err, sizeof(rl->err));
+}
+
+int rlock_distinct(struct rlock *rl, char *err, size_t len)
 {
 	for (size_t i = 1; i < rl->nnode; i++) {
 		struct rlock_conn *a = rl->node[i].cmd;
 
 		for (size_t j = 0; j < i && conn_is_up(a); j++) {
 			struct rlock_conn *b = rl->node[j].cmd;
+			char ua[1200], ub[1200];
+			const char *how;
 
-			if (conn_is_up(b) &&
-			    strcmp(conn_addr(a), conn_addr(b)) == 0) {
-				set_error(rl->err, sizeof(rl->err),
-					  "servers %zu and %zu of the URLs "
-					  "both reach %s: a quorum needs "
-					  "independent masters (nodes of "
-					  "one cluster, or sentinels of "
-					  "one master, are one)", j + 1,
-					  i + 1, conn_addr(a));
-				return RLOCK_EUSAGE;
-			}
+			if (!conn_is_up(b))
+				continue;
+			if (conn_run_id(a)[0] != '\0' &&
+			    strcmp(conn_run_id(a), conn_run_id(b)) == 0)
+				how = "a server of one run_id";
+			else if (conn_peer(a)[0] != '\0' &&
+				 strcmp(conn_peer(a), conn_peer(b)) == 0)
+				how = conn_peer(a);
+			else
+				continue;
+			set_error(err, len, "%s and %s reach one server (%s): "
+				  "a quorum needs independent masters",
+				  url_text(&rl->node[j].url, ub, sizeof(ub)),
+				  url_text(&rl->node[i].url, ua, sizeof(ua)),
+				  how);
+			return RLOCK_EUSAGE;
 		}
 	}
 	return RLOCK_OK;
@@ -737,16 +788,20 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	who.pid = o->pid > 0 ? o->pid : (long long)getpid();
 	who.min_hold_ms = o->min_hold_ms;
 	who.waited_ms = waited_ms;
+	*undid = 0;
+	*joined = 0;
+	if ((rc = first_distinct(rl)) != RLOCK_OK)
+		return rc;
 	req_acquire(&q, &n->v, token, o->ttl_ms, &who, a,
 		    rl->nnode > 1 ? &none : &rl->hist);
-	*undid = 0;
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	t0 = rlock_boot_ms();
 	fan_run(rl, &f);
 	elapsed = rlock_boot_ms() - t0;
 	*joined = 0;
-	if (rl->nnode > 1 && distinct(rl) != RLOCK_OK) {
+	if (rl->nnode > 1 &&
+	    rlock_distinct(rl, rl->err, sizeof(rl->err)) != RLOCK_OK) {
 		char why[sizeof(rl->err)];
 
 		/* Whatever it granted is given back, and the reason kept. */
@@ -1189,7 +1244,7 @@ static int record(struct rlock *rl, const struct names *n,
 		    f.slot[i].res.r->integer == 0)
 			history_refused(rl, i);
 	}
-	rc = fan_tally(rl, &f, "log", NULL);
+	rc = fan_tally(rl, &f, "log", 1, NULL);
 	fan_done(&f);
 	memcpy(rl->err, why, sizeof(why));
 	return rc;
@@ -1499,7 +1554,7 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 		fan_all(&f, &q);
 		t0 = rlock_boot_ms();
 		fan_run(rl, &f);
-		rc = fan_tally(rl, &f, "extend", NULL);
+		rc = fan_tally(rl, &f, "extend", 1, NULL);
 		if (rc != RLOCK_NOTOURS || kind == 'h' ||
 		    (lease != NULL && lease->kind != 0))
 			break;
@@ -1604,7 +1659,7 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 	fan_all(&f, &q);
 	fan_run(rl, &f);
 	lost = count_lost_replies(&f, lease);
-	rc = fan_tally(rl, &f, "release", NULL);
+	rc = fan_tally(rl, &f, "release", 3, NULL);
 	/* Refused on the release channel (several masters), or on the
 	 * channel of a waiter in line (one server). */
 	if (rc == RLOCK_OK && unannounced(&f))

@@ -396,6 +396,7 @@ struct rlock {
 	struct rlock_node *node;	/* nnode of them */
 	size_t nnode;
 	size_t quorum;
+	int distinct_known;		/* several masters: told apart once */
 	struct rlock_conn_opts copts;
 	int64_t hard_deadline;		/* monotonic ms bounding all I/O; 0 none */
 	char password[512];
@@ -486,10 +487,11 @@ void fan_run(struct rlock *rl, struct fan *f);
 /* Free the replies. */
 void fan_done(struct fan *f);
 
-/* Count a quorum among integer replies (positive is yes): RLOCK_OK,
- * RLOCK_NOTOURS when too many said no, or the first error.  *yes may be
- * NULL. */
-int fan_tally(struct rlock *rl, struct fan *f, const char *what, size_t *yes);
+/* Count a quorum among integer replies, each 0..most (positive is yes;
+ * anything else is an unexpected reply): RLOCK_OK, RLOCK_NOTOURS when too
+ * many said no, or the first error.  *yes may be NULL. */
+int fan_tally(struct rlock *rl, struct fan *f, const char *what,
+	      long long most, size_t *yes);
 
 /* Copy the first error into rl->err and return its code; with several
  * servers, say how many of them failed. */
@@ -504,5 +506,11 @@ void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
 /* Whether a grant asked at some moment and confirmed elapsed_ms later is
  * still of use: the TTL less the clock drift allowance must remain. */
 int lease_valid(int64_t ttl_ms, int64_t elapsed_ms);
+
+/* Whether rl's servers, once their connections are open, are as many
+ * as its URLs: RLOCK_OK, or RLOCK_EUSAGE with the two URLs that reach one
+ * server named in err (doctor's check, and every request of several
+ * masters). */
+int rlock_distinct(struct rlock *rl, char *err, size_t len);
 
 #endif /* RLOCK_LOCK_INT_H */
