@@ -1,8 +1,9 @@
 # rlock - run a command while holding a lock in Redis.
-# Targets: all deps test unit install uninstall clean demo, and for a
-# release: dist (dist/rlock-VERSION.tar.gz), deb (dist/rlock_VERSION_ARCH.deb,
-# after deb-deps) and distclean.  SAN=1 builds with AddressSanitizer and
-# UBSan; WERROR=1 turns warnings into errors (make test does this).
+# Targets: all deps test unit install uninstall clean demo fuzz
+# fuzz-replay, and for a release: dist (dist/rlock-VERSION.tar.gz), deb
+# (dist/rlock_VERSION_ARCH.deb, after deb-deps) and distclean.  SAN=1 builds
+# with AddressSanitizer and UBSan; WERROR=1 turns warnings into errors (make
+# test does this).
 
 # The release: VERSION is the one place it is written.  The package
 # (debian/changelog, checked by make deb), the man page and the tarball take
@@ -69,7 +70,8 @@ HELPERS = $(HELPER_SRC:.c=)
 # Debian packages the build and the tests need (make deps installs them).
 DEB_PKGS = gcc make pkg-config libhiredis-dev libssl-dev redis-server \
 	   redis-tools redis-sentinel bats bats-support bats-assert mandoc \
-	   openssl procps python3 iproute2 bsdutils zsh fish man-db groff-base
+	   openssl procps python3 iproute2 bsdutils zsh fish man-db groff-base \
+	   clang libclang-rt-14-dev
 # What make deb needs (debian/control's Build-Depends and the tools), and
 # what tests/package.bats checks the package with: lintian, and
 # bash-completion's loader.
@@ -163,6 +165,7 @@ clean-objs:
 
 clean: clean-objs
 	rm -f rlock rlock.1 tests/unit/unit $(HELPERS) */*.d tests/*/*.d cli/version.h
+	rm -rf $(FUZZ_DIR)
 
 distclean: clean
 	rm -rf $(DISTDIR)
@@ -235,3 +238,78 @@ stress: rlock tests/helpers/faultproxy
 	./examples/seckill.sh
 
 .PHONY: stress
+
+# ---- fuzzing ------------------------------------------------------------
+# Every parser of outside data has a libFuzzer target, tests/fuzz/fuzz_X.c,
+# with its seed inputs in tests/fuzz/corpus/fuzz_X/ (and, if there is one,
+# a dictionary tests/fuzz/fuzz_X.dict); a new pair of those is picked up
+# with no change here.  The targets link the library built again with
+# clang, ASan, UBSan and libFuzzer's coverage under tests/fuzz/build/.
+#   make fuzz-replay        each target once over its seed corpus (seconds;
+#                           tests/run-tests runs it with the unit tests)
+#   make fuzz FUZZ_SECS=600 each target for FUZZ_SECS seconds (default 60);
+#                           what it finds goes to tests/fuzz/build/new/X/,
+#                           crashes to tests/fuzz/build/crashes/X/
+#   tests/fuzz/build/fuzz_X FILE   replays one input, e.g. a crash
+FUZZ_SECS ?= 60
+FUZZ_CC ?= clang
+FUZZ_DIR = tests/fuzz/build
+FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer \
+	      -fsanitize=fuzzer-no-link,address,undefined \
+	      -fno-sanitize-recover=all -std=c11 -D_GNU_SOURCE $(WARN) \
+	      $(DEPS_CFLAGS) -Ilib -Icli -MMD -MP
+FUZZ_SRC = $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_DIR)/%)
+# The CLI's own parsers of files that the targets call.
+FUZZ_CLI_SRC = cli/leasefile.c
+FUZZ_OBJ = $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o) $(FUZZ_CLI_SRC:%.c=$(FUZZ_DIR)/%.o)
+FUZZ_OPTS = -max_len=8192 -print_final_stats=1
+
+$(FUZZ_DIR)/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ_DIR)/librlock.a: $(FUZZ_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $(FUZZ_OBJ)
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/librlock.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
+		$(FUZZ_DIR)/librlock.a $(LIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+# A failing target is named, and the others still run; the make fails
+# after them.
+fuzz: fuzz-build
+	@st=0; for bin in $(FUZZ_BIN); do \
+		t=$${bin##*/}; dict=; \
+		[ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
+		mkdir -p $(FUZZ_DIR)/new/$$t $(FUZZ_DIR)/crashes/$$t; \
+		echo "$$bin: $(FUZZ_SECS)s"; \
+		$$bin $(FUZZ_OPTS) $$dict -max_total_time=$(FUZZ_SECS) \
+			-artifact_prefix=$(FUZZ_DIR)/crashes/$$t/ \
+			$(FUZZ_DIR)/new/$$t tests/fuzz/corpus/$$t || \
+			{ st=1; echo "make fuzz: $$t failed" >&2; }; \
+	done; exit $$st
+
+# One line per target, "fuzz_X: N inputs replayed" or, after libFuzzer's
+# output, "fuzz_X: FAILED": tests/run-tests counts these lines.
+fuzz-replay: fuzz-build
+	@st=0; log=$(FUZZ_DIR)/replay.log; for bin in $(FUZZ_BIN); do \
+		t=$${bin##*/}; set -- tests/fuzz/corpus/$$t/*; \
+		mkdir -p $(FUZZ_DIR)/crashes/$$t; \
+		if [ ! -e "$$1" ]; then \
+			echo "no seed inputs in tests/fuzz/corpus/$$t/"; \
+			echo "$$t: FAILED"; st=1; \
+		elif $$bin -artifact_prefix=$(FUZZ_DIR)/crashes/$$t/ "$$@" \
+			>$$log 2>&1; then \
+			echo "$$t: $$# inputs replayed"; \
+		else \
+			cat $$log; echo "$$t: FAILED"; st=1; \
+		fi; \
+	done; rm -f $$log; exit $$st
+
+.PHONY: fuzz fuzz-build fuzz-replay
+
+-include $(FUZZ_OBJ:.o=.d) $(FUZZ_BIN:=.d)
