@@ -377,8 +377,7 @@ static int hello(struct rlock_conn *c, int64_t deadline)
 	return RLOCK_OK;
 }
 
-/* The run_id line of INFO server's text: 40 hex digits, or nothing. */
-static void read_run_id(const char *info, size_t len, char id[41])
+void read_run_id(const char *info, size_t len, char id[41])
 {
 	const char *p = memmem(info, len, "\nrun_id:", 8);
 	size_t n = 0;
@@ -395,23 +394,15 @@ static void read_run_id(const char *info, size_t len, char id[41])
 	}
 }
 
-/*
- * Who the server is, for telling two URLs of one server apart (several
- * masters): the address the socket reached, and the server's run_id
- * (INFO server), which also names one server reached by its unix socket
- * and its port.  A user refused INFO (@dangerous) has the address only.
- */
-static int identify_server(struct rlock_conn *c, int64_t deadline)
+/* The address the socket reached, for telling two URLs of one server
+ * apart (several masters): no request, a look at the socket. */
+static void note_peer(struct rlock_conn *c)
 {
-	const char *argv[2] = { "INFO", "server" };
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char host[INET6_ADDRSTRLEN], port[8];
-	redisReply *r = NULL;
-	int rc;
 
 	c->peer[0] = '\0';
-	c->run_id[0] = '\0';
 	if (c->url->kind == RLOCK_URL_UNIX)
 		rlock_join(c->peer, sizeof(c->peer),
 			   (const char *[]){ "unix:", c->url->path, NULL });
@@ -421,24 +412,11 @@ static int identify_server(struct rlock_conn *c, int64_t deadline)
 			     NI_NUMERICHOST | NI_NUMERICSERV) == 0)
 		rlock_join(c->peer, sizeof(c->peer),
 			   (const char *[]){ host, " port ", port, NULL });
-	c->up = 1;
-	rc = conn_call(c, deadline, -1, 2, argv, NULL, &r);
-	if (rc != RLOCK_OK)
-		return rc;
-	if (r->type == REDIS_REPLY_STRING)
-		read_run_id(r->str, r->len, c->run_id);
-	freeReplyObject(r);
-	return RLOCK_OK;
 }
 
 const char *conn_peer(const struct rlock_conn *c)
 {
 	return c->peer;
-}
-
-const char *conn_run_id(const struct rlock_conn *c)
-{
-	return c->run_id;
 }
 
 int conn_open(struct rlock_conn *c, int64_t deadline)
@@ -472,9 +450,8 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 		if (rc != RLOCK_OK)
 			return rc;
 	}
-	if (c->opts.want_id && (rc = identify_server(c, io_deadline)) !=
-	    RLOCK_OK)
-		return rc;
+	if (c->opts.want_peer)
+		note_peer(c);
 	c->up = 1;
 	return RLOCK_OK;
 }

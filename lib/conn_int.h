@@ -51,8 +51,7 @@ struct rlock_conn {
 	char *obuf;			/* requests, as RESP */
 	size_t olen, ocap;
 	char addr[600];
-	char peer[600];			/* the address reached (want_id) */
-	char run_id[41];		/* the server's (want_id); "" unknown */
+	char peer[600];			/* the address reached (want_peer) */
 	char err[512];
 };
 

@@ -43,6 +43,7 @@ void fan_init(struct fan *f, const struct rlock *rl)
 	f->extra_ms = 0;
 	for (size_t i = 0; i < f->n; i++) {
 		f->slot[i].req = NULL;
+		f->slot[i].preset = 0;
 		f->slot[i].res.rc = RLOCK_OK;
 		f->slot[i].res.r = NULL;
 		f->slot[i].res.err[0] = '\0';
@@ -233,6 +234,12 @@ void fan_run(struct rlock *rl, struct fan *f)
 	for (i = 0; i < f->n; i++) {
 		struct fan_slot *s = &f->slot[i];
 
+		/* A slot whose outcome its caller set (skip_unanswered: an
+		 * error) keeps it, and is not sent. */
+		if (s->preset) {
+			s->state = ST_DONE;
+			continue;
+		}
 		memset(&s->res, 0, sizeof(s->res));
 		s->state = s->req != NULL ? ST_SEND : ST_IDLE;
 		s->use_eval = 0;

@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -126,7 +127,7 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 	*code = setup_tls(rl, cfg, err, errlen);
 	if (*code != RLOCK_OK)
 		goto fail;
-	rl->copts.want_id = rl->nnode > 1;
+	rl->copts.want_peer = rl->nnode > 1;
 	sa.user = cfg->sentinel_user;
 	sa.password = cfg->sentinel_password;
 	for (i = 0; i < rl->nnode; i++) {
@@ -272,18 +273,29 @@ int64_t rlock_renewal_in(const struct rlock_lease *lease)
 
 /* ---- reading replies ------------------------------------------------ */
 
-long long elem_ll(const redisReply *r, size_t i)
+int elem_num(const redisReply *r, size_t i, long long min, long long max,
+	     long long *v)
 {
 	const redisReply *e;
 
 	if (r->type != REDIS_REPLY_ARRAY || i >= r->elements)
-		return 0;
+		return -1;
 	e = r->element[i];
-	if (e->type == REDIS_REPLY_INTEGER)
-		return e->integer;
+	if (e->type == REDIS_REPLY_INTEGER && e->integer >= min &&
+	    e->integer <= max) {
+		*v = e->integer;
+		return 0;
+	}
 	if (e->type == REDIS_REPLY_STRING)
-		return strtoll(e->str, NULL, 10);
-	return 0;
+		return rlock_parse_ll(e->str, e->len, min, max, v);
+	return -1;
+}
+
+long long elem_ll(const redisReply *r, size_t i)
+{
+	long long v;
+
+	return elem_num(r, i, LLONG_MIN, LLONG_MAX, &v) == 0 ? v : 0;
 }
 
 void elem_str(const redisReply *r, size_t i, char *buf, size_t len)
@@ -556,25 +568,63 @@ static const char *url_text(const struct rlock_url *u, char *buf,
  * quorum counted on it would count it twice.
  */
 /*
- * Before the first request of several masters: open every connection
- * (one PING each, in parallel), so that two URLs of one server are told
- * apart before either is asked for anything, not after a grant that
- * counted it twice and a fence counter left behind.
+ * Before the first request of several masters: ask each who it is (INFO
+ * server, which also opens every connection, in parallel), so that two
+ * URLs of one server are told apart before either is asked for anything,
+ * not after a grant that counted it twice and left a fence counter
+ * behind.  Each node keeps how its probe went, so that a server that did
+ * not answer is not waited for a second time by the request that follows
+ * (skip_unanswered).  Once per handle.
  */
-static int first_distinct(struct rlock *rl)
+int first_distinct(struct rlock *rl)
 {
+	static const char *const argv[2] = { "INFO", "server" };
 	struct request q;
-	struct fan f;
+	struct fan *f;
 
 	if (rl->nnode == 1 || rl->distinct_known)
 		return RLOCK_OK;
 	rl->distinct_known = 1;
-	req_command(&q, 1, (const char *const[]){ "PING" }, -1);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	fan_run(rl, &f);
-	fan_done(&f);
+	if ((f = malloc(sizeof(*f))) == NULL) {
+		set_error(rl->err, sizeof(rl->err), "out of memory");
+		return RLOCK_ESYS;
+	}
+	req_command(&q, 2, argv, -1);
+	fan_init(f, rl);
+	fan_all(f, &q);
+	fan_run(rl, f);
+	for (size_t i = 0; i < f->n; i++) {
+		const struct rlock_result *res = &f->slot[i].res;
+		struct rlock_node *n = &rl->node[i];
+
+		n->run_id[0] = '\0';
+		n->probe_rc = res->rc;
+		memcpy(n->probe_err, res->err, sizeof(n->probe_err));
+		if (res->rc == RLOCK_OK && res->r->type == REDIS_REPLY_STRING)
+			read_run_id(res->r->str, res->r->len, n->run_id);
+	}
+	fan_done(f);
+	free(f);
 	return rlock_distinct(rl, rl->err, sizeof(rl->err));
+}
+
+/* The servers that did not answer the probe made just before f's
+ * request: left out of it, with the probe's error as theirs. */
+void skip_unanswered(struct rlock *rl, struct fan *f)
+{
+	for (size_t i = 0; i < f->n && rl->nnode > 1; i++) {
+		struct rlock_node *n = &rl->node[i];
+
+		if (n->probe_rc == RLOCK_OK)
+			continue;
+		f->slot[i].preset = 1;
+		f->slot[i].tries = 0;
+		f->slot[i].answered = 0;
+		f->slot[i].res.rc = n->probe_rc;
+		memcpy(f->slot[i].res.err, n->probe_err,
+		       sizeof(f->slot[i].res.err));
+		n->probe_rc = RLOCK_OK;
+	}
 }
 
 int rlock_distinct(struct rlock *rl, char *err, size_t len)
@@ -584,17 +634,18 @@ int rlock_distinct(struct rlock *rl, char *err, size_t len)
 
 		for (size_t j = 0; j < i && conn_is_up(a); j++) {
 			struct rlock_conn *b = rl->node[j].cmd;
-			char ua[1200], ub[1200];
-			const char *how;
+			char ua[1200], ub[1200], how[700];
 
 			if (!conn_is_up(b))
 				continue;
-			if (conn_run_id(a)[0] != '\0' &&
-			    strcmp(conn_run_id(a), conn_run_id(b)) == 0)
-				how = "a server of one run_id";
+			if (rl->node[i].run_id[0] != '\0' &&
+			    strcmp(rl->node[i].run_id, rl->node[j].run_id) == 0)
+				snprintf(how, sizeof(how), "run_id %.12s",
+					 rl->node[i].run_id);
 			else if (conn_peer(a)[0] != '\0' &&
 				 strcmp(conn_peer(a), conn_peer(b)) == 0)
-				how = conn_peer(a);
+				snprintf(how, sizeof(how), "both reach %s",
+					 conn_peer(a));
 			else
 				continue;
 			set_error(err, len, "%s and %s reach one server (%s): "
@@ -639,28 +690,43 @@ static int conflict(struct rlock *rl, const char *name, const char *ours,
 
 /* What a busy answer says: {0, pttl, place, waiting, holders, joined,
  * kind held} and, when asked for, the holder's details. */
-static int parse_busy(const redisReply *r, struct rlock_holder *h,
-		      int *joined)
+int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined)
 {
-	char k[24];
+	long long pttl, place, waiting, nholders, join, limit;
+	const redisReply *k;
 
-	if (r->elements < 7)
+	/* The counts the wait is timed by, each within what the script
+	 * can say: a lease left (a PTTL, or a shared holder's), a place (-1
+	 * none),
+	 * a count of waiters (-1 not asked), of holders, and 0 or 1. */
+	if ((r->elements != 7 && r->elements != 15) ||
+	    elem_num(r, 1, LLONG_MIN, LLONG_MAX, &pttl) != 0 ||
+	    elem_num(r, 2, -1, LLONG_MAX, &place) != 0 ||
+	    elem_num(r, 3, -1, LLONG_MAX, &waiting) != 0 ||
+	    elem_num(r, 4, 0, LLONG_MAX, &nholders) != 0 ||
+	    elem_num(r, 5, 0, 1, &join) != 0)
 		return -1;
-	if (r->elements >= 15 && parse_holder_at(r, 7, h) != 0)
+	/* The kind held: '' none (free, with others in line first), x, s,
+	 * or a semaphore's limit. */
+	k = r->element[6];
+	if (k->type != REDIS_REPLY_STRING ||
+	    (k->len != 0 && strcmp(k->str, "x") != 0 &&
+	     strcmp(k->str, "s") != 0 &&
+	     rlock_parse_ll(k->str, k->len, 1, INT_MAX, &limit) != 0))
+		return -1;
+	if (r->elements == 15 && parse_holder_at(r, 7, h) != 0)
 		return -1;
 	/* Without details: only the lease left; the details are those of
-	 * the last detailed answer.  No kind held: free, with others in line
-	 * first. */
-	elem_str(r, 6, k, sizeof(k));
-	h->held = k[0] != '\0';
-	h->ttl_ms = elem_ll(r, 1);
-	h->place = elem_ll(r, 2);
-	if (elem_ll(r, 3) >= 0)
-		h->waiters = elem_ll(r, 3);
-	h->nholders = elem_ll(r, 4);
-	*joined |= elem_ll(r, 5) == 1;
-	if (k[0] != '\0')
-		parse_kind(k, &h->shared, &h->limit);
+	 * the last detailed answer. */
+	h->held = k->len != 0;
+	h->ttl_ms = pttl;
+	h->place = place;
+	if (waiting >= 0)
+		h->waiters = waiting;
+	h->nholders = nholders;
+	*joined |= join == 1;
+	if (k->len != 0)
+		parse_kind(k->str, &h->shared, &h->limit);
 	return 0;
 }
 
@@ -670,7 +736,7 @@ static int parse_busy(const redisReply *r, struct rlock_holder *h,
  * when not asked for (*recorded -1).  Returns 0, or -1 for anything else:
  * a fence of 0, a negative one, a string, one a double cannot hold.
  */
-static int decode_grant(const redisReply *r, long long *fence, int *recorded)
+int decode_grant(const redisReply *r, long long *fence, int *recorded)
 {
 	const redisReply *f, *h;
 
@@ -796,6 +862,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 		    rl->nnode > 1 ? &none : &rl->hist);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
+	skip_unanswered(rl, &f);
 	t0 = rlock_boot_ms();
 	fan_run(rl, &f);
 	elapsed = rlock_boot_ms() - t0;
@@ -852,7 +919,8 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 		} else if (elem_ll(r, 0) == -2 || elem_ll(r, 0) == -3) {
 			parse_skip(rl, name, r, holder, aq);
 			nbusy++;
-		} else if (parse_busy(r, holder, joined) == 0) {
+		} else if (elem_ll(r, 0) == 0 &&
+			   parse_busy(r, holder, joined) == 0) {
 			nbusy++;
 		} else {
 			fan_unexpected(&f, i, "acquire");
@@ -974,7 +1042,7 @@ static void unsubscribe(struct rlock *rl)
  * (RECORDED "0"), else 0.  Only a hint: it is used once the server
  * confirmed a grant of that very fence, and only to warn.
  */
-static long long history_hint(const redisReply *r)
+long long history_hint(const redisReply *r)
 {
 	const redisReply *m;
 	const char *nl, *last;
@@ -1548,10 +1616,13 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 	/* A token of unknown kind (extend's command line) is looked for as
 	 * the exclusive holder's, then among the shared ones. */
 	kind = lease != NULL && lease->kind != 0 ? lease->kind : 'x';
+	if ((rc = first_distinct(rl)) != RLOCK_OK)
+		return rc;
 	for (;;) {
 		req_extend(&q, &n.v, token, ttl_ms, kind);
 		fan_init(&f, rl);
 		fan_all(&f, &q);
+		skip_unanswered(rl, &f);
 		t0 = rlock_boot_ms();
 		fan_run(rl, &f);
 		rc = fan_tally(rl, &f, "extend", 1, NULL);
@@ -1653,10 +1724,13 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
+	if ((rc = first_distinct(rl)) != RLOCK_OK)
+		return rc;
 	req_release(&q, &n.v, token, &rl->hist, how,
 		    lease != NULL ? lease->once_ms : 0, rl->nnode > 1);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
+	skip_unanswered(rl, &f);
 	fan_run(rl, &f);
 	lost = count_lost_replies(&f, lease);
 	rc = fan_tally(rl, &f, "release", 3, NULL);
@@ -1696,9 +1770,12 @@ int rlock_force_release(struct rlock *rl, const char *name,
 	identify(rl);
 	snprintf(by, sizeof(by), "by %.64s@%.200s pid %lld", rl->user,
 		 rl->host, (long long)getpid());
+	if ((rc = first_distinct(rl)) != RLOCK_OK)
+		return rc;
 	req_force(&q, &n.v, by, &rl->hist);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
+	skip_unanswered(rl, &f);
 	fan_run(rl, &f);
 	for (i = 0; i < f.n; i++) {
 		struct rlock_result *res = &f.slot[i].res;

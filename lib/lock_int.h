@@ -317,6 +317,10 @@ struct rlock_node {
 	int asking;			/* the next send goes after ASKING */
 	struct sentinels *sent;		/* Sentinel only */
 	struct rlock_conn_opts mopts;	/* Sentinel: the master's, with HELLO */
+	char run_id[41];		/* several masters: INFO's, "" unknown */
+	int probe_rc;			/* and how that INFO went, until the
+					 * request after it (skip_unanswered) */
+	char probe_err[768];
 	char err[600];
 };
 
@@ -428,8 +432,22 @@ int make_names(struct rlock *rl, const char *name, struct names *n);
 
 /* ---- reading replies (lock.c) ---- */
 
-/* Element i of array r as a number (integer or digits; 0 otherwise), or
- * as a string into buf. */
+/* Element i of array r as a number in min..max: an integer reply, or a
+ * string that rlock_parse_ll reads in full.  Returns 0 with *v set, or
+ * -1 for anything else (absent, another type, junk, out of range). */
+int elem_num(const redisReply *r, size_t i, long long min, long long max,
+	     long long *v);
+/* The acquire script's replies (lock.c), each strict: a grant, {1,
+ * fence[, recorded]}: returns 0 with a fence in 1..2^53-1 and recorded 1,
+ * 0 or -1 (not asked), else -1.  A busy answer, {0, pttl, place,
+ * waiting, holders, joined, kind} and perhaps the holder's details, into
+ * h: returns 0 or -1.  The fence of a baton's wake-up message (a
+ * subscriber's array) whose grant the history refused, else 0: a hint. */
+int decode_grant(const redisReply *r, long long *fence, int *recorded);
+int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined);
+long long history_hint(const redisReply *r);
+/* Element i of array r as elem_num reads it, 0 when it does not (for
+ * what is only shown), or as a string into buf. */
 long long elem_ll(const redisReply *r, size_t i);
 void elem_str(const redisReply *r, size_t i, char *buf, size_t len);
 /* The holder layout of the force and status scripts: {flag, pttl, host,
@@ -457,6 +475,7 @@ struct fan_slot {
 	int answered;			/* the last send got a reply */
 	int redirects;			/* MOVED, ASK, new master */
 	int skip;			/* replies to drop first (ASKING's) */
+	int preset;			/* res set by the caller: not sent */
 	int64_t retry_at;
 	struct rlock_result res;
 };
@@ -506,6 +525,14 @@ void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
 /* Whether a grant asked at some moment and confirmed elapsed_ms later is
  * still of use: the TTL less the clock drift allowance must remain. */
 int lease_valid(int64_t ttl_ms, int64_t elapsed_ms);
+
+/* Before the first request of several masters (once per handle): ask
+ * each who it is (INFO server) and refuse two URLs of one server
+ * (rlock_distinct).  Returns RLOCK_OK, RLOCK_EUSAGE or RLOCK_ESYS.  Then
+ * skip_unanswered leaves out of the fan-out f, with the probe's error,
+ * the servers that did not answer it: not waited for twice. */
+int first_distinct(struct rlock *rl);
+void skip_unanswered(struct rlock *rl, struct fan *f);
 
 /* Whether rl's servers, once their connections are open, are as many
  * as its URLs: RLOCK_OK, or RLOCK_EUSAGE with the two URLs that reach one

@@ -64,8 +64,8 @@ struct rlock_conn_opts {
 	const char *password;		/* beats the URL's when non-NULL */
 	struct tls_ctx *tls;		/* for rediss:// URLs */
 	int want_master;		/* HELLO: refuse a replica (Sentinel) */
-	int want_id;			/* learn who the server is (conn_peer,
-					 * conn_run_id): several masters */
+	int want_peer;			/* note the address reached
+					 * (conn_peer): several masters */
 };
 
 /* A connection to host hostidx of u, not yet opened.  u is not copied:
@@ -75,12 +75,14 @@ struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 void conn_free(struct rlock_conn *c);
 const char *conn_errstr(const struct rlock_conn *c);
 const char *conn_addr(const struct rlock_conn *c);	/* "host:port" */
-/* With want_id, once open: the address the socket reached ("127.0.0.1
- * port 6379", "unix:/path"), and the server's run_id (40 hex digits), each
- * "" when unknown.  Two connections that agree on either reach one
- * server. */
+/* With want_peer, once open: the address the socket reached ("127.0.0.1
+ * port 6379", "unix:/path"), "" when unknown.  Two connections that agree
+ * on it reach one server. */
 const char *conn_peer(const struct rlock_conn *c);
-const char *conn_run_id(const struct rlock_conn *c);
+
+/* The run_id line of INFO server's text (len bytes at info) into id: 40
+ * hex digits, or "" when there is none such. */
+void read_run_id(const char *info, size_t len, char id[41]);
 const struct rlock_url *conn_url(const struct rlock_conn *c);
 int conn_fd(const struct rlock_conn *c);
 int conn_is_up(const struct rlock_conn *c);

@@ -193,9 +193,12 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	rl->holders = NULL;
 	rl->nholders = 0;
 	rl->has_last = 0;
+	if ((rc = first_distinct(rl)) != RLOCK_OK)
+		return rc;
 	req_status(&q, &n.v);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
+	skip_unanswered(rl, &f);
 	fan_run(rl, &f);
 	for (i = 0; i < f.n; i++) {
 		if (f.slot[i].res.rc == RLOCK_OK &&

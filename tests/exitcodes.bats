@@ -99,7 +99,7 @@ load test_helper
 	rcli R SET "$(key wf):fence" abc >/dev/null
 	run -70 --separate-stderr timeout 10 "$RLOCK" acquire wf
 	assert_stderr_line --index 0 --partial "rlock: acquire: "
-	assert_stderr_line --index 0 --partial "not an integer"
+	assert_stderr_line --index 0 --partial "$(key wf):fence holds 'abc', which is not a fence rlock wrote"
 	lock_free wf
 	rcli R DEL "$(key wf):fence" >/dev/null
 	rcli R RPUSH "$(key wf):fence" a >/dev/null

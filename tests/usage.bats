@@ -351,7 +351,7 @@ setup_file() {
 	# be written to the server, with exit 0.
 	"$RLOCK" acquire -t 30s closed >&- 2>err || status=$?
 	assert_equal "$status" 71
-	assert_equal "$(cat err)" "rlock: acquire: write error: Bad file descriptor"
+	assert_equal "$(cat err)" "rlock: acquire: closed: cannot write the token: Bad file descriptor; lock released"
 	lock_free closed
 	status=0
 	"$RLOCK" acquire --renew -t 30s closed >&- 2>err || status=$?

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pwd.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,8 +294,73 @@ static void passwd(void)
 	unit_context(NULL);
 }
 
+/* The one integer parser for outside data: in full, in range, or not. */
+static void parse_ll(void)
+{
+	static const struct {
+		const char *s;
+		long long min, max;
+		int ok;
+		long long want;
+	} t[] = {
+		{ "0", 0, 10, 1, 0 },
+		{ "10", 0, 10, 1, 10 },
+		{ "11", 0, 10, 0, 0 },
+		{ "-1", -1, 10, 1, -1 },
+		{ "-1", 0, 10, 0, 0 },
+		{ "007", 0, 10, 1, 7 },
+		{ "9223372036854775807", 0, LLONG_MAX, 1, LLONG_MAX },
+		{ "9223372036854775808", 0, LLONG_MAX, 0, 0 },
+		{ "-9223372036854775808", LLONG_MIN, 0, 1, LLONG_MIN },
+		{ "-9223372036854775809", LLONG_MIN, 0, 0, 0 },
+		{ "99999999999999999999999", LLONG_MIN, LLONG_MAX, 0, 0 },
+		{ "", LLONG_MIN, LLONG_MAX, 0, 0 },
+		{ "-", LLONG_MIN, LLONG_MAX, 0, 0 },
+		{ "+1", LLONG_MIN, LLONG_MAX, 0, 0 },
+		{ " 12", LLONG_MIN, LLONG_MAX, 0, 0 },
+		{ "12 ", LLONG_MIN, LLONG_MAX, 0, 0 },
+		{ "1e3", LLONG_MIN, LLONG_MAX, 0, 0 },
+		{ "0x10", LLONG_MIN, LLONG_MAX, 0, 0 },
+		{ "1.0", LLONG_MIN, LLONG_MAX, 0, 0 },
+		{ "--1", LLONG_MIN, LLONG_MAX, 0, 0 },
+	};
+	long long v;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		unit_context("rlock_parse_ll '%s'", t[i].s);
+		v = 42;
+		CHECK_INT(rlock_parse_ll(t[i].s, strlen(t[i].s), t[i].min,
+					 t[i].max, &v), t[i].ok ? 0 : -1);
+		CHECK_INT(v, t[i].ok ? t[i].want : 42);
+	}
+	/* The length bounds it, not a terminator. */
+	unit_context("rlock_parse_ll, a prefix");
+	CHECK_INT(rlock_parse_ll("12abc", 2, 0, 100, &v), 0);
+	CHECK_INT(v, 12);
+	unit_context(NULL);
+}
+
+/* Outside text for a terminal: printable ASCII as it is, the rest as
+ * \xNN, cut whole at the buffer's end. */
+static void vis(void)
+{
+	char buf[64];
+
+	CHECK_STR(rlock_vis(buf, sizeof(buf), "abc", 3), "abc");
+	CHECK_STR(rlock_vis(buf, sizeof(buf), "\x1b]0;x\x07", 6),
+		  "\\x1b]0;x\\x07");
+	CHECK_STR(rlock_vis(buf, sizeof(buf), "\xc2\x9b\x7f\\", 4),
+		  "\\xc2\\x9b\\x7f\\x5c");
+	CHECK_STR(rlock_vis(buf, sizeof(buf), "a\0b", 3), "a\\x00b");
+	CHECK_STR(rlock_vis(buf, 6, "ab\ncd", 5), "ab");
+	CHECK_STR(rlock_vis(buf, 4, "abcdef", 6), "abc");
+	CHECK_STR(rlock_vis(buf, 1, "abc", 3), "");
+}
+
 void test_util(void)
 {
+	parse_ll();
+	vis();
 	seterr();
 	clocks();
 	strings();
