@@ -1,0 +1,112 @@
+/*
+ * fuzz_reply.c - replies from a server rlock does not trust: the input is
+ * a byte stream as read(2) would give it.  Its first byte picks where the
+ * stream is split; the rest goes through the reply guard (lib/resp.c) in
+ * those pieces, then, while the guard lets it pass, through hiredis's
+ * reader, and every reply through the acquire script's decoders
+ * (decode_grant, parse_busy, elem_num: lib/lock.c), the baton message's
+ * (history_hint) and the holder layout's (parse_holder).
+ *
+ * Beyond not crashing: the guard answers the same whatever the split; a
+ * declared array or string past the bounds is refused before hiredis
+ * sees it (so hiredis never holds an array longer than the bound); a
+ * grant that decodes has a fence in 1..2^53-1 and recorded in -1..1; a
+ * busy answer that decodes has a place >= -1 and a holder count >= 0;
+ * elem_num never returns a value outside the range asked.
+ */
+#include "fuzz.h"
+#include "lock_int.h"
+
+/* The guard's verdict on the stream fed in pieces of step bytes. */
+static const char *guarded(const uint8_t *d, size_t n, size_t step)
+{
+	struct resp_guard g;
+	const char *why = NULL;
+
+	memset(&g, 0, sizeof(g));
+	for (size_t i = 0; i < n && why == NULL; i += step)
+		why = resp_guard_feed(&g, (const char *)d + i,
+				      n - i < step ? n - i : step);
+	return why;
+}
+
+static void walk(const redisReply *r, int depth)
+{
+	REQUIRE(depth <= RESP_GUARD_DEPTH + 1);
+	if (r->type == REDIS_REPLY_ARRAY) {
+		REQUIRE(r->elements <= RLOCK_REPLY_MAX_ELEMENTS);
+		for (size_t i = 0; i < r->elements; i++)
+			walk(r->element[i], depth + 1);
+	} else if (r->type == REDIS_REPLY_STRING ||
+		   r->type == REDIS_REPLY_STATUS ||
+		   r->type == REDIS_REPLY_ERROR) {
+		REQUIRE((long long)r->len <= RLOCK_REPLY_MAX_BULK);
+	}
+}
+
+static void decode(const redisReply *r)
+{
+	struct rlock_holder h;
+	long long fence, v;
+	int recorded, joined = 0;
+
+	walk(r, 1);
+	if (decode_grant(r, &fence, &recorded) == 0) {
+		REQUIRE(fence >= 1 && fence < (1LL << 53));
+		REQUIRE(recorded >= -1 && recorded <= 1);
+	}
+	memset(&h, 0, sizeof(h));
+	if (r->type == REDIS_REPLY_ARRAY && parse_busy(r, &h, &joined) == 0) {
+		REQUIRE(h.place >= -1);
+		REQUIRE(h.nholders >= 0);
+		REQUIRE(joined == 0 || joined == 1);
+	}
+	fence = history_hint(r);
+	REQUIRE(fence >= 0 && fence <= FENCE_LIMIT);
+	for (size_t i = 0; i < 4; i++) {
+		if (elem_num(r, i, -5, 5, &v) == 0)
+			REQUIRE(v >= -5 && v <= 5);
+	}
+	memset(&h, 0, sizeof(h));
+	(void)parse_holder(r, &h);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *whole, *why;
+	redisReader *rd;
+	size_t step;
+	void *r;
+
+	if (size < 1)
+		return 0;
+	step = 1 + data[0] % 16;
+	data++;
+	size--;
+	whole = guarded(data, size, size > 0 ? size : 1);
+	why = guarded(data, size, step);
+	/* The same verdict however the bytes arrive. */
+	REQUIRE((whole == NULL) == (why == NULL));
+	if (why != NULL)
+		return 0;
+	rd = redisReaderCreate();
+	if (rd == NULL)
+		abort();
+	for (size_t i = 0; i < size; i += step) {
+		if (redisReaderFeed(rd, (const char *)data + i,
+				    size - i < step ? size - i : step) != 0)
+			break;
+		for (;;) {
+			r = NULL;
+			if (redisReaderGetReply(rd, &r) != REDIS_OK ||
+			    r == NULL)
+				break;
+			decode(r);
+			freeReplyObject(r);
+		}
+		if (rd->err != 0)
+			break;
+	}
+	redisReaderFree(rd);
+	return 0;
+}
