@@ -93,12 +93,13 @@ deb_files() {
 	assert_line --index 2 "Architecture: $(dpkg --print-architecture)"
 	assert_line --index 3 "Recommends: libssl3"
 	assert_line --index 4 "Suggests: redis-server"
-	# hiredis is linked statically and libssl loaded with dlopen: the C
-	# library is all that the binary needs.
+	# hiredis is a shared library in the package (Debian's security
+	# updates reach it) and libssl is loaded with dlopen: the C library
+	# and hiredis are all that the binary needs.
 	run -0 dpkg-deb -f "$T_DEB" Depends
-	assert_output --regexp '^libc6 \(>= [0-9.]+\)$'
+	assert_output --regexp '^libc6 \(>= [0-9.]+\), libhiredis0\.14 \(>= [0-9.~+-]+\)$'
 	run -0 readelf -d "$T_ROOT/usr/bin/rlock"
-	refute_output --partial hiredis
+	assert_output --partial 'Shared library: [libhiredis.so.0.14]'
 	refute_output --partial libssl
 	assert_output --partial 'Shared library: [libc.so.6]'
 	run -0 dpkg-parsechangelog -l "$REPO_DIR/debian/changelog" -SVersion
