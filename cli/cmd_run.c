@@ -172,7 +172,6 @@ static void set_child_env(struct run *r, const struct rlock_lease *lease)
 	/* One line per hold, "KEY\tKIND\tPID:START": this process, which
 	 * holds it, and when it started (pid reuse), for held_as.  Names
 	 * have no control characters. */
-	set_me(r);
 	if (held == NULL)
 		held = "";
 	len = strlen(held) + strlen(r->key) + strlen(r->kind) + 48;
@@ -820,6 +819,9 @@ int cmd_run(int argc, char **argv, struct cli *g)
 			ret = cli_exit_code(rc, r.conflict);
 			goto out;
 		}
+		/* Who we are, for RLOCK_HELD: read before the wait, off
+		 * the path from a hand-off to the command. */
+		set_me(&r);
 		ret = take(&r, rl, sfd, &lease);
 		if (ret >= 0)
 			goto out;
