@@ -274,6 +274,12 @@ int lease_file_remove(const char *token, const char *what);
 /* Remove marks of renewers long dead and records of old losses. */
 void lease_file_sweep(void);
 
+/* A loss's record as the renewer writes it, "MS REASON\n" (MS the wall
+ * clock in ms since the epoch): *ms, and the reason cut at its newline in
+ * place.  Returns 0, or -1 for anything else (the file is a user's /tmp:
+ * not trusted), rec then untouched. */
+int lease_lost_parse(char *rec, long long *ms, const char **reason);
+
 /* What to do to the command (run) or the followed process (acquire
  * --renew) when the lock is lost. */
 enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };

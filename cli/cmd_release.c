@@ -19,9 +19,10 @@ static int release(const struct cli *g, struct rlock *rl, const char *name,
 		   const char *token, const struct rlock_outcome *how,
 		   int *said)
 {
-	char rec[700], when[64], mark[32];
+	char rec[700], when[64], mark[32], vis[700];
+	const char *reason;
 	long long ms;
-	int rc, marked, n = 0;
+	int rc, marked;
 
 	marked = lease_file_read(token, "renewing", mark, sizeof(mark)) == 0 &&
 		 lease_file_remove(token, "renewing") == 0;
@@ -32,9 +33,8 @@ static int release(const struct cli *g, struct rlock *rl, const char *name,
 	    lease_file_read(token, "lost", rec, sizeof(rec)) != 0)
 		return rc;
 	lease_file_remove(token, "lost");
-	if (sscanf(rec, "%lld %n", &ms, &n) != 1 || n == 0)
+	if (lease_lost_parse(rec, &ms, &reason) != 0)
 		return rc;
-	rec[strcspn(rec, "\n")] = '\0';
 	if (g->verbose >= 0) {
 		time_t t = (time_t)(ms / 1000);
 		struct tm tm;
@@ -42,7 +42,7 @@ static int release(const struct cli *g, struct rlock *rl, const char *name,
 		localtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm);
 		cli_warn(g, "%s: the lock was lost at %s: %s", name, when,
-			 rec + n);
+			 rlock_vis(vis, sizeof(vis), reason, strlen(reason)));
 	}
 	*said = 1;
 	return rc;

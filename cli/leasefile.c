@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,7 @@ int lease_file_remove(const char *token, const char *what)
 void lease_file_sweep(void)
 {
 	char dir[64], path[600], buf[32];
+	long long pid;
 	struct dirent *e;
 	struct stat st;
 	time_t now = time(NULL);
@@ -142,10 +144,26 @@ void lease_file_sweep(void)
 			n = read(fd, buf, sizeof(buf) - 1);
 			close(fd);
 			buf[n > 0 ? n : 0] = '\0';
-			if (atoi(buf) > 0 && kill(atoi(buf), 0) != 0 &&
-			    errno == ESRCH)
+			/* The renewer's pid and a newline; anything else is no
+			 * mark of ours to judge. */
+			if (n > 1 && buf[n - 1] == '\n' &&
+			    rlock_parse_ll(buf, (size_t)n - 1, 1, INT_MAX,
+					   &pid) == 0 &&
+			    kill((pid_t)pid, 0) != 0 && errno == ESRCH)
 				unlink(path);
 		}
 	}
 	closedir(d);
+}
+
+int lease_lost_parse(char *rec, long long *ms, const char **reason)
+{
+	char *sp = strchr(rec, ' ');
+
+	if (sp == NULL ||
+	    rlock_parse_ll(rec, (size_t)(sp - rec), 0, LLONG_MAX / 2, ms) != 0)
+		return -1;
+	sp[1 + strcspn(sp + 1, "\n")] = '\0';
+	*reason = sp + 1;
+	return 0;
 }

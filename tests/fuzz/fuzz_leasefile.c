@@ -2,10 +2,9 @@
  * fuzz_leasefile.c - lease_file_read (cli/leasefile.c) on a lease file
  * holding the input, into buffers of the sizes release gives it (700 for
  * TOKEN.lost, 32 for TOKEN.renewing) and of 2 and 1 bytes; then the
- * reading of a TOKEN.lost that release does inline (cli/cmd_release.c,
- * release(): sscanf "%lld %n", cut at the first newline, the time shown
- * with localtime_r and strftime), mirrored here because it cannot be
- * called alone.
+ * reading of a TOKEN.lost that release makes of it (lease_lost_parse, the
+ * time shown with localtime_r and strftime, the reason through
+ * rlock_vis).
  *
  * The lease directory is /tmp/rlock-UID whatever HOME or TMPDIR say, so
  * the file is the real directory's TOKEN.lost for a token of this process
@@ -13,7 +12,8 @@
  *
  * Beyond not crashing: the read succeeds, writes nothing past its buffer,
  * and gives the file's first len - 1 bytes, terminated; release's reading
- * never points past the text it read, and its time converts.
+ * never points past the text it read, its time converts, and what it
+ * shows is printable.
  */
 #include <fcntl.h>
 #include <time.h>
@@ -44,20 +44,25 @@ static void open_once(void)
 static void release_reading(char *rec)
 {
 	size_t had = strlen(rec);
+	const char *reason;
 	long long ms;
-	char when[64];
+	char when[64], vis[700];
 	struct tm tm;
 	time_t t;
-	int n = 0;
 
-	if (sscanf(rec, "%lld %n", &ms, &n) != 1 || n == 0)
+	if (lease_lost_parse(rec, &ms, &reason) != 0)
 		return;
-	rec[strcspn(rec, "\n")] = '\0';
-	/* The reason shown is rec + n: inside what was read. */
-	REQUIRE(n > 0 && (size_t)n <= had);
+	/* The reason is inside what was read, one line, and the time is
+	 * one the wall clock can show. */
+	REQUIRE(reason > rec && reason <= rec + had);
+	REQUIRE(strchr(reason, '\n') == NULL);
+	REQUIRE(ms >= 0);
 	t = (time_t)(ms / 1000);
 	REQUIRE(localtime_r(&t, &tm) != NULL);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm);
+	rlock_vis(vis, sizeof(vis), reason, strlen(reason));
+	for (const char *p = vis; *p != '\0'; p++)
+		REQUIRE(*p >= 0x20 && *p < 0x7f);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
