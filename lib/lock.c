@@ -660,12 +660,23 @@ int rlock_distinct(struct rlock *rl, char *err, size_t len)
 }
 
 /* The holders' kind disagrees with ours: say which and how. */
-static int conflict(struct rlock *rl, const char *name, const char *ours,
-		    const char *theirs)
+static int conflict(struct rlock *rl, const struct names *n,
+		    const char *name, const char *ours, const char *theirs)
 {
-	char want[64], have[64];
+	char want[64], have[64], vis[100];
+	long long lim;
 	int s, l;
 
+	/* The holders' kind as rlock writes it, "x", "s" or a limit of 2
+	 * or more; anything else in the field is no kind. */
+	if (strcmp(theirs, "x") != 0 && strcmp(theirs, "s") != 0 &&
+	    rlock_parse_ll(theirs, strlen(theirs), 2, INT_MAX, &lim) != 0) {
+		set_error(rl->err, sizeof(rl->err), "%s: its holders' limit in "
+			  "%s is '%s', not a kind rlock wrote ('s' or a "
+			  "limit of 2 or more)", name, n->v.hmeta,
+			  rlock_vis(vis, sizeof(vis), theirs, strlen(theirs)));
+		return RLOCK_EPROTO;
+	}
 	parse_kind(ours, &s, &l);
 	if (s)
 		snprintf(want, sizeof(want), "a shared lock (-s)");
@@ -844,7 +855,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	long long fence = 0, got[RLOCK_MAX_SERVERS] = { 0 };
 	char theirs[24] = "";
 	int64_t t0, elapsed;
-	int rc;
+	int rc, differs = 0;
 
 	identify(rl);
 	who.host = rl->host;
@@ -916,6 +927,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 				fence = got[i];
 		} else if (elem_ll(r, 0) == -1) {
 			elem_str(r, 1, theirs, sizeof(theirs));
+			differs = 1;
 		} else if (elem_ll(r, 0) == -2 || elem_ll(r, 0) == -3) {
 			parse_skip(rl, name, r, holder, aq);
 			nbusy++;
@@ -927,11 +939,11 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 			nfail++;
 		}
 	}
-	if (theirs[0] != '\0') {
+	if (differs) {
 		if (ngrant > 0 || unsure > 0)
 			fan_undo(rl, &n->v, token);
 		fan_done(&f);
-		return conflict(rl, name, a->kind, theirs);
+		return conflict(rl, n, name, a->kind, theirs);
 	}
 	if (holder->skip != 0) {
 		/* One server only: nothing was granted. */

@@ -274,7 +274,11 @@
 	"    redis.call('HDEL', KEYS[7], unpack(gone))\n" \
 	"  end\n" \
 	"end\n" \
-	"local function kind(m) return string.match(m, '^[^:]*') end\n" \
+	"local function kind(m)\n" \
+	"  local k = string.match(m, '^([xs]):') or string.match(m, '^(%d+):')\n" \
+	"  if not k then error('BADLINE ' .. string.sub(m, 1, 64), 0) end\n" \
+	"  return k\n" \
+	"end\n" \
 	"local function ok(k, i, first, hk, hn)\n" \
 	"  if hk == 'x' or k ~= first then return false end\n" \
 	"  if k == 'x' then return i == 1 and hk == nil end\n" \
@@ -956,19 +960,19 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "ba618c01c28dd5623b488dad88d8aee0b779feb2" },
+				   "7558cf68445783bf81e2557e946de5c1eb2241de" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "b43329341a0a1701937b0637a3a39c8cd319c22d" },
+				   "74b925d54ce9860b2f4181d09fe77ac030c47bd3" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "7a2a85e1a061bfa1ed25f6d967a5d23436705cf2" },
+				 "8cf68995eb6f6ef65a759697490f6ea3b69b6f1c" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "e1739b8972f25cb751720b099bd9ef558309d9a0" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
 				  "ab83c2e014a71427cf60acf1a2f46cd7373897e8" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
-				 "4cffd188d68ec5905a773265171200d9330befa2" },
+				 "b8851b18d865dce7522f53736a1c723ad2c5d0ad" },
 	[RLOCK_SCRIPT_LOG] = { "log", log_lua,
 			       "f60ffa555e498f125bbef18111c4d2355df513b2" },
 };
@@ -1386,7 +1390,7 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 {
 	const char *addr = conn_addr(c);
 	int n = (int)r->len;
-	const char *tail = memmem(r->str, r->len, " script:", 8);
+	const char *tail = memmem(r->str, r->len, " script:", 8), *bad;
 	char why[128];
 
 	if (tail != NULL)
@@ -1414,6 +1418,14 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "which is not a fence rlock wrote (digits, below "
 			 "2^53 - 2^20): no fence handed out, nothing granted",
 			 key, v);
+	} else if ((bad = memmem(r->str, (size_t)n, "BADLINE ", 8)) != NULL) {
+		char v[300];
+
+		res->rc = RLOCK_EPROTO;
+		rlock_vis(v, sizeof(v), bad + 8, (size_t)(r->str + n - bad - 8));
+		snprintf(res->err, sizeof(res->err), "%s:line holds '%s', "
+			 "which is not a waiter rlock wrote (KIND:ID): the "
+			 "line cannot be served", key, v);
 	} else if (starts_with(r, "WRONGTYPE")) {
 		res->rc = RLOCK_EPROTO;
 		snprintf(res->err, sizeof(res->err),

@@ -296,6 +296,42 @@ junk_counters() {
 	junk_counters acquire
 }
 
+@test "a wait line member that is not KIND:ID fails every kind of run (70) naming key and member, nothing granted" {
+	local m mode
+	for m in zz x ':' $'\x1b[2J'; do
+		rcli R DEL "$(key g):line" >/dev/null
+		rcli R ZADD "$(key g):line" 1 "$m" >/dev/null
+		for mode in -x -s "-l 3"; do
+			# shellcheck disable=SC2086
+			run -70 --separate-stderr "$RLOCK" run $mode -w 1s g -- touch ran
+			[[ ! -e ran ]] || fail "ran with '$m' in line ($mode)"
+			printf '%s\n' "$stderr" >err
+			one_line err "$(key g):line holds '" "which is not a waiter rlock wrote"
+			lock_free g && holders_is g 0 || fail "held after '$m' ($mode)"
+		done
+	done
+	# What rlock shows of the member is escaped: no control byte.
+	refute_output --partial $'\x1b'
+	[[ $stderr != *$'\x1b'* ]] || fail "a control byte reached stderr"
+}
+
+@test "a holders' limit that is no kind fails every kind of run (70) naming the key, never a kind it is not" {
+	local v mode
+	for v in abc 0 1 -3 ''; do
+		rcli R DEL "$(key g):holders" "$(key g):holders:meta" >/dev/null
+		rcli R ZADD "$(key g):holders" 99999999999999 tokjunk >/dev/null
+		rcli R HSET "$(key g):holders:meta" limit "$v" >/dev/null
+		for mode in -x -s "-l 3"; do
+			# shellcheck disable=SC2086
+			run --separate-stderr "$RLOCK" run $mode -n g -- touch ran
+			[[ ! -e ran ]] || fail "ran with limit '$v' ($mode)"
+			assert_equal "$status" 70
+			printf '%s\n' "$stderr" >err
+			one_line err "$(key g):holders:meta is '$v', not a kind rlock wrote"
+		done
+	done
+}
+
 @test "a counter of plain digits still works: the fence is at least the server's clock, and goes in the counter" {
 	local k f t0 mode
 	k="$(key f):fence"
