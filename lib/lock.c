@@ -707,9 +707,9 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined)
 	const redisReply *k;
 
 	/* The counts the wait is timed by, each within what the script
-	 * can say: a lease left (a PTTL, or a shared holder's), a place (-1
-	 * none),
-	 * a count of waiters (-1 not asked), of holders, and 0 or 1. */
+	 * can say: a lease left (a PTTL, or a shared holder's), a place
+	 * (-1 none), a count of waiters (-1 not asked), of holders, and
+	 * whether this try joined the line. */
 	if ((r->elements != 7 && r->elements != 15) ||
 	    elem_num(r, 1, LLONG_MIN, LLONG_MAX, &pttl) != 0 ||
 	    elem_num(r, 2, -1, LLONG_MAX, &place) != 0 ||
