@@ -172,14 +172,22 @@ bounded_status() {
 }
 
 @test "a reply of 4 MiB strings past 512 MiB in all is a protocol error before much more is read" {
+	local most=655360 as=4000000
 	start_hostile H "status stream-bulks"
+	# AddressSanitizer (make test SAN=1) reserves terabytes of address
+	# space for its shadow and holds freed memory back: a limit on the
+	# address space would stop it before main, and its peak is higher.
+	if ldd "$RLOCK" 2>/dev/null | grep -q libasan; then
+		as=unlimited
+		most=1572864
+	fi
 	# Bounded in time and address space, so that an unbounded reader
 	# fails here instead of taking the machine's memory.
-	measure st bash -c 'ulimit -v 4000000; exec timeout 30 "$@"' - \
-		"$RLOCK" --io-timeout 30s -u "$H_URL" status x
+	measure st bash -c 'ulimit -v "$1"; shift; exec timeout 30 "$@"' - \
+		"$as" "$RLOCK" --io-timeout 30s -u "$H_URL" status x
 	assert_equal "$STATUS" 69
 	one_line st.err "protocol error"
-	((PEAK_KB < 655360)) || fail "peak RSS ${PEAK_KB} kB: more than 512 MiB + 128 MiB read"
+	((PEAK_KB < most)) || fail "peak RSS ${PEAK_KB} kB: more than $((most / 1024)) MiB read"
 }
 
 # ---- b. the renewer is not blinded ---------------------------------------
