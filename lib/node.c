@@ -256,6 +256,19 @@ static int learn_cluster(struct rlock_node *n)
 	return n->slots != NULL ? 0 : -1;
 }
 
+/* Whether the n bytes at s can be a host a server names (CLUSTER SLOTS,
+ * MOVED, the sentinels): 1 to 255 printable bytes, no space, so that one
+ * that is not can reach neither a resolver nor a terminal. */
+static int host_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 255)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+			return 0;
+	return 1;
+}
+
 /*
  * "MOVED 3999 127.0.0.1:6381" or "ASK ...": the slot and the peer named,
  * added when new.  An empty host means the host we asked.  Returns the
@@ -263,23 +276,24 @@ static int learn_cluster(struct rlock_node *n)
  */
 static int redirect_peer(struct rlock_node *n, const redisReply *r, int *slot)
 {
-	char host[256], *colon, *end;
-	const char *sp = memchr(r->str, ' ', r->len);
-	long port, s;
+	const char *end = r->str + r->len, *sp, *sp2, *colon;
+	char host[256];
+	long long port, s;
 
-	if (sp == NULL)
+	/* "MOVED", the slot, "host:port" (an empty host: the one asked). */
+	if ((sp = memchr(r->str, ' ', r->len)) == NULL ||
+	    (sp2 = memchr(sp + 1, ' ', (size_t)(end - sp - 1))) == NULL ||
+	    rlock_parse_ll(sp + 1, (size_t)(sp2 - sp - 1), 0,
+			   CLUSTER_SLOTS - 1, &s) != 0)
 		return -1;
-	s = strtol(sp + 1, &end, 10);
-	if (end == sp + 1 || *end != ' ' || s < 0 || s >= CLUSTER_SLOTS)
+	colon = memrchr(sp2 + 1, ':', (size_t)(end - sp2 - 1));
+	if (colon == NULL ||
+	    rlock_parse_ll(colon + 1, (size_t)(end - colon - 1), 1, 65535,
+			   &port) != 0 ||
+	    (colon > sp2 + 1 && !host_ok(sp2 + 1, (size_t)(colon - sp2 - 1))))
 		return -1;
-	snprintf(host, sizeof(host), "%s", end + 1);
-	colon = strrchr(host, ':');
-	if (colon == NULL)
-		return -1;
-	*colon = '\0';
-	port = strtol(colon + 1, &end, 10);
-	if (*end != '\0' || port <= 0 || port > 65535 ||
-	    strcmp(host, "?") == 0)
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - sp2 - 1), sp2 + 1);
+	if (strcmp(host, "?") == 0)
 		return -1;
 	if (host[0] == '\0')
 		snprintf(host, sizeof(host), "%s",
@@ -333,7 +347,11 @@ static int read_slots(struct rlock_node *n, const redisReply *r, size_t *out,
 			return RLOCK_EPROTO;
 		m = e->element[2];
 		if (m->element[0]->type != REDIS_REPLY_STRING ||
-		    m->element[1]->type != REDIS_REPLY_INTEGER)
+		    m->element[1]->type != REDIS_REPLY_INTEGER ||
+		    m->element[1]->integer < 1 ||
+		    m->element[1]->integer > 65535 ||
+		    (m->element[0]->len > 0 &&
+		     !host_ok(m->element[0]->str, m->element[0]->len)))
 			return RLOCK_EPROTO;
 		lo = e->element[0]->integer;
 		hi = e->element[1]->integer;
@@ -411,6 +429,7 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 			    hard);
 	redisReply *r = NULL;
 	enum asked a = ASKED_ERROR;
+	long long pn;
 	int rc;
 
 	if (c == NULL) {
@@ -434,8 +453,11 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 	} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 		   r->element[0]->type == REDIS_REPLY_STRING &&
 		   r->element[1]->type == REDIS_REPLY_STRING &&
-		   (*port = atoi(r->element[1]->str)) > 0 && *port < 65536) {
+		   host_ok(r->element[0]->str, r->element[0]->len) &&
+		   rlock_parse_ll(r->element[1]->str, r->element[1]->len, 1,
+				  65535, &pn) == 0) {
 		snprintf(host, hostlen, "%s", r->element[0]->str);
+		*port = (int)pn;
 		a = ASKED_MASTER;
 	} else if (r->type == REDIS_REPLY_ERROR && starts_with(r, "NOAUTH")) {
 		a = ASKED_NOAUTH;
