@@ -437,6 +437,24 @@ int make_names(struct rlock *rl, const char *name, struct names *n);
  * -1 for anything else (absent, another type, junk, out of range). */
 int elem_num(const redisReply *r, size_t i, long long min, long long max,
 	     long long *v);
+/*
+ * What a server says of where another is (node.c), each strict: a host
+ * of 1..255 printable bytes ("" for the one asked), a port 1..65535, and
+ * slots lo..hi within the cluster's (-1 where none are named).  From an
+ * error "MOVED 3999 host:port" (or ASK) of len bytes; from one range of
+ * CLUSTER SLOTS, [lo, hi, [host, port, id...], replicas...]; from SENTINEL
+ * GET-MASTER-ADDR-BY-NAME, [host, port].  Each returns 0 with *to filled,
+ * or -1.
+ */
+struct peer_addr {
+	char host[256];
+	int port;
+	int lo, hi;
+};
+int decode_redirect(const char *s, size_t len, struct peer_addr *to);
+int decode_slot_range(const redisReply *e, struct peer_addr *to);
+int decode_master_addr(const redisReply *r, struct peer_addr *to);
+
 /* The acquire script's replies (lock.c), each strict: a grant, {1,
  * fence[, recorded]}: returns 0 with a fence in 1..2^53-1 and recorded 1,
  * 0 or -1 (not asked), else -1.  A busy answer, {0, pttl, place,

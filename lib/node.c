@@ -269,6 +269,32 @@ static int host_ok(const char *s, size_t n)
 	return 1;
 }
 
+int decode_redirect(const char *s, size_t len, struct peer_addr *to)
+{
+	const char *end = s + len, *sp, *sp2, *colon;
+	long long port, slot;
+
+	/* "MOVED", the slot, "host:port" (an empty host: the one asked;
+	 * "?" an unknown one). */
+	if ((sp = memchr(s, ' ', len)) == NULL ||
+	    (sp2 = memchr(sp + 1, ' ', (size_t)(end - sp - 1))) == NULL ||
+	    rlock_parse_ll(sp + 1, (size_t)(sp2 - sp - 1), 0,
+			   CLUSTER_SLOTS - 1, &slot) != 0)
+		return -1;
+	colon = memrchr(sp2 + 1, ':', (size_t)(end - sp2 - 1));
+	if (colon == NULL ||
+	    rlock_parse_ll(colon + 1, (size_t)(end - colon - 1), 1, 65535,
+			   &port) != 0 ||
+	    (colon > sp2 + 1 && !host_ok(sp2 + 1, (size_t)(colon - sp2 - 1))) ||
+	    (colon == sp2 + 2 && sp2[1] == '?'))
+		return -1;
+	memcpy(to->host, sp2 + 1, (size_t)(colon - sp2 - 1));
+	to->host[colon - sp2 - 1] = '\0';
+	to->port = (int)port;
+	to->lo = to->hi = (int)slot;
+	return 0;
+}
+
 /*
  * "MOVED 3999 127.0.0.1:6381" or "ASK ...": the slot and the peer named,
  * added when new.  An empty host means the host we asked.  Returns the
@@ -276,32 +302,17 @@ static int host_ok(const char *s, size_t n)
  */
 static int redirect_peer(struct rlock_node *n, const redisReply *r, int *slot)
 {
-	const char *end = r->str + r->len, *sp, *sp2, *colon;
-	char host[256];
-	long long port, s;
+	struct peer_addr to;
 
-	/* "MOVED", the slot, "host:port" (an empty host: the one asked). */
-	if ((sp = memchr(r->str, ' ', r->len)) == NULL ||
-	    (sp2 = memchr(sp + 1, ' ', (size_t)(end - sp - 1))) == NULL ||
-	    rlock_parse_ll(sp + 1, (size_t)(sp2 - sp - 1), 0,
-			   CLUSTER_SLOTS - 1, &s) != 0)
+	if (decode_redirect(r->str, r->len, &to) != 0)
 		return -1;
-	colon = memrchr(sp2 + 1, ':', (size_t)(end - sp2 - 1));
-	if (colon == NULL ||
-	    rlock_parse_ll(colon + 1, (size_t)(end - colon - 1), 1, 65535,
-			   &port) != 0 ||
-	    (colon > sp2 + 1 && !host_ok(sp2 + 1, (size_t)(colon - sp2 - 1))))
-		return -1;
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - sp2 - 1), sp2 + 1);
-	if (strcmp(host, "?") == 0)
-		return -1;
-	if (host[0] == '\0')
-		snprintf(host, sizeof(host), "%s",
+	if (to.host[0] == '\0')
+		snprintf(to.host, sizeof(to.host), "%s",
 			 n->peer[n->cur]->url.hosts[0].host);
-	*slot = (int)s;
+	*slot = to.lo;
 	if (learn_cluster(n) < 0)
 		return -1;
-	return peer_find(n, host, (int)port);
+	return peer_find(n, to.host, to.port);
 }
 
 static enum node_next redirected(struct rlock_node *n, const redisReply *r,
@@ -327,6 +338,34 @@ int node_fallback(const struct rlock_node *n)
 	return n->slots != NULL && n->npeer > 1;
 }
 
+int decode_slot_range(const redisReply *e, struct peer_addr *to)
+{
+	const redisReply *m;
+
+	if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+	    e->element[0]->type != REDIS_REPLY_INTEGER ||
+	    e->element[1]->type != REDIS_REPLY_INTEGER ||
+	    e->element[2]->type != REDIS_REPLY_ARRAY ||
+	    e->element[2]->elements < 2)
+		return -1;
+	m = e->element[2];
+	if (e->element[0]->integer < 0 ||
+	    e->element[1]->integer >= CLUSTER_SLOTS ||
+	    e->element[0]->integer > e->element[1]->integer ||
+	    m->element[0]->type != REDIS_REPLY_STRING ||
+	    m->element[1]->type != REDIS_REPLY_INTEGER ||
+	    m->element[1]->integer < 1 || m->element[1]->integer > 65535 ||
+	    (m->element[0]->len > 0 &&
+	     !host_ok(m->element[0]->str, m->element[0]->len)))
+		return -1;
+	to->lo = (int)e->element[0]->integer;
+	to->hi = (int)e->element[1]->integer;
+	memcpy(to->host, m->element[0]->str, m->element[0]->len);
+	to->host[m->element[0]->len] = '\0';
+	to->port = (int)m->element[1]->integer;
+	return 0;
+}
+
 /* "CLUSTER SLOTS": [[start, end, [host, port, id], replicas...], ...]. */
 static int read_slots(struct rlock_node *n, const redisReply *r, size_t *out,
 		      size_t max, size_t *count)
@@ -335,42 +374,41 @@ static int read_slots(struct rlock_node *n, const redisReply *r, size_t *out,
 	if (learn_cluster(n) < 0)
 		return RLOCK_ESYS;
 	for (size_t i = 0; i < r->elements; i++) {
-		const redisReply *e = r->element[i], *m;
-		long long lo, hi;
+		struct peer_addr a;
+		size_t k;
 		int p;
 
-		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-		    e->element[0]->type != REDIS_REPLY_INTEGER ||
-		    e->element[1]->type != REDIS_REPLY_INTEGER ||
-		    e->element[2]->type != REDIS_REPLY_ARRAY ||
-		    e->element[2]->elements < 2)
+		if (decode_slot_range(r->element[i], &a) != 0)
 			return RLOCK_EPROTO;
-		m = e->element[2];
-		if (m->element[0]->type != REDIS_REPLY_STRING ||
-		    m->element[1]->type != REDIS_REPLY_INTEGER ||
-		    m->element[1]->integer < 1 ||
-		    m->element[1]->integer > 65535 ||
-		    (m->element[0]->len > 0 &&
-		     !host_ok(m->element[0]->str, m->element[0]->len)))
-			return RLOCK_EPROTO;
-		lo = e->element[0]->integer;
-		hi = e->element[1]->integer;
-		if (lo < 0 || hi >= CLUSTER_SLOTS || lo > hi)
-			return RLOCK_EPROTO;
-		p = peer_find(n, m->element[0]->len > 0 ? m->element[0]->str :
-			      n->peer[n->cur]->url.hosts[0].host,
-			      (int)m->element[1]->integer);
+		p = peer_find(n, a.host[0] != '\0' ? a.host :
+			      n->peer[n->cur]->url.hosts[0].host, a.port);
 		if (p < 0)
 			return RLOCK_ESYS;
-		memset(n->slots + lo, p + 1, (size_t)(hi - lo + 1));
-		size_t k;
-
+		memset(n->slots + a.lo, p + 1, (size_t)(a.hi - a.lo + 1));
 		for (k = 0; k < *count && out[k] != (size_t)p; k++)
 			;
 		if (k == *count && *count < max)
 			out[(*count)++] = (size_t)p;
 	}
 	return RLOCK_OK;
+}
+
+int decode_master_addr(const redisReply *r, struct peer_addr *to)
+{
+	long long port;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING ||
+	    r->element[1]->type != REDIS_REPLY_STRING ||
+	    !host_ok(r->element[0]->str, r->element[0]->len) ||
+	    rlock_parse_ll(r->element[1]->str, r->element[1]->len, 1, 65535,
+			   &port) != 0)
+		return -1;
+	memcpy(to->host, r->element[0]->str, r->element[0]->len);
+	to->host[r->element[0]->len] = '\0';
+	to->port = (int)port;
+	to->lo = to->hi = -1;
+	return 0;
 }
 
 int node_masters(struct rlock_node *n, int64_t hard, size_t *out, size_t max)
@@ -429,7 +467,7 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 			    hard);
 	redisReply *r = NULL;
 	enum asked a = ASKED_ERROR;
-	long long pn;
+	struct peer_addr to;
 	int rc;
 
 	if (c == NULL) {
@@ -450,14 +488,9 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 	}
 	if (r->type == REDIS_REPLY_NIL) {
 		a = ASKED_UNKNOWN;
-	} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-		   r->element[0]->type == REDIS_REPLY_STRING &&
-		   r->element[1]->type == REDIS_REPLY_STRING &&
-		   host_ok(r->element[0]->str, r->element[0]->len) &&
-		   rlock_parse_ll(r->element[1]->str, r->element[1]->len, 1,
-				  65535, &pn) == 0) {
-		snprintf(host, hostlen, "%s", r->element[0]->str);
-		*port = (int)pn;
+	} else if (decode_master_addr(r, &to) == 0) {
+		snprintf(host, hostlen, "%s", to.host);
+		*port = to.port;
 		a = ASKED_MASTER;
 	} else if (r->type == REDIS_REPLY_ERROR && starts_with(r, "NOAUTH")) {
 		a = ASKED_NOAUTH;
