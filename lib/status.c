@@ -737,6 +737,10 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 	size_t i, ok = 0, fail = 0;
 	int rc = RLOCK_OK;
 
+	/* One server given twice would count each event as recorded by
+	 * both. */
+	if ((rc = first_distinct(rl)) != RLOCK_OK)
+		return rc;
 	snprintf(count, sizeof(count), "%zu", max);
 	snprintf(since, sizeof(since), "%lld", since_ms);
 	fan_init(&f, rl);
@@ -756,6 +760,7 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 		req_command(&q[i], 6, argv, n->v.slot);
 		f.slot[i].req = &q[i];
 	}
+	skip_unanswered(rl, &f);
 	fan_run(rl, &f);
 	for (i = 0; i < f.n; i++) {
 		const redisReply *r = f.slot[i].res.r;

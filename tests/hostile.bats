@@ -548,6 +548,20 @@ free_port() {
 	assert_equal "$(prefix_keys S)" ""
 }
 
+@test "status, log and last with one server given twice: usage error 64 naming both URLs" {
+	local sub down
+	down=$(free_port)
+	for sub in "status x" "log x" "last x"; do
+		# shellcheck disable=SC2086
+		run -64 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$R_PORT" \
+			-u "redis://localhost:$R_PORT" -u "redis://127.0.0.1:$down" \
+			$sub
+		assert_equal "$output" ""
+		printf '%s\n' "$stderr" >err
+		one_line err "redis://127.0.0.1:$R_PORT and redis://localhost:$R_PORT reach one server"
+	done
+}
+
 @test "doctor fails one server given by two URLs, naming both" {
 	start_redis S
 	run --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$R_PORT" -u "redis://localhost:$R_PORT" \
