@@ -3,13 +3,15 @@
  * the input's first byte picks the reader.  0: the rest is the text of a
  * MOVED or ASK error, for decode_redirect.  Otherwise the rest is RESP,
  * read by hiredis (after the reply guard, as the transport does), and each
- * reply goes to decode_master_addr (SENTINEL GET-MASTER-ADDR-BY-NAME) and,
- * element by element, to decode_slot_range (CLUSTER SLOTS).
+ * reply goes to decode_master_addr (SENTINEL GET-MASTER-ADDR-BY-NAME),
+ * element by element to decode_slot_range (CLUSTER SLOTS), and a string to
+ * read_run_id (INFO server: the run_id that tells two URLs of one server
+ * apart).
  *
  * Beyond not crashing: an address that decodes has a host of at most 255
  * printable bytes, no space, terminated in its buffer; a port in
  * 1..65535; slots in 0..16383 with lo <= hi (or -1, -1 for a master's
- * address).
+ * address); a run_id of 40 hex digits or none.
  */
 #include "fuzz.h"
 #include "lock_int.h"
@@ -29,6 +31,20 @@ static void check(const struct peer_addr *a, int slots)
 		REQUIRE(n > 0);
 		REQUIRE(a->lo == -1 && a->hi == -1);
 	}
+}
+
+/* INFO server's text: its run_id is 40 hex digits or nothing. */
+static void run_id(const char *info, size_t len)
+{
+	char id[41];
+
+	memset(id, 'Z', sizeof(id));
+	read_run_id(info, len, id);
+	REQUIRE(strnlen(id, sizeof(id)) == 0 || strnlen(id, sizeof(id)) == 40);
+	for (size_t i = 0; id[i] != '\0'; i++)
+		REQUIRE((id[i] >= '0' && id[i] <= '9') ||
+			(id[i] >= 'a' && id[i] <= 'f') ||
+			(id[i] >= 'A' && id[i] <= 'F'));
 }
 
 static void replies(const char *d, size_t n)
@@ -55,6 +71,8 @@ static void replies(const char *d, size_t n)
 			memset(&a, 0x55, sizeof(a));
 			if (decode_master_addr(x, &a) == 0)
 				check(&a, 0);
+			if (x->type == REDIS_REPLY_STRING)
+				run_id(x->str, x->len);
 			for (size_t i = 0; x->type == REDIS_REPLY_ARRAY &&
 					   i < x->elements; i++) {
 				memset(&a, 0x55, sizeof(a));
