@@ -877,7 +877,6 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	t0 = rlock_boot_ms();
 	fan_run(rl, &f);
 	elapsed = rlock_boot_ms() - t0;
-	*joined = 0;
 	if (rl->nnode > 1 &&
 	    rlock_distinct(rl, rl->err, sizeof(rl->err)) != RLOCK_OK) {
 		char why[sizeof(rl->err)];
@@ -1139,9 +1138,11 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 			if (conn_on_ready(c, p[np - 1].revents) != RLOCK_OK)
 				return RLOCK_OK; /* retry at once */
 			while (conn_take_reply(c, &r) == 1) {
+				long long f = hint != NULL ? history_hint(r) : 0;
+
 				woke = 1;
-				if (hint != NULL && history_hint(r) != 0)
-					*hint = history_hint(r);
+				if (f != 0)
+					*hint = f;
 				freeReplyObject(r);
 			}
 			if (woke)

@@ -382,9 +382,10 @@ static const char acquire_lua[] =
 	"  local v = redis.call('GET', KEYS[2]) or ''\n"
 	"  local of, since, rest = string.match(v, '^(%d*)\\n(%d*)(\\n.*)$')\n"
 	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-	"  if rest and fence_of(of) and now - (tonumber(since) or 0) < " STR(BATON_REFENCE_MS) " then\n"
+	"  local held = rest and fence_of(of)\n"
+	"  if held and now - (tonumber(since) or 0) < " STR(BATON_REFENCE_MS) " then\n"
 	"    redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-	"    return {1, fence_of(of)}\n"
+	"    return {1, held}\n"
 	"  end\n"
 	"  local f, fs = next_fence()\n"
 	"  if not f then return fs end\n"
@@ -436,7 +437,8 @@ static const char acquire_lua[] =
 	"    holders_expire()\n"
 	"    local v = redis.call('HGET', KEYS[4], tok) or ''\n"
 	"    local of, rest = string.match(v, '^(%d*)(\\n.*)$')\n"
-	"    if of and fence_of(of) then return {1, fence_of(of)} end\n"
+	"    local held = of and fence_of(of)\n"
+	"    if held then return {1, held} end\n"
 	"    local f, fs = next_fence()\n"
 	"    if not f then return fs end\n"
 	"    if rest then redis.call('HSET', KEYS[4], tok, fs .. rest) end\n"
@@ -960,7 +962,7 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "7558cf68445783bf81e2557e946de5c1eb2241de" },
+				   "66af4367e8afdb08606b7c25a5028c311a539468" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,

@@ -513,24 +513,25 @@ free_port() {
 	echo "$p"
 }
 
-@test "one server by two URLs among three: usage error 64 naming both, no command, no key" {
-	local down
-	down=$(free_port)
-	run -64 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$R_PORT" -u "redis://localhost:$R_PORT" \
-		-u "redis://127.0.0.1:$down" run x -- touch granted
+# refused_twice A B C: `rlock -u A -u B -u C run x` exits 64 with one usage
+# line naming A and B (one server), and runs nothing.
+refused_twice() {
+	run -64 --separate-stderr "$RLOCK" -u "$1" -u "$2" -u "$3" \
+		run x -- touch granted
 	[[ ! -e granted ]]
 	printf '%s\n' "$stderr" >err
-	usage_line_naming err "redis://127.0.0.1:$R_PORT" "redis://localhost:$R_PORT"
+	usage_line_naming err "$1" "$2"
+}
+
+@test "one server by two URLs among three: usage error 64 naming both, no command, no key" {
+	refused_twice "redis://127.0.0.1:$R_PORT" "redis://localhost:$R_PORT" \
+		"redis://127.0.0.1:$(free_port)"
 	assert_equal "$(prefix_keys)" ""
 }
 
 @test "one server by two URLs and a third server up: usage error 64, no command, no key on either" {
 	start_redis S
-	run -64 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$R_PORT" -u "redis://localhost:$R_PORT" \
-		-u "$S_URL" run x -- touch granted
-	[[ ! -e granted ]]
-	printf '%s\n' "$stderr" >err
-	usage_line_naming err "redis://127.0.0.1:$R_PORT" "redis://localhost:$R_PORT"
+	refused_twice "redis://127.0.0.1:$R_PORT" "redis://localhost:$R_PORT" "$S_URL"
 	assert_equal "$(prefix_keys)" ""
 	assert_equal "$(prefix_keys S)" ""
 }
@@ -539,11 +540,7 @@ free_port() {
 	SOCKDIR=$(mktemp -d /tmp/rlh.XXXXXX)
 	start_redis U --unixsocket "$SOCKDIR/u.sock" --unixsocketperm 700
 	start_redis S
-	run -64 --separate-stderr "$RLOCK" -u "unix://$SOCKDIR/u.sock" -u "$U_URL" -u "$S_URL" \
-		run x -- touch granted
-	[[ ! -e granted ]]
-	printf '%s\n' "$stderr" >err
-	usage_line_naming err "unix://$SOCKDIR/u.sock" "$U_URL"
+	refused_twice "unix://$SOCKDIR/u.sock" "$U_URL" "$S_URL"
 	assert_equal "$(prefix_keys U)" ""
 	assert_equal "$(prefix_keys S)" ""
 }
