@@ -725,14 +725,14 @@ long long cli_wall_ms(void)
 int cli_proc_stat(pid_t pid, const int *fields, size_t nf,
 		  unsigned long long *v)
 {
-	char path[64], num[24], buf[2048], *p;
+	char path[64], num[24], buf[2048], *p, *end;
 	ssize_t n;
 	int fd, field;
 	size_t k = 0;
 
-	/* No printf or strtoull: run reads its own stat on its way to the
-	 * command (RLOCK_HELD), and printf's pages would cost it 100 KiB of
-	 * peak RSS (bench/RESULTS-perf.md). */
+	/* No printf: run reads its own stat on its way to the command
+	 * (RLOCK_HELD), and printf's pages would cost it 100 KiB of peak
+	 * RSS (bench/RESULTS-perf.md). */
 	num[rlock_lltoa(num, (long long)pid)] = '\0';
 	if (rlock_join(path, sizeof(path),
 		       (const char *[]){ "/proc/", num, "/stat", NULL }) < 0)
@@ -754,21 +754,16 @@ int cli_proc_stat(pid_t pid, const int *fields, size_t nf,
 	for (field = 3; k < nf && *p != '\0'; field++) {
 		while (*p == ' ')
 			p++;
+		end = p + strcspn(p, " \n");
 		if (field == fields[k]) {
-			unsigned long long x = 0;
-			const char *d = p;
+			long long x;
 
-			for (; *p >= '0' && *p <= '9'; p++) {
-				if (x > (ULLONG_MAX - (unsigned)(*p - '0')) / 10)
-					return -1;
-				x = x * 10 + (unsigned)(*p - '0');
-			}
-			if (p == d || (*p != ' ' && *p != '\n' && *p != '\0'))
+			if (rlock_parse_ll(p, (size_t)(end - p), 0, LLONG_MAX,
+					   &x) != 0)
 				return -1;
-			v[k++] = x;
+			v[k++] = (unsigned long long)x;
 		}
-		while (*p != ' ' && *p != '\0')
-			p++;
+		p = end;
 	}
 	return k == nf ? 0 : -1;
 }
