@@ -257,7 +257,11 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 	lease_file_sweep();
 	rc = rlock_keepalive(rl, name, l, pfd, 0);
 	if (rc == RLOCK_OK) {
-		rlock_release(rl, name, l->token, l, NULL);
+		/* The script died holding the lock: recorded as abandoned,
+		 * never as a run that ended well. */
+		struct rlock_outcome how = { -1, 0, 1 };
+
+		rlock_release(rl, name, l->token, l, &how);
 	} else {
 		char why[800];
 

@@ -148,7 +148,6 @@ static void check_note(const struct cli *g, const char *what,
  * the last one counts; either with --limit N > 1 is a contradiction. */
 static char kind_letter;
 
-#define LIMIT_MAX 100000
 
 int cli_lock_option(const struct cli *g, int c, const char *arg,
 		    struct rlock_acquire_opts *ao, int *conflict)
@@ -160,7 +159,7 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		kind_letter = (char)c;
 		return 1;
 	case 'l':
-		ao->limit = cli_int(g, "--limit", arg, 1, LIMIT_MAX);
+		ao->limit = cli_int(g, "--limit", arg, 1, RLOCK_LIMIT_MAX);
 		return 1;
 	case 't':
 		ao->ttl_ms = cli_duration(g, "--ttl", arg, 1, 0);

@@ -310,26 +310,92 @@ void elem_str(const redisReply *r, size_t i, char *buf, size_t len)
 		snprintf(buf, len, "%.*s", (int)e->len, e->str);
 }
 
+/* Note in junk (when it holds nothing yet) that field what held the n
+ * bytes at v, which rlock did not write: one line for status, escaped. */
+void note_junk(char *junk, size_t len, const char *what, const char *v,
+	       size_t n)
+{
+	char vis[4 * 40 + 1];
+
+	if (junk[0] != '\0')
+		return;
+	snprintf(junk, len, "%s '%s%s'", what,
+		 rlock_vis(vis, sizeof(vis), v, n > 40 ? 40 : n),
+		 n > 40 ? "..." : "");
+}
+
+/* A number field of n bytes at v: empty is unknown (unk), else digits
+ * within min..max, else junk (noted, unk). */
+long long num_field(const char *v, size_t n, long long min, long long max,
+		    long long unk, const char *what, char *junk, size_t jlen)
+{
+	long long x;
+
+	if (n == 0)
+		return unk;
+	if (rlock_parse_ll(v, n, min, max, &x) == 0)
+		return x;
+	note_junk(junk, jlen, what, v, n);
+	return unk;
+}
+
+/* Element i of r, a string or an integer, as n bytes at *v (an integer
+ * written into buf).  Returns 0, or -1 for another type. */
+static int elem_text(const redisReply *r, size_t i, char *buf, size_t len,
+		     const char **v, size_t *n)
+{
+	const redisReply *e = r->element[i];
+
+	if (e->type == REDIS_REPLY_STRING) {
+		*v = e->str;
+		*n = e->len;
+		return 0;
+	}
+	if (e->type == REDIS_REPLY_INTEGER) {
+		*n = (size_t)snprintf(buf, len, "%lld", e->integer);
+		*v = buf;
+		return 0;
+	}
+	return -1;
+}
+
 /* A holder's fields at off in r: host, pid, user, command, since, fence,
- * token prefix and the server's time; the flag and pttl first in r. */
+ * token prefix and the server's time; the flag and pttl first in r.
+ * Returns -1 for a reply of the wrong shape (an element of another type);
+ * a value rlock did not write (another client's, in the holder's record)
+ * is unknown, and noted in h->junk. */
 static int parse_holder_at(const redisReply *r, size_t off,
 			   struct rlock_holder *h)
 {
-	char tmp[32];
+	const char *v[8];
+	size_t n[8];
+	char buf[8][24];
+	long long held, now;
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < off + 8)
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < off + 8 ||
+	    elem_num(r, 0, LLONG_MIN, LLONG_MAX, &held) != 0 ||
+	    elem_num(r, 1, LLONG_MIN, LLONG_MAX, &h->ttl_ms) != 0)
 		return -1;
-	h->held = elem_ll(r, 0) != 0;
-	h->ttl_ms = elem_ll(r, 1);
-	elem_str(r, off, h->host, sizeof(h->host));
-	elem_str(r, off + 1, tmp, sizeof(tmp));
-	h->pid = strtoll(tmp, NULL, 10);
-	elem_str(r, off + 2, h->user, sizeof(h->user));
-	elem_str(r, off + 3, h->command, sizeof(h->command));
-	h->since_ms = elem_ll(r, off + 4);
-	h->fence = elem_ll(r, off + 5);
-	elem_str(r, off + 6, h->token_prefix, sizeof(h->token_prefix));
-	h->age_ms = h->since_ms > 0 ? elem_ll(r, off + 7) - h->since_ms : 0;
+	for (size_t i = 0; i < 8; i++)
+		if (elem_text(r, off + i, buf[i], sizeof(buf[i]), &v[i],
+			      &n[i]) != 0)
+			return -1;
+	h->held = held != 0;
+	snprintf(h->host, sizeof(h->host), "%.*s", (int)n[0], v[0]);
+	h->pid = num_field(v[1], n[1], 1, INT_MAX, 0, "pid", h->junk,
+			   sizeof(h->junk));
+	snprintf(h->user, sizeof(h->user), "%.*s", (int)n[2], v[2]);
+	snprintf(h->command, sizeof(h->command), "%.*s", (int)n[3], v[3]);
+	h->since_ms = num_field(v[4], n[4], 1, FENCE_LIMIT, 0, "since",
+				h->junk, sizeof(h->junk));
+	h->fence = num_field(v[5], n[5], 0, FENCE_LIMIT, -1, "fence", h->junk,
+			     sizeof(h->junk));
+	snprintf(h->token_prefix, sizeof(h->token_prefix), "%.*s",
+		 (int)(n[6] < 8 ? n[6] : 8), v[6]);
+	now = num_field(v[7], n[7], 0, LLONG_MAX, 0, "time", h->junk,
+			sizeof(h->junk));
+	h->age_ms = h->since_ms > 0 && now >= h->since_ms ?
+		    now - h->since_ms : 0;
 	return 0;
 }
 
@@ -343,12 +409,20 @@ int parse_holder(const redisReply *r, struct rlock_holder *h)
 	return parse_holder_at(r, 2, h);
 }
 
-/* A kind as the scripts write it ("x", "s", or a limit) into h. */
-void parse_kind(const char *k, int *shared, int *limit)
+int parse_kind(const char *k, int *shared, int *limit)
 {
+	long long l;
+
 	*shared = strcmp(k, "s") == 0;
-	*limit = *shared || strcmp(k, "x") == 0 || k[0] == '\0' ? 1 :
-		 (int)strtol(k, NULL, 10);
+	*limit = 1;
+	if (*shared || strcmp(k, "x") == 0 || k[0] == '\0')
+		return 0;
+	if (rlock_parse_ll(k, strlen(k), 2, RLOCK_LIMIT_MAX, &l) != 0) {
+		*limit = 0;
+		return -1;
+	}
+	*limit = (int)l;
+	return 0;
 }
 
 /* Point f[0..max-1] at the newline-separated fields of v (the last one
@@ -365,41 +439,50 @@ static size_t split_fields(const char *v, const char **f, size_t max)
 	return nf;
 }
 
+/* The length of field f, up to its newline. */
+static size_t flen(const char *f)
+{
+	return strcspn(f, "\n");
+}
+
 /* Whether the field at f, up to its newline, is a priority: an integer
  * -100..100 (a waiter of an older rlock has no priority field). */
 static int priority_at(const char *f, int *prio)
 {
-	char *end;
-	long v = strtol(f, &end, 10);
+	long long v;
 
-	if (end == f || *end != '\n' || !(isdigit((unsigned char)*f) ||
-					   (*f == '-' && end - f > 1)) ||
-	    v < -100 || v > 100)
+	if (rlock_parse_ll(f, flen(f), -100, 100, &v) != 0)
 		return 0;
 	*prio = (int)v;
 	return 1;
 }
 
-/* Split "since\npid\nhost\nuser\npriority\ncommand" (a waiter) into w,
- * its kind and id before it as "KIND:ID\n". */
-void parse_waiter(const char *v, long long now, struct rlock_waiter *w)
+void parse_waiter(const char *v, long long now, struct rlock_waiter *w,
+		  char *junk, size_t jlen)
 {
 	const char *f[7];
 	char kind[24];
+	long long since;
 	size_t nf;
 
 	memset(w, 0, sizeof(*w));
-	if (v[0] == '\0' || (nf = split_fields(v, f, 7)) < 6)
+	if (v[0] == '\0')
 		return;
+	if ((nf = split_fields(v, f, 7)) < 6) {
+		note_junk(junk, jlen, "next in line", v, strlen(v));
+		return;
+	}
 	w->present = 1;
 	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(f[0], ":\n"), f[0]);
-	parse_kind(kind, &w->shared, &w->limit);
-	w->waited_ms = now - strtoll(f[1], NULL, 10);
-	w->pid = strtoll(f[2], NULL, 10);
-	snprintf(w->host, sizeof(w->host), "%.*s", (int)(f[4] - f[3] - 1),
-		 f[3]);
-	snprintf(w->user, sizeof(w->user), "%.*s", (int)(f[5] - f[4] - 1),
-		 f[4]);
+	if (parse_kind(kind, &w->shared, &w->limit) != 0)
+		note_junk(junk, jlen, "waiter's kind", kind, strlen(kind));
+	since = num_field(f[1], flen(f[1]), 0, FENCE_LIMIT, -1,
+			  "waiter's arrival", junk, jlen);
+	w->waited_ms = since >= 0 && now >= since ? now - since : 0;
+	w->pid = num_field(f[2], flen(f[2]), 1, INT_MAX, 0, "waiter's pid",
+			   junk, jlen);
+	snprintf(w->host, sizeof(w->host), "%.*s", (int)flen(f[3]), f[3]);
+	snprintf(w->user, sizeof(w->user), "%.*s", (int)flen(f[4]), f[4]);
 	if (nf == 7 && priority_at(f[5], &w->priority))
 		snprintf(w->command, sizeof(w->command), "%s", f[6]);
 	else
@@ -408,25 +491,33 @@ void parse_waiter(const char *v, long long now, struct rlock_waiter *w)
 
 /* Split a shared or semaphore holder's "fence\nsince\nhold_until\npid\n
  * host\nuser\nnote\ncommand" into h (a holder of an older rlock has no
- * note: seven fields). */
+ * note: seven fields); what does not decode is unknown, noted in
+ * h->junk. */
 void parse_meta(const char *v, long long now, struct rlock_holder *h)
 {
 	const char *f[8];
 	size_t nf = split_fields(v, f, 8);
 
-	if (nf < 7)
+	h->fence = -1;
+	if (nf < 7) {
+		if (v[0] != '\0')
+			note_junk(h->junk, sizeof(h->junk), "holder's record",
+				  v, strlen(v));
 		return;
-	h->fence = strtoll(f[0], NULL, 10);
-	h->since_ms = strtoll(f[1], NULL, 10);
-	h->age_ms = h->since_ms > 0 ? now - h->since_ms : 0;
-	h->pid = strtoll(f[3], NULL, 10);
-	snprintf(h->host, sizeof(h->host), "%.*s", (int)(f[5] - f[4] - 1),
-		 f[4]);
-	snprintf(h->user, sizeof(h->user), "%.*s", (int)(f[6] - f[5] - 1),
-		 f[5]);
+	}
+	h->fence = num_field(f[0], flen(f[0]), 1, FENCE_LIMIT, -1, "fence",
+			     h->junk, sizeof(h->junk));
+	h->since_ms = num_field(f[1], flen(f[1]), 1, FENCE_LIMIT, 0, "since",
+				h->junk, sizeof(h->junk));
+	h->age_ms = h->since_ms > 0 && now >= h->since_ms ?
+		    now - h->since_ms : 0;
+	h->pid = num_field(f[3], flen(f[3]), 1, INT_MAX, 0, "pid", h->junk,
+			   sizeof(h->junk));
+	snprintf(h->host, sizeof(h->host), "%.*s", (int)flen(f[4]), f[4]);
+	snprintf(h->user, sizeof(h->user), "%.*s", (int)flen(f[5]), f[5]);
 	if (nf == 8)
-		snprintf(h->note, sizeof(h->note), "%.*s",
-			 (int)(f[7] - f[6] - 1), f[6]);
+		snprintf(h->note, sizeof(h->note), "%.*s", (int)flen(f[6]),
+			 f[6]);
 	snprintf(h->command, sizeof(h->command), "%s", f[nf - 1]);
 }
 
@@ -670,7 +761,8 @@ static int conflict(struct rlock *rl, const struct names *n,
 	/* The holders' kind as rlock writes it, "x", "s" or a limit of 2
 	 * or more; anything else in the field is no kind. */
 	if (strcmp(theirs, "x") != 0 && strcmp(theirs, "s") != 0 &&
-	    rlock_parse_ll(theirs, strlen(theirs), 2, INT_MAX, &lim) != 0) {
+	    rlock_parse_ll(theirs, strlen(theirs), 2, RLOCK_LIMIT_MAX,
+			   &lim) != 0) {
 		set_error(rl->err, sizeof(rl->err), "%s: its holders' limit in "
 			  "%s is '%s', not a kind rlock wrote ('s' or a "
 			  "limit of 2 or more)", name, n->v.hmeta,
@@ -723,7 +815,7 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined)
 	if (k->type != REDIS_REPLY_STRING ||
 	    (k->len != 0 && strcmp(k->str, "x") != 0 &&
 	     strcmp(k->str, "s") != 0 &&
-	     rlock_parse_ll(k->str, k->len, 1, INT_MAX, &limit) != 0))
+	     rlock_parse_ll(k->str, k->len, 2, RLOCK_LIMIT_MAX, &limit) != 0))
 		return -1;
 	if (r->elements == 15 && parse_holder_at(r, 7, h) != 0)
 		return -1;
@@ -762,26 +854,37 @@ int decode_grant(const redisReply *r, long long *fence, int *recorded)
 	*recorded = -1;
 	if (r->elements == 3) {
 		h = r->element[2];
-		if (h->type != REDIS_REPLY_INTEGER ||
-		    (h->integer != 0 && h->integer != 1))
+		if (h->type != REDIS_REPLY_INTEGER || h->integer < 0 ||
+		    h->integer > 2)
 			return -1;
 		*recorded = (int)h->integer;
 	}
 	return 0;
 }
 
-/* A grant's reply said the server would not record the history (a
- * user without +xadd): keep why, for rlock_history_refused. */
-static void history_refused(struct rlock *rl, size_t i)
+/* A grant's reply said the server would not record the history: 0, a
+ * user without +xadd; 2, the history's key holds another type (another
+ * client's data).  Keep why, for rlock_history_refused. */
+static void history_refused(struct rlock *rl, size_t i, int recorded,
+			    const char *key)
 {
 	const char *user = rl->node[i].url.user;
+	char vis[RLOCK_KEY_MAX * 4 + 1];
 
 	if (rl->hist_refused[0] != '\0')
 		return;
-	set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s refused "
-		  "to record the lock's history (XADD): history is not kept; "
-		  "allow it with ACL SETUSER %s +xadd +xrange +xrevrange",
-		  node_addr(&rl->node[i]), user[0] != '\0' ? user : "default");
+	if (recorded == 2)
+		set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s: "
+			  "%s is not a stream rlock wrote (another type): "
+			  "history is not kept; 'rlock release --force' "
+			  "removes it", node_addr(&rl->node[i]),
+			  rlock_vis(vis, sizeof(vis), key, strlen(key)));
+	else
+		set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s "
+			  "refused to record the lock's history (XADD): "
+			  "history is not kept; allow it with ACL SETUSER %s "
+			  "+xadd +xrange +xrevrange", node_addr(&rl->node[i]),
+			  user[0] != '\0' ? user : "default");
 }
 
 static void record_grant(struct rlock *rl, const struct names *n,
@@ -919,9 +1022,10 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 				continue;
 			}
 			ngrant++;
-			if (recorded == 0 ||
+			if (recorded == 0 || recorded == 2 ||
 			    (aq->hint != 0 && got[i] == aq->hint))
-				history_refused(rl, i);
+				history_refused(rl, i, recorded == 2 ? 2 : 0,
+						aq->n.v.log);
 			if (got[i] > fence)
 				fence = got[i];
 		} else if (elem_ll(r, 0) == -1) {
@@ -1304,7 +1408,7 @@ static int acq_waiter(struct rlock *rl, struct acq *q,
 
 /* Record one history entry of values v (EV_NFIELDS) on every server,
  * keeping rl->err.  Best effort: returns the fan-out's code. */
-static int record(struct rlock *rl, const struct names *n,
+static int record(struct rlock *rl, const struct names *n, const char *run,
 		  const char *const *v)
 {
 	char why[sizeof(rl->err)];
@@ -1315,17 +1419,19 @@ static int record(struct rlock *rl, const struct names *n,
 	if (rl->hist.max == 0)
 		return RLOCK_OK;
 	memcpy(why, rl->err, sizeof(why));
-	req_log(&q, &n->v, &rl->hist, v);
+	req_log(&q, &n->v, &rl->hist, run, v);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
 	fan_run(rl, &f);
 	for (size_t i = 0; i < f.n; i++) {
+		const redisReply *r = f.slot[i].res.r;
+
 		if (f.slot[i].res.rc == RLOCK_OK &&
-		    f.slot[i].res.r->type == REDIS_REPLY_INTEGER &&
-		    f.slot[i].res.r->integer == 0)
-			history_refused(rl, i);
+		    r->type == REDIS_REPLY_INTEGER &&
+		    (r->integer == 0 || r->integer == 2))
+			history_refused(rl, i, (int)r->integer, n->v.log);
 	}
-	rc = fan_tally(rl, &f, "log", 1, NULL);
+	rc = fan_tally(rl, &f, "log", 2, NULL);
 	fan_done(&f);
 	memcpy(rl->err, why, sizeof(why));
 	return rc;
@@ -1358,7 +1464,7 @@ static void record_grant(struct rlock *rl, const struct names *n,
 	v[EV_WAITED] = waited;
 	v[EV_COMMAND] = label;
 	v[EV_NOTE] = who->note;
-	record(rl, n, v);
+	record(rl, n, NULL, v);
 }
 
 /* "USER@HOST pid N", for the history's reasons. */
@@ -1409,7 +1515,7 @@ static void record_skipped(struct rlock *rl, struct acq *q,
 	v[EV_REASON] = reason;
 	v[EV_COMMAND] = o->label;
 	v[EV_NOTE] = o->note;
-	record(rl, &q->n, v);
+	record(rl, &q->n, NULL, v);
 }
 
 int rlock_record_lost(struct rlock *rl, const char *name,
@@ -1418,7 +1524,7 @@ int rlock_record_lost(struct rlock *rl, const char *name,
 {
 	const char *v[EV_NFIELDS] = { 0 };
 	char pid[24], fence[24], held[24], ex[24], sig[16], tok[9];
-	char why[sizeof(rl->err) + 32];
+	char why[sizeof(rl->err) + 32], run[sizeof(why) + 512];
 	struct names n;
 	int rc;
 
@@ -1450,7 +1556,18 @@ int rlock_record_lost(struct rlock *rl, const char *name,
 	snprintf(why, sizeof(why), "%s%s", code == RLOCK_NOTOURS ?
 		 "renewal refused: " : "", reason);
 	v[EV_REASON] = why;
-	return record(rl, &n, v);
+	/* The record of the last runs: "EVENT\nKIND\nEXIT\nSIGNAL\n
+	 * TOKEN8\nREASON\n" and a holder's record (fence, since, hold,
+	 * pid, host, user, note, command) of what this lease knows. */
+	for (char *p = why; *p != '\0'; p++)
+		if (*p == '\n')
+			*p = ' ';
+	snprintf(run, sizeof(run), "lost\n%s\n%s\n%s\n%s\n%s\n%s\n\n0\n"
+		 "%s\n%s\n%s\n\n", lease->kind == 'h' ? "" : "x",
+		 v[EV_EXIT] != NULL ? v[EV_EXIT] : "",
+		 v[EV_SIGNAL] != NULL ? v[EV_SIGNAL] : "", tok, why, fence,
+		 v[EV_PID] != NULL ? pid : "", rl->host, rl->user);
+	return record(rl, &n, run, v);
 }
 
 const char *rlock_history_refused(const struct rlock *rl)

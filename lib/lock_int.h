@@ -225,9 +225,11 @@ void req_release(struct request *q, const struct lock_names *n,
 /* Remove whoever holds it; by is who did, for the history. */
 void req_force(struct request *q, const struct lock_names *n,
 	       const char *by, const struct history *h);
-/* Record one history entry: v holds the EV_NFIELDS values (NULL: ""). */
+/* Record one history entry: v holds the EV_NFIELDS values (NULL: ""),
+ * run, when not NULL, the run it ends for the record of the last runs
+ * (scripts.c: "EVENT\nKIND\n..." without its "1\nID\n"). */
 void req_log(struct request *q, const struct lock_names *n,
-	     const struct history *h, const char *const *v);
+	     const struct history *h, const char *run, const char *const *v);
 void req_status(struct request *q, const struct lock_names *n);
 /* Raise the fence counter to fence (several masters). */
 void req_fence(struct request *q, const struct lock_names *n,
@@ -462,6 +464,22 @@ int decode_master_addr(const redisReply *r, struct peer_addr *to);
  * h: returns 0 or -1.  The fence of a baton's wake-up message (a
  * subscriber's array) whose grant the history refused, else 0: a hint. */
 int decode_grant(const redisReply *r, long long *fence, int *recorded);
+/* A stream id "MS-SEQ" (each below 2^63).  Returns 0, or -1. */
+int decode_id(const char *s, size_t n, long long *ms,
+	      unsigned long long *seq);
+/* A history entry, [id, [field, value, ...]], into ev: 0, 1 for one with
+ * no event (passed over), -1 for anything else (not a stream's reply).
+ * Fields rlock did not write are unknown, marked in ev->bad. */
+int decode_entry(const redisReply *e, struct rlock_event *ev);
+/* The status script's answer (scripts.c) into h and, when list is not
+ * NULL, its holders into *list (malloc'd, *nlist of them).  Returns 0, or
+ * -1 for a reply of the wrong shape; values other clients wrote are
+ * unknown, noted in h->junk. */
+int decode_status(const redisReply *r, struct rlock_holder *h,
+		  struct rlock_holder **list, size_t *nlist);
+/* A run of the record of the last runs (scripts.c, release), "1\nID\n
+ * EVENT\n...", into ev.  Returns 0, or -1. */
+int decode_run(const char *s, size_t n, struct rlock_event *ev);
 int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined);
 long long history_hint(const redisReply *r);
 /* Element i of array r as elem_num reads it, 0 when it does not (for
@@ -471,10 +489,21 @@ void elem_str(const redisReply *r, size_t i, char *buf, size_t len);
 /* The holder layout of the force and status scripts: {flag, pttl, host,
  * pid, user, command, since, fence, token8, now}.  Returns 0 or -1. */
 int parse_holder(const redisReply *r, struct rlock_holder *h);
-/* A kind as the scripts write it ("x", "s" or a limit). */
-void parse_kind(const char *k, int *shared, int *limit);
-/* A waiter's "KIND:ID\nsince\npid\nhost\nuser\ncommand" into w. */
-void parse_waiter(const char *v, long long now, struct rlock_waiter *w);
+/* A kind as the scripts write it ("x", "s", '' or a limit 2 to
+ * RLOCK_LIMIT_MAX).  Returns 0, or -1 for anything else (*limit 0). */
+int parse_kind(const char *k, int *shared, int *limit);
+/* A waiter's "KIND:ID\nsince\npid\nhost\nuser\n[priority\n]command"
+ * into w; what does not decode is unknown, noted in junk. */
+void parse_waiter(const char *v, long long now, struct rlock_waiter *w,
+		  char *junk, size_t jlen);
+/* Note in junk (when empty) that field what held the n bytes at v, which
+ * rlock did not write: "what 'value'", escaped and cut. */
+void note_junk(char *junk, size_t len, const char *what, const char *v,
+	       size_t n);
+/* A number field of n bytes at v: empty is unknown (unk); digits within
+ * min..max; anything else is noted in junk and unknown. */
+long long num_field(const char *v, size_t n, long long min, long long max,
+		    long long unk, const char *what, char *junk, size_t jlen);
 /* A shared or semaphore holder's metadata into h. */
 void parse_meta(const char *v, long long now, struct rlock_holder *h);
 

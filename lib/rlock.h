@@ -18,6 +18,9 @@
 #define RLOCK_KEY_MAX (RLOCK_NAME_MAX + 300)	/* prefix{name}: the lock's key */
 #define RLOCK_LABEL_MAX 256		/* bytes of the command shown by status */
 #define RLOCK_NOTE_MAX 256		/* bytes of a holder's note */
+#define RLOCK_LIMIT_MAX 100000		/* places of a semaphore (--limit) */
+#define RLOCK_JUNK_MAX 200		/* a note of a field rlock did not
+					 * write, "what 'value'" */
 #define RLOCK_MAX_SERVERS 16		/* independent masters of a handle */
 #define RLOCK_LOG_MAX_DEFAULT 1000	/* history entries kept per lock */
 #define RLOCK_LOG_DAYS_DEFAULT 30	/* days a history outlives its last entry */
@@ -92,6 +95,11 @@ struct rlock_holder {
 					 * next, -1 not in line */
 	int skip;			/* why a busy answer is final (enum
 					 * rlock_skip), 0 none */
+	char junk[RLOCK_JUNK_MAX];	/* the first field that did not
+					 * decode (another client's data), as
+					 * "what 'value'" escaped; "" none.
+					 * Its value is unknown: 0, or -1 for
+					 * a fence (limit 0: a kind unknown) */
 	struct rlock_waiter {		/* the next in line, for status */
 		int present;
 		int shared, limit;
@@ -133,6 +141,9 @@ struct rlock_lease {
 struct rlock_outcome {
 	int exit;			/* exit status 0..255, -1 not known */
 	int signal;			/* the signal that ended it, 0 none */
+	int abandoned;			/* the process that held it died
+					 * without releasing (acquire --renew's
+					 * renewer): never a success */
 };
 
 /* Called by a waiting acquire about once a second and when the holder
@@ -324,8 +335,8 @@ size_t rlock_status_holders(const struct rlock *rl,
 /* One entry of a lock's history (DESIGN section 3). */
 struct rlock_event {
 	char id[48];			/* the stream entry's id */
-	char event[12];			/* acquired, released, lost, skipped,
-					 * forced */
+	char event[12];			/* acquired, released, abandoned, lost,
+					 * skipped, forced */
 	long long time_ms;		/* server clock, ms since the epoch */
 	char host[256];
 	char user[64];
@@ -342,6 +353,11 @@ struct rlock_event {
 	char note[RLOCK_NOTE_MAX + 1];
 	int servers;			/* how many servers recorded it */
 	unsigned from;			/* which: bit i, server i */
+	unsigned bad;			/* fields that did not decode (another
+					 * client's data), bit (1 << EV_X) of
+					 * lock_int.h's order: their values
+					 * are unknown */
+	char junk[RLOCK_JUNK_MAX];	/* the first, "what 'value'" escaped */
 };
 
 /* Where a reader of the history left off, per server (rlock_log_follow). */
@@ -370,16 +386,21 @@ int rlock_log_follow(struct rlock *rl, const char *name,
 		     size_t *n);
 
 /*
- * The last completed run of lock name (the newest released or lost event;
- * the command and note of its acquired event filled in when found) into
- * *last, and the last successful one (released with exit 0 or not known)
- * into *ok.  Each flag is 1 when found.  Returns RLOCK_OK or an error.
+ * The last completed run of lock name (the newest released, abandoned or
+ * lost event; the command and note of its grant filled in when known)
+ * into *last, and the last successful one (rlock_event_ok) into *ok.  Each
+ * flag is 1 when found.  Read from the record of the last runs, which
+ * trimming the history never reaches, and the newest history entries;
+ * without that record (a history older rlock wrote) at most
+ * RLOCK_LAST_SCAN entries back.  Returns RLOCK_OK or an error.
  */
+#define RLOCK_LAST_SCAN 20000
 int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 	       int *has_last, struct rlock_event *ok, int *has_ok);
 
-/* Whether an event ended a run successfully (released, exit 0 or not
- * known). */
+/* Whether an event ended a run successfully: released with exit status 0,
+ * or by a plain release (no status, no signal, no reason); never a field
+ * that did not decode, a signal, a loss, an abandoned lease. */
 int rlock_event_ok(const struct rlock_event *e);
 
 /* After rlock_status: the lock's last completed run.  Returns 1 and points

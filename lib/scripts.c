@@ -37,6 +37,15 @@
  *                                  (acquire, below)
  *   8 fence     P{N}:fence         counter, never expires
  *   9 log       P{N}:log           stream: the history (LUA_RECORD)
+ *     last      P{N}:log:last      hash: the last run that did not end
+ *                                  well ('run') and the last that did
+ *                                  ('ok'),
+ *                                  each "1\nID\nEVENT\nKIND\nEXIT\n
+ *                                  SIGNAL\nTOKEN8\nREASON\n" and the
+ *                                  holder's record (as meta), ID its
+ *                                  history entry's; trimming the stream
+ *                                  never reaches it.  Named from the log
+ *                                  key (one slot), with its expiry
  *  10 once      P{N}:once          hash: the period done (--once-per):
  *                                  until, host, user, pid, since, done,
  *                                  fence, per (its length); named
@@ -139,7 +148,9 @@
  * entries, and keeps the stream ttl ms from now.  max '0' records nothing.
  * A pcall: a server or ACL that refuses the stream (a user without +xadd,
  * a server without streams) never fails the lock operation around it.
- * Returns 1 recorded, 0 refused, nil not asked to.
+ * Returns the entry's id, 0 refused (2: the key is not a stream, another
+ * client's data), nil not asked to; a new stream's expiry is also given
+ * to the record of its last runs, KEY:last (the release script's).
  *
  * append(key, max, ttl, keep, ...) is record() where the stream's expiry
  * may stand (keep): it only adds the entry to a stream that exists
@@ -154,18 +165,21 @@
 	"local function record(key, max, ttl, ...)\n" \
 	"  if max == '0' then return nil end\n" \
 	"  local id = redis.pcall('XADD', key, 'MAXLEN', '~', max, '*', ...)\n" \
-	"  if type(id) ~= 'string' then return 0 end\n" \
+	"  if type(id) ~= 'string' then\n" \
+	"    return string.find(id.err or '', 'WRONGTYPE', 1, true) and 2 or 0\n" \
+	"  end\n" \
 	"  redis.pcall('PEXPIRE', key, ttl)\n" \
-	"  return 1\n" \
+	"  redis.pcall('PEXPIRE', key .. ':last', ttl)\n" \
+	"  return id\n" \
 	"end\n" \
 	"local function append(key, max, ttl, keep, ...)\n" \
 	"  if max == '0' then return nil end\n" \
 	"  if keep then\n" \
 	"    local id = redis.pcall('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', max, '*', ...)\n" \
-	"    if type(id) == 'string' then return 1 end\n" \
+	"    if type(id) == 'string' then return id end\n" \
 	"  end\n" \
 	"  return record(key, max, ttl, ...)\n" \
-	"end\n"
+	"end\n" \
 
 /*
  * What every exclusive or held grant writes besides the lock, for acquire
@@ -185,17 +199,21 @@
 	"local function acquired_event(hmax, httl, f, fs, tok, kind, pid, host, user,\n" \
 	"                              note, cmd, waited)\n" \
 	"  if hmax == '0' then return nil end\n" \
+	"  local id\n" \
 	"  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n" \
 	"  if note == '' then\n" \
-	"    return append(KEYS[9], hmax, httl, keep, 'event', 'acquired',\n" \
-	"                  'host', host, 'user', user, 'pid', pid, 'kind', kind,\n" \
-	"                  'fence', fs, 'token', string.sub(tok, 1, 8),\n" \
-	"                  'waited', waited, 'command', cmd)\n" \
-	"  end\n" \
-	"  return append(KEYS[9], hmax, httl, keep, 'event', 'acquired',\n" \
+	"    id = append(KEYS[9], hmax, httl, keep, 'event', 'acquired',\n" \
+	"                'host', host, 'user', user, 'pid', pid, 'kind', kind,\n" \
+	"                'fence', fs, 'token', string.sub(tok, 1, 8),\n" \
+	"                'waited', waited, 'command', cmd)\n" \
+	"  else\n" \
+	"    id = append(KEYS[9], hmax, httl, keep, 'event', 'acquired',\n" \
 	"                'host', host, 'user', user, 'pid', pid, 'kind', kind,\n" \
 	"                'fence', fs, 'token', string.sub(tok, 1, 8),\n" \
 	"                'waited', waited, 'command', cmd, 'note', note)\n" \
+	"  end\n" \
+	"  if type(id) == 'string' then return 1 end\n" \
+	"  return id\n" \
 	"end\n"
 
 
@@ -613,7 +631,9 @@ static const char extend_lua[] =
 
 /*
  * Release.  KEYS: the nine.  ARGV: token, release channel, wake-up
- * prefix, the exit status and the signal to record ('' not known), the
+ * prefix, the exit status and the signal to record ('' not known; the
+ * signal 'abandoned': a renewer released for a script that died holding
+ * the lock, recorded as that event), the
  * history's length and ttl, and with --once-per its period in ms (then
  * KEYS[10] is the period's record): an exclusive holder that
  * exits 0 marks the period it was granted in as done, until its end.
@@ -621,7 +641,11 @@ static const char extend_lua[] =
  * fence (several masters raise the metadata's to the one handed out) and
  * since when it was held, from the holder's metadata (the time held is
  * the entry's time less since); who held it and the kind are in the
- * grant's record, which readers join.  Each value in a record costs the
+ * grant's record, which readers join.  The record of the last runs
+ * (P{N}:log:last) gets the release as 'ok' when it ended well (no signal,
+ * exit 0 or not known: a plain release), else as 'run'; one field, to
+ * spare the hot path.  Each
+ * value in a record costs the
  * server a field to read and one to write: this is the hot path.  Before
  * the holder's hold_until (--min-hold) the lease is cut to end then
  * instead of being removed: the server's clock decides, whichever
@@ -651,16 +675,28 @@ static const char release_lua[] =
 	LUA_RECORD
 	"local tok = ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"local function released(fence, since)\n"
+	"local function released(kind, v, fence, since)\n"
 	"  if ARGV[6] == '0' then return end\n"
-	"  if ARGV[5] == '' then\n"
-	"    append(KEYS[9], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
-	"           'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4])\n"
+	"  local ev, sig, ok, id = 'released', ARGV[5], false\n"
+	"  if sig == '' then\n"
+	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
+	"                'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4])\n"
+	"    ok = ARGV[4] == '0' or ARGV[4] == ''\n"
+	"  elseif sig == 'abandoned' then\n"
+	"    ev, sig = sig, ''\n"
+	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'fence', fence or '',\n"
+	"                'token', string.sub(tok, 1, 8), 'since', since or '')\n"
 	"  else\n"
-	"    append(KEYS[9], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
-	"           'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4],\n"
-	"           'signal', ARGV[5])\n"
+	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
+	"                'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4],\n"
+	"                'signal', sig)\n"
 	"  end\n"
+	"  if type(id) ~= 'string' then return end\n"
+	"  local r = '1\\n' .. id .. '\\n' .. ev .. '\\n' .. kind .. '\\n' .. ARGV[4] .. '\\n' ..\n"
+	"            sig .. '\\n' .. string.sub(tok, 1, 8) .. '\\n\\n' .. v\n"
+	"  local rec = KEYS[9] .. ':last'\n"
+	"  local n = redis.pcall('HSET', rec, ok and 'ok' or 'run', r)\n"
+	"  if n == 1 then redis.pcall('PEXPIRE', rec, ARGV[7]) end\n"
 	"end\n"
 	"if cur == tok then\n"
 	"  local v = redis.call('GET', KEYS[2]) or ''\n"
@@ -686,12 +722,12 @@ static const char release_lua[] =
 	"      local left = string.format('%d', tonumber(hu) - at)\n"
 	"      redis.call('PEXPIRE', KEYS[1], left)\n"
 	"      redis.call('PEXPIRE', KEYS[2], left)\n"
-	"      released(fence, since)\n"
+	"      released('x', v, fence, since)\n"
 	"      return 2\n"
 	"    end\n"
 	"  end\n"
 	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"  released(fence, since)\n"
+	"  released('x', v, fence, since)\n"
 	"end\n"
 	"local function announce()\n"
 	"  if ARGV[2] == '' then return 1 end\n"
@@ -741,9 +777,10 @@ static const char release_lua[] =
 	"  local sc = redis.call('ZSCORE', KEYS[3], tok)\n"
 	"  if not sc then return 0 end\n"
 	"  if tonumber(sc) <= now then holders_purge(); return 0 end\n"
-	"  local f = unpack_meta(redis.call('HGET', KEYS[4], tok) or '')\n"
+	"  local raw = redis.call('HGET', KEYS[4], tok) or ''\n"
+	"  local f = unpack_meta(raw)\n"
 	"  local hu = tonumber(f[3] or '0') or 0\n"
-	"  released(f[1], f[2])\n"
+	"  released(redis.call('HGET', KEYS[4], 'limit') or 's', raw, f[1], f[2])\n"
 	"  if hu > now then\n"
 	"    redis.call('ZADD', KEYS[3], 'XX', ms(hu), tok)\n"
 	"    holders_expire()\n"
@@ -946,13 +983,21 @@ static const char status_lua[] =
 	"        m[8] or '', run, grant, once()}\n";
 
 /*
- * Log.  KEYS: the log.  ARGV: the history's length and ttl, then an entry's
- * field/value pairs: a run or acquire that gave up (skipped), a lease that
- * was lost, which no other script is there to record.
+ * Log.  KEYS: the log.  ARGV: the history's length and ttl, the run it
+ * ends for the record of the last runs ('' none: see release), then an
+ * entry's field/value pairs: a run or acquire that gave up (skipped), a
+ * lease that was lost, which no other script is there to record.
  */
 static const char log_lua[] =
 	LUA_RECORD
-	"return record(KEYS[1], ARGV[1], ARGV[2], unpack(ARGV, 3))\n";
+	"local id = record(KEYS[1], ARGV[1], ARGV[2], unpack(ARGV, 4))\n"
+	"if type(id) ~= 'string' then return id end\n"
+	"if ARGV[3] ~= '' then\n"
+	"  local rec = KEYS[1] .. ':last'\n"
+	"  local n = redis.pcall('HSET', rec, 'run', '1\\n' .. id .. '\\n' .. ARGV[3])\n"
+	"  if type(n) == 'number' and n > 0 then redis.pcall('PEXPIRE', rec, ARGV[2]) end\n"
+	"end\n"
+	"return 1\n";
 
 /*
  * The scripts' SHA-1 digests, written here rather than computed at every
@@ -962,21 +1007,21 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "66af4367e8afdb08606b7c25a5028c311a539468" },
+				   "2ed310f40a8984a9d17edf31213adfd2c62a8daa" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "74b925d54ce9860b2f4181d09fe77ac030c47bd3" },
+				   "a0300e044cc318f6609644d1548e55ed5199f875" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "8cf68995eb6f6ef65a759697490f6ea3b69b6f1c" },
+				 "6416833cdcb8144af9d22a1df2dd27e72b19c549" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "e1739b8972f25cb751720b099bd9ef558309d9a0" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
 				  "ab83c2e014a71427cf60acf1a2f46cd7373897e8" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
-				 "b8851b18d865dce7522f53736a1c723ad2c5d0ad" },
+				 "d0ea48055068d7eda46339d74e96549b3603eba0" },
 	[RLOCK_SCRIPT_LOG] = { "log", log_lua,
-			       "f60ffa555e498f125bbef18111c4d2355df513b2" },
+			       "889818c54158aabb9f10a0ce7ef94d390cb0bf84" },
 };
 
 const char *const ev_field[EV_NFIELDS] = {
@@ -1178,7 +1223,8 @@ void req_release(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = n->wake;
 	q->argv[q->argc++] = how != NULL && how->exit >= 0 ?
 			     num(q, 0, how->exit) : "";
-	q->argv[q->argc++] = how != NULL && how->signal > 0 ?
+	q->argv[q->argc++] = how != NULL && how->abandoned ? "abandoned" :
+			     how != NULL && how->signal > 0 ?
 			     rlock_signame(how->signal, q->num[1],
 					   sizeof(q->num[1])) : "";
 	history_args(q, 2, h);
@@ -1216,11 +1262,12 @@ void req_force(struct request *q, const struct lock_names *n,
 /* KEYS: the log.  ARGV: the history's length and ttl, the field/value
  * pairs of the values given. */
 void req_log(struct request *q, const struct lock_names *n,
-	     const struct history *h, const char *const *v)
+	     const struct history *h, const char *run, const char *const *v)
 {
 	begin(q, RLOCK_SCRIPT_LOG, 0, n);
 	add_key(q, n->log);
 	history_args(q, 0, h);
+	q->argv[q->argc++] = run != NULL ? run : "";
 	for (int i = 0; i < EV_NFIELDS; i++) {
 		if (v[i] == NULL || v[i][0] == '\0')
 			continue;

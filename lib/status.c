@@ -4,6 +4,7 @@
  * last).  Writing stays in the scripts (scripts.c), the lock operations in
  * lock.c.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,24 +71,22 @@ struct evlist {
 	size_t n, cap;
 };
 
-static int parse_entry(const redisReply *e, struct rlock_event *ev);
 static void join_grant(struct rlock_event *e, const struct rlock_event *g);
 static int unjoined(const struct rlock_event *e);
 static void join_older(struct rlock *rl, const struct names *nm,
 		       struct evlist *l);
 
-/* The last run a server's status answer names, kept when it is the
- * newest so far. */
+/* The last run a server's status answer names (parse_status checked its
+ * shape), kept when it is the newest so far. */
 static void status_last(struct rlock *rl, const redisReply *r)
 {
-	struct rlock_event ev;
+	struct rlock_event ev, grant;
 
-	struct rlock_event grant;
-
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < 17 ||
-	    parse_entry(r->element[16], &ev) != 0)
+	if (r->element[16]->elements == 0 ||
+	    decode_entry(r->element[16], &ev) != 0)
 		return;
-	if (r->elements > 17 && parse_entry(r->element[17], &grant) == 0)
+	if (r->element[17]->elements != 0 &&
+	    decode_entry(r->element[17], &grant) == 0)
 		join_grant(&ev, &grant);
 	if (!rl->has_last || ev.time_ms > rl->last.time_ms) {
 		rl->last = ev;
@@ -101,77 +100,175 @@ int rlock_status_last(const struct rlock *rl, const struct rlock_event **e)
 	return rl->has_last;
 }
 
-/* The period done: {until, host, user, pid, since, done, fence, per}, or
- * {} (a record of an older rlock has no per: 0). */
-static void parse_once(const redisReply *r, struct rlock_once *o)
+/* Element i of r, a string, as n bytes at *v.  Returns 0, or -1. */
+static int elem_bytes(const redisReply *r, size_t i, const char **v,
+		      size_t *n)
 {
-	memset(o, 0, sizeof(*o));
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < 7)
-		return;
-	o->present = 1;
-	o->until_ms = elem_ll(r, 0);
-	elem_str(r, 1, o->host, sizeof(o->host));
-	elem_str(r, 2, o->user, sizeof(o->user));
-	o->pid = elem_ll(r, 3);
-	o->since_ms = elem_ll(r, 4);
-	o->done_ms = elem_ll(r, 5);
-	o->fence = elem_ll(r, 6);
-	o->period_ms = elem_ll(r, 7);
+	const redisReply *e = r->element[i];
+
+	if (e->type != REDIS_REPLY_STRING)
+		return -1;
+	*v = e->str;
+	*n = e->len;
+	return 0;
 }
 
-/* The rest of a status answer after the holder: kind, holders, waiting,
- * the next in line and the list of holders. */
-static void parse_status(const redisReply *r, struct rlock_holder *h,
-			 struct rlock_holder **list, size_t *nlist)
+/* A number of r's element i (a string or an integer, as the scripts pass
+ * what they read): as num_field. */
+static long long elem_field(const redisReply *r, size_t i, long long min,
+			    long long max, long long unk, const char *what,
+			    char *junk, size_t jlen)
 {
-	const redisReply *l;
-	char k[24], *next;
-	long long now;
+	const redisReply *e = r->element[i];
+	char buf[24];
 
-	if (r->elements < 15)
-		return;
-	if (r->elements > 15)
-		elem_str(r, 15, h->note, sizeof(h->note));
-	now = elem_ll(r, 9);
-	elem_str(r, 10, k, sizeof(k));
-	parse_kind(k, &h->shared, &h->limit);
-	h->nholders = elem_ll(r, 11);
-	h->waiters = elem_ll(r, 12);
-	l = r->element[13];
-	if (l->type == REDIS_REPLY_STRING && l->len > 0) {
-		next = strndup(l->str, l->len);
-		if (next != NULL)
-			parse_waiter(next, now, &h->next);
-		free(next);
+	if (e->type == REDIS_REPLY_INTEGER) {
+		snprintf(buf, sizeof(buf), "%lld", e->integer);
+		return num_field(buf, strlen(buf), min, max, unk, what, junk,
+				 jlen);
 	}
-	if (r->elements > 18)
-		parse_once(r->element[18], &h->once);
-	l = r->element[14];
-	if (list == NULL || l->type != REDIS_REPLY_ARRAY || l->elements == 0)
-		return;
-	*list = calloc(l->elements, sizeof(**list));
-	if (*list == NULL)
-		return;
+	return num_field(e->str, e->len, min, max, unk, what, junk, jlen);
+}
+
+/*
+ * The period done: {until, host, user, pid, since, done, fence, per}, or
+ * {} (a record of an older rlock has no per: 0).  Returns 0, or -1 for a
+ * reply of the wrong shape; values another client wrote are unknown and
+ * noted in junk.
+ */
+static int parse_once(const redisReply *r, struct rlock_once *o, char *junk,
+		      size_t jlen)
+{
+	const char *v = "";
+	size_t n = 0;
+
+	memset(o, 0, sizeof(*o));
+	if (r->type != REDIS_REPLY_ARRAY)
+		return -1;
+	if (r->elements == 0)
+		return 0;
+	if (r->elements < 7 || r->elements > 8)
+		return -1;
+	for (size_t i = 0; i < r->elements; i++)
+		if (r->element[i]->type != REDIS_REPLY_STRING)
+			return -1;
+	o->present = 1;
+	o->until_ms = elem_field(r, 0, 1, FENCE_LIMIT, 0, "period's end",
+				 junk, jlen);
+	elem_bytes(r, 1, &v, &n);
+	snprintf(o->host, sizeof(o->host), "%.*s", (int)n, v);
+	elem_bytes(r, 2, &v, &n);
+	snprintf(o->user, sizeof(o->user), "%.*s", (int)n, v);
+	o->pid = elem_field(r, 3, 1, INT_MAX, 0, "pid", junk, jlen);
+	o->since_ms = elem_field(r, 4, 1, FENCE_LIMIT, 0, "since", junk, jlen);
+	o->done_ms = elem_field(r, 5, 1, FENCE_LIMIT, 0, "done", junk, jlen);
+	o->fence = elem_field(r, 6, 1, FENCE_LIMIT, -1, "fence", junk, jlen);
+	if (r->elements == 8)
+		o->period_ms = elem_field(r, 7, 1, FENCE_LIMIT, 0, "period",
+					  junk, jlen);
+	return 0;
+}
+
+/* The holders of a shared lock or a semaphore: up to 100 of {token
+ * prefix, ttl, metadata}, into *list.  Returns 0, or -1 for a reply of the
+ * wrong shape. */
+static int parse_holders(const redisReply *l, const struct rlock_holder *h,
+			 long long now, struct rlock_holder **list,
+			 size_t *nlist)
+{
+	if (l->type != REDIS_REPLY_ARRAY || l->elements > 100)
+		return -1;
 	for (size_t i = 0; i < l->elements; i++) {
 		const redisReply *e = l->element[i];
-		struct rlock_holder *x = &(*list)[*nlist];
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 3 ||
+		    e->element[0]->type != REDIS_REPLY_STRING ||
+		    e->element[2]->type != REDIS_REPLY_STRING ||
+		    (e->element[1]->type != REDIS_REPLY_STRING &&
+		     e->element[1]->type != REDIS_REPLY_INTEGER))
+			return -1;
+	}
+	if (list == NULL || l->elements == 0)
+		return 0;
+	*list = calloc(l->elements, sizeof(**list));
+	if (*list == NULL)
+		return 0;
+	for (size_t i = 0; i < l->elements; i++) {
+		const redisReply *e = l->element[i];
+		struct rlock_holder *x = &(*list)[(*nlist)++];
 		char *meta;
 
-		if (e->type != REDIS_REPLY_ARRAY || e->elements != 3)
-			continue;
 		x->held = 1;
 		x->shared = h->shared;
 		x->limit = h->limit;
 		x->place = -1;
-		elem_str(e, 0, x->token_prefix, sizeof(x->token_prefix));
-		x->ttl_ms = elem_ll(e, 1);
-		meta = e->element[2]->type == REDIS_REPLY_STRING ?
-		       strndup(e->element[2]->str, e->element[2]->len) : NULL;
+		snprintf(x->token_prefix, sizeof(x->token_prefix), "%.*s",
+			 (int)(e->element[0]->len < 8 ? e->element[0]->len :
+			       8), e->element[0]->str);
+		x->ttl_ms = elem_field(e, 1, -2, LLONG_MAX, -1, "ttl",
+				       x->junk, sizeof(x->junk));
+		meta = strndup(e->element[2]->str, e->element[2]->len);
 		if (meta != NULL)
 			parse_meta(meta, now, x);
 		free(meta);
-		(*nlist)++;
 	}
+	return 0;
+}
+
+/*
+ * The rest of a status answer after the holder: the server's time, kind,
+ * holders, waiting, the next in line, the list of holders, the note, the
+ * last run and its grant, the period done.  Returns 0, or -1 for a reply
+ * of the wrong shape (types, counts); values other clients wrote are
+ * unknown, and noted in h->junk.
+ */
+static int parse_status(const redisReply *r, struct rlock_holder *h,
+			struct rlock_holder **list, size_t *nlist)
+{
+	char k[24], *next;
+	const char *v = "";
+	size_t n = 0;
+	long long now;
+
+	if (r->elements != 19 || elem_bytes(r, 10, &v, &n) != 0 ||
+	    r->element[11]->type != REDIS_REPLY_INTEGER ||
+	    r->element[12]->type != REDIS_REPLY_INTEGER ||
+	    r->element[13]->type != REDIS_REPLY_STRING ||
+	    r->element[15]->type != REDIS_REPLY_STRING ||
+	    r->element[16]->type != REDIS_REPLY_ARRAY ||
+	    r->element[17]->type != REDIS_REPLY_ARRAY)
+		return -1;
+	now = elem_field(r, 9, 0, LLONG_MAX, 0, "time", h->junk,
+			 sizeof(h->junk));
+	snprintf(k, sizeof(k), "%.*s", (int)(n < sizeof(k) ? n : 0), v);
+	if (n >= sizeof(k) || parse_kind(k, &h->shared, &h->limit) != 0)
+		note_junk(h->junk, sizeof(h->junk), "limit", v, n);
+	if (r->element[11]->integer < 0 || r->element[12]->integer < 0)
+		return -1;
+	h->nholders = r->element[11]->integer;
+	h->waiters = r->element[12]->integer;
+	elem_bytes(r, 15, &v, &n);
+	snprintf(h->note, sizeof(h->note), "%.*s", (int)n, v);
+	elem_bytes(r, 13, &v, &n);
+	if (n > 0) {
+		next = strndup(v, n);
+		if (next != NULL)
+			parse_waiter(next, now, &h->next, h->junk,
+				     sizeof(h->junk));
+		free(next);
+	}
+	if (parse_once(r->element[18], &h->once, h->junk,
+		       sizeof(h->junk)) != 0)
+		return -1;
+	return parse_holders(r->element[14], h, now, list, nlist);
+}
+
+int decode_status(const redisReply *r, struct rlock_holder *h,
+		  struct rlock_holder **list, size_t *nlist)
+{
+	if (parse_holder(r, h) != 0 || parse_status(r, h, list, nlist) != 0)
+		return -1;
+	return 0;
 }
 
 int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
@@ -182,7 +279,7 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	struct fan f;
 	struct names n;
 	size_t i, fail = 0, ok = 0;
-	long long fence = 0;
+	long long fence = -1;
 	int rc;
 
 	rc = make_names(rl, name, &n);
@@ -202,13 +299,11 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	fan_run(rl, &f);
 	for (i = 0; i < f.n; i++) {
 		if (f.slot[i].res.rc == RLOCK_OK &&
-		    parse_holder(f.slot[i].res.r, &h[i]) != 0)
+		    decode_status(f.slot[i].res.r, &h[i], rl->nnode == 1 ?
+				  &rl->holders : NULL, &rl->nholders) != 0)
 			fan_unexpected(&f, i, "status");
-		if (f.slot[i].res.rc == RLOCK_OK) {
-			parse_status(f.slot[i].res.r, &h[i], rl->nnode == 1 ?
-				     &rl->holders : NULL, &rl->nholders);
+		if (f.slot[i].res.rc == RLOCK_OK)
 			status_last(rl, f.slot[i].res.r);
-		}
 		if (each != NULL)
 			fill_view(rl, &f, i, &each[i]);
 		if (f.slot[i].res.rc != RLOCK_OK) {
@@ -257,7 +352,13 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 			next = h[0].next;
 			once = h[0].once;
 		}
+		char junk[sizeof(out->junk)];
+
+		/* What did not decode stays said, held or free. */
+		memcpy(junk, rl->nnode == 1 ? h[0].junk : out->junk,
+		       sizeof(junk));
 		memset(out, 0, sizeof(*out));
+		memcpy(out->junk, junk, sizeof(junk));
 		out->ttl_ms = -2;
 		out->fence = fence;
 		out->limit = 1;
@@ -460,84 +561,237 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 
 /* ---- the history ---------------------------------------------------- */
 
-/* Field f of an entry (name and value as the stream has them) into ev;
- * fields rlock does not know are passed over. */
-static void set_field(struct rlock_event *ev, const redisReply *f,
-		      const redisReply *v)
+/* A stream id, "MS-SEQ", into its parts.  Returns 0, or -1. */
+int decode_id(const char *s, size_t n, long long *ms, unsigned long long *seq)
 {
-	char num[24];
-	int i;
+	const char *dash = memchr(s, '-', n);
+	long long q;
 
-	for (i = 0; i < EV_NFIELDS; i++) {
-		if (f->len == strlen(ev_field[i]) &&
-		    memcmp(f->str, ev_field[i], f->len) == 0)
-			break;
-	}
-#define COPY(dst) snprintf(dst, sizeof(dst), "%.*s", (int)v->len, v->str)
-	COPY(num);
+	if (dash == NULL ||
+	    rlock_parse_ll(s, (size_t)(dash - s), 0, LLONG_MAX, ms) != 0)
+		return -1;
+	/* The sequence is 64 bits; rlock's readers never need more than
+	 * its order, which any value below 2^63 keeps. */
+	if (rlock_parse_ll(dash + 1, n - (size_t)(dash - s) - 1, 0, LLONG_MAX,
+			   &q) != 0)
+		return -1;
+	*seq = (unsigned long long)q;
+	return 0;
+}
+
+/* Whether the n bytes at v are a kind rlock writes. */
+static int kind_ok(const char *v, size_t n)
+{
+	long long l;
+
+	return (n == 1 && (v[0] == 'x' || v[0] == 's')) ||
+	       rlock_parse_ll(v, n, 2, RLOCK_LIMIT_MAX, &l) == 0;
+}
+
+/* Whether the n bytes at v are a signal's name as rlock writes it. */
+static int signal_ok(const char *v, size_t n)
+{
+	if (n == 0 || n > 10)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((v[i] >= 'A' && v[i] <= 'Z') ||
+		      (v[i] >= '0' && v[i] <= '9') || v[i] == '+' ||
+		      v[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* A token prefix: up to 8 lowercase hex digits. */
+static int token_ok(const char *v, size_t n)
+{
+	if (n == 0 || n > 8)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((v[i] >= '0' && v[i] <= '9') ||
+		      (v[i] >= 'a' && v[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* A text field that another client may have written: kept (it is shown
+ * escaped), cut to its room. */
+#define COPY(dst) snprintf(dst, sizeof(dst), "%.*s", (int)n, v)
+
+/* Field i (EV_*) of the n bytes at v into ev: numbers within what rlock
+ * writes, kinds, signals and tokens as rlock writes them; anything else
+ * is unknown and marked in ev->bad, the first noted in ev->junk. */
+static void set_field(struct rlock_event *ev, int i, const char *v, size_t n)
+{
+	static const long long lo[EV_NFIELDS] = {
+		[EV_PID] = 1, [EV_FENCE] = 1, [EV_WAITED] = 0,
+		[EV_SINCE] = 1, [EV_HELD] = 0, [EV_EXIT] = 0,
+	};
+	static const long long hi[EV_NFIELDS] = {
+		[EV_PID] = INT_MAX, [EV_FENCE] = FENCE_LIMIT,
+		[EV_WAITED] = FENCE_LIMIT, [EV_SINCE] = FENCE_LIMIT,
+		[EV_HELD] = FENCE_LIMIT, [EV_EXIT] = 255,
+	};
+	long long *num[EV_NFIELDS] = {
+		[EV_PID] = &ev->pid, [EV_FENCE] = &ev->fence,
+		[EV_WAITED] = &ev->waited_ms, [EV_SINCE] = &ev->since_ms,
+		[EV_HELD] = &ev->held_ms,
+	};
+	long long x;
+	int ok = 1;
+
 	switch (i) {
-	case EV_EVENT: COPY(ev->event); break;
+	case EV_EVENT: COPY(ev->event); ok = n > 0 && n < sizeof(ev->event);
+		break;
 	case EV_HOST: COPY(ev->host); break;
 	case EV_USER: COPY(ev->user); break;
-	case EV_KIND: COPY(ev->kind); break;
-	case EV_TOKEN: COPY(ev->token); break;
-	case EV_SIGNAL: COPY(ev->signal); break;
 	case EV_REASON: COPY(ev->reason); break;
 	case EV_COMMAND: COPY(ev->command); break;
 	case EV_NOTE: COPY(ev->note); break;
-	case EV_PID: ev->pid = num[0] != '\0' ? strtoll(num, NULL, 10) : -1;
+	case EV_KIND:
+		ok = n == 0 || kind_ok(v, n);
+		if (ok)
+			COPY(ev->kind);
 		break;
-	case EV_FENCE: ev->fence = num[0] != '\0' ? strtoll(num, NULL, 10) : -1;
+	case EV_TOKEN:
+		ok = n == 0 || token_ok(v, n);
+		if (ok)
+			COPY(ev->token);
 		break;
-	case EV_WAITED:
-		ev->waited_ms = num[0] != '\0' ? strtoll(num, NULL, 10) : -1;
-		break;
-	case EV_HELD:
-		ev->held_ms = num[0] != '\0' ? strtoll(num, NULL, 10) : -1;
-		break;
-	case EV_SINCE:
-		ev->since_ms = num[0] != '\0' ? strtoll(num, NULL, 10) : -1;
+	case EV_SIGNAL:
+		ok = n == 0 || signal_ok(v, n);
+		if (ok)
+			COPY(ev->signal);
 		break;
 	case EV_EXIT:
-		ev->exit = num[0] != '\0' ? (int)strtol(num, NULL, 10) : -1;
+		ok = n == 0 || rlock_parse_ll(v, n, lo[i], hi[i], &x) == 0;
+		if (ok && n > 0)
+			ev->exit = (int)x;
+		break;
+	case EV_PID: case EV_FENCE: case EV_WAITED: case EV_SINCE:
+	case EV_HELD:
+		ok = n == 0 || rlock_parse_ll(v, n, lo[i], hi[i], &x) == 0;
+		if (ok && n > 0)
+			*num[i] = x;
 		break;
 	}
-#undef COPY
+	if (!ok) {
+		ev->bad |= 1u << i;
+		note_junk(ev->junk, sizeof(ev->junk), ev_field[i], v, n);
+	}
 }
+#undef COPY
 
-/* A stream entry, [id, [field, value, ...]], into ev.  Returns 0, or -1
- * for anything else (an empty reply: no entry). */
-static int parse_entry(const redisReply *e, struct rlock_event *ev)
+static void event_init(struct rlock_event *ev)
 {
-	const redisReply *fv;
-
 	memset(ev, 0, sizeof(*ev));
 	ev->pid = ev->fence = ev->waited_ms = ev->held_ms = ev->since_ms = -1;
 	ev->exit = -1;
 	ev->servers = 1;
-	if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
-	    e->element[0]->type != REDIS_REPLY_STRING ||
-	    e->element[1]->type != REDIS_REPLY_ARRAY)
-		return -1;
-	elem_str(e, 0, ev->id, sizeof(ev->id));
-	ev->time_ms = strtoll(ev->id, NULL, 10);
-	fv = e->element[1];
-	for (size_t i = 0; i + 1 < fv->elements; i += 2) {
-		if (fv->element[i]->type == REDIS_REPLY_STRING &&
-		    fv->element[i + 1]->type == REDIS_REPLY_STRING)
-			set_field(ev, fv->element[i], fv->element[i + 1]);
-	}
-	/* A release says since when the lock was held; its entry's ID says
-	 * when it ended, on the same clock. */
+}
+
+/* A release says since when the lock was held; its entry's ID says when
+ * it ended, on the same clock. */
+static void event_held(struct rlock_event *ev)
+{
 	if (ev->held_ms < 0 && ev->since_ms >= 0)
 		ev->held_ms = ev->time_ms > ev->since_ms ?
 			      ev->time_ms - ev->since_ms : 0;
+}
+
+int decode_entry(const redisReply *e, struct rlock_event *ev)
+{
+	const redisReply *fv;
+	unsigned long long seq;
+
+	event_init(ev);
+	if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+	    e->element[0]->type != REDIS_REPLY_STRING ||
+	    e->element[1]->type != REDIS_REPLY_ARRAY ||
+	    e->element[0]->len >= sizeof(ev->id) ||
+	    decode_id(e->element[0]->str, e->element[0]->len, &ev->time_ms,
+		      &seq) != 0)
+		return -1;
+	memcpy(ev->id, e->element[0]->str, e->element[0]->len);
+	fv = e->element[1];
+	if (fv->elements % 2 != 0)
+		return -1;
+	for (size_t i = 0; i < fv->elements; i += 2) {
+		const redisReply *f = fv->element[i], *v = fv->element[i + 1];
+		int k;
+
+		if (f->type != REDIS_REPLY_STRING ||
+		    v->type != REDIS_REPLY_STRING)
+			return -1;
+		/* Fields rlock does not know are passed over. */
+		for (k = 0; k < EV_NFIELDS; k++) {
+			if (f->len == strlen(ev_field[k]) &&
+			    memcmp(f->str, ev_field[k], f->len) == 0)
+				break;
+		}
+		if (k < EV_NFIELDS)
+			set_field(ev, k, v->str, v->len);
+	}
+	event_held(ev);
+	/* An entry with no event is no event rlock wrote. */
+	return ev->event[0] != '\0' ? 0 : 1;
+}
+
+int decode_run(const char *s, size_t n, struct rlock_event *ev)
+{
+	/* "1\nID\nEVENT\nKIND\nEXIT\nSIGNAL\nTOKEN8\nREASON\n" and the
+	 * holder's record "FENCE\nSINCE\nHOLD\nPID\nHOST\nUSER\nNOTE\n
+	 * COMMAND" (seven fields, no note, from an older rlock). */
+	static const int order[] = {
+		-1, -2, EV_EVENT, EV_KIND, EV_EXIT, EV_SIGNAL, EV_TOKEN,
+		EV_REASON, EV_FENCE, EV_SINCE, -3, EV_PID, EV_HOST, EV_USER,
+		EV_NOTE, EV_COMMAND,
+	};
+	const size_t nord = sizeof(order) / sizeof(order[0]);
+	const char *f[sizeof(order) / sizeof(order[0])], *end = s + n;
+	size_t len[sizeof(order) / sizeof(order[0])], nf = 0;
+	unsigned long long seq;
+	const char *p = s;
+
+	event_init(ev);
+	/* Split at newlines; the last field runs to the end. */
+	while (nf < nord) {
+		const char *nl = nf + 1 < nord ? memchr(p, '\n', end - p) : NULL;
+
+		f[nf] = p;
+		len[nf] = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+		nf++;
+		if (nl == NULL)
+			break;
+		p = nl + 1;
+	}
+	if (nf < 8 || len[0] != 1 || f[0][0] != '1' ||
+	    len[1] >= sizeof(ev->id) ||
+	    decode_id(f[1], len[1], &ev->time_ms, &seq) != 0)
+		return -1;
+	memcpy(ev->id, f[1], len[1]);
+	/* An older holder's record has no note: its command moves up. */
+	if (nf == nord - 1) {
+		f[nord - 1] = f[nord - 2];
+		len[nord - 1] = len[nord - 2];
+		len[nord - 2] = 0;
+		nf = nord;
+	} else if (nf != 8 && nf != nord) {
+		return -1;
+	}
+	for (size_t i = 2; i < nf; i++) {
+		if (order[i] >= 0)
+			set_field(ev, order[i], f[i], len[i]);
+	}
+	event_held(ev);
 	return ev->event[0] != '\0' ? 0 : -1;
 }
 
 int rlock_event_ok(const struct rlock_event *e)
 {
-	return strcmp(e->event, "released") == 0 && e->exit <= 0;
+	return strcmp(e->event, "released") == 0 &&
+	       (e->bad & (1u << EV_EXIT | 1u << EV_SIGNAL | 1u << EV_EVENT)) ==
+	       0 && e->signal[0] == '\0' &&
+	       (e->exit == 0 || (e->exit == -1 && e->reason[0] == '\0'));
 }
 
 /*
@@ -561,13 +815,20 @@ static void join_grant(struct rlock_event *e, const struct rlock_event *g)
 		e->fence = g->fence;
 }
 
+/* Whether e ends a run: a release, an abandoned lease, a loss. */
+static int ends_run(const struct rlock_event *e)
+{
+	return strcmp(e->event, "released") == 0 ||
+	       strcmp(e->event, "abandoned") == 0 ||
+	       strcmp(e->event, "lost") == 0;
+}
+
 /* Whether e ends a grant that has not been joined to it yet: a release
  * (it names no holder), a loss (its kind, for a shared or semaphore
  * lease). */
 static int unjoined(const struct rlock_event *e)
 {
-	return (strcmp(e->event, "released") == 0 ||
-		strcmp(e->event, "lost") == 0) &&
+	return (strcmp(e->event, "released") == 0 || ends_run(e)) &&
 	       (e->host[0] == '\0' || e->kind[0] == '\0') &&
 	       e->token[0] != '\0';
 }
@@ -656,13 +917,16 @@ static int cmp_time(const void *a, const void *b)
 	return strcmp(x->token, y->token);
 }
 
-/* One event recorded by several masters: the same kind and token, from
- * another master (one master can record a token's grant twice: an acquire
- * that was undone tries again with its token). */
-static int same_event(const struct rlock_event *x, const struct rlock_event *y)
+/* By token, then event, then time: the records that may be one event
+ * recorded by several masters side by side, oldest first. */
+static int cmp_group(const void *a, const void *b)
 {
-	return x->token[0] != '\0' && strcmp(x->token, y->token) == 0 &&
-	       strcmp(x->event, y->event) == 0 && (x->from & y->from) == 0;
+	const struct rlock_event *x = a, *y = b;
+	int c = strcmp(x->token, y->token);
+
+	if (c == 0)
+		c = strcmp(x->event, y->event);
+	return c != 0 ? c : cmp_time(a, b);
 }
 
 /*
@@ -672,52 +936,79 @@ static int same_event(const struct rlock_event *x, const struct rlock_event *y)
  * the metadata its release is recorded from.  When that master's record is
  * the only one of the release (the others restarted empty, or refused the
  * write), the event would show a lower fence than the holder had: give
- * every event of a token the highest fence any of them carries.
+ * every event of a token the highest fence any of them carries.  ev[0..n)
+ * is sorted by token.
  */
-static void one_fence(struct evlist *l)
+static void one_fence(struct rlock_event *ev, size_t n)
 {
-	size_t i, j;
+	for (size_t i = 0, j; i < n; i = j) {
+		long long most = ev[i].fence;
 
-	for (i = 0; i < l->n; i++) {
-		struct rlock_event *e = &l->ev[i];
-
-		if (e->fence < 0 || e->token[0] == '\0')
-			continue;
-		for (j = 0; j < l->n; j++) {
-			if (l->ev[j].fence > e->fence &&
-			    strcmp(l->ev[j].token, e->token) == 0)
-				e->fence = l->ev[j].fence;
-		}
+		for (j = i + 1; j < n && strcmp(ev[j].token, ev[i].token) == 0;
+		     j++)
+			if (ev[j].fence > most)
+				most = ev[j].fence;
+		for (size_t k = i; ev[i].token[0] != '\0' && k < j; k++)
+			if (ev[k].fence >= 0)
+				ev[k].fence = most;
 	}
+}
+
+/*
+ * Count each of the records of one token and event (ev[0..n), oldest
+ * first) once per event: one master can record a token's grant twice (an
+ * acquire that was undone tries again with its token), so the k-th record
+ * of a master joins the first event that master has not recorded yet.
+ * Per master, those are the events from next[m] on.  Returns how many
+ * events are left at the front of ev.
+ */
+static size_t merge_group(struct rlock_event *ev, size_t n)
+{
+	size_t next[RLOCK_MAX_SERVERS] = { 0 }, out = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		unsigned m = (unsigned)__builtin_ctz(ev[k].from);
+
+		if (ev[k].token[0] != '\0' && next[m] < out) {
+			struct rlock_event *e = &ev[next[m]++];
+
+			e->servers++;
+			e->from |= ev[k].from;
+			if (ev[k].fence > e->fence)
+				e->fence = ev[k].fence;
+			continue;
+		}
+		ev[out++] = ev[k];
+		next[m] = out;
+	}
+	return out;
 }
 
 /* Sort l by time and, with several masters, count each event once: the
  * earliest record stands for all, with the fence handed out (one_fence)
- * and how many servers recorded it. */
+ * and how many servers recorded it.  O(n log n). */
 static void merge(struct evlist *l, int several)
 {
 	size_t i, j, out = 0;
 
+	if (several && l->n > 1) {
+		qsort(l->ev, l->n, sizeof(*l->ev), cmp_group);
+		for (i = 0; i < l->n; i = j) {
+			size_t kept;
+
+			for (j = i + 1; j < l->n &&
+			     strcmp(l->ev[j].token, l->ev[i].token) == 0 &&
+			     strcmp(l->ev[j].event, l->ev[i].event) == 0; j++)
+				;
+			kept = merge_group(l->ev + i, j - i);
+			memmove(l->ev + out, l->ev + i, kept * sizeof(*l->ev));
+			out += kept;
+		}
+		l->n = out;
+		one_fence(l->ev, l->n);
+	}
 	if (l->n > 1)
 		qsort(l->ev, l->n, sizeof(*l->ev), cmp_time);
-	if (!several)
-		return;
-	for (i = 0; i < l->n; i++) {
-		for (j = 0; j < out; j++) {
-			if (same_event(&l->ev[j], &l->ev[i]))
-				break;
-		}
-		if (j < out) {
-			l->ev[j].servers++;
-			l->ev[j].from |= l->ev[i].from;
-			if (l->ev[i].fence > l->ev[j].fence)
-				l->ev[j].fence = l->ev[i].fence;
-			continue;
-		}
-		l->ev[out++] = l->ev[i];
-	}
-	l->n = out;
-	one_fence(l);
 }
 
 /*
@@ -764,9 +1055,10 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 	fan_run(rl, &f);
 	for (i = 0; i < f.n; i++) {
 		const redisReply *r = f.slot[i].res.r;
+		size_t before = l->n;
 
 		if (f.slot[i].res.rc == RLOCK_OK &&
-		    r->type != REDIS_REPLY_ARRAY)
+		    (r->type != REDIS_REPLY_ARRAY || r->elements > max))
 			fan_unexpected(&f, i, "log");
 		if (f.slot[i].res.rc != RLOCK_OK) {
 			fail++;
@@ -775,8 +1067,17 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 		ok++;
 		for (size_t j = 0; j < r->elements; j++) {
 			struct rlock_event ev;
+			int d = decode_entry(r->element[j], &ev);
 
-			if (parse_entry(r->element[j], &ev) != 0)
+			if (d < 0) {
+				/* Not a stream's reply: none of it counts. */
+				fan_unexpected(&f, i, "XREVRANGE");
+				l->n = before;
+				ok--;
+				fail++;
+				break;
+			}
+			if (d != 0)
 				continue;
 			ev.from = 1u << i;
 			/* XRANGE's last is the newest, XREVRANGE's first. */
@@ -915,57 +1216,167 @@ int rlock_log_follow(struct rlock *rl, const char *name,
 	return RLOCK_OK;
 }
 
+/* The newer of e and what *have (flag *has) holds, into it; e also when
+ * both are one event (tie: a history entry says more than the record). */
+static void keep_newer(struct rlock_event *have, int *has,
+		       const struct rlock_event *e, int tie)
+{
+	int c = *has ? cmp_time(e, have) : 1;
+
+	if (c > 0 || (tie && c == 0)) {
+		*have = *e;
+		*has = 1;
+	}
+}
+
+/*
+ * The record of the last runs on every server (HMGET LOG:last run ok:
+ * the last that did not end well, the last that did), the newest run
+ * into run and the newest success into ok.  Best effort: a server that does
+ * not answer, a record of another type or one that does not decode (not
+ * rlock's) leaves it to the history.
+ */
+static void read_runs(struct rlock *rl, const struct names *n,
+		      struct rlock_event *run, int *has_run,
+		      struct rlock_event *ok, int *has_ok)
+{
+	char key[sizeof(n->k.log) + 8];
+	const char *argv[4] = { "HMGET", key, "run", "ok" };
+	struct request q;
+	struct fan f;
+
+	snprintf(key, sizeof(key), "%s:last", n->v.log);
+	req_command(&q, 4, argv, n->v.slot);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
+	skip_unanswered(rl, &f);
+	fan_run(rl, &f);
+	for (size_t i = 0; i < f.n; i++) {
+		const redisReply *r = f.slot[i].res.r;
+
+		if (f.slot[i].res.rc != RLOCK_OK ||
+		    r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+			continue;
+		for (size_t k = 0; k < 2; k++) {
+			const redisReply *e = r->element[k];
+			struct rlock_event ev;
+
+			if (e->type != REDIS_REPLY_STRING ||
+			    decode_run(e->str, e->len, &ev) != 0 ||
+			    !ends_run(&ev) || (k == 1 && !rlock_event_ok(&ev)))
+				continue;
+			/* A release that ended well writes only 'ok': the
+			 * last run is the newer of the two. */
+			ev.from = 1u << i;
+			keep_newer(run, has_run, &ev, 0);
+			if (k == 1)
+				keep_newer(ok, has_ok, &ev, 0);
+		}
+	}
+	fan_done(&f);
+}
+
+/* The id before id ("ms-seq"), for a read that ends before it; "" when
+ * there is none. */
+static void prev_id(const char *id, char *out, size_t len)
+{
+	unsigned long long seq;
+	long long ms;
+
+	if (decode_id(id, strlen(id), &ms, &seq) != 0 ||
+	    (ms == 0 && seq == 0))
+		snprintf(out, len, "%s", "");
+	else if (seq > 0)
+		snprintf(out, len, "%lld-%llu", ms, seq - 1);
+	else
+		snprintf(out, len, "%lld-%llu", ms - 1, ~0ULL);
+}
+
+/* The command and note of e's grant, when it is among ev[0..n). */
+static void grant_text(struct rlock_event *e, const struct rlock_event *ev,
+		       size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(ev[i].event, "acquired") != 0 ||
+		    strcmp(ev[i].token, e->token) != 0 || e->token[0] == '\0')
+			continue;
+		snprintf(e->command, sizeof(e->command), "%s", ev[i].command);
+		snprintf(e->note, sizeof(e->note), "%s", ev[i].note);
+	}
+}
+
+#define LAST_PAGE 500
+
 int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 	       int *has_last, struct rlock_event *ok, int *has_ok)
 {
-	struct evlist l = { 0 };
-	size_t i, want = 200;
+	struct rlock_event found[2];
+	int got[2] = { 0, 0 }, rec_run = 0, rec_ok = 0;
+	char top[48] = "+";
+	struct names nm;
+	size_t read = 0;
 	int rc;
 
 	*has_last = *has_ok = 0;
-	for (;;) {
-		rc = read_events(rl, name, want, 0, 0, NULL, &l);
-		if (rc != RLOCK_OK)
+	rc = make_names(rl, name, &nm);
+	if (rc != RLOCK_OK)
+		return rc;
+	if ((rc = first_distinct(rl)) != RLOCK_OK)
+		return rc;
+	read_runs(rl, &nm, last, &rec_run, ok, &rec_ok);
+	/* The newest page of the history, and older ones only while what
+	 * the record does not say (a history an older rlock wrote) is still
+	 * missing: at most RLOCK_LAST_SCAN entries, a page at a time. */
+	while (read < RLOCK_LAST_SCAN && top[0] != '\0') {
+		struct evlist l = { 0 };
+		size_t i;
+
+		rc = read_log(rl, &nm, LAST_PAGE, 0, top, 0, NULL, &l);
+		if (rc != RLOCK_OK) {
+			free(l.ev);
 			break;
+		}
+		merge(&l, rl->nnode > 1);
+		join_grants(l.ev, l.n);
 		for (i = l.n; i-- > 0;) {
-			const struct rlock_event *e = &l.ev[i];
+			struct rlock_event *e = &l.ev[i];
 
-			if (!*has_last && (strcmp(e->event, "released") == 0 ||
-					   strcmp(e->event, "lost") == 0)) {
-				*last = *e;
-				*has_last = 1;
+			if (!got[0] && ends_run(e)) {
+				grant_text(e, l.ev, i);
+				found[0] = *e;
+				got[0] = 1;
 			}
-			if (!*has_ok && rlock_event_ok(e)) {
-				*ok = *e;
-				*has_ok = 1;
+			if (!got[1] && rlock_event_ok(e)) {
+				grant_text(e, l.ev, i);
+				found[1] = *e;
+				got[1] = 1;
 			}
 		}
-		/* The last success may be further back than the last run:
-		 * read the whole history once before saying "never". */
-		if (*has_ok || l.n < want || want > 200)
-			break;
+		read += LAST_PAGE;
+		if (l.n > 0)
+			prev_id(l.ev[0].id, top, sizeof(top));
+		/* Fewer than a page on every server: the history's start. */
+		if (l.n < LAST_PAGE)
+			top[0] = '\0';
 		free(l.ev);
-		l = (struct evlist){ 0 };
-		*has_last = 0;
-		want = 1000000;
+		if ((got[0] || rec_run) && (got[1] || rec_ok))
+			break;
 	}
-	/* The command and note are the acquired record's. */
-	for (i = 0; rc == RLOCK_OK && i < l.n; i++) {
-		const struct rlock_event *e = &l.ev[i];
+	if (rc != RLOCK_OK)
+		return rc;
+	/* Releases whose grant is older than what was read. */
+	for (int k = 0; k < 2; k++) {
+		if (got[k] && unjoined(&found[k])) {
+			struct evlist one = { &found[k], 1, 1 };
 
-		if (strcmp(e->event, "acquired") != 0)
-			continue;
-		if (*has_last && strcmp(e->token, last->token) == 0) {
-			snprintf(last->command, sizeof(last->command), "%s",
-				 e->command);
-			snprintf(last->note, sizeof(last->note), "%s", e->note);
-		}
-		if (*has_ok && strcmp(e->token, ok->token) == 0) {
-			snprintf(ok->command, sizeof(ok->command), "%s",
-				 e->command);
-			snprintf(ok->note, sizeof(ok->note), "%s", e->note);
+			join_older(rl, &nm, &one);
 		}
 	}
-	free(l.ev);
-	return rc;
+	*has_last = rec_run;
+	*has_ok = rec_ok;
+	if (got[0])
+		keep_newer(last, has_last, &found[0], 1);
+	if (got[1])
+		keep_newer(ok, has_ok, &found[1], 1);
+	return RLOCK_OK;
 }

@@ -471,6 +471,7 @@ place_lapsed() {
 	[[ -e one ]]
 	for s in R A B; do
 		assert_equal "$(rcli "$s" KEYS "${RLOCK_PREFIX}*" | sort)" "$(key rl):fence
-$(key rl):log"
+$(key rl):log
+$(key rl):log:last"
 	done
 }

@@ -136,6 +136,13 @@ static void record(struct fake *f, struct client *c, const redisReply *r)
 			 r->element[tok]->str);
 }
 
+/* The status script's answer after the holder: kind (K, one character or
+ * none, and its length), holders, waiting, the next in line, the holders' list, the note,
+ * the last run and its grant, the period done. */
+#define STATUS_TAIL(klen, k)                                               \
+	"$" klen "\r\n" k "\r\n:1\r\n:0\r\n$0\r\n\r\n*0\r\n"                  \
+	"$0\r\n\r\n*0\r\n*0\r\n*0\r\n"
+
 /* Answer one request.  Returns 0 when the connection is to be dropped. */
 static int answer(struct fake *f, struct client *c, const redisReply *r)
 {
@@ -172,9 +179,9 @@ static int answer(struct fake *f, struct client *c, const redisReply *r)
 			 rec->script == RLOCK_SCRIPT_FENCE)
 			say(c->fd, ":1\r\n");
 		else if (rec->script == RLOCK_SCRIPT_STATUS)
-			say(c->fd, "*10\r\n:0\r\n:-2\r\n$0\r\n\r\n$0\r\n\r\n"
+			say(c->fd, "*19\r\n:0\r\n:-2\r\n$0\r\n\r\n$0\r\n\r\n"
 			    "$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n:0\r\n$0\r\n\r\n"
-			    "$13\r\n1700000001000\r\n");
+			    "$13\r\n1700000001000\r\n" STATUS_TAIL("0", ""));
 		else if (strcasecmp(rec->cmd, "PUBSUB") == 0)
 			say(c->fd, "*2\r\n$1\r\nc\r\n:0\r\n");
 		else
@@ -206,10 +213,10 @@ static int answer(struct fake *f, struct client *c, const redisReply *r)
 		say(c->fd, "%s", st.text);
 		return 1;
 	case A_HELD:
-		say(c->fd, "*10\r\n:1\r\n:4000\r\n$4\r\nhost\r\n$3\r\n123\r\n"
+		say(c->fd, "*19\r\n:1\r\n:4000\r\n$4\r\nhost\r\n$3\r\n123\r\n"
 		    "$4\r\nuser\r\n$3\r\ncmd\r\n$13\r\n1700000000000\r\n"
-		    ":%lld\r\n$8\r\nabcdef01\r\n$13\r\n1700000001000\r\n",
-		    st.val);
+		    ":%lld\r\n$8\r\nabcdef01\r\n$13\r\n1700000001000\r\n"
+		    STATUS_TAIL("1", "x"), st.val);
 		return 1;
 	case A_SLOW_GRANT: {
 		struct timespec ts = { 0, (long)st.val * 1000000L };
