@@ -226,8 +226,7 @@ int cmd_help(int argc, char **argv, struct cli *g)
 	const struct cmd *c;
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
-				 NULL)) != -1) {
+	while ((ch = cli_getopt(argc, argv, CLI_GLOBAL_SHORT, longopts)) != -1) {
 		if (!cli_global_option(g, ch, optarg))
 			cli_bad_option(g, ch, argv);
 	}
