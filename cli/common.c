@@ -203,6 +203,10 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		return 1;
 	case OPT_MIN_HOLD:
 		ao->min_hold_ms = cli_duration(g, "--min-hold", arg, 0, 1);
+		/* A hold is kept by the lease, which is at most 30 days. */
+		if (ao->min_hold_ms > RLOCK_TTL_MAX_MS)
+			cli_usage_error(g, "invalid --min-hold '%s': must be "
+					"at most 30d", arg);
 		return 1;
 	case OPT_LABEL:
 		ao->label = arg;
