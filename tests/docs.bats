@@ -413,10 +413,22 @@ check_options() {
 	: >"$BATS_TEST_TMPDIR/pwfile"
 	run bash_complete rlock --password-file "$BATS_TEST_TMPDIR/pwf"
 	[ "$output" = "$BATS_TEST_TMPDIR/pwfile" ]
-	# After NAME, "run" completes a command, not rlock's options.
+	# After NAME, "run" completes its options or a command; after "--" or
+	# the command's first word, never rlock's options.
 	run bash_complete rlock run -n job -- ech
 	[[ $'\n'$output$'\n' == *$'\n'echo$'\n'* ]]
-	run bash_complete rlock run job --
+	run bash_complete rlock run job --on
+	[ "$(sort <<<"$output" | tr '\n' ' ')" = "--on-lost --once-per " ]
+	run bash_complete rlock run job -- --on
+	[[ $output != *--on-lost* ]]
+	run bash_complete rlock run job echo --on
+	[[ $output != *--on-lost* ]]
+	run bash_complete rlock run -- job ech
+	[[ $'\n'$output$'\n' == *$'\n'echo$'\n'* ]]
+	# Other subcommands: options after the operands too, none after "--".
+	run bash_complete rlock last job --max
+	[ "$output" = --max-age ]
+	run bash_complete rlock last -- job --max
 	[ -z "$output" ]
 }
 
