@@ -186,6 +186,21 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
  * not given. */
 void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao);
 
+/*
+ * getopt_long for a subcommand whose options may come before or after its
+ * operands, as in GNU tools ("rlock last NAME --max-age 26h"), without
+ * GNU's permutation, which POSIXLY_CORRECT turns off: it runs getopt_long
+ * in "-" mode, where each operand comes back as code 1, and collects them.
+ * shortopts is given without a leading '+', '-' or ':'; the first call must
+ * find optind at 0 (main leaves it so).  Returns the code of each option
+ * as getopt_long does, optarg set (':' for a missing value, '?' for an
+ * unknown option, for cli_bad_option), never 1; at the end -1, with the
+ * operands in the order given, those after a "--" included, in
+ * argv[optind..argc-1].
+ */
+int cli_getopt(int argc, char **argv, const char *shortopts,
+	       const struct option *longopts);
+
 /* Report a getopt failure ('?' or ':') and exit 64. */
 void cli_bad_option(struct cli *g, int c, char **argv)
 	__attribute__((noreturn));

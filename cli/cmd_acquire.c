@@ -352,8 +352,8 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	ao.ttl_ms = 30000;
 	ao.wait_ms = -1;
 	ao.cancel_fd = -1;
-	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT CLI_LOCK_SHORT,
-				longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, CLI_GLOBAL_SHORT CLI_LOCK_SHORT,
+			       longopts)) != -1) {
 		if (cli_global_option(g, c, optarg) ||
 		    cli_lock_option(g, c, optarg, &ao, &conflict))
 			continue;

@@ -306,8 +306,8 @@ static void parse(int argc, char **argv, struct cli *g, struct bench_args *a)
 	a->duration_ms = 5000;
 	a->ttl_ms = 10000;
 	a->ping = 1;
-	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "c:k:n:d:t:l:s",
-				longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, CLI_GLOBAL_SHORT "c:k:n:d:t:l:s",
+			       longopts)) != -1) {
 		switch (c) {
 		case 'c':
 			a->clients = parse_count(g, "--clients", optarg,

@@ -133,8 +133,7 @@ int cmd_doctor(int argc, char **argv, struct cli *g)
 	struct rlock *rl;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
-				NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, CLI_GLOBAL_SHORT, longopts)) != -1) {
 		if (!cli_global_option(g, c, optarg))
 			cli_bad_option(g, c, argv);
 	}

@@ -19,8 +19,8 @@ int cmd_extend(int argc, char **argv, struct cli *g)
 	int64_t ttl = 30000;
 	int c, rc, ret;
 
-	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "t:",
-				longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, CLI_GLOBAL_SHORT "t:",
+			       longopts)) != -1) {
 		if (cli_global_option(g, c, optarg))
 			continue;
 		if (c == 't')

@@ -232,8 +232,8 @@ int cmd_log(int argc, char **argv, struct cli *g)
 	size_t n, max = LOG_DEFAULT;
 	int c, rc, follow_on = 0, ret;
 
-	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "n:f",
-				longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, CLI_GLOBAL_SHORT "n:f",
+			       longopts)) != -1) {
 		if (cli_global_option(g, c, optarg))
 			continue;
 		switch (c) {
@@ -426,8 +426,7 @@ int cmd_last(int argc, char **argv, struct cli *g)
 	size_t n, i;
 	int c, rc = RLOCK_OK, prometheus = 0, any_stale = 0, ret;
 
-	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
-				NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, CLI_GLOBAL_SHORT, longopts)) != -1) {
 		if (cli_global_option(g, c, optarg))
 			continue;
 		if (c == OPT_MAX_AGE)

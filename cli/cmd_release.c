@@ -63,8 +63,7 @@ int cmd_release(int argc, char **argv, struct cli *g)
 	char who[600];
 	int c, rc, force = 0, said = 0, ret;
 
-	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
-				NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, CLI_GLOBAL_SHORT, longopts)) != -1) {
 		if (cli_global_option(g, c, optarg))
 			continue;
 		if (c == OPT_FORCE)

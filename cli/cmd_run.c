@@ -802,10 +802,19 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	}
 	make_label(&r, label);
 
-	/* Signals that would stop us end a wait; they are read from sfd. */
+	/* Signals that would stop us end a wait; they are read from sfd.
+	 * One we were started with ignored (SIGHUP under nohup, SIGINT in
+	 * a script's background job) stays ignored, by us as by the command,
+	 * which inherits that: blocked, it would be queued to sfd instead. */
 	sigemptyset(&waitset);
-	for (i = 0; i < sizeof(wait_signals) / sizeof(wait_signals[0]); i++)
+	for (i = 0; i < sizeof(wait_signals) / sizeof(wait_signals[0]); i++) {
+		struct sigaction sa;
+
+		if (sigaction(wait_signals[i], NULL, &sa) == 0 &&
+		    sa.sa_handler == SIG_IGN)
+			continue;
 		sigaddset(&waitset, wait_signals[i]);
+	}
 	if (sigprocmask(SIG_BLOCK, &waitset, &oldmask) != 0 ||
 	    (sfd = signalfd(-1, &waitset, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		cli_warn(g, "cannot set up signals: %s", strerror(errno));

@@ -384,8 +384,7 @@ int cmd_status(int argc, char **argv, struct cli *g)
 	struct status s;
 	int c, i, rc;
 
-	while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
-				NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, CLI_GLOBAL_SHORT, longopts)) != -1) {
 		if (!cli_global_option(g, c, optarg))
 			cli_bad_option(g, c, argv);
 	}

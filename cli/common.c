@@ -73,6 +73,33 @@ void cli_bad_option(struct cli *g, int c, char **argv)
 	cli_usage_error(g, "unknown option '-%c'", optopt);
 }
 
+int cli_getopt(int argc, char **argv, const char *shortopts,
+	       const struct option *longopts)
+{
+	/* How many operands have been seen, kept in argv[1..seen]: a slot
+	 * getopt has passed and never reads again, as "-" mode does not
+	 * permute.  The k-th operand's own slot is k or later, so none is
+	 * overwritten before it is read. */
+	static int seen;
+	char opts[128];
+	int c;
+
+	if (optind == 0)
+		seen = 0;
+	snprintf(opts, sizeof(opts), "-:%s", shortopts);
+	while ((c = getopt_long(argc, argv, opts, longopts, NULL)) == 1)
+		argv[1 + seen++] = optarg;
+	if (c == -1) {
+		/* Those seen go just before the ones after "--", which
+		 * getopt left at argv[optind..]. */
+		memmove(argv + optind - seen, argv + 1,
+			(size_t)seen * sizeof(*argv));
+		optind -= seen;
+		seen = 0;
+	}
+	return c;
+}
+
 enum on_lost cli_on_lost(const struct cli *g, const char *arg)
 {
 	if (strcmp(arg, "term") == 0)
@@ -175,6 +202,10 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		return 1;
 	case OPT_MIN_HOLD:
 		ao->min_hold_ms = cli_duration(g, "--min-hold", arg, 0, 1);
+		/* A hold is kept by the lease, which is at most 30 days. */
+		if (ao->min_hold_ms > RLOCK_TTL_MAX_MS)
+			cli_usage_error(g, "invalid --min-hold '%s': must be "
+					"at most 30d", arg);
 		return 1;
 	case OPT_LABEL:
 		ao->label = arg;

@@ -82,7 +82,8 @@ const struct cmd cli_cmds[] = {
 	  "Show held locks under the prefix, or the named ones.  Exits 1 if a named\n"
 	  "lock is free.\n"
 	  "\n"
-	  "Options:\n" },
+	  "Options:\n"
+	  "      --json                     the locks as one JSON document\n" },
 	{ "log", cmd_log, "show what happened to a lock",
 	  "Usage: rlock log [options] NAME\n"
 	  "\n"
@@ -140,11 +141,12 @@ const struct cmd cli_cmds[] = {
 	  "server is unreachable, refuses the password, is a replica, is out of memory\n"
 	  "or cannot run Lua scripts, 77 when its ACL refuses what rlock needs.\n"
 	  "\n"
-	  "Options:\n" },
+	  "Options:\n"
+	  "      --json                     the checks as one JSON array\n" },
 	{ "help", cmd_help, "show help for a command",
 	  "Usage: rlock help [COMMAND]\n"
 	  "\n"
-	  "Options:\n" },
+	  "Show the help of COMMAND, or of rlock.\n" },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -226,8 +228,7 @@ int cmd_help(int argc, char **argv, struct cli *g)
 	const struct cmd *c;
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT, longopts,
-				 NULL)) != -1) {
+	while ((ch = cli_getopt(argc, argv, CLI_GLOBAL_SHORT, longopts)) != -1) {
 		if (!cli_global_option(g, ch, optarg))
 			cli_bad_option(g, ch, argv);
 	}

@@ -118,30 +118,41 @@ _rlock()
 		esac
 	done
 
-	# "run" takes its options before NAME; what follows NAME is the
-	# command, unless -c gave one.
+	# "run" takes its options before and after NAME; the first word after
+	# NAME that is not an option, or what follows a "--", is the command,
+	# unless -c gave one.  "-- NAME" ends the options at NAME.
 	if [[ $sub == run ]]; then
 		local namei=0 cmdi=0 has_c=0
 		for ((i = subi + 1; i < cword; i++)); do
 			w=${words[i]}
-			if ((namei)); then
-				[[ $w == -- ]] && ((i == namei + 1)) && continue
-				cmdi=$i
-				break
-			fi
 			case $w in
-			--) namei=$((i + 1)); ((i++)) ;;
+			--)
+				if ((namei)); then
+					cmdi=$((i + 1))
+				else
+					namei=$((i + 1))
+					cmdi=$((i + 2))
+					[[ ${words[cmdi]-} == -- ]] && ((cmdi++))
+				fi
+				break ;;
 			-c|--command|--command=*|-c?*) has_c=1
 				[[ $w == -c || $w == --command ]] && ((i++)) ;;
 			--*=*) ;;
 			-*) _rlock_takes_value "$w" && ((i++)) ;;
-			*) namei=$i ;;
+			*)
+				if ((namei)); then
+					cmdi=$i
+					break
+				fi
+				namei=$i ;;
 			esac
 		done
+		# After NAME, before any command: an option, or the command.
+		((namei && namei < cword && !cmdi)) && [[ $cur == -* ]] && namei=0
 		if ((namei && namei < cword)); then
 			((has_c)) && { COMPREPLY=(); return 0; }
 			((cmdi)) || cmdi=$cword
-			[[ ${words[namei + 1]} == -- ]] && ((cword == namei + 1)) && { COMPREPLY=(); return 0; }
+			((cmdi > cword)) && { COMPREPLY=(); return 0; }
 			if declare -F _comp_command_offset >/dev/null; then
 				_comp_command_offset "${map[cmdi]}"
 			elif declare -F _command_offset >/dev/null; then
@@ -200,7 +211,12 @@ _rlock()
 		return 0 ;;
 	esac
 
-	# Lock names and tokens cannot be guessed; offer options only.
+	# Lock names and tokens cannot be guessed; offer options only, before
+	# the operands and after them (rlock takes them anywhere; "--" ends
+	# them).
+	for ((i = subi + 1; i < cword; i++)); do
+		[[ ${words[i]} == -- ]] && { COMPREPLY=(); return 0; }
+	done
 	if [[ $cur == -* ]]; then
 		_rlock_reply -W "$opts" -- "$cur"
 	else

@@ -3,7 +3,9 @@
 #
 # One "complete" line per option, so that tests/docs.bats can compare the
 # options here with "rlock CMD --help".  Lines without a -n condition are
-# the global options, accepted before the command and after it.
+# the global options, accepted before the command and after it.  A
+# subcommand's options are offered before and after its operands, where
+# rlock takes them.
 
 # The subcommand: the first word that is neither an option nor the value of
 # a global option.

@@ -19,14 +19,16 @@ load test_helper
 }
 
 @test "a command killed by signal N gives 128+N" {
-	run -143 "$RLOCK" run sig -- sh -c 'kill -TERM $$'
-	run -137 "$RLOCK" run sig -- sh -c 'kill -KILL $$'
-	# A SIGINT ignored by whoever started the suite (a job started with &
-	# by a non-interactive shell) stays ignored through rlock, as through
-	# flock and timeout: give the command its default back.
-	run -130 env --default-signal=INT "$RLOCK" run sig -- sh -c 'kill -INT $$'
-	run -129 "$RLOCK" run sig -- sh -c 'kill -HUP $$'
-	run -138 "$RLOCK" run sig -- sh -c 'kill -USR1 $$'
+	# A signal ignored by whoever started the suite (SIGINT and SIGQUIT
+	# for a job started with & by a non-interactive shell, SIGHUP under
+	# nohup) stays ignored through rlock, as through flock and timeout:
+	# give rlock, and so the command, every default back.
+	local dfl=(env --default-signal)
+	run -143 "${dfl[@]}" "$RLOCK" run sig -- sh -c 'kill -TERM $$'
+	run -137 "${dfl[@]}" "$RLOCK" run sig -- sh -c 'kill -KILL $$'
+	run -130 "${dfl[@]}" "$RLOCK" run sig -- sh -c 'kill -INT $$'
+	run -129 "${dfl[@]}" "$RLOCK" run sig -- sh -c 'kill -HUP $$'
+	run -138 "${dfl[@]}" "$RLOCK" run sig -- sh -c 'kill -USR1 $$'
 	lock_free sig
 }
 

@@ -87,6 +87,33 @@ waiter() {
 @test "SIGINT stops a waiting run at once" { waiter INT 2; }
 @test "SIGHUP stops a waiting run at once" { waiter HUP 1; }
 
+# A signal rlock was started with ignored (SIGHUP under nohup) stays
+# ignored: it neither ends a wait nor is forwarded, and the command inherits
+# it ignored.
+@test "a SIGHUP ignored at the start (nohup) does not stop a waiting run" {
+	local t wpid
+	t=$("$RLOCK" acquire -t 60s nohup)
+	bg_start w sh -c 'trap "" HUP; exec "$RLOCK" run -w 60s nohup -- touch ran'
+	wpid=$BG_PID
+	wait_until 5 has_waiters nohup 1
+	# Were HUP queued to rlock, it would be read before TERM (the lower
+	# number first) and rlock would die of it: 129, not 143.
+	kill -HUP "$wpid"
+	kill -TERM "$wpid"
+	bg_wait "$wpid" 10
+	assert_equal "$BG_STATUS" 143
+	[[ ! -e ran ]]
+	held_by nohup "$t"
+}
+
+@test "a SIGHUP ignored at the start (nohup) is ignored by the command too" {
+	run -0 --separate-stderr "$CLEANEXEC" sh -c 'trap "" HUP; exec "$RLOCK" run nohup -- "$SIGSTATE"'
+	local ign
+	ign=$(sed -n 's/^ignored //p' <<<"$output")
+	assert_equal "$(printf '%016x' $((0x$ign & ~0x180000000)))" 0000000000000001
+	lock_free nohup
+}
+
 @test "SIGTERM stops a waiting acquire at once" {
 	local t wpid
 	t=$("$RLOCK" acquire -t 60s acq)

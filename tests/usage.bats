@@ -77,6 +77,30 @@ setup_file() {
 	assert_output --partial -- --force
 }
 
+@test "no --help has an Options: heading with no option under it" {
+	local cmd
+	for cmd in "" run acquire release extend status log last bench doctor help; do
+		run -0 --separate-stderr "$RLOCK" $cmd --help
+		assert_equal "$stderr" ""
+		# Each "Options:" line is followed by an option line.
+		local i
+		for i in "${!lines[@]}"; do
+			[[ ${lines[i]} == *Options: ]] || continue
+			[[ ${lines[i + 1]-} =~ ^\ +-(-[a-z]|[a-zA-Z]) ]] || {
+				echo "rlock $cmd --help: '${lines[i]}' is followed by '${lines[i + 1]-}'"
+				return 1
+			}
+		done
+	done
+	# Those that had an empty heading list what they honour, or none.
+	run -0 "$RLOCK" status --help
+	assert_line --regexp '^ +--json +the locks as one JSON document$'
+	run -0 "$RLOCK" doctor --help
+	assert_line --regexp '^ +--json +the checks as one JSON array$'
+	run -0 "$RLOCK" help --help
+	refute_line "Options:"
+}
+
 @test "--version and -V print the version and exit 0" {
 	local version
 	version=$(cat "$REPO_DIR/VERSION")
@@ -169,6 +193,25 @@ setup_file() {
 	assert_usage acquire "rlock: acquire: invalid --ttl '5ms': must be between 10ms and 30d"
 	run -64 --separate-stderr "$RLOCK" extend --ttl 5ms x 0123456789abcdef0123456789abcdef
 	assert_usage extend "rlock: extend: invalid --ttl '5ms': must be between 10ms and 30d"
+}
+
+@test "--min-hold above 30d exits 64; 30d is accepted" {
+	for hold in 1000d 31d 721h 2592001s 2592000001ms; do
+		for cmd in run acquire; do
+			local args=(--min-hold "$hold" x)
+			[[ $cmd == run ]] && args+=(-- true)
+			run -64 --separate-stderr "$RLOCK" "$cmd" "${args[@]}"
+			assert_usage "$cmd" "rlock: $cmd: invalid --min-hold '$hold': must be at most 30d"
+		done
+	done
+	export RLOCK_URL=$R_URL
+	run -0 "$RLOCK" acquire --min-hold 30d -t 1s hold30d
+	assert_output --regexp '^[0-9a-f]{32}$'
+	local token=$output
+	# The hold keeps the key after the release, for 30 days.
+	run -0 "$RLOCK" release hold30d "$token"
+	run -0 rcli R PTTL "$(key hold30d)"
+	((output > 2591000000 && output <= 2592000000))
 }
 
 @test "the ttl bounds themselves are accepted" {
