@@ -348,6 +348,38 @@ static int decode_numsub(const redisReply *r, long long *count)
 	return 0;
 }
 
+/* XREVRANGE's entries, [[id, [field, value, ...]], ...]: at least one
+ * when one was written. */
+static int is_entries(const redisReply *r, int want_one)
+{
+	if (r->type != REDIS_REPLY_ARRAY || (want_one && r->elements == 0))
+		return 0;
+	for (size_t i = 0; i < r->elements; i++) {
+		const redisReply *e = r->element[i];
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+		    e->element[0]->type != REDIS_REPLY_STRING ||
+		    e->element[1]->type != REDIS_REPLY_ARRAY ||
+		    e->element[1]->elements % 2 != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* SCAN's {cursor, keys}: a cursor of 1..20 digits, keys an array. */
+static int is_scan_page(const redisReply *r)
+{
+	const redisReply *c;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+		return 0;
+	c = r->element[0];
+	if (c->type != REDIS_REPLY_STRING || c->len == 0 || c->len > 20 ||
+	    strspn(c->str, "0123456789") != c->len)
+		return 0;
+	return r->element[1]->type == REDIS_REPLY_ARRAY;
+}
+
 /* SUBSCRIBE's confirmation, {"subscribe", chan, count}, or a published
  * message, {"message", chan, payload}: both of the channel chan. */
 static int is_push(const redisReply *r, const char *kind, const char *chan)
@@ -549,10 +581,17 @@ static void learn_server(struct doc *x, struct server *s)
 		info_text(s->info, "role", s->role, sizeof(s->role));
 }
 
-static void unknown(struct doc *x, struct server *s, const char *check)
+/* A check INFO cannot answer: refused, or without field (NULL: any). */
+static void unknown(struct doc *x, struct server *s, const char *check,
+		    const char *field)
 {
-	add(x, s->addr, check, RLOCK_CHECK_NOTE, 0, RLOCK_VALUE_NULL, NULL,
-	    "unknown: %s", s->info_why[0] ? s->info_why : "INFO refused");
+	if (s->info != NULL && field != NULL)
+		add(x, s->addr, check, RLOCK_CHECK_NOTE, 0, RLOCK_VALUE_NULL,
+		    NULL, "unknown: INFO has no field %s", field);
+	else
+		add(x, s->addr, check, RLOCK_CHECK_NOTE, 0, RLOCK_VALUE_NULL,
+		    NULL, "unknown: %s", s->info_why[0] ? s->info_why :
+		    "INFO refused");
 }
 
 /*
@@ -592,7 +631,7 @@ static void check_version(struct doc *x, struct server *s)
 		return;
 	}
 	if (id->version[0] == '\0') {
-		unknown(x, s, "version");
+		unknown(x, s, "version", NULL);
 		return;
 	}
 	if (parse_version(id->compat, &maj, &min, &pat) != 0) {
@@ -630,7 +669,7 @@ static void check_version(struct doc *x, struct server *s)
 static void check_mode(struct doc *x, struct server *s)
 {
 	if (s->mode[0] == '\0')
-		unknown(x, s, "mode");
+		unknown(x, s, "mode", "redis_mode");
 	else if (strcmp(s->mode, "sentinel") == 0)
 		add(x, s->addr, "mode", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 		    RLOCK_VALUE_STRING, s->mode, "this is a sentinel, not a "
@@ -647,7 +686,7 @@ static int check_role(struct doc *x, struct server *s)
 	char host[256] = "", port[16] = "";
 
 	if (s->role[0] == '\0') {
-		unknown(x, s, "role");
+		unknown(x, s, "role", "role");
 		return 0;
 	}
 	if (strcmp(s->role, "master") == 0) {
@@ -680,12 +719,12 @@ static long long percent(long long u, long long m)
 
 static void check_memory(struct doc *x, struct server *s)
 {
-	char used[32] = "?", max[32] = "?", pct[24];
+	char used[32], max[32], pct[24];
 	long long u = 0, m = 0, p;
 	int ru, rm;
 
 	if (s->info == NULL) {
-		unknown(x, s, "memory");
+		unknown(x, s, "memory", NULL);
 		return;
 	}
 	ru = info_num(s->info, "used_memory", 0, LLONG_MAX, &u);
@@ -695,17 +734,20 @@ static void check_memory(struct doc *x, struct server *s)
 			   "used_memory" : "maxmemory");
 		return;
 	}
-	info_text(s->info, "used_memory_human", used, sizeof(used));
-	info_text(s->info, "maxmemory_human", max, sizeof(max));
+	if (ru == INFO_ABSENT) {
+		unknown(x, s, "memory", "used_memory");
+		return;
+	}
+	/* The sizes as INFO writes them for people, else in bytes. */
+	if (info_text(s->info, "used_memory_human", used, sizeof(used)) !=
+	    INFO_OK || used[0] == '\0')
+		snprintf(used, sizeof(used), "%lldB", u);
+	if (info_text(s->info, "maxmemory_human", max, sizeof(max)) !=
+	    INFO_OK || max[0] == '\0')
+		snprintf(max, sizeof(max), "%lldB", m);
 	if (rm == INFO_ABSENT || m == 0) {
 		add(x, s->addr, "memory", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_STRING, used, "used %s, no maxmemory", used);
-		return;
-	}
-	if (ru == INFO_ABSENT) {
-		add(x, s->addr, "memory", RLOCK_CHECK_NOTE, 0,
-		    RLOCK_VALUE_NULL, NULL, "unknown: INFO has maxmemory %s "
-		    "but no used_memory", max);
 		return;
 	}
 	p = percent(u, m);
@@ -981,6 +1023,11 @@ static void check_history(struct doc *x, struct server *s, struct probe *p)
 		refused(x, s, "history", RLOCK_CHECK_WARN, r, p->k.key,
 			"XREVRANGE refused: the history is kept but rlock "
 			"log, last and status cannot read it");
+	else if (!is_entries(r, p->recorded == 1))
+		add(x, s->addr, "history", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "XREVRANGE's reply is not the "
+		    "probe's history entries: rlock log, last and status "
+		    "cannot read it");
 	else if (p->recorded == 1)
 		add(x, s->addr, "history", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_NULL, NULL, "the probe's grant and release "
@@ -1044,6 +1091,10 @@ static void check_scan(struct doc *x, struct server *s, const struct probe *p)
 		refused(x, s, "scan", RLOCK_CHECK_WARN, r, p->k.key, "SCAN "
 			"refused: 'rlock status' without NAME cannot list "
 			"locks");
+	else if (!is_scan_page(r))
+		add(x, s->addr, "scan", RLOCK_CHECK_WARN, 0, RLOCK_VALUE_NULL,
+		    NULL, "SCAN's reply is not {cursor, keys}: 'rlock status' "
+		    "without NAME cannot list locks");
 	else
 		add(x, s->addr, "scan", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NULL,
 		    NULL, "SCAN lists locks for 'rlock status'");
@@ -1094,12 +1145,12 @@ static void check_eviction(struct doc *x, struct server *s)
 	int rc;
 
 	if (s->info == NULL) {
-		unknown(x, s, "eviction");
+		unknown(x, s, "eviction", "maxmemory_policy");
 		return;
 	}
 	rc = info_text(s->info, "maxmemory_policy", policy, sizeof(policy));
 	if (rc == INFO_ABSENT) {
-		unknown(x, s, "eviction");
+		unknown(x, s, "eviction", "maxmemory_policy");
 		return;
 	}
 	if (rc == INFO_BAD) {
@@ -1171,7 +1222,7 @@ static void check_persistence(struct doc *x, struct server *s)
 
 	rc = info_num(s->info, "aof_enabled", 0, 1, &aof);
 	if (rc == INFO_ABSENT) {
-		unknown(x, s, "persistence");
+		unknown(x, s, "persistence", "aof_enabled");
 		return;
 	}
 	if (rc == INFO_BAD) {
@@ -1233,7 +1284,7 @@ static void check_replication(struct doc *x, struct server *s)
 
 	rc = info_num(s->info, "connected_slaves", 0, REPLICAS_MAX, &nrep);
 	if (rc == INFO_ABSENT) {
-		unknown(x, s, "replication");
+		unknown(x, s, "replication", "connected_slaves");
 		return;
 	}
 	if (rc == INFO_BAD) {
