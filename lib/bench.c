@@ -22,6 +22,8 @@
  *    lock; and the fence a grant returns must grow.  A holder stops
  *    holding when it sends its release, before the server can grant again.
  *  - Latencies go into log-bucket histograms of fixed size.
+ *  - Every reply is decoded strictly (the decoders below); one that does
+ *    not decode is an error of the run (unexpected), never a success.
  */
 #include <errno.h>
 #include <poll.h>
@@ -34,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "doctor_int.h"
 #include "lock_int.h"
 #include "rlock_bench.h"
 
@@ -510,6 +513,77 @@ static void begin_cycle(struct bench *b, struct bclient *c, int64_t now)
 	send_acquire(b, c, now);
 }
 
+/* ---- replies, decoded ------------------------------------------------- */
+
+/* What the acquire script said: a grant with its fence, or busy with what
+ * the wait is timed by. */
+struct acq_reply {
+	int granted;
+	long long fence;		/* granted */
+	long long pttl, place;		/* busy: the lease left, our place */
+	int joined;			/* busy: this try joined the line */
+};
+
+/* A grant (decode_grant) or a busy answer without details (parse_busy);
+ * nothing else is asked for.  Returns 0, or -1. */
+static int decode_acquire(const redisReply *r, struct acq_reply *a)
+{
+	struct rlock_holder h;
+	long long flag;
+	int recorded;
+
+	memset(a, 0, sizeof(*a));
+	if (elem_num(r, 0, 0, 1, &flag) != 0)
+		return -1;
+	if (flag == 1) {
+		a->granted = 1;
+		return decode_grant(r, &a->fence, &recorded);
+	}
+	memset(&h, 0, sizeof(h));
+	if (r->elements != 7 || parse_busy(r, &h, &a->joined) != 0)
+		return -1;
+	a->pttl = h.ttl_ms;
+	a->place = h.place;
+	return 0;
+}
+
+/* The release script's answer: 0 not held, 1 released, 2 and 3 released
+ * with a wake-up refused or not needed.  Returns 0 with *v, or -1. */
+static int decode_release(const redisReply *r, long long *v)
+{
+	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||
+	    r->integer > 3)
+		return -1;
+	*v = r->integer;
+	return 0;
+}
+
+static int is_pong(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_STATUS && r->len == 4 &&
+	       memcmp(r->str, "PONG", 4) == 0;
+}
+
+/* {kind, chan, x}: "subscribe" with a count, or "message" with its
+ * payload, on exactly the channel chan. */
+static int is_push(const redisReply *r, const char *kind, const char *chan)
+{
+	const redisReply *k, *c, *x;
+	size_t kn = strlen(kind), cn = strlen(chan);
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
+		return 0;
+	k = r->element[0];
+	c = r->element[1];
+	x = r->element[2];
+	return k->type == REDIS_REPLY_STRING && k->len == kn &&
+	       memcmp(k->str, kind, kn) == 0 &&
+	       c->type == REDIS_REPLY_STRING && c->len == cn &&
+	       memcmp(c->str, chan, cn) == 0 &&
+	       x->type == (strcmp(kind, "subscribe") == 0 ?
+			   REDIS_REPLY_INTEGER : REDIS_REPLY_STRING);
+}
+
 /* ---- replies ---------------------------------------------------------- */
 
 static unsigned jitter(struct bench *b, unsigned max)
@@ -550,15 +624,12 @@ static void on_granted(struct bench *b, struct bclient *c, long long fence,
 		send_release(b, c, now);
 }
 
-static void on_busy(struct bench *b, struct bclient *c, const redisReply *r,
-		    int64_t now)
+static void on_busy(struct bench *b, struct bclient *c,
+		    const struct acq_reply *a, int64_t now)
 {
-	long long pttl = r->element[1]->integer;
-	long long place = r->elements >= 6 ? r->element[2]->integer : -1;
-
 	b->res->busy++;
 	c->busy_seen = 1;
-	if (r->elements >= 6 && r->element[5]->integer == 1) {
+	if (a->joined) {
 		if (c->in_line)
 			b->res->requeued++;
 		c->in_line = 1;
@@ -574,28 +645,15 @@ static void on_busy(struct bench *b, struct bclient *c, const redisReply *r,
 	}
 	/* As rlock_acquire. */
 	c->state = CS_WAIT;
-	timer_set(b, c, now + line_wait_ms(pttl, place, c->in_line,
+	timer_set(b, c, now + line_wait_ms(a->pttl, a->place, c->in_line,
 					   c->sub != NULL,
 					   jitter(b, 1000)) * NS_PER_MS);
-}
-
-/* A busy answer: {0, pttl, place, waiting, holders, joined, kind}, the
- * first six integers. */
-static int busy_shape(const redisReply *r)
-{
-	if (r->elements < 7)
-		return 0;
-	for (size_t i = 0; i < 6; i++) {
-		if (r->element[i]->type != REDIS_REPLY_INTEGER)
-			return 0;
-	}
-	return 1;
 }
 
 static void on_acquire_reply(struct bench *b, struct bclient *c,
 			     const redisReply *r, int64_t now)
 {
-	const redisReply *flag;
+	struct acq_reply a;
 
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (starts_with(r, "NOSCRIPT") && !c->eval) {
@@ -607,26 +665,23 @@ static void on_acquire_reply(struct bench *b, struct bclient *c,
 		soft_error(b, c, r, now);
 		return;
 	}
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-	    r->element[0]->type != REDIS_REPLY_INTEGER ||
-	    (r->element[0]->integer == 0 && !busy_shape(r)) ||
-	    (r->element[0]->integer != 0 &&
-	     r->element[1]->type != REDIS_REPLY_INTEGER)) {
+	if (decode_acquire(r, &a) != 0) {
 		soft_error(b, c, NULL, now);
 		return;
 	}
 	hist_add(&b->h_acq, now - c->t_sent);
 	b->res->attempts++;
-	flag = r->element[0];
-	if (flag->integer == 1)
-		on_granted(b, c, r->element[1]->integer, now);
+	if (a.granted)
+		on_granted(b, c, a.fence, now);
 	else
-		on_busy(b, c, r, now);
+		on_busy(b, c, &a, now);
 }
 
 static void on_release_reply(struct bench *b, struct bclient *c,
 			     const redisReply *r, int64_t now)
 {
+	long long held;
+
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (starts_with(r, "NOSCRIPT") && !c->eval) {
 			b->res->noscript++;
@@ -637,12 +692,12 @@ static void on_release_reply(struct bench *b, struct bclient *c,
 		soft_error(b, c, r, now);
 		return;
 	}
-	if (r->type != REDIS_REPLY_INTEGER) {
+	if (decode_release(r, &held) != 0) {
 		soft_error(b, c, NULL, now);
 		return;
 	}
 	hist_add(&b->h_rel, now - c->t_sent);
-	if (r->integer == 0) {
+	if (held == 0) {
 		/* The token no longer held the lock: someone else could
 		 * have taken it while we thought we held it. */
 		b->res->not_ours++;
@@ -669,6 +724,10 @@ static void on_ping_reply(struct bench *b, struct bclient *c,
 		b->res->errors++;
 		b->res->error_kind[error_kind(r)]++;
 		fatal(b, e.rc, e.err);
+		return;
+	}
+	if (!is_pong(r)) {
+		soft_error(b, c, NULL, now);
 		return;
 	}
 	hist_add(&b->h_ping, now - c->t_sent);
@@ -734,15 +793,16 @@ static void on_cmd_ready(struct bench *b, struct bclient *c, short revents)
 	}
 }
 
-static int is_message(const redisReply *r)
+/* The wake-up channel of c, as subscribe_all subscribed it. */
+static void wake_chan(const struct bench *b, const struct bclient *c,
+		      char *buf, size_t len)
 {
-	return r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-	       r->element[0]->type == REDIS_REPLY_STRING &&
-	       strcmp(r->element[0]->str, "message") == 0;
+	snprintf(buf, len, "%s%s", b->nm[c->name].v.wake, c->wid);
 }
 
 static void on_sub_ready(struct bench *b, struct bclient *c, short revents)
 {
+	char chan[RLOCK_KEY_MAX + 32];
 	redisReply *r;
 	int got, msg;
 
@@ -756,11 +816,16 @@ static void on_sub_ready(struct bench *b, struct bclient *c, short revents)
 			return;
 		}
 	}
+	wake_chan(b, c, chan, sizeof(chan));
 	while ((got = conn_take_reply(c->sub, &r)) == 1) {
-		msg = is_message(r);
+		msg = is_push(r, "message", chan);
 		freeReplyObject(r);
-		if (!msg)
+		if (!msg) {
+			/* Nothing else comes on a subscribed connection. */
+			b->res->errors++;
+			b->res->error_kind[RLOCK_BENCH_ERR_UNEXPECTED]++;
 			continue;
+		}
 		c->woken = 1;
 		if (c->state == CS_WAIT && b->phase == RLOCK_BENCH_LOCK) {
 			b->res->wakeups++;
@@ -1037,8 +1102,7 @@ static int subscribe_all(struct bench *b)
 		char chan[RLOCK_KEY_MAX + 32];
 		const char *argv[2] = { "SUBSCRIBE", chan };
 
-		snprintf(chan, sizeof(chan), "%s%s", b->nm[c->name].v.wake,
-			 c->wid);
+		wake_chan(b, c, chan, sizeof(chan));
 		if (conn_send(c->sub, 2, argv, NULL) != RLOCK_OK)
 			return bench_errno(b, "out of memory");
 		if (conn_fd(c->sub) < 0) {
@@ -1048,6 +1112,7 @@ static int subscribe_all(struct bench *b)
 	}
 	for (int i = 0; i < b->nc; i++) {
 		struct bclient *c = &b->cl[i];
+		char chan[RLOCK_KEY_MAX + 32];
 		redisReply *r = NULL;
 		int rc;
 
@@ -1062,7 +1127,8 @@ static int subscribe_all(struct bench *b)
 			fatal(b, RLOCK_EUNAVAIL, msg);
 			return b->rc;
 		}
-		if (r->type != REDIS_REPLY_ARRAY) {
+		wake_chan(b, c, chan, sizeof(chan));
+		if (!is_push(r, "subscribe", chan)) {
 			struct rlock_result e;
 
 			if (r->type == REDIS_REPLY_ERROR) {
@@ -1073,6 +1139,8 @@ static int subscribe_all(struct bench *b)
 				snprintf(e.err, sizeof(e.err),
 					 "%s: unexpected reply to SUBSCRIBE",
 					 conn_addr(c->sub));
+				b->res->errors++;
+				b->res->error_kind[RLOCK_BENCH_ERR_UNEXPECTED]++;
 			}
 			freeReplyObject(r);
 			fatal(b, e.rc, e.err);
@@ -1185,30 +1253,40 @@ static void ping_phase(struct bench *b)
 }
 
 /* The server's CPU seconds (user + system) from INFO, or -1: also when
- * INFO is refused (an ACL user without +info), which costs the report
- * one figure, not the run. */
+ * INFO is refused (an ACL user without +info) or has no such fields, which
+ * costs the report one figure, not the run.  Fields that are there but do
+ * not read are an error of the run (unexpected). */
 static double server_cpu(struct bench *b)
 {
 	const char *argv[2] = { "INFO", "cpu" };
 	struct rlock_conn *c = b->cl[0].cmd;
 	redisReply *r = NULL;
+	struct info *in;
+	long long sys, user;
 	double total = -1;
-	const char *p;
+	int rs, ru;
 
 	if (conn_call(c, rlock_mono_ms() + b->rl->copts.io_timeout_ms, -1, 2,
 		      argv, NULL, &r) != RLOCK_OK) {
 		fatal(b, RLOCK_EUNAVAIL, conn_errstr(c));
 		return -1;
 	}
-	if (r->type == REDIS_REPLY_STRING) {
-		p = strstr(r->str, "used_cpu_sys:");
-		if (p != NULL)
-			total = strtod(p + 13, NULL);
-		p = strstr(r->str, "used_cpu_user:");
-		if (p != NULL && total >= 0)
-			total += strtod(p + 14, NULL);
-		else
-			total = -1;
+	if (r->type == REDIS_REPLY_STRING && (in = malloc(sizeof(*in))) !=
+	    NULL) {
+		info_parse(in, r->str, r->len);
+		rs = info_seconds(in, "used_cpu_sys", &sys);
+		ru = info_seconds(in, "used_cpu_user", &user);
+		if (rs == INFO_OK && ru == INFO_OK)
+			total = (double)sys / 1e6 + (double)user / 1e6;
+		else if (rs == INFO_BAD || ru == INFO_BAD) {
+			b->res->errors++;
+			b->res->error_kind[RLOCK_BENCH_ERR_UNEXPECTED]++;
+		}
+		free(in);
+	} else if (r->type != REDIS_REPLY_STRING &&
+		   r->type != REDIS_REPLY_ERROR) {
+		b->res->errors++;
+		b->res->error_kind[RLOCK_BENCH_ERR_UNEXPECTED]++;
 	}
 	freeReplyObject(r);
 	return total;

@@ -13,6 +13,7 @@
  * AOF's fsync policy is a note that says what to check.
  */
 #include <ctype.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #define CERT_WARN_DAYS 14
 #define MEMORY_WARN_PCT 90
 #define LAG_WARN_S 10		/* a replica this far behind is a warning */
+#define REPLICAS_MAX 1000000	/* connected_slaves above it does not read */
 
 /* One doctor run. */
 struct doc {
@@ -45,7 +47,8 @@ struct server {
 	struct rlock_conn *c;
 	size_t peer;			/* c's index among n's peers */
 	char addr[300];
-	char *info;			/* INFO's text; NULL when refused */
+	char *info_text;		/* INFO's text; NULL when refused */
+	struct info *info;		/* its fields; NULL when refused */
 	char info_why[600];		/* why INFO is unknown */
 	char hello_server[16], hello_version[32];	/* "" when unsaid */
 	struct server_id id;
@@ -146,37 +149,14 @@ static int script(struct doc *x, struct rlock_conn *c,
 	}
 }
 
-/* The value of "name:" in INFO's text, into buf.  Returns 1 when found. */
-static int info_field(const char *info, const char *name, char *buf,
-		      size_t len)
-{
-	size_t n = strlen(name);
-	const char *p = info;
-
-	buf[0] = '\0';
-	while (p != NULL && *p != '\0') {
-		if (strncmp(p, name, n) == 0 && p[n] == ':') {
-			size_t l = strcspn(p + n + 1, "\r\n");
-
-			snprintf(buf, len, "%.*s", (int)l, p + n + 1);
-			return 1;
-		}
-		p = strchr(p, '\n');
-		if (p != NULL)
-			p++;
-	}
-	return 0;
-}
-
-int server_identify(const char *info, const char *hello_server,
+int server_identify(const struct info *info, const char *hello_server,
 		    const char *hello_version, struct server_id *id)
 {
 	char field[sizeof(id->product) + 8];
 
 	memset(id, 0, sizeof(*id));
-	if (info == NULL || !info_field(info, "server_name", id->product,
-					 sizeof(id->product)) ||
-	    id->product[0] == '\0')
+	if (info_text(info, "server_name", id->product,
+		      sizeof(id->product)) != INFO_OK || id->product[0] == '\0')
 		snprintf(id->product, sizeof(id->product), "%s",
 			 hello_server[0] != '\0' ? hello_server : "redis");
 	for (char *p = id->product; *p != '\0'; p++)
@@ -187,9 +167,8 @@ int server_identify(const char *info, const char *hello_server,
 	/* The product's own field; HELLO's version only when HELLO names
 	 * the same product (Valkey in compatibility mode says 7.2.4 there). */
 	snprintf(field, sizeof(field), "%s_version", id->product);
-	if ((info == NULL ||
-	     !info_field(info, field, id->version, sizeof(id->version)) ||
-	     id->version[0] == '\0') &&
+	if ((info_text(info, field, id->version, sizeof(id->version)) !=
+	     INFO_OK || id->version[0] == '\0') &&
 	    strcasecmp(hello_server, id->product) == 0)
 		snprintf(id->version, sizeof(id->version), "%s",
 			 hello_version);
@@ -197,48 +176,227 @@ int server_identify(const char *info, const char *hello_server,
 	/* Every Valkey has what Redis 7.2 has. */
 	if (strcmp(id->product, "redis") == 0)
 		snprintf(id->compat, sizeof(id->compat), "%s", id->version);
-	else if (info == NULL ||
-		 !info_field(info, "redis_version", id->compat,
-			     sizeof(id->compat)) || id->compat[0] == '\0')
+	else if (info_text(info, "redis_version", id->compat,
+			   sizeof(id->compat)) != INFO_OK ||
+		 id->compat[0] == '\0')
 		snprintf(id->compat, sizeof(id->compat), "%s",
 			 strcmp(id->product, "valkey") == 0 ? "7.2.0" :
 			 id->version);
 	return id->version[0] != '\0' ? 0 : -1;
 }
 
-static long long info_ll(const char *info, const char *name)
+int parse_version(const char *v, int *maj, int *min, int *pat)
 {
-	char buf[64];
+	long long part[3];
+	const char *p = v;
 
-	return info_field(info, name, buf, sizeof(buf)) ?
-		strtoll(buf, NULL, 10) : -1;
+	/* MAJOR.MINOR.PATCH, each 0..65535 (an unstable Valkey says
+	 * 255.255.255); nothing before or after. */
+	for (int i = 0; i < 3; i++) {
+		size_t n = strcspn(p, ".");
+
+		if (n == 0 || rlock_parse_ll(p, n, 0, 65535, &part[i]) != 0 ||
+		    p[0] == '-' || (i < 2 && p[n] != '.') ||
+		    (i == 2 && p[n] != '\0'))
+			return -1;
+		p += n + 1;
+	}
+	*maj = (int)part[0];
+	*min = (int)part[1];
+	*pat = (int)part[2];
+	return 0;
 }
 
-/* The value of field name in a flat [name, value, ...] array reply. */
-static const redisReply *map_field(const redisReply *r, const char *name)
+/* ---- replies, decoded -------------------------------------------------- */
+
+/*
+ * Field name of a flat [name, value, ...] array (HELLO 2, SENTINEL
+ * MASTER): a string or status value in *v, n bytes.  Returns INFO_OK,
+ * INFO_ABSENT, or INFO_BAD when r is no such array (not an array, an odd
+ * count, a name that is not a string) or the value is not a string, or
+ * the name is said twice.
+ */
+static int map_get(const redisReply *r, const char *name, const char **v,
+		   size_t *n)
 {
-	if (r->type != REDIS_REPLY_ARRAY)
-		return NULL;
-	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+	const redisReply *hit = NULL;
+	size_t len = strlen(name);
+
+	*v = "";
+	*n = 0;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0)
+		return INFO_BAD;
+	for (size_t i = 0; i < r->elements; i += 2) {
 		const redisReply *k = r->element[i];
 
-		if (k->type == REDIS_REPLY_STRING && strcmp(k->str, name) == 0)
-			return r->element[i + 1];
+		if (k->type != REDIS_REPLY_STRING &&
+		    k->type != REDIS_REPLY_STATUS)
+			return INFO_BAD;
+		if (k->len != len || memcmp(k->str, name, len) != 0)
+			continue;
+		if (hit != NULL)
+			return INFO_BAD;
+		hit = r->element[i + 1];
 	}
-	return NULL;
+	if (hit == NULL)
+		return INFO_ABSENT;
+	if (hit->type != REDIS_REPLY_STRING && hit->type != REDIS_REPLY_STATUS)
+		return INFO_BAD;
+	*v = hit->str;
+	*n = hit->len;
+	return INFO_OK;
 }
 
-static void map_str(const redisReply *r, const char *name, char *buf,
-		    size_t len)
+/* What HELLO 2 says of the server, each escaped ("" when unsaid). */
+struct hello {
+	char server[16], version[32], mode[32], role[32];
+};
+
+/* Returns 0, or -1 when the reply does not decode (h is then all ""). */
+static int decode_hello(const redisReply *r, struct hello *h)
 {
-	const redisReply *v = map_field(r, name);
+	static const char *const name[4] = { "server", "version", "mode",
+					      "role" };
+	char *buf[4] = { h->server, h->version, h->mode, h->role };
+	size_t len[4] = { sizeof(h->server), sizeof(h->version),
+			  sizeof(h->mode), sizeof(h->role) };
+
+	memset(h, 0, sizeof(*h));
+	for (int i = 0; i < 4; i++) {
+		const char *v;
+		size_t n;
+
+		if (map_get(r, name[i], &v, &n) == INFO_BAD) {
+			memset(h, 0, sizeof(*h));
+			return -1;
+		}
+		rlock_vis(buf[i], len[i], v, n);
+	}
+	return 0;
+}
+
+/* What one sentinel says of a master (SENTINEL MASTER). */
+struct sentinel_master {
+	char ip[256];
+	long long port, quorum, others;
+};
+
+/* A host of 1..255 printable bytes with no space, a port 1..65535, a
+ * quorum 1..1000000 and 0..1000000 other sentinels.  Returns 0, or -1
+ * with the field that does not decode in *bad. */
+static int decode_sentinel_master(const redisReply *r,
+				  struct sentinel_master *m, const char **bad)
+{
+	static const char *const name[3] = { "port", "quorum",
+					      "num-other-sentinels" };
+	static const long long lo[3] = { 1, 1, 0 }, hi[3] = { 65535, 1000000,
+							      1000000 };
+	long long *out[3] = { &m->port, &m->quorum, &m->others };
+	const char *v;
+	size_t n;
+
+	memset(m, 0, sizeof(*m));
+	*bad = "ip";
+	if (map_get(r, "ip", &v, &n) != INFO_OK || n == 0 || n > 255)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f)
+			return -1;
+	}
+	memcpy(m->ip, v, n);
+	for (int i = 0; i < 3; i++) {
+		*bad = name[i];
+		if (map_get(r, name[i], &v, &n) != INFO_OK ||
+		    rlock_parse_ll(v, n, lo[i], hi[i], out[i]) != 0)
+			return -1;
+	}
+	*bad = NULL;
+	return 0;
+}
+
+/* CONFIG GET appendfsync: {"appendfsync", always|everysec|no}.  Returns 0
+ * with the policy in buf, or -1. */
+static int decode_appendfsync(const redisReply *r, char *buf, size_t len)
+{
+	const char *v;
+	size_t n;
 
 	buf[0] = '\0';
-	if (v != NULL && (v->type == REDIS_REPLY_STRING ||
-			  v->type == REDIS_REPLY_STATUS))
-		snprintf(buf, len, "%s", v->str);
-	else if (v != NULL && v->type == REDIS_REPLY_INTEGER)
-		snprintf(buf, len, "%lld", v->integer);
+	if (map_get(r, "appendfsync", &v, &n) != INFO_OK ||
+	    r->elements != 2 ||
+	    !((n == 6 && memcmp(v, "always", 6) == 0) ||
+	      (n == 8 && memcmp(v, "everysec", 8) == 0) ||
+	      (n == 2 && memcmp(v, "no", 2) == 0)))
+		return -1;
+	snprintf(buf, len, "%.*s", (int)n, v);
+	return 0;
+}
+
+/* PUBSUB NUMSUB's {channel, count}: the count, 0..LLONG_MAX.  Returns 0
+ * or -1. */
+static int decode_numsub(const redisReply *r, long long *count)
+{
+	const redisReply *c;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING)
+		return -1;
+	c = r->element[1];
+	if (c->type != REDIS_REPLY_INTEGER || c->integer < 0)
+		return -1;
+	*count = c->integer;
+	return 0;
+}
+
+/* XREVRANGE's entries, [[id, [field, value, ...]], ...]: at least one
+ * when one was written. */
+static int is_entries(const redisReply *r, int want_one)
+{
+	if (r->type != REDIS_REPLY_ARRAY || (want_one && r->elements == 0))
+		return 0;
+	for (size_t i = 0; i < r->elements; i++) {
+		const redisReply *e = r->element[i];
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+		    e->element[0]->type != REDIS_REPLY_STRING ||
+		    e->element[1]->type != REDIS_REPLY_ARRAY ||
+		    e->element[1]->elements % 2 != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* SCAN's {cursor, keys}: a cursor of 1..20 digits, keys an array. */
+static int is_scan_page(const redisReply *r)
+{
+	const redisReply *c;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+		return 0;
+	c = r->element[0];
+	if (c->type != REDIS_REPLY_STRING || c->len == 0 || c->len > 20 ||
+	    strspn(c->str, "0123456789") != c->len)
+		return 0;
+	return r->element[1]->type == REDIS_REPLY_ARRAY;
+}
+
+/* SUBSCRIBE's confirmation, {"subscribe", chan, count}, or a published
+ * message, {"message", chan, payload}: both of the channel chan. */
+static int is_push(const redisReply *r, const char *kind, const char *chan)
+{
+	const redisReply *k, *c;
+	size_t kn = strlen(kind), cn = strlen(chan);
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
+		return 0;
+	k = r->element[0];
+	c = r->element[1];
+	return k->type == REDIS_REPLY_STRING && k->len == kn &&
+	       memcmp(k->str, kind, kn) == 0 &&
+	       c->type == REDIS_REPLY_STRING && c->len == cn &&
+	       memcmp(c->str, chan, cn) == 0 &&
+	       (strcmp(kind, "subscribe") != 0 ||
+		r->element[2]->type == REDIS_REPLY_INTEGER);
 }
 
 static const char *user_of(const struct rlock_conn *c)
@@ -331,7 +489,7 @@ static void check_rtt(struct doc *x, struct server *s)
 	const char *argv[1] = { "PING" };
 	long long us[PINGS];
 	char v[32];
-	int k;
+	int k, pong = 1;
 
 	for (k = 0; k < PINGS; k++) {
 		int64_t t0 = now_us();
@@ -340,11 +498,17 @@ static void check_rtt(struct doc *x, struct server *s)
 		if (call(x, s->c, 1, argv, &r) != RLOCK_OK)
 			break;
 		us[k] = now_us() - t0;
+		pong = r->type == REDIS_REPLY_STATUS && r->len == 4 &&
+		       memcmp(r->str, "PONG", 4) == 0;
 		freeReplyObject(r);
+		if (!pong)
+			break;
 	}
 	if (k < PINGS) {
-		add(x, s->addr, "rtt", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
-		    RLOCK_VALUE_NULL, NULL, "PING: %s", conn_errstr(s->c));
+		add(x, s->addr, "rtt", RLOCK_CHECK_FAIL, pong ?
+		    RLOCK_EUNAVAIL : RLOCK_EPROTO, RLOCK_VALUE_NULL, NULL,
+		    "PING: %s", pong ? conn_errstr(s->c) :
+		    "the reply is not PONG");
 		return;
 	}
 	qsort(us, PINGS, sizeof(us[0]), cmp_ll);
@@ -362,14 +526,20 @@ static void learn_server(struct doc *x, struct server *s)
 {
 	const char *hello[2] = { "HELLO", "2" }, *info[1] = { "INFO" };
 	redisReply *r = NULL;
+	struct hello h;
 
 	if (call(x, s->c, 2, hello, &r) == RLOCK_OK &&
 	    r->type == REDIS_REPLY_ARRAY) {
-		map_str(r, "server", s->hello_server, sizeof(s->hello_server));
-		map_str(r, "version", s->hello_version,
-			sizeof(s->hello_version));
-		map_str(r, "mode", s->mode, sizeof(s->mode));
-		map_str(r, "role", s->role, sizeof(s->role));
+		if (decode_hello(r, &h) != 0)
+			add(x, s->addr, "hello", RLOCK_CHECK_NOTE, 0,
+			    RLOCK_VALUE_NULL, NULL, "HELLO's reply does not "
+			    "decode: what the server is comes from INFO");
+		snprintf(s->hello_server, sizeof(s->hello_server), "%s",
+			 h.server);
+		snprintf(s->hello_version, sizeof(s->hello_version), "%s",
+			 h.version);
+		snprintf(s->mode, sizeof(s->mode), "%s", h.mode);
+		snprintf(s->role, sizeof(s->role), "%s", h.role);
 	}
 	freeReplyObject(r);
 	r = NULL;
@@ -377,12 +547,26 @@ static void learn_server(struct doc *x, struct server *s)
 		snprintf(s->info_why, sizeof(s->info_why), "%s",
 			 conn_errstr(s->c));
 	} else if (r->type == REDIS_REPLY_STRING) {
-		s->info = strdup(r->str);
-		if (s->info == NULL)
+		/* The text may hold NULs: its length, not strlen. */
+		s->info_text = malloc(r->len + 1);
+		s->info = malloc(sizeof(*s->info));
+		if (s->info_text == NULL || s->info == NULL) {
+			free(s->info_text);
+			free(s->info);
+			s->info_text = NULL;
+			s->info = NULL;
 			x->oom = 1;
+		} else {
+			memcpy(s->info_text, r->str, r->len);
+			s->info_text[r->len] = '\0';
+			info_parse(s->info, s->info_text, r->len);
+		}
 	} else if (r->type == REDIS_REPLY_ERROR) {
 		snprintf(s->info_why, sizeof(s->info_why), "INFO refused; "
 			 "allow it with ACL SETUSER %s +info", user_of(s->c));
+	} else {
+		snprintf(s->info_why, sizeof(s->info_why), "INFO's reply is "
+			 "not a string");
 	}
 	freeReplyObject(r);
 	server_identify(s->info, s->hello_server, s->hello_version, &s->id);
@@ -390,16 +574,45 @@ static void learn_server(struct doc *x, struct server *s)
 		return;
 	/* Valkey 8 says server_mode, unless in Redis compatibility mode. */
 	if (s->mode[0] == '\0' &&
-	    !info_field(s->info, "redis_mode", s->mode, sizeof(s->mode)))
-		info_field(s->info, "server_mode", s->mode, sizeof(s->mode));
+	    info_text(s->info, "redis_mode", s->mode, sizeof(s->mode)) !=
+	    INFO_OK)
+		info_text(s->info, "server_mode", s->mode, sizeof(s->mode));
 	if (s->role[0] == '\0')
-		info_field(s->info, "role", s->role, sizeof(s->role));
+		info_text(s->info, "role", s->role, sizeof(s->role));
 }
 
-static void unknown(struct doc *x, struct server *s, const char *check)
+/* A check INFO cannot answer: refused, or without field (NULL: any). */
+static void unknown(struct doc *x, struct server *s, const char *check,
+		    const char *field)
 {
-	add(x, s->addr, check, RLOCK_CHECK_NOTE, 0, RLOCK_VALUE_NULL, NULL,
-	    "unknown: %s", s->info_why[0] ? s->info_why : "INFO refused");
+	if (s->info != NULL && field != NULL)
+		add(x, s->addr, check, RLOCK_CHECK_NOTE, 0, RLOCK_VALUE_NULL,
+		    NULL, "unknown: INFO has no field %s", field);
+	else
+		add(x, s->addr, check, RLOCK_CHECK_NOTE, 0, RLOCK_VALUE_NULL,
+		    NULL, "unknown: %s", s->info_why[0] ? s->info_why :
+		    "INFO refused");
+}
+
+/*
+ * A field INFO has but that does not read (not a number in its range,
+ * said twice, a line too long): a warning, for a server whose INFO is not
+ * what Redis writes cannot be judged, and the value as it was said.
+ */
+static void unreadable(struct doc *x, const char *addr, const char *check,
+		       const struct info *info, const char *field)
+{
+	char v[48];
+
+	if (info_text(info, field, v, sizeof(v)) == INFO_ABSENT)
+		add(x, addr, check, RLOCK_CHECK_WARN, 0, RLOCK_VALUE_NULL,
+		    NULL, "unknown: INFO has no field %s: the server's INFO "
+		    "is not what Redis writes; check the server", field);
+	else
+		add(x, addr, check, RLOCK_CHECK_WARN, 0, RLOCK_VALUE_NULL,
+		    NULL, "unknown: INFO field %s is unreadable ('%s'): the "
+		    "server's INFO is not what Redis writes; check the server",
+		    field, v);
 }
 
 /* The product and its own version, with what rlock can use there, judged
@@ -418,10 +631,16 @@ static void check_version(struct doc *x, struct server *s)
 		return;
 	}
 	if (id->version[0] == '\0') {
-		unknown(x, s, "version");
+		unknown(x, s, "version", NULL);
 		return;
 	}
-	sscanf(id->compat, "%d.%d.%d", &maj, &min, &pat);
+	if (parse_version(id->compat, &maj, &min, &pat) != 0) {
+		add(x, s->addr, "version", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_STRING, id->version, "unknown: version '%s' "
+		    "is not MAJOR.MINOR.PATCH: what rlock can use there is "
+		    "unknown", id->compat);
+		return;
+	}
 	if (maj < 2 || (maj == 2 && (min < 6 || (min == 6 && pat < 12))))
 		add(x, s->addr, "version", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 		    RLOCK_VALUE_STRING, id->version, "%s %s has no SET NX "
@@ -450,7 +669,7 @@ static void check_version(struct doc *x, struct server *s)
 static void check_mode(struct doc *x, struct server *s)
 {
 	if (s->mode[0] == '\0')
-		unknown(x, s, "mode");
+		unknown(x, s, "mode", "redis_mode");
 	else if (strcmp(s->mode, "sentinel") == 0)
 		add(x, s->addr, "mode", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 		    RLOCK_VALUE_STRING, s->mode, "this is a sentinel, not a "
@@ -467,7 +686,7 @@ static int check_role(struct doc *x, struct server *s)
 	char host[256] = "", port[16] = "";
 
 	if (s->role[0] == '\0') {
-		unknown(x, s, "role");
+		unknown(x, s, "role", "role");
 		return 0;
 	}
 	if (strcmp(s->role, "master") == 0) {
@@ -475,10 +694,8 @@ static int check_role(struct doc *x, struct server *s)
 		    "master", "master");
 		return 0;
 	}
-	if (s->info != NULL) {
-		info_field(s->info, "master_host", host, sizeof(host));
-		info_field(s->info, "master_port", port, sizeof(port));
-	}
+	info_text(s->info, "master_host", host, sizeof(host));
+	info_text(s->info, "master_port", port, sizeof(port));
 	add(x, s->addr, "role", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 	    RLOCK_VALUE_STRING, s->role, "a replica%s%s%s%s: locks must be "
 	    "taken on the master: point rlock at it, or use a "
@@ -487,26 +704,55 @@ static int check_role(struct doc *x, struct server *s)
 	return 1;
 }
 
+#define PCT_MAX 1000000LL
+
+/* u * 100 / m for u >= 0, m > 0, floored (within 1 when m is above
+ * LLONG_MAX / 100), at most PCT_MAX: no product overflows. */
+static long long percent(long long u, long long m)
+{
+	long long q = u / m, r = u % m;
+
+	if (q >= PCT_MAX / 100)
+		return PCT_MAX;
+	return q * 100 + (r <= LLONG_MAX / 100 ? r * 100 / m : r / (m / 100));
+}
+
 static void check_memory(struct doc *x, struct server *s)
 {
-	char used[32] = "?", max[32] = "?", pct[16];
-	long long u, m;
+	char used[32], max[32], pct[24];
+	long long u = 0, m = 0, p;
+	int ru, rm;
 
 	if (s->info == NULL) {
-		unknown(x, s, "memory");
+		unknown(x, s, "memory", NULL);
 		return;
 	}
-	u = info_ll(s->info, "used_memory");
-	m = info_ll(s->info, "maxmemory");
-	info_field(s->info, "used_memory_human", used, sizeof(used));
-	info_field(s->info, "maxmemory_human", max, sizeof(max));
-	if (m <= 0) {
+	ru = info_num(s->info, "used_memory", 0, LLONG_MAX, &u);
+	rm = info_num(s->info, "maxmemory", 0, LLONG_MAX, &m);
+	if (ru == INFO_BAD || rm == INFO_BAD) {
+		unreadable(x, s->addr, "memory", s->info, ru == INFO_BAD ?
+			   "used_memory" : "maxmemory");
+		return;
+	}
+	if (ru == INFO_ABSENT) {
+		unknown(x, s, "memory", "used_memory");
+		return;
+	}
+	/* The sizes as INFO writes them for people, else in bytes. */
+	if (info_text(s->info, "used_memory_human", used, sizeof(used)) !=
+	    INFO_OK || used[0] == '\0')
+		snprintf(used, sizeof(used), "%lldB", u);
+	if (info_text(s->info, "maxmemory_human", max, sizeof(max)) !=
+	    INFO_OK || max[0] == '\0')
+		snprintf(max, sizeof(max), "%lldB", m);
+	if (rm == INFO_ABSENT || m == 0) {
 		add(x, s->addr, "memory", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_STRING, used, "used %s, no maxmemory", used);
 		return;
 	}
-	snprintf(pct, sizeof(pct), "%lld", u * 100 / m);
-	if (u * 100 / m >= MEMORY_WARN_PCT)
+	p = percent(u, m);
+	snprintf(pct, sizeof(pct), "%lld", p);
+	if (p >= MEMORY_WARN_PCT)
 		add(x, s->addr, "memory", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NUMBER, pct, "used %s of maxmemory %s (%s%%): "
 		    "near the limit, new locks will be refused (OOM) or keys "
@@ -565,6 +811,7 @@ struct probe {
 	struct rlock_conn *sub;		/* the waiter's connection */
 	int subscribed;
 	redisReply *sub_refusal;	/* SUBSCRIBE's error reply */
+	int sub_odd;			/* SUBSCRIBE's reply did not decode */
 	int refused;			/* the ACL refused the acquire script */
 	int recorded;			/* the history: 1 kept, 0 refused, -1 */
 };
@@ -588,11 +835,14 @@ static void probe_subscribe(struct doc *x, struct server *s, struct probe *p)
 	}
 	if (call(x, p->sub, 2, argv, &r) != RLOCK_OK)
 		return;
-	if (r->type == REDIS_REPLY_ARRAY) {
+	if (is_push(r, "subscribe", p->k.chan)) {
 		p->subscribed = 1;
 		freeReplyObject(r);
-	} else {
+	} else if (r->type == REDIS_REPLY_ERROR) {
 		p->sub_refusal = r;
+	} else {
+		p->sub_odd = 1;
+		freeReplyObject(r);
 	}
 }
 
@@ -601,18 +851,23 @@ static void check_numsub(struct doc *x, struct server *s, struct probe *p)
 {
 	const char *argv[3] = { "PUBSUB", "NUMSUB", p->k.chan };
 	redisReply *r = NULL;
+	long long seen;
 
 	if (call(x, s->c, 3, argv, &r) != RLOCK_OK)
 		return;
 	if (r->type == REDIS_REPLY_ERROR)
 		refused(x, s, "pubsub", RLOCK_CHECK_NOTE, r, p->k.key,
 			"PUBSUB NUMSUB refused: status cannot count waiters on several masters");
-	else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-		 r->element[1]->type == REDIS_REPLY_INTEGER)
+	else if (decode_numsub(r, &seen) == 0)
 		add(x, s->addr, "pubsub", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_NUMBER, p->subscribed ? "1" : "0",
 		    "PUBSUB NUMSUB counts waiters on several masters (%lld seen)",
-		    r->element[1]->integer);
+		    seen);
+	else
+		add(x, s->addr, "pubsub", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "PUBSUB NUMSUB's reply is not "
+		    "{channel, count}: status cannot count waiters on several "
+		    "masters");
 	freeReplyObject(r);
 }
 
@@ -620,13 +875,14 @@ static void check_numsub(struct doc *x, struct server *s, struct probe *p)
 static int64_t heard_release(struct doc *x, struct probe *p, int64_t t0)
 {
 	redisReply *r = NULL;
-	int rc;
+	int rc, heard;
 
 	if (!p->subscribed)
 		return -1;
 	rc = conn_wait_reply(p->sub, io_deadline(x), -1, &r);
+	heard = rc == RLOCK_OK && is_push(r, "message", p->k.chan);
 	freeReplyObject(r);
-	return rc == RLOCK_OK ? now_us() - t0 : -1;
+	return heard ? now_us() - t0 : -1;
 }
 
 static void check_wakeup(struct doc *x, struct server *s, struct probe *p,
@@ -638,6 +894,10 @@ static void check_wakeup(struct doc *x, struct server *s, struct probe *p,
 		refused(x, s, "wakeup", RLOCK_CHECK_WARN, p->sub_refusal,
 			p->k.key, "SUBSCRIBE refused: waiters poll, up to 1s "
 			"late");
+	} else if (p->sub_odd) {
+		add(x, s->addr, "wakeup", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "SUBSCRIBE's reply is not "
+		    "{subscribe, channel, count}: waiters cannot listen");
 	} else if (released == 3) {
 		add(x, s->addr, "wakeup", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "the release's PUBLISH was "
@@ -664,7 +924,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 				NULL, (long long)getpid(), 0, 0 };
 	struct request q;
 	redisReply *r = NULL;
-	long long fence, out = 0;
+	long long fence, flag, out = 0;
 	char why[128];
 	int64_t t0;
 
@@ -690,20 +950,16 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 		freeReplyObject(r);
 		return 0;
 	}
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-	    r->element[0]->type != REDIS_REPLY_INTEGER ||
-	    r->element[0]->integer != 1) {
+	/* A grant, {1, fence, recorded}: anything else (a busy answer for
+	 * a name no one else has) is not what the probe can work with. */
+	if (elem_num(r, 0, 1, 1, &flag) != 0 ||
+	    decode_grant(r, &fence, &p->recorded) != 0) {
 		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
 		    RLOCK_VALUE_NULL, NULL, "unexpected reply to the acquire "
 		    "script");
 		freeReplyObject(r);
 		return 0;
 	}
-	fence = r->element[1]->type == REDIS_REPLY_INTEGER ?
-		r->element[1]->integer : 0;
-	p->recorded = r->elements > 2 &&
-		      r->element[2]->type == REDIS_REPLY_INTEGER ?
-		      (int)r->element[2]->integer : -1;
 	freeReplyObject(r);
 	add(x, s->addr, "acquire", RLOCK_CHECK_OK, 0, RLOCK_VALUE_STRING,
 	    p->name, "took probe lock '%s' (fence %lld)", p->name, fence);
@@ -767,6 +1023,11 @@ static void check_history(struct doc *x, struct server *s, struct probe *p)
 		refused(x, s, "history", RLOCK_CHECK_WARN, r, p->k.key,
 			"XREVRANGE refused: the history is kept but rlock "
 			"log, last and status cannot read it");
+	else if (!is_entries(r, p->recorded == 1))
+		add(x, s->addr, "history", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "XREVRANGE's reply is not the "
+		    "probe's history entries: rlock log, last and status "
+		    "cannot read it");
 	else if (p->recorded == 1)
 		add(x, s->addr, "history", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_NULL, NULL, "the probe's grant and release "
@@ -800,7 +1061,8 @@ static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 	freeReplyObject(r);
 	r = NULL;
 	if (call(x, s->c, 5, exists, &r) == RLOCK_OK &&
-	    r->type == REDIS_REPLY_INTEGER)
+	    r->type == REDIS_REPLY_INTEGER && r->integer >= 0 &&
+	    r->integer <= 4)
 		left = r->integer;
 	freeReplyObject(r);
 	if (left == 0)
@@ -829,6 +1091,10 @@ static void check_scan(struct doc *x, struct server *s, const struct probe *p)
 		refused(x, s, "scan", RLOCK_CHECK_WARN, r, p->k.key, "SCAN "
 			"refused: 'rlock status' without NAME cannot list "
 			"locks");
+	else if (!is_scan_page(r))
+		add(x, s->addr, "scan", RLOCK_CHECK_WARN, 0, RLOCK_VALUE_NULL,
+		    NULL, "SCAN's reply is not {cursor, keys}: 'rlock status' "
+		    "without NAME cannot list locks");
 	else
 		add(x, s->addr, "scan", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NULL,
 		    NULL, "SCAN lists locks for 'rlock status'");
@@ -875,15 +1141,30 @@ static void check_rights(struct doc *x, struct server *s)
 static void check_eviction(struct doc *x, struct server *s)
 {
 	char policy[64] = "", max[32] = "";
-	long long m;
+	long long m = 0;
+	int rc;
 
-	if (s->info == NULL ||
-	    !info_field(s->info, "maxmemory_policy", policy, sizeof(policy))) {
-		unknown(x, s, "eviction");
+	if (s->info == NULL) {
+		unknown(x, s, "eviction", "maxmemory_policy");
 		return;
 	}
-	m = info_ll(s->info, "maxmemory");
-	info_field(s->info, "maxmemory_human", max, sizeof(max));
+	rc = info_text(s->info, "maxmemory_policy", policy, sizeof(policy));
+	if (rc == INFO_ABSENT) {
+		unknown(x, s, "eviction", "maxmemory_policy");
+		return;
+	}
+	if (rc == INFO_BAD) {
+		unreadable(x, s->addr, "eviction", s->info,
+			   "maxmemory_policy");
+		return;
+	}
+	/* An absent maxmemory is none (a Redis without the field). */
+	if (info_num(s->info, "maxmemory", 0, LLONG_MAX, &m) == INFO_BAD &&
+	    strcmp(policy, "noeviction") != 0) {
+		unreadable(x, s->addr, "eviction", s->info, "maxmemory");
+		return;
+	}
+	info_text(s->info, "maxmemory_human", max, sizeof(max));
 	if (strcmp(policy, "noeviction") == 0)
 		add(x, s->addr, "eviction", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_STRING, policy, "noeviction: a full server "
@@ -908,18 +1189,19 @@ static void check_eviction(struct doc *x, struct server *s)
 }
 
 /* The AOF's fsync policy from CONFIG GET, which managed services refuse:
- * "" then. */
+ * "" then, and *why says whether it was refused or did not decode. */
 static void appendfsync(struct doc *x, struct server *s, char *buf,
-			size_t len)
+			size_t len, const char **why)
 {
 	const char *argv[3] = { "CONFIG", "GET", "appendfsync" };
 	redisReply *r = NULL;
 
 	buf[0] = '\0';
+	*why = "CONFIG refused";
 	if (call(x, s->c, 3, argv, &r) == RLOCK_OK &&
-	    r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	    r->element[1]->type == REDIS_REPLY_STRING)
-		snprintf(buf, len, "%s", r->element[1]->str);
+	    r->type != REDIS_REPLY_ERROR &&
+	    decode_appendfsync(r, buf, len) != 0)
+		*why = "CONFIG GET's reply unreadable";
 	freeReplyObject(r);
 }
 
@@ -934,21 +1216,31 @@ static void appendfsync(struct doc *x, struct server *s, char *buf,
 static void check_persistence(struct doc *x, struct server *s)
 {
 	char status[32] = "", fsync[16], how[200];
-	long long nrep;
+	long long nrep = 0, aof = 0;
+	const char *why;
+	int rc;
 
-	if (s->info == NULL || info_ll(s->info, "aof_enabled") < 0) {
-		unknown(x, s, "persistence");
+	rc = info_num(s->info, "aof_enabled", 0, 1, &aof);
+	if (rc == INFO_ABSENT) {
+		unknown(x, s, "persistence", "aof_enabled");
 		return;
 	}
-	nrep = info_ll(s->info, "connected_slaves");
+	if (rc == INFO_BAD) {
+		unreadable(x, s->addr, "persistence", s->info, "aof_enabled");
+		return;
+	}
+	/* The advice only; the replication check reports a bad count. */
+	if (info_num(s->info, "connected_slaves", 0, REPLICAS_MAX, &nrep) !=
+	    INFO_OK)
+		nrep = 0;
 	snprintf(how, sizeof(how), "%s", nrep > 0 ?
 		 "never restart a crashed master at once (its replicas would "
 		 "copy its empty data): keep it out for the longest TTL in "
 		 "use" :
 		 "keep a restarted server out of service for the longest TTL "
 		 "in use");
-	info_field(s->info, "aof_last_write_status", status, sizeof(status));
-	if (info_ll(s->info, "aof_enabled") == 0) {
+	info_text(s->info, "aof_last_write_status", status, sizeof(status));
+	if (aof == 0) {
 		add(x, s->addr, "persistence", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_STRING, "none", "no AOF: a restart forgets "
 		    "every lock, and a second holder can start while the "
@@ -963,7 +1255,7 @@ static void check_persistence(struct doc *x, struct server *s)
 		    "the server's disk", status);
 		return;
 	}
-	appendfsync(x, s, fsync, sizeof(fsync));
+	appendfsync(x, s, fsync, sizeof(fsync), &why);
 	if (strcmp(fsync, "always") == 0)
 		add(x, s->addr, "persistence", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_STRING, "aof", "AOF with appendfsync always: "
@@ -976,32 +1268,47 @@ static void check_persistence(struct doc *x, struct server *s)
 	else
 		add(x, s->addr, "persistence", RLOCK_CHECK_NOTE, 0,
 		    RLOCK_VALUE_STRING, "aof", "AOF on; appendfsync unknown "
-		    "(CONFIG refused): with always a crash loses no lock, "
-		    "with everysec the last second of them (then %s)", how);
+		    "(%s): with always a crash loses no lock, with everysec "
+		    "the last second of them (then %s)", why, how);
 }
 
+/* Each replica INFO describes (never as many as connected_slaves claims:
+ * a count is not a loop bound), against the count. */
 static void check_replication(struct doc *x, struct server *s)
 {
-	long long nrep, lag, worst = 0;
-	char line[300], key[32], v[24], *p;
-	int down = 0;
+	struct info_replica rep;
+	long long nrep = 0, worst = 0, lines = 0;
+	size_t pos = 0;
+	int rc, down = 0;
+	char v[24];
 
-	if (s->info == NULL || (nrep = info_ll(s->info, "connected_slaves")) <
-	    0) {
-		unknown(x, s, "replication");
+	rc = info_num(s->info, "connected_slaves", 0, REPLICAS_MAX, &nrep);
+	if (rc == INFO_ABSENT) {
+		unknown(x, s, "replication", "connected_slaves");
 		return;
 	}
-	for (long long k = 0; k < nrep; k++) {
-		snprintf(key, sizeof(key), "slave%lld", k);
-		if (!info_field(s->info, key, line, sizeof(line)))
-			continue;
-		if (strstr(line, "state=online") == NULL)
-			down++;
-		p = strstr(line, "lag=");
-		lag = p != NULL ? strtoll(p + 4, NULL, 10) : 0;
-		if (lag > worst)
-			worst = lag;
+	if (rc == INFO_BAD) {
+		unreadable(x, s->addr, "replication", s->info,
+			   "connected_slaves");
+		return;
 	}
+	while ((rc = info_replica(s->info, &pos, &rep)) != INFO_ABSENT) {
+		if (rc == INFO_BAD) {
+			add(x, s->addr, "replication", RLOCK_CHECK_WARN, 0,
+			    RLOCK_VALUE_NULL, NULL, "unknown: a slave line of "
+			    "INFO is unreadable (no state, or a lag that is "
+			    "not a number): check the server");
+			return;
+		}
+		lines++;
+		if (!rep.online)
+			down++;
+		if (rep.lag > worst)
+			worst = rep.lag;
+	}
+	/* A replica counted but not described is going away. */
+	if (lines < nrep)
+		down += (int)(nrep - lines);
 	snprintf(v, sizeof(v), "%lld", nrep);
 	if (nrep == 0)
 		add(x, s->addr, "replication", RLOCK_CHECK_NOTE, 0,
@@ -1061,7 +1368,9 @@ static void check_server(struct doc *x, struct server *s, int64_t open_ms)
 	check_persistence(x, s);
 	check_replication(x, s);
 	free(s->info);
+	free(s->info_text);
 	s->info = NULL;
+	s->info_text = NULL;
 }
 
 /* Each sentinel of a redis-sentinel:// URL: what it says of the master,
@@ -1077,7 +1386,9 @@ static void check_sentinels(struct doc *x, struct rlock_node *n)
 	for (size_t i = 0; i < n->sent->url.nhosts; i++) {
 		struct rlock_conn *c = conn_new(&n->sent->url, (int)i,
 						&n->sent->opts);
-		char ip[256], port[16], at[300], q[16], o[16];
+		struct sentinel_master m;
+		char at[300], said[200];
+		const char *bad;
 		redisReply *r = NULL;
 
 		if (c == NULL) {
@@ -1091,34 +1402,40 @@ static void check_sentinels(struct doc *x, struct rlock_node *n)
 			continue;
 		}
 		if (r->type != REDIS_REPLY_ARRAY) {
+			rlock_vis(said, sizeof(said), r->type ==
+				  REDIS_REPLY_ERROR ? r->str : "", r->type ==
+				  REDIS_REPLY_ERROR ? r->len : 0);
 			add(x, conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
 			    RLOCK_VALUE_NULL, NULL, "does not know master "
-			    "'%s'%s%.*s", n->url.master, r->type ==
-			    REDIS_REPLY_ERROR ? ": " : "", r->type ==
-			    REDIS_REPLY_ERROR ? (int)r->len : 0,
-			    r->type == REDIS_REPLY_ERROR ? r->str : "");
+			    "'%s'%s%s", n->url.master, said[0] ? ": " : "",
+			    said);
 			freeReplyObject(r);
 			conn_free(c);
 			continue;
 		}
-		map_str(r, "ip", ip, sizeof(ip));
-		map_str(r, "port", port, sizeof(port));
-		map_str(r, "quorum", q, sizeof(q));
-		map_str(r, "num-other-sentinels", o, sizeof(o));
-		snprintf(at, sizeof(at), "%s:%s", ip, port);
+		if (decode_sentinel_master(r, &m, &bad) != 0) {
+			add(x, conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
+			    RLOCK_VALUE_NULL, NULL, "unknown: its reply to "
+			    "SENTINEL MASTER %s has no readable %s",
+			    n->url.master, bad);
+			freeReplyObject(r);
+			conn_free(c);
+			continue;
+		}
+		snprintf(at, sizeof(at), "%s:%lld", m.ip, m.port);
 		reached++;
 		if (first[0] == '\0')
 			snprintf(first, sizeof(first), "%s", at);
 		if (strcmp(first, at) == 0)
 			agree++;
-		if (atoll(q) > quorum)
-			quorum = atoll(q);
-		if (atoll(o) + 1 > known)
-			known = atoll(o) + 1;
+		if (m.quorum > quorum)
+			quorum = m.quorum;
+		if (m.others + 1 > known)
+			known = m.others + 1;
 		add(x, conn_addr(c), "sentinel", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_STRING, at, "names %s as master '%s' (quorum "
-		    "%s, %lld sentinel%s)", at, n->url.master, q, atoll(o) + 1,
-		    atoll(o) == 0 ? "" : "s");
+		    "%lld, %lld sentinel%s)", at, n->url.master, m.quorum,
+		    m.others + 1, m.others == 0 ? "" : "s");
 		freeReplyObject(r);
 		conn_free(c);
 	}
@@ -1151,7 +1468,9 @@ static void check_cluster(struct doc *x, struct rlock_node *n)
 	const char *argv[2] = { "CLUSTER", "INFO" };
 	char state[32] = "", addr[300];
 	redisReply *r = NULL;
-	long long assigned;
+	long long assigned = 0;
+	struct info *ci;
+	int rs, ra;
 
 	snprintf(addr, sizeof(addr), "%s", conn_addr(n->cmd));
 	if (call(x, n->cmd, 2, argv, &r) != RLOCK_OK) {
@@ -1165,9 +1484,23 @@ static void check_cluster(struct doc *x, struct rlock_node *n)
 		freeReplyObject(r);
 		return;
 	}
-	info_field(r->str, "cluster_state", state, sizeof(state));
-	assigned = info_ll(r->str, "cluster_slots_assigned");
+	ci = malloc(sizeof(*ci));
+	if (ci == NULL) {
+		x->oom = 1;
+		freeReplyObject(r);
+		return;
+	}
+	info_parse(ci, r->str, r->len);
+	rs = info_text(ci, "cluster_state", state, sizeof(state));
+	ra = info_num(ci, "cluster_slots_assigned", 0, CLUSTER_SLOTS,
+		      &assigned);
+	if (rs != INFO_OK || ra != INFO_OK)
+		unreadable(x, addr, "cluster", ci, rs != INFO_OK ?
+			   "cluster_state" : "cluster_slots_assigned");
+	free(ci);
 	freeReplyObject(r);
+	if (rs != INFO_OK || ra != INFO_OK)
+		return;
 	if (strcmp(state, "ok") != 0)
 		add(x, addr, "cluster", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 		    RLOCK_VALUE_STRING, state, "cluster_state:%s: the cluster "

@@ -5,6 +5,20 @@
 
 bats_require_minimum_version 1.5.0
 load test_helper
+load hostile_helper
+
+teardown() {
+	stop_all_hostile
+	rl_teardown
+}
+
+# info_bulk TEXT: TEXT (with \r\n escapes) as a RESP bulk string, escaped
+# as a hostile server's rule.
+info_bulk() {
+	local n
+	n=$(printf '%b' "$1" | wc -c)
+	printf '$%d\\r\\n%s\\r\\n' "$n" "$1"
+}
 
 # No key of the run is left behind (the fence counters never expire).
 no_bench_keys() {
@@ -198,4 +212,33 @@ del_lock_keys() {
 	json_check "$(bg_out bench)" \
 		'd["violations"]["not_ours"] >= 1' \
 		'd["violations"]["total"] == d["violations"]["not_ours"]'
+}
+
+# ---- replies that do not decode (issue 32 item 5) -------------------------
+# A server of the tests' own (hostile_helper.bash) answers the scripts; a
+# reply that does not decode is an error of the run, never a cycle.
+
+@test "bench: a grant whose fence is 0 is no grant: unexpected replies end the run with 70 and one line" {
+	start_hostile H 'PING +PONG\r\n' 'acquire *2\r\n:1\r\n:0\r\n' "release $OK_1"
+	run -70 --separate-stderr timeout 20 "$RLOCK" -u "$H_URL" bench -c 10 -n 100 --no-ping --json
+	assert_equal "$output" ""
+	assert_equal "$stderr" "rlock: bench: 127.0.0.1:$H_PORT: unexpected reply to acquire"
+	assert_equal "$(hostile_calls H release)" 0
+}
+
+@test "bench: a release answered 7 is no release: the run ends with 70, no cycle counted" {
+	start_hostile H 'PING +PONG\r\n' "acquire $GRANT" 'release :7\r\n'
+	run -70 --separate-stderr timeout 20 "$RLOCK" -u "$H_URL" bench -c 10 -n 100 --no-ping --json
+	assert_equal "$stderr" "rlock: bench: 127.0.0.1:$H_PORT: unexpected reply to release"
+}
+
+@test "bench: INFO cpu fields that do not read are errors of the run and no server CPU figure" {
+	start_hostile H 'PING +PONG\r\n' \
+		"INFO $(info_bulk 'used_cpu_sys:abc\r\nused_cpu_user:0.25\r\n')" \
+		'acquire *2\r\n:1\r\n:1\r\n' 'acquire *2\r\n:1\r\n:2\r\n' \
+		'acquire *2\r\n:1\r\n:3\r\n' "release $OK_1"
+	run -0 --separate-stderr timeout 20 "$RLOCK" -u "$H_URL" bench -c 1 -n 3 --no-ping --json
+	json_check "$output" 'd["cycles"] == 3' \
+		'd["errors"]["total"] == 2 and d["errors"]["unexpected"] == 2' \
+		'd["cpu_s"]["server"] is None' 'd["violations"]["total"] == 0'
 }

@@ -3,8 +3,12 @@
  * its INFO and HELLO said.  The Redis sample is INFO's Server section from
  * redis-server 7.0.15; the Valkey ones follow genValkeyInfoString and
  * helloCommand in Valkey's src/server.c and src/networking.c (7.2.7,
- * 8.0.1, and an unstable build, whose version is 255.255.255).
+ * 8.0.1, and an unstable build, whose version is 255.255.255).  Then the
+ * INFO decoder (lib/info.c) against what a broken or hostile server may
+ * say, and the version parser.
  */
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "doctor_int.h"
@@ -119,7 +123,9 @@ static const struct {
 	  -1, "redis", "Redis", "", "" },
 };
 
-void test_doctor(void)
+static struct info info;
+
+static void test_identify(void)
 {
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct server_id id;
@@ -127,7 +133,11 @@ void test_doctor(void)
 
 		unit_context("%s", cases[i].what);
 		memset(&id, 'Z', sizeof(id));
-		rc = server_identify(cases[i].info, cases[i].hello_server,
+		if (cases[i].info != NULL)
+			info_parse(&info, cases[i].info,
+				   strlen(cases[i].info));
+		rc = server_identify(cases[i].info != NULL ? &info : NULL,
+				     cases[i].hello_server,
 				     cases[i].hello_version, &id);
 		CHECK_INT(rc, cases[i].rc);
 		CHECK_STR(id.product, cases[i].product);
@@ -136,4 +146,284 @@ void test_doctor(void)
 		CHECK_STR(id.compat, cases[i].compat);
 	}
 	unit_context(NULL);
+}
+
+/* ---- the INFO decoder --------------------------------------------------- */
+
+static const char replication[] =
+	"# Replication\r\n"
+	"role:master\r\n"
+	"connected_slaves:2\r\n"
+	"slave0:ip=10.0.0.2,port=6379,state=online,offset=4242,lag=0\r\n"
+	"slave1:ip=10.0.0.3,port=6379,state=wait_bgsave,offset=0,lag=12\r\n"
+	"master_failover_state:no-failover\r\n"
+	"\r\n"
+	"# Memory\r\n"
+	"used_memory:1048576\r\n"
+	"used_memory_human:1.00M\r\n"
+	"maxmemory:0\r\n"
+	"\r\n"
+	"# CPU\r\n"
+	"used_cpu_sys:1.250000\r\n"
+	"used_cpu_user:0.000001\r\n";
+
+static int num(const char *text, const char *key, long long min,
+	       long long max, long long *v)
+{
+	info_parse(&info, text, strlen(text));
+	return info_num(&info, key, min, max, v);
+}
+
+static void test_info_fields(void)
+{
+	char buf[64];
+	long long v = 7;
+
+	info_parse(&info, replication, strlen(replication));
+	CHECK_INT(info.n, 10);
+	CHECK_INT(info.junk, 0);
+	CHECK_INT(info_num(&info, "connected_slaves", 0, 1000000, &v),
+		  INFO_OK);
+	CHECK_INT(v, 2);
+	CHECK_INT(info_text(&info, "role", buf, sizeof(buf)), INFO_OK);
+	CHECK_STR(buf, "master");
+	CHECK_INT(info_text(&info, "maxmemory_policy", buf, sizeof(buf)),
+		  INFO_ABSENT);
+	CHECK_STR(buf, "");
+	/* A prefix of a key is not the key. */
+	CHECK_INT(info_num(&info, "used_memory_h", 0, 10, &v), INFO_ABSENT);
+	CHECK_INT(info_num(NULL, "role", 0, 10, &v), INFO_ABSENT);
+
+	/* Out of range, too big for any integer, not a number. */
+	CHECK_INT(num("connected_slaves:9223372036854775807\r\n",
+		      "connected_slaves", 0, 1000000, &v), INFO_BAD);
+	CHECK_INT(num("used_memory:99999999999999999999\r\n", "used_memory",
+		      0, LLONG_MAX, &v), INFO_BAD);
+	CHECK_INT(num("used_memory:abc\r\n", "used_memory", 0, LLONG_MAX,
+		      &v), INFO_BAD);
+	CHECK_INT(info_text(&info, "used_memory", buf, sizeof(buf)),
+		  INFO_OK);
+	CHECK_STR(buf, "abc");
+	CHECK_INT(num("maxmemory:-1\r\n", "maxmemory", 0, LLONG_MAX, &v),
+		  INFO_BAD);
+	CHECK_INT(num("maxmemory: 1\r\n", "maxmemory", 0, LLONG_MAX, &v),
+		  INFO_BAD);
+	CHECK_INT(num("maxmemory:1 \r\n", "maxmemory", 0, LLONG_MAX, &v),
+		  INFO_BAD);
+	CHECK_INT(num("maxmemory:\r\n", "maxmemory", 0, LLONG_MAX, &v),
+		  INFO_BAD);
+	CHECK_INT(num("maxmemory:1\r\r\n", "maxmemory", 0, LLONG_MAX, &v),
+		  INFO_BAD);
+	/* Said twice: which one is meant? */
+	CHECK_INT(num("maxmemory:0\r\nmaxmemory:100\r\n", "maxmemory", 0,
+		      LLONG_MAX, &v), INFO_BAD);
+
+	/* Lines without ':', a key with a space or a control byte: skipped
+	 * and counted; the others still read. */
+	v = 0;
+	CHECK_INT(num("garbage\r\nbad key:1\r\n\x1b:2\r\n:3\r\nhz:10\r\n",
+		      "hz", 0, 500, &v), INFO_OK);
+	CHECK_INT(v, 10);
+	CHECK_INT(info.junk, 4);
+	CHECK_INT(info.n, 1);
+
+	/* No trailing CRLF; bare LF; an embedded NUL is a byte. */
+	CHECK_INT(num("a:1\r\nhz:10", "hz", 0, 500, &v), INFO_OK);
+	CHECK_INT(v, 10);
+	CHECK_INT(num("a:1\nhz:11\n", "hz", 0, 500, &v), INFO_OK);
+	CHECK_INT(v, 11);
+	info_parse(&info, "hz:1\0x\r\nb:2", 11);
+	CHECK_INT(info_num(&info, "hz", 0, 500, &v), INFO_BAD);
+	CHECK_INT(info_num(&info, "b", 0, 500, &v), INFO_OK);
+	CHECK_INT(info_text(&info, "hz", buf, sizeof(buf)), INFO_OK);
+	CHECK_STR(buf, "1\\x00x");
+
+	/* A control sequence in a value is shown escaped, never raw. */
+	CHECK_INT(num("maxmemory_policy:\x1b[2Jx\r\n", "x", 0, 1, &v),
+		  INFO_ABSENT);
+	CHECK_INT(info_text(&info, "maxmemory_policy", buf, sizeof(buf)),
+		  INFO_OK);
+	CHECK_STR(buf, "\\x1b[2Jx");
+	CHECK(strchr(buf, 0x1b) == NULL);
+}
+
+static void test_info_bounds(void)
+{
+	static char text[(INFO_FIELDS_MAX + 10) * 16 + INFO_LINE_MAX + 64];
+	char buf[32];
+	long long v;
+	size_t o = 0;
+
+	/* An overlong line: its key reads as unreadable, the next line is
+	 * whole. */
+	o += (size_t)sprintf(text, "executable:");
+	memset(text + o, 'x', INFO_LINE_MAX);
+	o += INFO_LINE_MAX;
+	o += (size_t)sprintf(text + o, "\r\nhz:10\r\n");
+	info_parse(&info, text, o);
+	CHECK_INT(info_text(&info, "executable", buf, sizeof(buf)), INFO_BAD);
+	CHECK_STR(buf, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	CHECK_INT(info_num(&info, "hz", 0, 500, &v), INFO_OK);
+
+	/* A key of 65 bytes is junk; 64 is a key. */
+	info_parse(&info, "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk:1\r\n"
+		   "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk:2\r\n",
+		   136);
+	CHECK_INT(info.junk, 1);
+	CHECK_INT(info.n, 1);
+
+	/* More fields than the table holds: what is in it reads, anything
+	 * else may be beyond it, so it does not. */
+	o = 0;
+	for (int i = 0; i < INFO_FIELDS_MAX + 10; i++)
+		o += (size_t)sprintf(text + o, "f%d:%d\r\n", i, i);
+	info_parse(&info, text, o);
+	CHECK(info.full);
+	CHECK_INT(info.n, INFO_FIELDS_MAX);
+	CHECK_INT(info_num(&info, "f5", 0, 100, &v), INFO_OK);
+	CHECK_INT(v, 5);
+	CHECK_INT(info_num(&info, "maxmemory", 0, 100, &v), INFO_BAD);
+}
+
+static void test_info_seconds(void)
+{
+	static const struct {
+		const char *text;
+		int rc;
+		long long us;
+	} t[] = {
+		{ "s:1.250000", INFO_OK, 1250000 },
+		{ "s:0.000001", INFO_OK, 1 },
+		{ "s:12", INFO_OK, 12000000 },
+		{ "s:3.5", INFO_OK, 3500000 },
+		{ "s:1.", INFO_BAD, 0 },
+		{ "s:.5", INFO_BAD, 0 },
+		{ "s:-1.0", INFO_BAD, 0 },
+		{ "s:-0.5", INFO_BAD, 0 },
+		{ "s:1.-5", INFO_BAD, 0 },
+		{ "s:1.1234567", INFO_BAD, 0 },
+		{ "s:1e3", INFO_BAD, 0 },
+		{ "s:99999999999999999999.0", INFO_BAD, 0 },
+		{ "s:", INFO_BAD, 0 },
+		{ "t:1", INFO_ABSENT, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		long long us = -7;
+		int rc;
+
+		unit_context("%s", t[i].text);
+		info_parse(&info, t[i].text, strlen(t[i].text));
+		rc = info_seconds(&info, "s", &us);
+		CHECK_INT(rc, t[i].rc);
+		if (rc == INFO_OK)
+			CHECK_INT(us, t[i].us);
+	}
+	unit_context(NULL);
+}
+
+/* Every slave line is walked, whatever connected_slaves says. */
+static int replicas(const char *text, int *online, long long *lag, int max)
+{
+	struct info_replica r;
+	size_t pos = 0;
+	int n = 0, rc;
+
+	info_parse(&info, text, strlen(text));
+	while ((rc = info_replica(&info, &pos, &r)) != INFO_ABSENT) {
+		if (rc == INFO_BAD)
+			return -1;
+		if (n < max) {
+			online[n] = r.online;
+			lag[n] = r.lag;
+		}
+		n++;
+	}
+	return n;
+}
+
+static void test_info_replicas(void)
+{
+	int online[4];
+	long long lag[4];
+
+	CHECK_INT(replicas(replication, online, lag, 4), 2);
+	CHECK_INT(online[0], 1);
+	CHECK_INT(lag[0], 0);
+	CHECK_INT(online[1], 0);
+	CHECK_INT(lag[1], 12);
+	/* A count of 2^63-1 and one line: one replica walked. */
+	CHECK_INT(replicas("connected_slaves:9223372036854775807\r\n"
+			   "slave0:ip=a,port=1,state=online,offset=1,lag=1\r\n",
+			   online, lag, 4), 1);
+	/* A count of 3 and no lines at all. */
+	CHECK_INT(replicas("connected_slaves:3\r\n", online, lag, 4), 0);
+	/* Redis 2.6. */
+	CHECK_INT(replicas("slave0:127.0.0.1,6380,online\r\n", online, lag,
+			   4), 1);
+	CHECK_INT(online[0], 1);
+	CHECK_INT(lag[0], -1);
+	/* Not slave lines. */
+	CHECK_INT(replicas("slaves:1\r\nslave:1\r\nslave-1:state=online\r\n"
+			   "slave_read_only:1\r\nslave_repl_offset:5\r\n",
+			   online, lag, 4), 0);
+	/* Lines that do not decode. */
+	CHECK_INT(replicas("slave0:ip=a,port=1,state=online,lag=abc\r\n",
+			   online, lag, 4), -1);
+	CHECK_INT(replicas("slave0:ip=a,port=1,lag=0\r\n", online, lag, 4),
+		  -1);
+	CHECK_INT(replicas("slave0:ip=a,state=online,state=online,lag=0\r\n",
+			   online, lag, 4), -1);
+	CHECK_INT(replicas("slave0:ip=a,state=online,lag=0,lag=0\r\n", online,
+			   lag, 4), -1);
+	CHECK_INT(replicas("slave0:ip=a,state=on\x1bline,lag=0\r\n", online,
+			   lag, 4), -1);
+	CHECK_INT(replicas("slave0:ip=a,state=online,lag=-1\r\n", online,
+			   lag, 4), -1);
+	CHECK_INT(replicas("slave0:ip=a,junk,state=online\r\n", online, lag,
+			   4), -1);
+	CHECK_INT(replicas("slave0:\r\n", online, lag, 4), -1);
+}
+
+static void test_version(void)
+{
+	static const struct {
+		const char *v;
+		int rc, maj, min, pat;
+	} t[] = {
+		{ "7.0.15", 0, 7, 0, 15 },
+		{ "255.255.255", 0, 255, 255, 255 },
+		{ "2.6.12", 0, 2, 6, 12 },
+		{ "7.0", -1, 0, 0, 0 },
+		{ "7.0.15.1", -1, 0, 0, 0 },
+		{ "7.0.15-rc1", -1, 0, 0, 0 },
+		{ "-7.0.1", -1, 0, 0, 0 },
+		{ "7..1", -1, 0, 0, 0 },
+		{ "99999999999.0.0", -1, 0, 0, 0 },
+		{ "", -1, 0, 0, 0 },
+		{ "\\x1b[2J", -1, 0, 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int maj = -1, min = -1, pat = -1;
+
+		unit_context("%s", t[i].v);
+		CHECK_INT(parse_version(t[i].v, &maj, &min, &pat), t[i].rc);
+		if (t[i].rc == 0) {
+			CHECK_INT(maj, t[i].maj);
+			CHECK_INT(min, t[i].min);
+			CHECK_INT(pat, t[i].pat);
+		}
+	}
+	unit_context(NULL);
+}
+
+void test_doctor(void)
+{
+	test_identify();
+	test_info_fields();
+	test_info_bounds();
+	test_info_seconds();
+	test_info_replicas();
+	test_version();
 }

@@ -1,0 +1,246 @@
+#!/usr/bin/env bats
+# doctor_hostile.bats - rlock doctor against a server whose INFO lies
+# (issue 31 item 7, DESIGN "Data rlock did not write"): a replica count of
+# 2^63-1, numbers beyond any integer, fields that are no numbers, control
+# bytes in values.  The server is the tests' own (hostile_helper.bash):
+# it answers PING, INFO and what the probe sends (a grant, the extend and
+# the release held, SUBSCRIBE refused so that the wake-up warns, the rest
+# as Redis would) with the replies each test writes, so that every other
+# check is the same in each test: ok or note, but the wake-up's warning.
+# A field that does not read is a warning naming it, its value escaped,
+# and doctor exits 1 (a check warns).
+
+bats_require_minimum_version 1.5.0
+load test_helper
+load hostile_helper
+
+setup_file() { rl_setup_file; }
+teardown_file() { rl_teardown_file; }
+setup() { rl_setup; }
+
+teardown() {
+	stop_all_hostile
+	rl_teardown
+}
+
+# ---- helpers ---------------------------------------------------------------
+
+# info_bulk TEXT: TEXT (with \r\n and \xHH escapes) as a RESP bulk string,
+# escaped as a rule's reply.
+info_bulk() {
+	local n
+	n=$(printf '%b' "$1" | wc -c)
+	printf '$%d\\r\\n%s\\r\\n' "$n" "$1"
+}
+
+# info_text [FIELD:VALUE...]: a Redis 7.0 INFO of a durable master with no
+# replicas, each FIELD given replacing its line (or added).
+info_text() {
+	local -A set=()
+	local kv k out='' line
+	for kv in "$@"; do
+		set[${kv%%:*}]=${kv#*:}
+	done
+	for line in '# Server' redis_version:7.0.15 redis_mode:standalone '' \
+		'# Replication' role:master connected_slaves:0 '' \
+		'# Memory' used_memory:1048576 used_memory_human:1.00M \
+		maxmemory:0 maxmemory_human:0B maxmemory_policy:noeviction '' \
+		'# Persistence' aof_enabled:1 aof_last_write_status:ok; do
+		k=${line%%:*}
+		if [[ $line == *:* && -v set[$k] ]]; then
+			line="$k:${set[$k]}"
+			unset "set[$k]"
+		fi
+		out+="$line\\r\\n"
+	done
+	for k in "${!set[@]}"; do
+		out+="$k:${set[$k]}\\r\\n"
+	done
+	printf '%s' "$out"
+}
+
+# start_liar [FIELD:VALUE...]: the server H, answering INFO with
+# info_text's text.
+start_liar() {
+	start_hostile H \
+		'PING +PONG\r\n' \
+		"INFO $(info_bulk "$(info_text "$@")")" \
+		"acquire $GRANT" \
+		"extend $OK_1" \
+		"release $OK_1" \
+		'SUBSCRIBE -NOPERM this user has no permissions to access one of the channels\r\n' \
+		'PUBSUB *2\r\n$1\r\nc\r\n:0\r\n' \
+		'XREVRANGE *1\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\ne\r\n$1\r\nx\r\n' \
+		'DEL :4\r\n' \
+		'EXISTS :0\r\n' \
+		'SCAN *2\r\n$1\r\n0\r\n*0\r\n' \
+		'CONFIG *2\r\n$11\r\nappendfsync\r\n$6\r\nalways\r\n'
+}
+
+# doctor_json: rlock doctor --json against H, bounded: a doctor that
+# loops on what the server claims is killed (124) and fails the test.
+doctor_json() {
+	run --separate-stderr timeout 20 "$RLOCK" -u "$H_URL" doctor --json
+	((status != 124)) || fail "doctor did not finish within 20s"
+}
+
+# field JSON CHECK KEY: KEY of the first check named CHECK.
+field() {
+	python3 -c '
+import json, sys
+for c in json.loads(sys.argv[1]):
+    if c["check"] == sys.argv[2]:
+        print(c[sys.argv[3]]); break
+' "$@"
+}
+
+# warned JSON: the checks that warn or fail, one a line.
+warned() {
+	python3 -c '
+import json, sys
+for c in json.loads(sys.argv[1]):
+    if c["level"] in ("warn", "fail"):
+        print(c["check"])
+' "$1"
+}
+
+UNREADABLE_TAIL="the server's INFO is not what Redis writes; check the server"
+
+# ---- tests -----------------------------------------------------------------
+
+@test "doctor_hostile: the server's honest INFO: every check ok or a note, but the refused wake-up (exit 1)" {
+	start_liar
+	doctor_json
+	assert_equal "$status" 1
+	assert_equal "$(warned "$output")" wakeup
+	assert_equal "$(field "$output" memory message)" "used 1.00M, no maxmemory"
+	assert_equal "$(field "$output" persistence message)" \
+		"AOF with appendfsync always: a crash loses no lock"
+	assert_equal "$(field "$output" replication level)" note
+}
+
+@test "doctor_hostile: connected_slaves:9223372036854775807 is unreadable, and doctor finishes at once" {
+	start_liar connected_slaves:9223372036854775807
+	doctor_json
+	assert_equal "$status" 1
+	assert_equal "$(field "$output" replication level)" warn
+	assert_equal "$(field "$output" replication message)" \
+		"unknown: INFO field connected_slaves is unreadable ('9223372036854775807'): $UNREADABLE_TAIL"
+	assert_equal "$(warned "$output" | sort | tr '\n' ' ')" "replication wakeup "
+}
+
+@test "doctor_hostile: a count of replicas is no loop bound: 3 claimed, 1 described online, 2 not online" {
+	start_liar connected_slaves:3 slave0:ip=10.0.0.2,port=6379,state=online,offset=1,lag=0
+	doctor_json
+	assert_equal "$status" 1
+	assert_equal "$(field "$output" replication message)" \
+		"3 replicas, 2 not online, worst lag 0s: a failover now would lose recent locks; use --wait-replicas 1 and fix the replicas"
+}
+
+@test "doctor_hostile: a slave line whose lag is no number is unreadable" {
+	start_liar connected_slaves:1 slave0:ip=10.0.0.2,port=6379,state=online,offset=1,lag=99999999999999999999
+	doctor_json
+	assert_equal "$status" 1
+	assert_equal "$(field "$output" replication message)" \
+		"unknown: a slave line of INFO is unreadable (no state, or a lag that is not a number): check the server"
+}
+
+@test "doctor_hostile: used_memory:18446744073709551615 with maxmemory:1 is unreadable, not a wrapped percentage" {
+	start_liar used_memory:18446744073709551615 maxmemory:1 maxmemory_human:1B
+	doctor_json
+	assert_equal "$status" 1
+	assert_equal "$(field "$output" memory level)" warn
+	assert_equal "$(field "$output" memory message)" \
+		"unknown: INFO field used_memory is unreadable ('18446744073709551615'): $UNREADABLE_TAIL"
+}
+
+@test "doctor_hostile: used_memory:9223372036854775807 of maxmemory:1 warns without overflow" {
+	start_liar used_memory:9223372036854775807 used_memory_human:8E maxmemory:1 maxmemory_human:1B
+	doctor_json
+	assert_equal "$status" 1
+	assert_equal "$(field "$output" memory message)" \
+		"used 8E of maxmemory 1B (1000000%): near the limit, new locks will be refused (OOM) or keys evicted; raise maxmemory"
+	assert_equal "$(field "$output" memory value)" 1000000
+}
+
+@test "doctor_hostile: maxmemory:abc and maxmemory:-1 are unreadable, never 'no maxmemory'" {
+	local v
+	for v in abc -1 ' 5' 5x; do
+		start_liar "maxmemory:$v" maxmemory_policy:allkeys-lru
+		doctor_json
+		assert_equal "$status" 1
+		assert_equal "$(field "$output" memory message)" \
+			"unknown: INFO field maxmemory is unreadable ('$v'): $UNREADABLE_TAIL"
+		assert_equal "$(field "$output" eviction message)" \
+			"unknown: INFO field maxmemory is unreadable ('$v'): $UNREADABLE_TAIL"
+		stop_all_hostile
+	done
+}
+
+@test "doctor_hostile: aof_enabled:2 and a field said twice are unreadable" {
+	start_liar aof_enabled:2
+	doctor_json
+	assert_equal "$status" 1
+	assert_equal "$(field "$output" persistence message)" \
+		"unknown: INFO field aof_enabled is unreadable ('2'): $UNREADABLE_TAIL"
+	stop_all_hostile
+	start_liar 'maxmemory_policy:noeviction\r\nmaxmemory_policy:allkeys-lru'
+	doctor_json
+	assert_equal "$status" 1
+	assert_equal "$(field "$output" eviction message)" \
+		"unknown: INFO field maxmemory_policy is unreadable ('noeviction'): $UNREADABLE_TAIL"
+}
+
+@test "doctor_hostile: control bytes in INFO values reach neither the table nor the JSON raw" {
+	start_liar 'used_memory_human:\x1b[2J1.00M' 'maxmemory:\x1b]0;pwned\x07' 'redis_mode:\x9b2Jstandalone'
+	run --separate-stderr timeout 20 "$RLOCK" -u "$H_URL" doctor
+	assert_equal "$status" 1
+	[[ $output$stderr != *$'\e'* && $output$stderr != *$'\x9b'* && $output$stderr != *$'\a'* ]] ||
+		fail "a raw control byte reached the terminal: $(od -c <<<"$output" | head)"
+	[[ $(tr -s ' \n' ' ' <<<"$output") == *"INFO field maxmemory is unreadable ('\\x1b]0;pwned\\x07')"* ]] ||
+		fail "no escaped value: $output"
+	assert_line --regexp '^  ok    mode         \\x9b2Jstandalone$'
+	doctor_json
+	assert_equal "$status" 1
+	[[ $output != *$'\e'* ]] || fail "a raw ESC in the JSON"
+	assert_equal "$(field "$output" memory message)" \
+		"unknown: INFO field maxmemory is unreadable ('\\x1b]0;pwned\\x07'): $UNREADABLE_TAIL"
+}
+
+@test "doctor_hostile: an INFO of junk lines and no trailing CRLF: each check says what it cannot read" {
+	start_hostile H \
+		'PING +PONG\r\n' \
+		"INFO $(info_bulk 'garbage\r\n:\r\nrole:master\r\nconnected_slaves:0')" \
+		'SUBSCRIBE -NOPERM no\r\n'
+	doctor_json
+	((status != 0)) || fail "doctor passed an INFO of junk"
+	assert_equal "$(field "$output" replication level)" note
+	assert_equal "$(field "$output" eviction message)" \
+		"unknown: INFO has no field maxmemory_policy"
+	assert_equal "$(field "$output" persistence message)" \
+		"unknown: INFO has no field aof_enabled"
+	assert_equal "$(field "$output" memory message)" \
+		"unknown: INFO has no field used_memory"
+}
+
+@test "doctor_hostile: a grant whose fence is 0, a string or 2^63-1 is no grant: acquire fails (exit 70)" {
+	local grant
+	for grant in '*2\r\n:1\r\n:0\r\n' '*2\r\n:1\r\n$2\r\n42\r\n' \
+		'*2\r\n:1\r\n:9223372036854775807\r\n' '*2\r\n:2\r\n:5\r\n'; do
+		start_hostile H 'PING +PONG\r\n' \
+			"INFO $(info_bulk "$(info_text)")" "acquire $grant"
+		doctor_json
+		assert_equal "$status" 70
+		assert_equal "$(field "$output" acquire level)" fail
+		assert_equal "$(field "$output" acquire message)" \
+			"unexpected reply to the acquire script"
+		stop_all_hostile
+	done
+}
+
+@test "doctor_hostile: a PING answered with anything but PONG fails rtt (exit 70)" {
+	start_hostile H 'PING :1\r\n'
+	doctor_json
+	assert_equal "$status" 70
+	assert_equal "$(field "$output" rtt message)" "PING: the reply is not PONG"
+}
