@@ -52,6 +52,12 @@ void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 	fputs(",\"command\":", f);
 	cli_json_str(f, e->command);
 	cli_json_opt(f, "note", e->note);
+	/* A field another client wrote that does not decode: its value is
+	 * null above, and this says which and what it held. */
+	if (e->junk[0] != '\0') {
+		fputs(",\"unreadable\":", f);
+		cli_json_str(f, e->junk);
+	}
 	if (servers > 1)
 		fprintf(f, ",\"servers\":%d", e->servers);
 	fputs("}", f);
@@ -66,6 +72,12 @@ const char *cli_event_outcome(const struct rlock_event *e, char *buf,
 
 	if (strcmp(e->event, "lost") == 0)
 		snprintf(how, sizeof(how), "lost (%s)", e->reason);
+	else if (strcmp(e->event, "abandoned") == 0)
+		snprintf(how, sizeof(how), "abandoned (the process that held "
+			 "it ended without releasing)");
+	else if (e->junk[0] != '\0' && e->exit < 0)
+		snprintf(how, sizeof(how), "released, exit status unreadable "
+			 "(%s)", e->junk);
 	else if (e->exit >= 0 && e->signal[0] != '\0')
 		snprintf(how, sizeof(how), "exit %d (SIG%s)", e->exit,
 			 e->signal);
@@ -136,6 +148,8 @@ static void print_event(FILE *f, const struct rlock_event *e, int servers)
 		ADD("  exit %d", e->exit);
 	else if (strcmp(e->event, "released") == 0)
 		ADD("  exit ?");
+	if (e->junk[0] != '\0')
+		ADD("  [unreadable: %s]", e->junk);
 	if (e->signal[0] != '\0')
 		ADD("  signal %s", e->signal);
 	if (e->reason[0] != '\0')

@@ -83,7 +83,13 @@ int cmd_release(int argc, char **argv, struct cli *g)
 	rl = cli_open(g);
 	if (force) {
 		rc = rlock_force_release(rl, name, &was);
-		if (rc == RLOCK_OK && g->verbose >= 0 && was.nholders > 1)
+		if (rc == RLOCK_OK && g->verbose >= 0 && was.junk_keys > 0)
+			cli_warn(g, "%s: removed %lld key%s of another type "
+				 "(another client's data)", name,
+				 was.junk_keys, was.junk_keys > 1 ? "s" : "");
+		if (rc == RLOCK_OK && !was.held)
+			;
+		else if (rc == RLOCK_OK && g->verbose >= 0 && was.nholders > 1)
 			cli_warn(g, "%s: removed %lld holders, the first %s",
 				 name, was.nholders,
 				 cli_holder(&was, who, sizeof(who)));

@@ -18,6 +18,10 @@ struct status {
 	int rows;
 	int any_free;
 	int rc;
+	/* Listing: keys under the prefix that are not locks (another
+	 * client's data), counted; the first few named. */
+	long long njunk;
+	char junk[600];
 };
 
 static void print_json_views(const struct status *s)
@@ -335,6 +339,16 @@ static void print_row(struct status *s, const char *name,
 	print_views(s);
 }
 
+/* A field of the lock's keys that rlock did not write: shown as unknown,
+ * and said. */
+static void junk_warn(const struct status *s, const char *name,
+		      const struct rlock_holder *h)
+{
+	if (h->junk[0] != '\0' && s->g->verbose >= 0)
+		cli_warn(s->g, "%s: %s is not what rlock writes (another "
+			 "client's data): shown as unknown", name, h->junk);
+}
+
 static int show(const char *name, void *arg)
 {
 	struct status *s = arg;
@@ -346,6 +360,7 @@ static int show(const char *name, void *arg)
 		s->rc = rc;
 		return 1;
 	}
+	junk_warn(s, name, &h);
 	if (!h.held)
 		s->any_free = 1;
 	if (s->g->json)
@@ -355,21 +370,49 @@ static int show(const char *name, void *arg)
 	return 0;
 }
 
+/* A key that is not a lock, counted; named while there is room. */
+static void count_junk(struct status *s, const char *key)
+{
+	size_t len = strlen(s->junk);
+
+	if (s->njunk++ < 5 && len + strlen(key) + 3 < sizeof(s->junk))
+		snprintf(s->junk + len, sizeof(s->junk) - len, "%s%s",
+			 len > 0 ? ", " : "", key);
+}
+
 /* Listing: a lock may be released between SCAN and the look-up; only
- * held ones are shown. */
-static int show_held(const char *name, void *arg)
+ * held ones are shown.  A key that is not a lock (junk: why), or a lock
+ * whose keys hold what rlock did not write, is counted, never the end of
+ * the list. */
+static int show_held(const char *name, const char *junk, void *arg)
 {
 	struct status *s = arg;
 	struct rlock_holder h;
 	int rc;
 
+	if (junk != NULL) {
+		char key[1100];
+
+		snprintf(key, sizeof(key), "%s (%s)", name, junk);
+		count_junk(s, key);
+		return 0;
+	}
 	rc = rlock_status(s->rl, name, &h, s->view);
+	if (rc == RLOCK_EPROTO) {
+		char key[1400];
+
+		snprintf(key, sizeof(key), "%s (%s)", name,
+			 rlock_errstr(s->rl));
+		count_junk(s, key);
+		return 0;
+	}
 	if (rc != RLOCK_OK) {
 		s->rc = rc;
 		return 1;
 	}
 	if (!h.held)
 		return 0;
+	junk_warn(s, name, &h);
 	if (s->g->json)
 		print_json(s, name, &h);
 	else
@@ -424,6 +467,11 @@ int cmd_status(int argc, char **argv, struct cli *g)
 	}
 	fwrite(s.buf, 1, s.len, stdout);
 	free(s.buf);
+	if (s.njunk > 0 && g->verbose >= 0)
+		cli_warn(g, "%lld key%s under '%s' %s not lock%s: %s%s",
+			 s.njunk, s.njunk > 1 ? "s" : "", g->prefix,
+			 s.njunk > 1 ? "are" : "is", s.njunk > 1 ? "s" : "",
+			 s.junk, s.njunk > 5 ? ", ..." : "");
 	if (!g->json && s.rows == 0 && optind >= argc && g->verbose >= 0)
 		fprintf(stderr, "rlock: status: no locks held under '%s'\n",
 			g->prefix);

@@ -708,7 +708,10 @@ void cli_history_warn(const struct cli *g, const struct rlock *rl)
 {
 	const char *why = rlock_history_refused(rl);
 
-	if (g->verbose > 0 && why != NULL)
+	/* An ACL that leaves out the history is a choice, said with -v;
+	 * another client's data at its key is a fault, said unless -q. */
+	if (why != NULL && (g->verbose > 0 ||
+			    (g->verbose == 0 && rlock_history_junk(rl))))
 		cli_warn(g, "warning: %s", why);
 }
 

@@ -180,11 +180,11 @@ struct bclient {
 };
 
 /* The suffixes of a name's keys and channels: its LOCK_NKEYS keys in the
- * scripts' order (cleanup_keys deletes those), then the release channel
- * and the wake-up prefix. */
+ * scripts' order (cleanup_keys deletes those and the last), then the
+ * release channel, the wake-up prefix and the record of the last runs. */
 static const char *const name_tails[] = {
 	"", KEY_META, KEY_FENCE, KEY_HOLDERS, KEY_HMETA, KEY_LINE, KEY_LEASE,
-	KEY_WHO, KEY_LOG, KEY_CHANNEL, KEY_WAKE,
+	KEY_WHO, KEY_LOG, KEY_CHANNEL, KEY_WAKE, KEY_LAST,
 };
 #define NAME_TAILS (sizeof(name_tails) / sizeof(name_tails[0]))
 
@@ -1045,7 +1045,7 @@ static int bench_names(struct bench *b)
 		n->v = (struct lock_names){ n->s[0], n->s[1], n->s[2],
 					    n->s[3], n->s[4], n->s[5],
 					    n->s[6], n->s[7], n->s[9],
-					    n->s[10], n->s[8], NULL,
+					    n->s[10], n->s[8], NULL, n->s[11],
 					    key_slot(n->s[0], strlen(n->s[0])) };
 		n->holder = -1;
 		n->releaser = -1;
@@ -1379,7 +1379,7 @@ static void cleanup_keys(struct bench *b)
 			break;
 		}
 		for (int i = first; i < b->nk; i++) {
-			const char *argv[1 + LOCK_NKEYS] = { "DEL" };
+			const char *argv[2 + LOCK_NKEYS] = { "DEL" };
 			const struct rlock_conn_opts *oi;
 
 			if (done[i] || node_url(n, b->nm[i].v.slot, &oi) != u)
@@ -1387,7 +1387,8 @@ static void cleanup_keys(struct bench *b)
 			done[i] = 1;
 			for (int t = 0; t < LOCK_NKEYS; t++)
 				argv[1 + t] = b->nm[i].s[t];
-			if (conn_send(c, 1 + LOCK_NKEYS, argv, NULL) == RLOCK_OK)
+			argv[1 + LOCK_NKEYS] = b->nm[i].v.last;
+			if (conn_send(c, 2 + LOCK_NKEYS, argv, NULL) == RLOCK_OK)
 				sent++;
 		}
 		while (sent-- > 0) {

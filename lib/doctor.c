@@ -1039,14 +1039,14 @@ static void check_history(struct doc *x, struct server *s, struct probe *p)
  * and check that nothing remains. */
 static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 {
-	const char *del[5] = { "DEL", p->k.key, p->k.meta, p->k.fence,
-			       p->k.log };
-	const char *exists[5] = { "EXISTS", p->k.key, p->k.meta, p->k.fence,
-				  p->k.log };
+	const char *del[6] = { "DEL", p->k.key, p->k.meta, p->k.fence,
+			       p->k.log, p->k.last };
+	const char *exists[6] = { "EXISTS", p->k.key, p->k.meta, p->k.fence,
+				  p->k.log, p->k.last };
 	redisReply *r = NULL;
 	long long left = -1;
 
-	if (call(x, s->c, 5, del, &r) != RLOCK_OK) {
+	if (call(x, s->c, 6, del, &r) != RLOCK_OK) {
 		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "%s; delete %s yourself",
 		    conn_errstr(s->c), p->k.fence);
@@ -1060,20 +1060,20 @@ static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 	}
 	freeReplyObject(r);
 	r = NULL;
-	if (call(x, s->c, 5, exists, &r) == RLOCK_OK &&
+	if (call(x, s->c, 6, exists, &r) == RLOCK_OK &&
 	    r->type == REDIS_REPLY_INTEGER && r->integer >= 0 &&
-	    r->integer <= 4)
+	    r->integer <= 5)
 		left = r->integer;
 	freeReplyObject(r);
 	if (left == 0)
 		add(x, s->addr, "cleanup", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_NUMBER, "0", "the probe left no key behind "
-		    "(its :fence counter and :log deleted)");
+		    "(its :fence counter, :log and :log:last deleted)");
 	else
 		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "could not confirm that the "
-		    "probe's keys are gone: delete %s, %s, %s and %s",
-		    p->k.key, p->k.meta, p->k.fence, p->k.log);
+		    "probe's keys are gone: delete %s, %s, %s, %s and %s",
+		    p->k.key, p->k.meta, p->k.fence, p->k.log, p->k.last);
 }
 
 /* SCAN, as status lists the locks. */

@@ -288,7 +288,7 @@ void fan_run(struct rlock *rl, struct fan *f)
 			}
 		}
 		if (left == 0)
-			return;
+			break;
 		now = rlock_mono_ms();
 		if (now >= deadline) {
 			time_out(rl, f);
@@ -321,6 +321,17 @@ void fan_run(struct rlock *rl, struct fan *f)
 					on_reply(n, s, r);
 			}
 		}
+	}
+	/* A key of another type where rlock keeps one of its own: name it
+	 * (one TYPE per key of the request, only then). */
+	for (i = 0; i < f->n; i++) {
+		struct fan_slot *s = &f->slot[i];
+
+		if (s->req != NULL && s->state == ST_DONE &&
+		    s->res.rc != RLOCK_OK && s->res.wrongtype &&
+		    conn_is_up(rl->node[i].cmd))
+			explain_wrongtype(rl->node[i].cmd, s->req, rl->prefix,
+					  deadline, &s->res);
 	}
 }
 

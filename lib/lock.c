@@ -873,6 +873,7 @@ static void history_refused(struct rlock *rl, size_t i, int recorded,
 
 	if (rl->hist_refused[0] != '\0')
 		return;
+	rl->hist_junk = recorded == 2;
 	if (recorded == 2)
 		set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s: "
 			  "%s is not a stream rlock wrote (another type): "
@@ -1575,6 +1576,11 @@ const char *rlock_history_refused(const struct rlock *rl)
 	return rl->hist_refused[0] != '\0' ? rl->hist_refused : NULL;
 }
 
+int rlock_history_junk(const struct rlock *rl)
+{
+	return rl->hist_refused[0] != '\0' && rl->hist_junk;
+}
+
 /* After a wait that ended without the lock: leave the line, and say why
  * when nothing did yet. */
 static void acq_end(struct rlock *rl, const char *name, struct acq *q,
@@ -1910,20 +1916,32 @@ int rlock_force_release(struct rlock *rl, const char *name,
 	for (i = 0; i < f.n; i++) {
 		struct rlock_result *res = &f.slot[i].res;
 
-		if (res->rc == RLOCK_OK && res->r->type != REDIS_REPLY_ARRAY)
+		long long held = -1, many = 0, junk = 0;
+
+		/* {0, junk} or the holder layout, how many, junk. */
+		if (res->rc == RLOCK_OK &&
+		    (elem_num(res->r, 0, 0, 1, &held) != 0 ||
+		     (held == 0 && (res->r->elements != 2 ||
+				    elem_num(res->r, 1, 0, 9, &junk) != 0)) ||
+		     (held == 1 && (res->r->elements != 12 ||
+				    parse_holder(res->r, was) != 0 ||
+				    elem_num(res->r, 10, 1, LLONG_MAX, &many) != 0 ||
+				    elem_num(res->r, 11, 0, 9, &junk) != 0))))
 			fan_unexpected(&f, i, "release");
 		if (res->rc != RLOCK_OK) {
 			fail++;
 			continue;
 		}
-		if (elem_ll(res->r, 0) == 1 && parse_holder(res->r, was) == 0) {
-			was->nholders = elem_ll(res->r, 10);
+		if (junk > was->junk_keys)
+			was->junk_keys = junk;
+		if (held == 1) {
+			was->nholders = many;
 			removed++;
 		}
 	}
 	/* Removing is forceful: any server that removed counts, but every
 	 * server must have answered for "was not held" to be true. */
-	if (removed > 0)
+	if (removed > 0 || (was->junk_keys > 0 && fail == 0))
 		rc = RLOCK_OK;
 	else if (fail > 0)
 		rc = fan_first_error(rl, &f, fail);

@@ -24,6 +24,8 @@
 #define KEY_WAKE ":wake:"		/* + a waiter's id: its wake-up channel */
 #define KEY_LOG ":log"
 #define KEY_ONCE ":once"		/* the period done, for --once-per */
+#define KEY_LAST ":log:last"		/* the last runs (scripts.c names it
+					 * from the log's key) */
 
 /*
  * The wait line (DESIGN section 4): a waiter among the first LINE_NEAR
@@ -83,7 +85,7 @@ int64_t line_wait_ms(long long pttl, long long place, int in_line,
  * waiters' channels. */
 struct lock_names {
 	const char *key, *meta, *fence, *holders, *hmeta, *line, *lease,
-		   *who, *chan, *wake, *log, *once;
+		   *who, *chan, *wake, *log, *once, *last;
 	int slot;
 };
 
@@ -96,7 +98,7 @@ struct lock_keys {
 	char line[RLOCK_KEY_MAX + 16], lease[RLOCK_KEY_MAX + 16];
 	char who[RLOCK_KEY_MAX + 16], chan[RLOCK_KEY_MAX + 16];
 	char wake[RLOCK_KEY_MAX + 16], log[RLOCK_KEY_MAX + 16];
-	char once[RLOCK_KEY_MAX + 16];
+	char once[RLOCK_KEY_MAX + 16], last[RLOCK_KEY_MAX + 16];
 	struct lock_names v;		/* the above, for the builders */
 };
 
@@ -247,7 +249,19 @@ struct rlock_result {
 	int rc;			/* RLOCK_OK with r set, or an error */
 	redisReply *r;
 	char err[768];
+	int wrongtype;		/* the error was WRONGTYPE: explain_wrongtype
+				 * names the key */
 };
+
+/*
+ * After a WRONGTYPE answer to q on connection c: ask the TYPE of each of
+ * q's keys (within deadline) and, for the first that holds another type
+ * than rlock keeps there, say so in res->err, with the fix ('rlock release
+ * --force NAME' removes it).  res is left as it was when none is found.
+ */
+void explain_wrongtype(struct rlock_conn *c, const struct request *q,
+		       const char *prefix, int64_t deadline,
+		       struct rlock_result *res);
 
 /*
  * Whether error reply r says that the server cannot run scripts at all:
@@ -417,6 +431,7 @@ struct rlock {
 	struct history hist;
 	int watching;			/* rlock_watch_open has run */
 	char hist_refused[400];		/* why a server refused the history */
+	int hist_junk;			/* because its key holds another type */
 	char err[800];
 };
 

@@ -95,6 +95,8 @@ struct rlock_holder {
 					 * next, -1 not in line */
 	int skip;			/* why a busy answer is final (enum
 					 * rlock_skip), 0 none */
+	long long junk_keys;		/* release --force: keys of another
+					 * type it deleted */
 	char junk[RLOCK_JUNK_MAX];	/* the first field that did not
 					 * decode (another client's data), as
 					 * "what 'value'" escaped; "" none.
@@ -293,8 +295,10 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 		  const struct rlock_outcome *how);
 
 /*
- * Remove the lock whoever holds it; was gets the holder it had.  Returns
- * RLOCK_OK, RLOCK_NOTOURS when it was free, or an error.
+ * Remove the lock whoever holds it, and any of its keys that holds another
+ * type than rlock keeps there (was->junk_keys of them); was gets the holder
+ * it had (held 0 when none).  Returns RLOCK_OK, RLOCK_NOTOURS when it was
+ * free and clean, or an error.
  */
 int rlock_force_release(struct rlock *rl, const char *name,
 			struct rlock_holder *was);
@@ -419,6 +423,10 @@ int rlock_record_lost(struct rlock *rl, const char *name,
  * (said once an acquire saw it), with the ACL rule that would allow it. */
 const char *rlock_history_refused(const struct rlock *rl);
 
+/* Whether that is because the history's key holds another client's data
+ * (a type rlock does not keep there), which is always worth saying. */
+int rlock_history_junk(const struct rlock *rl);
+
 /* The name of signal sig without "SIG" ("TERM"), or its number, in buf. */
 const char *rlock_signame(int sig, char *buf, size_t len);
 
@@ -428,10 +436,14 @@ int rlock_check_note(const char *note, const char **why);
 
 /*
  * Call cb for the name of every lock held under the prefix (SCAN, never
- * KEYS), stopping early when cb returns non-zero.  Returns RLOCK_OK or an
- * error.
+ * KEYS; junk NULL), then for each key under the prefix that is named like
+ * a lock but is not one (its name, escaped, and in junk why: not a lock
+ * name, or another type), each once, stopping early when cb returns
+ * non-zero.  At most 10000 SCAN pages per pass and server, a million
+ * names.  Returns RLOCK_OK or an error.
  */
-int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
+int rlock_list(struct rlock *rl,
+	       int (*cb)(const char *name, const char *junk, void *arg),
 	       void *arg);
 
 /*

@@ -830,9 +830,13 @@ static const char leave_lua[] =
  * channel, wake-up prefix, who forced it (the record's reason), the
  * history's length and ttl.  Removes the exclusive holder, or every shared
  * or semaphore holder (recording each as forced), and wakes the line as
- * release does.  Answers {0} when nothing
- * was held, else the holder layout of status ({1, 0, host, pid, user,
- * command, since, fence, token prefix, 0}) and how many were removed.
+ * release does.  Keys of the lock that hold another type than rlock keeps
+ * there (another client's data, which would make every script fail with
+ * WRONGTYPE) are deleted first, whatever they hold: force is the
+ * operator's tool for that.  Answers {0, junk} when nothing was held, else
+ * the holder layout of status ({1, 0, host, pid, user, command, since,
+ * fence, token prefix, 0}), how many were removed and junk, the number of
+ * keys of another type deleted.
  */
 static const char force_lua[] =
 	LUA_NOW
@@ -847,18 +851,28 @@ static const char force_lua[] =
 	"         'token', string.sub(tok, 1, 8), 'held', since and ms(now - since) or '',\n"
 	"         'reason', ARGV[3], 'command', command or '')\n"
 	"end\n"
-	"local cur = redis.call('GET', KEYS[1])\n"
+	"local want = {'string', 'string', 'zset', 'hash', 'zset', 'zset', 'hash', 'stream'}\n"
+	"local junk = 0\n"
+	"local function clear(k, t)\n"
+	"  local is = redis.call('TYPE', k).ok\n"
+	"  if is ~= 'none' and is ~= t then redis.call('DEL', k); junk = junk + 1 end\n"
+	"end\n"
+	"for i = 1, 8 do clear(KEYS[i], want[i]) end\n"
+	"clear(KEYS[8] .. ':last', 'hash')\n"	"local cur = redis.call('GET', KEYS[1])\n"
 	"local r\n"
 	"if cur then\n"
 	"  local f = unpack_meta(redis.call('GET', KEYS[2]) or '')\n"
 	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
 	"  forced('x', f[5], f[6], f[4], f[1], cur, f[2], f[7])\n"
 	"  r = {1, 0, f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '',\n"
-	"       f[1] or '', string.sub(cur, 1, 8), '0', 1}\n"
+	"       f[1] or '', string.sub(cur, 1, 8), '0', 1, junk}\n"
 	"else\n"
 	"  holders_purge()\n"
 	"  local hs = redis.call('ZRANGE', KEYS[3], 0, -1)\n"
-	"  if #hs == 0 then return {0} end\n"
+	"  if #hs == 0 then\n"
+	"    if junk > 0 then redis.pcall('PUBLISH', ARGV[1], 'forced') end\n"
+	"    return {0, junk}\n"
+	"  end\n"
 	"  local f = unpack_meta(redis.call('HGET', KEYS[4], hs[1]) or '')\n"
 	"  local kind = redis.call('HGET', KEYS[4], 'limit') or 's'\n"
 	"  for i, h in ipairs(hs) do\n"
@@ -867,7 +881,7 @@ static const char force_lua[] =
 	"  end\n"
 	"  redis.call('DEL', KEYS[3], KEYS[4])\n"
 	"  r = {1, 0, f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '',\n"
-	"       f[1] or '', string.sub(hs[1], 1, 8), '0', #hs}\n"
+	"       f[1] or '', string.sub(hs[1], 1, 8), '0', #hs, junk}\n"
 	"end\n"
 	"if redis.call('EXISTS', KEYS[5]) == 0 then\n"
 	"  redis.pcall('PUBLISH', ARGV[1], 'forced')\n"
@@ -1013,7 +1027,7 @@ const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
 				   "a0300e044cc318f6609644d1548e55ed5199f875" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "6416833cdcb8144af9d22a1df2dd27e72b19c549" },
+				 "ea982d7d1a616ec5c9f528eb17ba57cbc1f60582" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "e1739b8972f25cb751720b099bd9ef558309d9a0" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
@@ -1066,10 +1080,11 @@ void lock_keys_init(struct lock_keys *k, const char *prefix,
 	suffixed(k->wake, k->key, len, KEY_WAKE);
 	suffixed(k->log, k->key, len, KEY_LOG);
 	suffixed(k->once, k->key, len, KEY_ONCE);
+	suffixed(k->last, k->key, len, KEY_LAST);
 	k->v = (struct lock_names){ k->key, k->meta, k->fence, k->holders,
 				    k->hmeta, k->line, k->lease, k->who,
 				    k->chan, k->wake, k->log, k->once,
-				    key_slot(k->key, len) };
+				    k->last, key_slot(k->key, len) };
 }
 
 int64_t line_wait_ms(long long pttl, long long place, int in_line,
@@ -1434,6 +1449,73 @@ static void acl_error(const redisReply *r, int n, const char *addr,
 		 "user's keys are under" : "");
 }
 
+/* The type rlock keeps at a key, by its suffix (the longest that ends
+ * it after the name's closing brace). */
+static const char *kept_type(const char *key)
+{
+	static const struct {
+		const char *suffix, *type;
+	} kept[] = {
+		{ "}", "string" }, { "}" KEY_META, "string" },
+		{ "}" KEY_FENCE, "string" }, { "}" KEY_HOLDERS, "zset" },
+		{ "}" KEY_HMETA, "hash" }, { "}" KEY_LINE, "zset" },
+		{ "}" KEY_LEASE, "zset" }, { "}" KEY_WHO, "hash" },
+		{ "}" KEY_LOG, "stream" }, { "}" KEY_ONCE, "hash" },
+		{ "}" KEY_LAST, "hash" },
+	};
+	size_t len = strlen(key);
+
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		size_t sl = strlen(kept[i].suffix);
+
+		if (len >= sl && strcmp(key + len - sl, kept[i].suffix) == 0)
+			return kept[i].type;
+	}
+	return NULL;
+}
+
+void explain_wrongtype(struct rlock_conn *c, const struct request *q,
+		       const char *prefix, int64_t deadline,
+		       struct rlock_result *res)
+{
+	int first = q->script == REQ_COMMAND ? 1 : 0;
+	int last = q->script == REQ_COMMAND ? 2 : q->nkeys;
+
+	for (int k = first; k < last && k < q->argc; k++) {
+		const char *argv[2] = { "TYPE", q->argv[k] }, *want;
+		char vis[RLOCK_KEY_MAX * 4 + 1], name[RLOCK_KEY_MAX * 4 + 1];
+		const char *open, *close;
+		redisReply *r = NULL;
+		size_t plen = strlen(prefix);
+
+		want = kept_type(q->argv[k]);
+		if (want == NULL ||
+		    conn_call(c, deadline, -1, 2, argv, NULL, &r) != RLOCK_OK)
+			continue;
+		if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "none") == 0 ||
+		    strcmp(r->str, want) == 0 || r->len > 32) {
+			freeReplyObject(r);
+			continue;
+		}
+		/* prefix{NAME}suffix: the name, for the fix. */
+		open = q->argv[k] + plen;
+		close = strrchr(q->argv[k], '}');
+		if (strncmp(q->argv[k], prefix, plen) != 0 || *open != '{' ||
+		    close == NULL || close <= open)
+			snprintf(name, sizeof(name), "NAME");
+		else
+			rlock_vis(name, sizeof(name), open + 1,
+				  (size_t)(close - open - 1));
+		rlock_vis(vis, sizeof(vis), q->argv[k], strlen(q->argv[k]));
+		snprintf(res->err, sizeof(res->err), "%.300s holds a %.32s, "
+			 "not the %s rlock keeps there (another client's "
+			 "data): 'rlock release --force %.200s' removes it",
+			 vis, r->str, want, name);
+		freeReplyObject(r);
+		return;
+	}
+}
+
 void classify_error(const redisReply *r, const struct rlock_conn *c,
 		    const char *key, struct rlock_result *res)
 {
@@ -1477,6 +1559,7 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "line cannot be served", key, v);
 	} else if (starts_with(r, "WRONGTYPE")) {
 		res->rc = RLOCK_EPROTO;
+		res->wrongtype = 1;
 		snprintf(res->err, sizeof(res->err),
 			 "%s: key holds the wrong kind of value (WRONGTYPE)",
 			 key);

@@ -386,52 +386,129 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The lock names in one SCAN reply, appended to *names.  Returns RLOCK_OK,
- * RLOCK_EPROTO for a reply of the wrong shape or RLOCK_ESYS. */
+/* SCAN's bounds: pages per pass on one server (COUNT 1000 each: ten
+ * million keys), and names in all.  A server that answers past them (a
+ * cursor that never comes back to 0) is not one to list. */
+#define SCAN_PAGES 10000
+#define SCAN_NAMES 1000000
+
+/* What one listing gathers: lock names, and keys under the prefix that are
+ * not locks ("KEY\tWHY", escaped). */
+struct scan {
+	char **names, **junk;
+	size_t nnames, cap, njunk, jcap;
+};
+
+static int push(char ***v, size_t *n, size_t *cap, char *s)
+{
+	if (s == NULL)
+		return RLOCK_ESYS;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		char **nv = realloc(*v, nc * sizeof(*nv));
+
+		if (nv == NULL) {
+			free(s);
+			return RLOCK_ESYS;
+		}
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = s;
+	return RLOCK_OK;
+}
+
+/* A key under the prefix that is not a lock, and why. */
+static int push_junk(struct scan *sc, const char *key, size_t len,
+		     const char *why)
+{
+	char vis[RLOCK_KEY_MAX * 4 + 1], *j;
+
+	rlock_vis(vis, sizeof(vis), key, len > RLOCK_KEY_MAX ? RLOCK_KEY_MAX :
+		  len);
+	if (asprintf(&j, "%s\t%s", vis, why) < 0)
+		return RLOCK_ESYS;
+	return push(&sc->junk, &sc->njunk, &sc->jcap, j);
+}
+
+/* A SCAN cursor: 1 to 20 digits (an unsigned 64-bit number). */
+static int cursor_ok(const redisReply *c)
+{
+	if (c->type != REDIS_REPLY_STRING || c->len == 0 || c->len > 20)
+		return 0;
+	for (size_t i = 0; i < c->len; i++)
+		if (c->str[i] < '0' || c->str[i] > '9')
+			return 0;
+	return 1;
+}
+
+/* The keys in one SCAN reply: lock names (between the braces of
+ * prefix{NAME}suffix) into sc->names, keys whose name is no lock name
+ * into sc->junk; with all set (a pass of any type), every key, as
+ * "KEY" for the caller to compare.  Returns RLOCK_OK, RLOCK_EPROTO for a
+ * reply of the wrong shape or RLOCK_ESYS. */
 static int take_names(const redisReply *r, size_t plen, size_t slen,
-		      char cursor[32], char ***names, size_t *nnames,
-		      size_t *cap)
+		      char cursor[32], struct scan *sc, char ***all,
+		      size_t *nall, size_t *acap)
 {
 	const redisReply *keys;
+	int rc = RLOCK_OK;
 
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-	    r->element[0]->type != REDIS_REPLY_STRING ||
+	    !cursor_ok(r->element[0]) ||
 	    r->element[1]->type != REDIS_REPLY_ARRAY)
 		return RLOCK_EPROTO;
-	snprintf(cursor, 32, "%s", r->element[0]->str);
+	memcpy(cursor, r->element[0]->str, r->element[0]->len);
+	cursor[r->element[0]->len] = '\0';
 	keys = r->element[1];
-	for (size_t k = 0; k < keys->elements; k++) {
+	for (size_t k = 0; k < keys->elements && rc == RLOCK_OK; k++) {
 		const redisReply *e = keys->element[k];
+		const char *why = NULL;
 		char *nm;
 
-		if (e->type != REDIS_REPLY_STRING || e->len < plen + slen + 2)
+		if (e->type != REDIS_REPLY_STRING)
+			return RLOCK_EPROTO;
+		if (e->len < plen + slen + 2)
 			continue;
-		if (*nnames == *cap) {
-			size_t nc = *cap ? *cap * 2 : 64;
-			char **nn = realloc(*names, nc * sizeof(*nn));
-
-			if (nn == NULL)
-				return RLOCK_ESYS;
-			*names = nn;
-			*cap = nc;
+		if (all != NULL) {
+			rc = push(all, nall, acap, strndup(e->str, e->len));
+			continue;
 		}
+		if (memchr(e->str, '\0', e->len) != NULL)
+			why = "not a lock name: a NUL byte";
+		else if (sc->nnames >= SCAN_NAMES)
+			return RLOCK_EPROTO;
 		/* prefix{NAME}suffix: the name between the braces. */
 		nm = strndup(e->str + plen + 1, e->len - plen - slen - 2);
 		if (nm == NULL)
 			return RLOCK_ESYS;
-		(*names)[(*nnames)++] = nm;
+		if (why == NULL && rlock_check_name(nm, &why) != RLOCK_OK) {
+			char text[64];
+
+			free(nm);
+			snprintf(text, sizeof(text), "not a lock name: %s", why);
+			rc = push_junk(sc, e->str, e->len, text);
+			continue;
+		}
+		if (why != NULL) {
+			free(nm);
+			rc = push_junk(sc, e->str, e->len, why);
+			continue;
+		}
+		rc = push(&sc->names, &sc->nnames, &sc->cap, nm);
 	}
-	return RLOCK_OK;
+	return rc;
 }
 
-/* One SCAN over pattern for keys of type; slen: the suffix after the
- * name's closing brace. */
+/* One SCAN over pattern for keys of type (NULL: any, into *all); slen:
+ * the suffix after the name's closing brace. */
 static int scan_pass(struct rlock *rl, struct rlock_conn *c,
 		     const char *pattern, const char *type, size_t slen,
-		     char cursor[32], char ***names, size_t *nnames,
-		     size_t *cap, char *err, size_t errlen)
+		     struct scan *sc, char ***all, size_t *nall, size_t *acap,
+		     char *err, size_t errlen)
 {
-	size_t plen = strlen(rl->prefix);
+	char cursor[32] = "0";
+	size_t plen = strlen(rl->prefix), pages = 0;
 	int rc;
 
 	do {
@@ -442,54 +519,122 @@ static int scan_pass(struct rlock *rl, struct rlock_conn *c,
 		redisReply *r = NULL;
 		struct rlock_result res;
 
-		rc = conn_call(c, bound_io(rl), -1, 8, argv, NULL, &r);
+		if (++pages > SCAN_PAGES) {
+			snprintf(err, errlen, "%s: SCAN did not end after %d "
+				 "pages (cursor %s): not listed",
+				 conn_addr(c), SCAN_PAGES, cursor);
+			return RLOCK_EPROTO;
+		}
+		rc = conn_call(c, bound_io(rl), -1, type != NULL ? 8 : 6, argv,
+			       NULL, &r);
 		if (rc != RLOCK_OK) {
 			snprintf(err, errlen, "%s", conn_errstr(c));
 			return rc;
 		}
 		if (r->type == REDIS_REPLY_ERROR) {
+			memset(&res, 0, sizeof(res));
 			classify_error(r, c, "SCAN", &res);
 			snprintf(err, errlen, "%s", res.err);
 			freeReplyObject(r);
 			return res.rc;
 		}
-		rc = take_names(r, plen, slen, cursor, names, nnames, cap);
+		rc = take_names(r, plen, slen, cursor, sc, all, nall, acap);
 		freeReplyObject(r);
 		if (rc == RLOCK_EPROTO)
-			snprintf(err, errlen, "%s: unexpected reply to SCAN",
-				 conn_addr(c));
+			snprintf(err, errlen, "%s: unexpected reply to SCAN "
+				 "(or more than %d names)", conn_addr(c),
+				 SCAN_NAMES);
 		else if (rc != RLOCK_OK)
 			snprintf(err, errlen, "out of memory");
 	} while (rc == RLOCK_OK && strcmp(cursor, "0") != 0);
 	return rc;
 }
 
-/* SCAN one server for the locks under pattern, into *names.  Returns
+/*
+ * Keys named like a lock, prefix{NAME}, that do not hold the string a lock
+ * is: all of them (any type) less the strings found, each confirmed with
+ * TYPE (a key may have come or gone between the passes).
+ */
+static int other_types(struct rlock *rl, struct rlock_conn *c,
+		       const char *pattern, struct scan *sc, size_t first,
+		       char *err, size_t errlen)
+{
+	char **all = NULL;
+	size_t nall = 0, acap = 0, plen = strlen(rl->prefix);
+	int rc;
+
+	rc = scan_pass(rl, c, pattern, NULL, 0, sc, &all, &nall, &acap, err,
+		       errlen);
+	qsort(sc->names + first, sc->nnames - first, sizeof(*sc->names),
+	      cmp_str);
+	for (size_t i = 0; i < nall && rc == RLOCK_OK; i++) {
+		const char *argv[2] = { "TYPE", all[i] };
+		size_t len = strlen(all[i]);
+		char *nm = strndup(all[i] + plen + 1, len - plen - 2);
+		redisReply *r = NULL;
+		char why[64];
+		int named;
+
+		if (nm == NULL) {
+			rc = RLOCK_ESYS;
+			break;
+		}
+		named = rlock_check_name(nm, NULL) == RLOCK_OK &&
+			memchr(all[i], '\0', len) == NULL;
+		if (named && bsearch(&nm, sc->names + first,
+				     sc->nnames - first, sizeof(*sc->names),
+				     cmp_str) != NULL) {
+			free(nm);
+			continue;
+		}
+		free(nm);
+		if (conn_call(c, bound_io(rl), -1, 2, argv, NULL, &r) !=
+		    RLOCK_OK)
+			continue;
+		/* A string here is a lock that came since, or a name the
+		 * first pass said is none. */
+		if (r->type == REDIS_REPLY_STATUS && r->len <= 32 &&
+		    strcmp(r->str, "none") != 0 &&
+		    strcmp(r->str, "string") != 0) {
+			snprintf(why, sizeof(why), "%s, a %s", named ?
+				 "not a lock's string" : "not a lock name",
+				 r->str);
+			rc = push_junk(sc, all[i], len, why);
+		}
+		freeReplyObject(r);
+	}
+	for (size_t i = 0; i < nall; i++)
+		free(all[i]);
+	free(all);
+	return rc;
+}
+
+/* SCAN one server for the locks under pattern, into sc.  Returns
  * RLOCK_OK, or an error with the reason in err. */
 static int scan_server(struct rlock *rl, struct rlock_conn *c,
-		       const char *pattern, char ***names, size_t *nnames,
-		       size_t *cap, char *err, size_t errlen)
+		       const char *pattern, struct scan *sc, char *err,
+		       size_t errlen)
 {
-	char cursor[32] = "0", pat[sizeof(rl->prefix) * 2 + 24];
-	int rc = RLOCK_OK;
+	char pat[sizeof(rl->prefix) * 2 + 24];
+	size_t first = sc->nnames;
+	int rc;
 
 	/* An exclusive lock's key, and the holders of a shared lock or a
-	 * semaphore. */
-	for (int pass = 0; pass < 2 && rc == RLOCK_OK; pass++) {
-		snprintf(pat, sizeof(pat), "%s%s", pattern,
-			 pass ? KEY_HOLDERS : "");
-		snprintf(cursor, sizeof(cursor), "0");
-		rc = scan_pass(rl, c, pat, pass ? "zset" : "string",
-			       pass ? strlen(KEY_HOLDERS) : 0, cursor, names,
-			       nnames, cap, err, errlen);
-	}
+	 * semaphore; then what is named like a lock but is not one. */
+	rc = scan_pass(rl, c, pattern, "string", 0, sc, NULL, NULL, NULL, err,
+		       errlen);
+	if (rc == RLOCK_OK)
+		rc = other_types(rl, c, pattern, sc, first, err, errlen);
+	snprintf(pat, sizeof(pat), "%s%s", pattern, KEY_HOLDERS);
+	if (rc == RLOCK_OK)
+		rc = scan_pass(rl, c, pat, "zset", strlen(KEY_HOLDERS), sc,
+			       NULL, NULL, NULL, err, errlen);
 	return rc;
 }
 
 /* Every lock on server i: on each master of a cluster. */
 static int scan_node(struct rlock *rl, size_t i, const char *pattern,
-		     char ***names, size_t *nnames, size_t *cap, char *err,
-		     size_t errlen)
+		     struct scan *sc, char *err, size_t errlen)
 {
 	struct rlock_node *n = &rl->node[i];
 	size_t masters[NODE_MAX_PEERS];
@@ -501,17 +646,38 @@ static int scan_node(struct rlock *rl, size_t i, const char *pattern,
 		return RLOCK_EUNAVAIL;
 	}
 	for (int k = 0; k < nm && rc == RLOCK_OK; k++)
-		rc = scan_server(rl, n->peer[masters[k]]->cmd, pattern, names,
-				 nnames, cap, err, errlen);
+		rc = scan_server(rl, n->peer[masters[k]]->cmd, pattern, sc,
+				 err, errlen);
 	return rc;
 }
 
-int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
+/* Each of v[0..n) once, in order, to cb; stops when it says so. */
+static void each_once(char **v, size_t n, const char *why,
+		      int (*cb)(const char *, const char *, void *),
+		      void *arg)
+{
+	qsort(v, n, sizeof(*v), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		char *tab = why != NULL ? strchr(v[i], '\t') : NULL;
+
+		if (i > 0 && strcmp(v[i], v[i - 1]) == 0)
+			continue;
+		if (tab != NULL)
+			*tab = '\0';
+		if (cb(v[i], tab != NULL ? tab + 1 : NULL, arg) != 0)
+			break;
+		if (tab != NULL)
+			*tab = '\t';
+	}
+}
+
+int rlock_list(struct rlock *rl,
+	       int (*cb)(const char *name, const char *junk, void *arg),
 	       void *arg)
 {
 	char pattern[sizeof(rl->prefix) * 2 + 8], err[sizeof(rl->err)];
-	char **names = NULL;
-	size_t nnames = 0, cap = 0, i, j = 0, failed = 0;
+	struct scan sc = { 0 };
+	size_t i, j = 0, failed = 0;
 	int rc = RLOCK_OK;
 
 	/* The prefix is literal: escape the glob characters SCAN knows. */
@@ -524,10 +690,9 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 	/* A lock held by a quorum is on a majority: with the others up, a
 	 * server that fails hides none of them. */
 	for (i = 0; i < rl->nnode && rc == RLOCK_OK; i++) {
-		int r = scan_node(rl, i, pattern, &names, &nnames, &cap, err,
-				  sizeof(err));
+		int r = scan_node(rl, i, pattern, &sc, err, sizeof(err));
 
-		if (r == RLOCK_ESYS) {
+		if (r == RLOCK_ESYS || r == RLOCK_EPROTO) {
 			set_error(rl->err, sizeof(rl->err), "%s", err);
 			rc = r;
 		} else if (r != RLOCK_OK && ++failed > rl->nnode - rl->quorum) {
@@ -542,19 +707,17 @@ int rlock_list(struct rlock *rl, int (*cb)(const char *name, void *arg),
 			rc = rl->nnode == 1 ? r : RLOCK_EUNAVAIL;
 		}
 	}
-	if (rc == RLOCK_OK && nnames > 0) {
-		/* SCAN may return a key twice, and N servers N times. */
-		qsort(names, nnames, sizeof(*names), cmp_str);
-		for (i = 0; i < nnames; i++) {
-			if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
-				continue;
-			if (cb(names[i], arg) != 0)
-				break;
-		}
+	/* SCAN may return a key twice, and N servers N times. */
+	if (rc == RLOCK_OK) {
+		each_once(sc.names, sc.nnames, NULL, cb, arg);
+		each_once(sc.junk, sc.njunk, "", cb, arg);
 	}
-	for (i = 0; i < nnames; i++)
-		free(names[i]);
-	free(names);
+	for (i = 0; i < sc.nnames; i++)
+		free(sc.names[i]);
+	for (i = 0; i < sc.njunk; i++)
+		free(sc.junk[i]);
+	free(sc.names);
+	free(sc.junk);
 	return rc;
 }
 
@@ -1240,12 +1403,10 @@ static void read_runs(struct rlock *rl, const struct names *n,
 		      struct rlock_event *run, int *has_run,
 		      struct rlock_event *ok, int *has_ok)
 {
-	char key[sizeof(n->k.log) + 8];
-	const char *argv[4] = { "HMGET", key, "run", "ok" };
+	const char *argv[4] = { "HMGET", n->v.last, "run", "ok" };
 	struct request q;
 	struct fan f;
 
-	snprintf(key, sizeof(key), "%s:last", n->v.log);
 	req_command(&q, 4, argv, n->v.slot);
 	fan_init(&f, rl);
 	fan_all(&f, &q);
