@@ -109,8 +109,11 @@ rlock.1: man/rlock.1 VERSION debian/changelog
 %.o: %.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-tests/unit/unit: $(UNIT_OBJ) lib/librlock.a
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(UNIT_OBJ) lib/librlock.a $(LIBS)
+# The unit tests reach into cli/ for its writers of outside text.
+UNIT_CLI_OBJ = cli/text.o
+tests/unit/unit: $(UNIT_OBJ) $(UNIT_CLI_OBJ) lib/librlock.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(UNIT_CLI_OBJ) \
+		lib/librlock.a $(LIBS)
 
 tests/helpers/%: tests/helpers/%.c lib/librlock.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< lib/librlock.a $(LIBS)
@@ -262,8 +265,9 @@ FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer \
 	      $(DEPS_CFLAGS) -Ilib -Icli -MMD -MP
 FUZZ_SRC = $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_DIR)/%)
-# The CLI's own parsers of files that the targets call.
-FUZZ_CLI_SRC = cli/leasefile.c
+# The CLI's own parsers of files, and its writers of outside text, that the
+# targets call.
+FUZZ_CLI_SRC = cli/leasefile.c cli/text.c
 FUZZ_OBJ = $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o) $(FUZZ_CLI_SRC:%.c=$(FUZZ_DIR)/%.o)
 FUZZ_OPTS = -max_len=8192 -print_final_stats=1
 

@@ -308,8 +308,18 @@ int cli_exit_code(int rc, int conflict);
 /* Print the subcommand's --help to stdout and exit 0. */
 void cli_help(const struct cli *g) __attribute__((noreturn));
 
-/* Replace control characters in s by spaces; returns s. */
-char *cli_printable(char *s);
+/* ---- text rlock did not write, on its way out (text.c) ---- */
+
+/* The size of a buffer that holds n bytes through cli_vis uncut. */
+#define CLI_VIS(n) (4 * (n) + 1)
+
+/* s through rlock_vis into dst (len bytes): what a terminal may show of
+ * text from a server or another client.  Returns dst. */
+const char *cli_vis(char *dst, size_t len, const char *s);
+
+/* The printf width that pads s to width columns: one column for each
+ * UTF-8 character, not each byte. */
+int cli_cols(const char *s, int width);
 
 /* The wall clock in ms since the epoch, for what is shown to people. */
 long long cli_wall_ms(void);
@@ -318,7 +328,8 @@ long long cli_wall_ms(void);
 void cli_event_json(FILE *f, const struct rlock_event *e, int servers);
 
 /* How the run an event ended went: "exit 0 after 12s", "lost (why) after
- * 3s"; and when and where: "2h ago on web3 (root pid 5522)". */
+ * 3s"; and when and where: "2h ago on web3 (root pid 5522)".  Escaped
+ * (cli_vis) for stdout: not for cli_warn, which would escape them again. */
 const char *cli_event_outcome(const struct rlock_event *e, char *buf,
 			      size_t len);
 const char *cli_event_when(const struct rlock_event *e, char *buf,
@@ -327,7 +338,8 @@ const char *cli_event_when(const struct rlock_event *e, char *buf,
 /* Say once with -v that a server does not keep the history. */
 void cli_history_warn(const struct cli *g, const struct rlock *rl);
 
-/* Write the holder as "host pid N (command)" into buf. */
+/* Write the holder as "host pid N (command)" into buf, as it is: for
+ * cli_warn, which escapes the message, or for cli_vis. */
 const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len);
 
 /* The live line of a waiting acquire, on stderr. */
@@ -368,10 +380,18 @@ int cli_flush_stdout(const struct cli *g);
 /* Print what --version shows (cli/version.c). */
 void cli_print_version(void);
 
-/* Write s as a JSON string (quoted, escaped) to f. */
+/* Write s as a JSON string to f, valid UTF-8 whatever s holds: '"' and
+ * '\' escaped, newline and tab as \n and \t, the other C0 controls, DEL,
+ * C1 and the characters rlock_utf8_shown hides as \uXXXX, each byte that
+ * is no UTF-8 as \ufffd. */
 void cli_json_str(FILE *f, const char *s);
 
 /* Write ',"key":' and v as a JSON string, or null when v is NULL or "". */
 void cli_json_opt(FILE *f, const char *key, const char *v);
+
+/* Write s as a Prometheus label value, quoted, to f: '\', '"' and
+ * newline escaped as the text exposition format says, and what is no
+ * UTF-8 or no shown character (C0, DEL, C1, ...) as U+FFFD. */
+void cli_prom_str(FILE *f, const char *s);
 
 #endif /* RLOCK_CLI_H */

@@ -47,8 +47,10 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 		cli_json_str(stdout, name);
 		fputs(",\"key\":", stdout);
 		cli_json_str(stdout, key);
-		printf(",\"token\":\"%s\",\"fence\":%lld,\"ttl_ms\":%lld}\n",
-		       l->token, l->fence, (long long)l->ttl_ms);
+		fputs(",\"token\":", stdout);
+		cli_json_str(stdout, l->token);
+		printf(",\"fence\":%lld,\"ttl_ms\":%lld}\n", l->fence,
+		       (long long)l->ttl_ms);
 		break;
 	case FMT_ENV:
 		fputs("RLOCK_NAME=", stdout);

@@ -209,11 +209,12 @@ static void human_latency(const char *name, const struct rlock_bench_latency *l)
 static void print_human(const struct bench_args *a,
 			const struct rlock_bench_result *r)
 {
-	char t1[32], t2[32], t3[32];
+	char t1[32], t2[32], t3[32], server[CLI_VIS(sizeof(r->server))];
 	int i, any = 0;
 
 	printf("rlock bench: %s, %d clients, %d lock%s (%s), ttl %s, hold %s, ",
-	       r->server, r->clients, r->keys, r->keys == 1 ? "" : "s",
+	       cli_vis(server, sizeof(server), r->server), r->clients,
+	       r->keys, r->keys == 1 ? "" : "s",
 	       r->keys == r->clients ? "no contention" :
 	       r->keys == 1 ? "all contend" : "some contend",
 	       rlock_fmt_ms(a->ttl_ms, t1, sizeof(t1)),

@@ -19,6 +19,37 @@ static const char *const level_name[] = { "ok", "note", "warn", "fail" };
 static const char *const level_colour[] = { "\033[32m", "\033[36m",
 					    "\033[33m", "\033[1;31m" };
 
+/* Whether s is a JSON number (RFC 8259), so that it may go out bare; a
+ * value the library calls a number but is not one goes out as a string. */
+static int json_number(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0') {
+		s++;
+	} else if (*s >= '1' && *s <= '9') {
+		while (*s >= '0' && *s <= '9')
+			s++;
+	} else {
+		return 0;
+	}
+	if (*s == '.') {
+		if (*++s < '0' || *s > '9')
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	if (*s == 'e' || *s == 'E') {
+		if (*++s == '+' || *s == '-')
+			s++;
+		if (*s < '0' || *s > '9')
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == '\0';
+}
+
 static void print_json(const struct rlock_doctor *d)
 {
 	putchar('[');
@@ -34,9 +65,10 @@ static void print_json(const struct rlock_doctor *d)
 		fputs(",\"message\":", stdout);
 		cli_json_str(stdout, k->message);
 		fputs(",\"value\":", stdout);
-		if (k->value_kind == RLOCK_VALUE_NUMBER)
+		if (k->value_kind == RLOCK_VALUE_NUMBER &&
+		    json_number(k->value))
 			fputs(k->value, stdout);
-		else if (k->value_kind == RLOCK_VALUE_STRING)
+		else if (k->value_kind != RLOCK_VALUE_NULL)
 			cli_json_str(stdout, k->value);
 		else
 			fputs("null", stdout);
@@ -59,8 +91,13 @@ static void print_wrapped(const char *msg)
 
 		while (cut > 0 && msg[cut] != ' ')
 			cut--;
-		if (cut == 0)
-			cut = room;	/* one long word: break it */
+		if (cut == 0) {
+			/* One long word: break it, between characters. */
+			cut = room;
+			while (cut > 1 && ((unsigned char)msg[cut] & 0xc0) ==
+			       0x80)
+				cut--;
+		}
 		printf("%.*s\n%*s", (int)cut, msg, INDENT, "");
 		msg += cut;
 		len -= cut;
@@ -79,17 +116,22 @@ static void print_table(const struct rlock_doctor *d, int colour)
 
 	for (size_t i = 0; i < d->n; i++) {
 		const struct rlock_check *k = &d->check[i];
-		char msg[sizeof(k->message)];
+		char msg[CLI_VIS(sizeof(k->message))];
+		char server[CLI_VIS(sizeof(k->server))];
+		char check[CLI_VIS(sizeof(k->check))];
 
+		/* The messages quote the servers' INFO, errors and names. */
 		if (strcmp(k->server, last) != 0)
-			printf("%s%s\n", i ? "\n" : "", k->server);
+			printf("%s%s\n", i ? "\n" : "",
+			       cli_vis(server, sizeof(server), k->server));
 		last = k->server;
 		count[k->level]++;
-		printf("  %s%-5s%s %-12s ",
+		cli_vis(check, sizeof(check), k->check);
+		printf("  %s%-5s%s %-*s ",
 		       colour ? level_colour[k->level] : "",
-		       level_name[k->level], colour ? "\033[0m" : "", k->check);
-		snprintf(msg, sizeof(msg), "%s", k->message);
-		print_wrapped(cli_printable(msg));
+		       level_name[k->level], colour ? "\033[0m" : "",
+		       cli_cols(check, 12), check);
+		print_wrapped(cli_vis(msg, sizeof(msg), k->message));
 	}
 	printf("\n%d ok, %d note%s, %d warning%s, %d failure%s\n", count[0],
 	       count[1], count[1] == 1 ? "" : "s", count[2],

@@ -64,11 +64,11 @@ void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 }
 
 /* How a run ended: "exit 0", "exit 143 (SIGTERM)", "released" (status not
- * known), "lost (why)"; with the time held. */
+ * known), "lost (why)"; with the time held.  Escaped for a terminal. */
 const char *cli_event_outcome(const struct rlock_event *e, char *buf,
 			      size_t len)
 {
-	char held[32], how[400];
+	char held[32], how[400], line[600];
 
 	if (strcmp(e->event, "lost") == 0)
 		snprintf(how, sizeof(how), "lost (%s)", e->reason);
@@ -87,20 +87,20 @@ const char *cli_event_outcome(const struct rlock_event *e, char *buf,
 		snprintf(how, sizeof(how), "released, exit status not "
 			 "recorded");
 	if (e->held_ms >= 0)
-		snprintf(buf, len, "%s after %s", how,
+		snprintf(line, sizeof(line), "%s after %s", how,
 			 rlock_fmt_ms(e->held_ms, held, sizeof(held)));
 	else
-		snprintf(buf, len, "%s", how);
-	return cli_printable(buf);
+		snprintf(line, sizeof(line), "%s", how);
+	return cli_vis(buf, len, line);
 }
 
-/* "2h ago on web3 (root pid 5522)" */
+/* "2h ago on web3 (root pid 5522)", escaped for a terminal. */
 const char *cli_event_when(const struct rlock_event *e, char *buf,
 			   size_t len)
 {
 	char ago[32];
 	long long d = cli_wall_ms() - e->time_ms;
-	char who[128] = "";
+	char who[128] = "", line[600];
 
 	/* An entry written by another client may lack the user or pid. */
 	if (e->user[0] != '\0' && e->pid >= 0)
@@ -109,16 +109,17 @@ const char *cli_event_when(const struct rlock_event *e, char *buf,
 		snprintf(who, sizeof(who), " (%s)", e->user);
 	else if (e->pid >= 0)
 		snprintf(who, sizeof(who), " (pid %lld)", e->pid);
-	snprintf(buf, len, "%s ago on %s%s",
+	snprintf(line, sizeof(line), "%s ago on %s%s",
 		 rlock_fmt_ms(d > 0 ? d : 0, ago, sizeof(ago)),
 		 e->host[0] != '\0' ? e->host : "an unknown host", who);
-	return cli_printable(buf);
+	return cli_vis(buf, len, line);
 }
 
-/* One event for people: local time, event, who, and what is known. */
+/* One event for people: local time, event, who, and what is known; the
+ * line escaped whole (rlock's own words in it are printable ASCII). */
 static void print_event(FILE *f, const struct rlock_event *e, int servers)
 {
-	char when[32], who[400], d[32], line[2048];
+	char when[32], who[400], d[32], line[2048], vis[CLI_VIS(2048)];
 	time_t t = (time_t)(e->time_ms / 1000);
 	struct tm tm;
 	size_t n;
@@ -161,7 +162,7 @@ static void print_event(FILE *f, const struct rlock_event *e, int servers)
 	if (servers > 1 && e->servers < servers)
 		ADD("  [recorded by %d of %d servers]", e->servers, servers);
 #undef ADD
-	fprintf(f, "%s\n", cli_printable(line));
+	fprintf(f, "%s\n", cli_vis(vis, sizeof(vis), line));
 }
 
 static void show_events(const struct cli *g, const struct rlock_event *ev,
@@ -309,20 +310,22 @@ static int stale(const struct last *l, int64_t max_age, long long now)
 
 static void print_last(const struct last *l, int64_t max_age, long long now)
 {
-	char when[600], how[600], okwhen[600], age[32];
+	char when[CLI_VIS(600)], how[CLI_VIS(600)], okwhen[CLI_VIS(600)];
+	char age[32], name[CLI_VIS(RLOCK_NAME_MAX)];
 
+	cli_vis(name, sizeof(name), l->name);
 	if (max_age < 0) {
 		if (!l->has_run)
-			printf("%s: never ran\n", l->name);
+			printf("%s: never ran\n", name);
 		else
-			printf("%s: last run ended %s: %s\n", l->name,
+			printf("%s: last run ended %s: %s\n", name,
 			       cli_event_when(&l->run, when, sizeof(when)),
 			       cli_event_outcome(&l->run, how, sizeof(how)));
 		return;
 	}
 	if (!stale(l, max_age, now))
 		return;
-	printf("%s: no successful run within %s: last success %s; ", l->name,
+	printf("%s: no successful run within %s: last success %s; ", name,
 	       rlock_fmt_ms(max_age, age, sizeof(age)), l->has_ok ?
 	       cli_event_when(&l->ok, okwhen, sizeof(okwhen)) : "never");
 	if (l->has_run)
@@ -357,13 +360,9 @@ static void json_last(const struct last *l, int64_t max_age, long long now,
 /* A lock name as a Prometheus label value. */
 static void prom_label(const char *name)
 {
-	fputs("{lock=\"", stdout);
-	for (const char *p = name; *p != '\0'; p++) {
-		if (*p == '\\' || *p == '"')
-			putchar('\\');
-		putchar(*p);
-	}
-	fputs("\"}", stdout);
+	fputs("{lock=", stdout);
+	cli_prom_str(stdout, name);
+	fputs("}", stdout);
 }
 
 enum { M_SUCCESS, M_RUN, M_EXIT, M_DURATION, M_COUNT };

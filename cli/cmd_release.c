@@ -19,7 +19,7 @@ static int release(const struct cli *g, struct rlock *rl, const char *name,
 		   const char *token, const struct rlock_outcome *how,
 		   int *said)
 {
-	char rec[700], when[64], mark[32], vis[700];
+	char rec[700], when[64], mark[32];
 	const char *reason;
 	long long ms;
 	int rc, marked;
@@ -41,8 +41,10 @@ static int release(const struct cli *g, struct rlock *rl, const char *name,
 
 		localtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm);
+		/* The reason came from a file in /tmp: cli_warn escapes
+		 * it. */
 		cli_warn(g, "%s: the lock was lost at %s: %s", name, when,
-			 rlock_vis(vis, sizeof(vis), reason, strlen(reason)));
+			 reason);
 	}
 	*said = 1;
 	return rc;

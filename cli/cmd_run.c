@@ -601,6 +601,43 @@ static void reraise(int sig)
 	exit(128 + sig);
 }
 
+/* Whether the n bytes at s are the start of a UTF-8 character cut short:
+ * a lead byte and fewer continuation bytes than it announces. */
+static int cut_short(const char *s, size_t n)
+{
+	unsigned char b = (unsigned char)s[0];
+	size_t want = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 0;
+
+	if (want == 0 || n >= want)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	return 1;
+}
+
+/* The label as one line: control characters (a newline in a shell
+ * command) as spaces, and a UTF-8 character cut by the 256 bytes dropped
+ * whole.  Readers escape what they show; this keeps what we write tidy. */
+static char *one_line(char *s)
+{
+	size_t n = strlen(s), i = 0, k;
+	uint32_t c;
+
+	while (i < n) {
+		k = rlock_utf8_char(s + i, n - i, &c);
+		if (k == 0 && cut_short(s + i, n - i)) {
+			s[i] = '\0';
+			break;
+		}
+		if (k == 1 && (c < 0x20 || c == 0x7f))
+			s[i] = ' ';
+		i += k > 0 ? k : 1;
+	}
+	return s;
+}
+
 /* The label: what status shows of us, cut at 256 bytes. */
 static void make_label(struct run *r, char *label)
 {
@@ -620,7 +657,7 @@ static void make_label(struct run *r, char *label)
 					    RLOCK_LABEL_MAX + 1);
 		}
 	}
-	r->ao.label = cli_printable(label);
+	r->ao.label = one_line(label);
 }
 
 /*

@@ -64,7 +64,10 @@ static void print_json_views(const struct status *s)
  * row: what each one says. */
 static void print_views(const struct status *s)
 {
-	char ttl[32], who[600];
+	char ttl[32], who[600], vwho[CLI_VIS(sizeof(who))];
+	char addr[CLI_VIS(sizeof(s->view[0].addr))];
+	char tp[CLI_VIS(sizeof(s->view[0].holder.token_prefix))];
+	char err[CLI_VIS(sizeof(s->view[0].error))];
 
 	if (rlock_nservers(s->rl) < 2)
 		return;
@@ -72,18 +75,24 @@ static void print_views(const struct status *s)
 		const struct rlock_view *v = &s->view[i];
 		const struct rlock_holder *h = &v->holder;
 
+		cli_vis(addr, sizeof(addr), v->addr);
 		if (v->state == RLOCK_VIEW_HELD) {
 			snprintf(who, sizeof(who), "%s@%s:%lld", h->user,
 				 h->host, h->pid);
-			fprintf(s->out, "  %-22s %-6s ttl %s  %s %s\n", v->addr, "held",
-			       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl,
-							     sizeof(ttl)) :
-			       "none", h->token_prefix, cli_printable(who));
+			fprintf(s->out, "  %-*s %-6s ttl %s  %s %s\n",
+				cli_cols(addr, 22), addr, "held",
+				h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl,
+							      sizeof(ttl)) :
+				"none",
+				cli_vis(tp, sizeof(tp), h->token_prefix),
+				cli_vis(vwho, sizeof(vwho), who));
 		} else if (v->state == RLOCK_VIEW_FREE) {
-			fprintf(s->out, "  %-22s %s\n", v->addr, "free");
+			fprintf(s->out, "  %-*s %s\n", cli_cols(addr, 22), addr,
+				"free");
 		} else {
-			fprintf(s->out, "  %-22s %-6s %s\n", v->addr, "error",
-			       v->error);
+			fprintf(s->out, "  %-*s %-6s %s\n", cli_cols(addr, 22),
+				addr, "error",
+				cli_vis(err, sizeof(err), v->error));
 		}
 	}
 }
@@ -234,8 +243,9 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 {
 	const struct rlock_holder *list;
 	size_t n = rlock_status_holders(s->rl, &list);
-	char who[400], cmd[RLOCK_LABEL_MAX + 1], ttl[32], age[32];
-	char note[RLOCK_NOTE_MAX + 1];
+	char who[400], ttl[32], age[32], vwho[CLI_VIS(sizeof(who))];
+	char cmd[CLI_VIS(RLOCK_LABEL_MAX)], note[CLI_VIS(RLOCK_NOTE_MAX)];
+	char tp[CLI_VIS(sizeof(h->token_prefix))];
 
 	if (h->held && h->limit > 1)
 		fprintf(s->out, "  semaphore: %lld of %d places held\n",
@@ -248,16 +258,18 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 
 		snprintf(who, sizeof(who), "%s@%s:%lld", x->user, x->host,
 			 x->pid);
-		fprintf(s->out, "    %-8s fence %-16lld age %-7s ttl %-7s %-24s "
-			"%s\n", x->token_prefix, x->fence,
+		cli_vis(tp, sizeof(tp), x->token_prefix);
+		cli_vis(vwho, sizeof(vwho), who);
+		fprintf(s->out, "    %-*s fence %-16lld age %-7s ttl %-7s %-*s "
+			"%s\n", cli_cols(tp, 8), tp, x->fence,
 			rlock_fmt_ms(x->age_ms, age, sizeof(age)),
 			rlock_fmt_ms(x->ttl_ms, ttl, sizeof(ttl)),
-			cli_printable(who),
-			cli_printable(strcpy(cmd, x->command)));
+			cli_cols(vwho, 24), vwho,
+			cli_vis(cmd, sizeof(cmd), x->command));
 	}
 	if (h->held && h->note[0] != '\0')
 		fprintf(s->out, "  note: %s\n",
-			cli_printable(strcpy(note, h->note)));
+			cli_vis(note, sizeof(note), h->note));
 	if (h->next.present) {
 		const struct rlock_waiter *w = &h->next;
 		char prio[32] = "";
@@ -268,9 +280,10 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 			snprintf(prio, sizeof(prio), ", priority %d",
 				 w->priority);
 		fprintf(s->out, "  next: %s%s, waiting %s%s  %s\n",
-			cli_printable(who), w->shared ? " (shared)" : "",
+			cli_vis(vwho, sizeof(vwho), who),
+			w->shared ? " (shared)" : "",
 			rlock_fmt_ms(w->waited_ms, age, sizeof(age)), prio,
-			cli_printable(strcpy(cmd, w->command)));
+			cli_vis(cmd, sizeof(cmd), w->command));
 	}
 	if (h->once.present) {
 		const struct rlock_once *o = &h->once;
@@ -279,7 +292,7 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 		snprintf(who, sizeof(who), "%s@%s pid %lld", o->user, o->host,
 			 o->pid);
 		fprintf(s->out, "  done this period: %s at %s, next period "
-			"%s\n", cli_printable(who),
+			"%s\n", cli_vis(vwho, sizeof(vwho), who),
 			rlock_fmt_utc(o->since_ms, at, sizeof(at)),
 			rlock_fmt_utc(o->until_ms, next, sizeof(next)));
 	}
@@ -290,7 +303,7 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 static void print_last(const struct status *s, const struct rlock_holder *h)
 {
 	const struct rlock_event *last;
-	char ago[32], host[256], how[600];
+	char ago[32], host[CLI_VIS(sizeof(last->host))], how[CLI_VIS(600)];
 	long long d;
 
 	if (h->held || !rlock_status_last(s->rl, &last))
@@ -298,15 +311,19 @@ static void print_last(const struct status *s, const struct rlock_holder *h)
 	d = cli_wall_ms() - last->time_ms;
 	fprintf(s->out, "  last: %s ago on %s, %s\n",
 		rlock_fmt_ms(d > 0 ? d : 0, ago, sizeof(ago)),
-		cli_printable(strcpy(host, last->host)),
+		cli_vis(host, sizeof(host), last->host),
 		cli_event_outcome(last, how, sizeof(how)));
 }
 
 static void print_row(struct status *s, const char *name,
 		      const struct rlock_holder *h)
 {
-	char age[32], ttl[32], holder[400], cmd[RLOCK_LABEL_MAX + 1], w[24];
+	char age[32], ttl[32], holder[400], w[24];
+	char vname[CLI_VIS(RLOCK_NAME_MAX)], vholder[CLI_VIS(sizeof(holder))];
+	char cmd[CLI_VIS(RLOCK_LABEL_MAX)];
 
+	/* A name listed by SCAN is another client's text too. */
+	cli_vis(vname, sizeof(vname), name);
 	if (s->rows++ == 0)
 		fprintf(s->out, "%-20s %-5s %16s %8s %8s %7s  %-24s %s\n", "NAME",
 		       "STATE", "FENCE", "AGE", "TTL", "WAITERS", "HOLDER",
@@ -317,8 +334,9 @@ static void print_row(struct status *s, const char *name,
 	else
 		snprintf(w, sizeof(w), "?");
 	if (!h->held) {
-		fprintf(s->out, "%-20s %-5s %16lld %8s %8s %7s  %-24s %s\n", name,
-		       "free", h->fence, "-", "-", w, "-", "-");
+		fprintf(s->out, "%-*s %-5s %16lld %8s %8s %7s  %-24s %s\n",
+			cli_cols(vname, 20), vname, "free", h->fence, "-", "-",
+			w, "-", "-");
 		print_more(s, h);
 		print_views(s);
 		print_last(s, h);
@@ -329,12 +347,14 @@ static void print_row(struct status *s, const char *name,
 			 h->host, h->pid);
 	else
 		snprintf(holder, sizeof(holder), "?");
-	fprintf(s->out, "%-20s %-5s %16lld %8s %8s %7s  %-24s %s\n", name, "held",
-	       h->fence, h->since_ms > 0 ?
-	       rlock_fmt_ms(h->age_ms, age, sizeof(age)) : "-",
-	       h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :
-	       "none", w, cli_printable(holder),
-	       cli_printable(strcpy(cmd, h->command)));
+	cli_vis(vholder, sizeof(vholder), holder);
+	fprintf(s->out, "%-*s %-5s %16lld %8s %8s %7s  %-*s %s\n",
+		cli_cols(vname, 20), vname, "held", h->fence,
+		h->since_ms > 0 ? rlock_fmt_ms(h->age_ms, age, sizeof(age)) :
+		"-",
+		h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :
+		"none", w, cli_cols(vholder, 24), vholder,
+		cli_vis(cmd, sizeof(cmd), h->command));
 	print_more(s, h);
 	print_views(s);
 }
@@ -473,8 +493,7 @@ int cmd_status(int argc, char **argv, struct cli *g)
 			 s.njunk > 1 ? "are" : "is", s.njunk > 1 ? "s" : "",
 			 s.junk, s.njunk > 5 ? ", ..." : "");
 	if (!g->json && s.rows == 0 && optind >= argc && g->verbose >= 0)
-		fprintf(stderr, "rlock: status: no locks held under '%s'\n",
-			g->prefix);
+		cli_warn(g, "no locks held under '%s'", g->prefix);
 	rlock_free(s.rl);
 	if (cli_flush_stdout(g) != 0)
 		return EX_OSERR;

@@ -18,14 +18,19 @@
 
 static void vwarn_cmd(const struct cli *g, const char *fmt, va_list ap)
 {
-	char buf[2048];
+	char buf[2048], vis[CLI_VIS(2048)];
 
+	/* The one funnel of messages: a server's error text, a holder's
+	 * host or command, a name another client wrote, all reach the
+	 * terminal escaped.  rlock's own text is printable ASCII, which
+	 * passes as it is. */
 	vsnprintf(buf, sizeof(buf), fmt, ap);
+	cli_vis(vis, sizeof(vis), buf);
 	/* One write, so that lines of concurrent processes do not mix. */
 	if (g != NULL && g->cmd != NULL)
-		fprintf(stderr, "rlock: %s: %s\n", g->cmd, buf);
+		fprintf(stderr, "rlock: %s: %s\n", g->cmd, vis);
 	else
-		fprintf(stderr, "rlock: %s\n", buf);
+		fprintf(stderr, "rlock: %s\n", vis);
 }
 
 void cli_warn(const struct cli *g, const char *fmt, ...)
@@ -563,17 +568,6 @@ int cli_exit_code(int rc, int conflict)
 	}
 }
 
-char *cli_printable(char *s)
-{
-	/* A label is user data: a newline or an escape sequence in it must
-	 * not break a one-line message or drive the terminal. */
-	for (char *p = s; *p != '\0'; p++) {
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
-	}
-	return s;
-}
-
 const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len)
 {
 	if (h->host[0] == '\0' && h->pid == 0)
@@ -583,7 +577,7 @@ const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len)
 			 h->command);
 	else
 		snprintf(buf, len, "%s pid %lld", h->host, h->pid);
-	return cli_printable(buf);
+	return buf;
 }
 
 int cli_flush_stdout(const struct cli *g)
@@ -593,35 +587,6 @@ int cli_flush_stdout(const struct cli *g)
 		return -1;
 	}
 	return 0;
-}
-
-void cli_json_str(FILE *f, const char *s)
-{
-	const unsigned char *p;
-
-	fputc('"', f);
-	for (p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
-void cli_json_opt(FILE *f, const char *key, const char *v)
-{
-	fprintf(f, ",\"%s\":", key);
-	if (v != NULL && v[0] != '\0')
-		cli_json_str(f, v);
-	else
-		fputs("null", f);
 }
 
 int cli_live_ok(const struct cli *g)
@@ -654,6 +619,7 @@ void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg)
 {
 	struct cli_waitline *l = arg;
 	char who[600], a[32], w[32], place[64] = "", nth[24], mb[64];
+	char vname[CLI_VIS(RLOCK_NAME_MAX)], vwho[CLI_VIS(sizeof(who))];
 
 	if (h->place >= 0)
 		snprintf(place, sizeof(place), "; %s in line",
@@ -662,12 +628,15 @@ void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg)
 	rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w));
 	if (!h->held)
 		fprintf(stderr, "\rrlock: waiting for %s: being handed to "
-			"the next in line; waited %s%s\033[K", l->name, w,
+			"the next in line; waited %s%s\033[K",
+			cli_vis(vname, sizeof(vname), l->name), w,
 			place);
 	else
 		fprintf(stderr, "\rrlock: waiting for %s: held by %s%s for "
-			"%s; waited %s%s\033[K", l->name,
-			cli_holder(h, who, sizeof(who)),
+			"%s; waited %s%s\033[K",
+			cli_vis(vname, sizeof(vname), l->name),
+			cli_vis(vwho, sizeof(vwho),
+				cli_holder(h, who, sizeof(who))),
 			more(h, mb, sizeof(mb)),
 			rlock_fmt_ms(h->age_ms > 0 ? h->age_ms / 1000 * 1000 :
 				     0, a, sizeof(a)), w, place);

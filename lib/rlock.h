@@ -516,11 +516,31 @@ int rlock_parse_ll(const char *s, size_t n, long long min, long long max,
 		   long long *v);
 
 /*
- * Write the n bytes at src into dst (len bytes, terminated, cut to fit)
- * as a terminal may show them: printable ASCII as it is, every other byte
- * (C0, DEL, C1, anything above 0x7e) and the backslash as \xNN, as
- * OpenBSD's vis(3) would.  For text that came from a server or another
- * client.  Returns dst.
+ * The UTF-8 character at s (n bytes there) as RFC 3629 defines it: its
+ * code point into *cp.  A stray continuation byte, an overlong form, a
+ * surrogate, a code point above U+10FFFF and a sequence cut short are no
+ * character.  Returns the character's length in bytes (1 to 4), or 0.
+ */
+size_t rlock_utf8_char(const char *s, size_t n, uint32_t *cp);
+
+/*
+ * Whether the code point c may reach a terminal as it is: not a C0 or C1
+ * control nor DEL, not a character that moves, hides or reorders text
+ * (U+00AD, U+061C, U+180E, U+200B..U+200F, U+2028..U+202E,
+ * U+2060..U+206F, U+FEFF, U+FFF9..U+FFFB, U+E0000..U+E007F), not a
+ * noncharacter.  Returns 1 or 0.
+ */
+int rlock_utf8_shown(uint32_t c);
+
+/*
+ * Write the n bytes at src into dst (len bytes, terminated) as a terminal
+ * may show them, in the manner of OpenBSD's vis(3): printable ASCII and
+ * the UTF-8 characters rlock_utf8_shown accepts as they are, the
+ * backslash as \\, and every other byte (C0, DEL, the bytes of a C1 or
+ * other hidden character, each byte that is no valid UTF-8) as \xNN in
+ * lower-case hex.  What does not fit is cut at a character's boundary,
+ * never inside an escape or a character.  For text that came from a
+ * server or another client.  Returns dst.
  */
 char *rlock_vis(char *dst, size_t len, const char *src, size_t n);
 

@@ -278,28 +278,109 @@ int rlock_parse_ll(const char *s, size_t n, long long min, long long max,
 	return 0;
 }
 
+size_t rlock_utf8_char(const char *s, size_t n, uint32_t *cp)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t c, min;
+	size_t len;
+
+	if (n == 0)
+		return 0;
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	/* RFC 3629: the lead byte says the length and the smallest code
+	 * point that needs it, so that an overlong form is refused. */
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		len = 2;
+		c = p[0] & 0x1f;
+		min = 0x80;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		len = 3;
+		c = p[0] & 0x0f;
+		min = 0x800;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		len = 4;
+		c = p[0] & 0x07;
+		min = 0x10000;
+	} else {
+		return 0;	/* a continuation byte, 0xc0, 0xc1 or 0xf5.. */
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+int rlock_utf8_shown(uint32_t c)
+{
+	if (c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f))
+		return 0;		/* C0, DEL, C1 */
+	/* Characters that move, hide or reorder text rather than show
+	 * themselves: a name holding them could pass for another one. */
+	if (c == 0xad || c == 0x61c || c == 0x180e ||
+	    (c >= 0x200b && c <= 0x200f) ||	/* zero widths, LRM, RLM */
+	    (c >= 0x2028 && c <= 0x202e) ||	/* separators, bidi */
+	    (c >= 0x2060 && c <= 0x206f) ||	/* joiners, isolates */
+	    c == 0xfeff || (c >= 0xfff9 && c <= 0xfffb) ||
+	    (c >= 0xe0000 && c <= 0xe007f))	/* tags */
+		return 0;
+	/* Noncharacters. */
+	if ((c >= 0xfdd0 && c <= 0xfdef) || (c & 0xfffe) == 0xfffe)
+		return 0;
+	return 1;
+}
+
 char *rlock_vis(char *dst, size_t len, const char *src, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
+	size_t o = 0, i = 0, k;
+	uint32_t c;
 
 	if (len == 0)
 		return dst;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)src[i];
+	while (i < n) {
+		unsigned char b = (unsigned char)src[i];
 
-		if (c >= 0x20 && c < 0x7f && c != '\\') {
-			if (o + 1 >= len)
+		if (b == '\\') {
+			if (o + 2 >= len)
 				break;
-			dst[o++] = (char)c;
+			dst[o++] = '\\';
+			dst[o++] = '\\';
+			i++;
 			continue;
 		}
-		if (o + 4 >= len)
+		k = rlock_utf8_char(src + i, n - i, &c);
+		if (k > 0 && rlock_utf8_shown(c)) {
+			if (o + k >= len)
+				break;
+			memcpy(dst + o, src + i, k);
+			o += k;
+			i += k;
+			continue;
+		}
+		/* Not shown: each byte of the character, or the one byte
+		 * that starts no character, as \xNN; a character whole or
+		 * not at all. */
+		if (k == 0)
+			k = 1;
+		if (o + 4 * k >= len)
 			break;
-		dst[o++] = '\\';
-		dst[o++] = 'x';
-		dst[o++] = hex[c >> 4];
-		dst[o++] = hex[c & 15];
+		for (size_t j = 0; j < k; j++, i++) {
+			b = (unsigned char)src[i];
+			dst[o++] = '\\';
+			dst[o++] = 'x';
+			dst[o++] = hex[b >> 4];
+			dst[o++] = hex[b & 15];
+		}
 	}
 	dst[o] = '\0';
 	return dst;

@@ -3,7 +3,9 @@
  * library measures leases and waits with behave, the string helpers keep
  * strlcpy's contract and rlock_join writes all or nothing, an IPv4
  * literal reads as inet_pton reads it, and passwd_name finds the name
- * getpwuid would (files first, as here).
+ * getpwuid would (files first, as here); and the three ways out for text
+ * rlock did not write: rlock_vis to a terminal, cli_json_str into JSON,
+ * cli_prom_str into a Prometheus label value (cli/text.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,6 +20,7 @@
 
 #include "harness.h"
 #include "rlock_int.h"
+#include "../../cli/cli.h"
 
 static void seterr(void)
 {
@@ -340,27 +343,218 @@ static void parse_ll(void)
 	unit_context(NULL);
 }
 
-/* Outside text for a terminal: printable ASCII as it is, the rest as
- * \xNN, cut whole at the buffer's end. */
+/* Outside text for a terminal: printable ASCII and shown UTF-8 as they
+ * are, the backslash as \\, every other byte as \xNN, cut whole at the
+ * buffer's end. */
 static void vis(void)
 {
-	char buf[64];
+	static const struct {
+		const char *in, *want;
+	} t[] = {
+		{ "", "" },
+		{ "abc", "abc" },
+		/* C0, DEL: an OSC retitling, a clear screen. */
+		{ "\x1b]0;x\x07", "\\x1b]0;x\\x07" },
+		{ "\x1b[2J\x7f", "\\x1b[2J\\x7f" },
+		{ "a\nb\tc\r", "a\\x0ab\\x09c\\x0d" },
+		/* The backslash doubled, so that \x1b above is no text. */
+		{ "a\\b", "a\\\\b" },
+		{ "\\x1b", "\\\\x1b" },
+		/* C1 (CSI, NEL, U+0080) per byte. */
+		{ "\xc2\x9b" "31m", "\\xc2\\x9b" "31m" },
+		{ "\xc2\x85\xc2\x80", "\\xc2\\x85\\xc2\\x80" },
+		/* Valid UTF-8 as it is, from two to four bytes. */
+		{ "Jos\xc3\xa9", "Jos\xc3\xa9" },
+		{ "\xc2\xa0\xc3\xbf", "\xc2\xa0\xc3\xbf" },
+		{ "\xe6\x97\xa5\xe6\x9c\xac", "\xe6\x97\xa5\xe6\x9c\xac" },
+		{ "\xf0\x9f\x94\x92", "\xf0\x9f\x94\x92" },
+		{ "\xf4\x8f\xbf\xbd", "\xf4\x8f\xbf\xbd" },	/* U+10FFFD */
+		/* Invalid UTF-8, each byte: stray continuations, 0xff. */
+		{ "\x80\xbf", "\\x80\\xbf" },
+		{ "a\xff" "b", "a\\xffb" },
+		{ "\xc0\xaf", "\\xc0\\xaf" },		/* overlong '/' */
+		{ "\xe0\x80\xaf", "\\xe0\\x80\\xaf" },	/* overlong */
+		{ "\xf0\x80\x80\xaf", "\\xf0\\x80\\x80\\xaf" },
+		{ "\xed\xa0\x80", "\\xed\\xa0\\x80" },	/* U+D800 */
+		{ "\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80" }, /* > U+10FFFF */
+		{ "\xf5\x80", "\\xf5\\x80" },
+		/* Cut short: at the end, and before another character. */
+		{ "\xe6\x97", "\\xe6\\x97" },
+		{ "\xe6\x97" "a", "\\xe6\\x97" "a" },
+		{ "\xf0\x9f\x94", "\\xf0\\x9f\\x94" },
+		/* Hidden: bidi override, isolate, zero width, BOM, line
+		 * separator, a tag, a noncharacter; each byte. */
+		{ "\xe2\x80\xae", "\\xe2\\x80\\xae" },
+		{ "\xe2\x81\xa6", "\\xe2\\x81\\xa6" },
+		{ "\xe2\x80\x8b\xef\xbb\xbf", "\\xe2\\x80\\x8b\\xef\\xbb\\xbf" },
+		{ "\xe2\x80\xa8", "\\xe2\\x80\\xa8" },
+		{ "\xf3\xa0\x81\x81", "\\xf3\\xa0\\x81\\x81" },
+		{ "\xef\xbf\xbf", "\\xef\\xbf\\xbf" },
+	};
+	char buf[128];
 
-	CHECK_STR(rlock_vis(buf, sizeof(buf), "abc", 3), "abc");
-	CHECK_STR(rlock_vis(buf, sizeof(buf), "\x1b]0;x\x07", 6),
-		  "\\x1b]0;x\\x07");
-	CHECK_STR(rlock_vis(buf, sizeof(buf), "\xc2\x9b\x7f\\", 4),
-		  "\\xc2\\x9b\\x7f\\x5c");
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		unit_context("rlock_vis case %zu", i);
+		CHECK_STR(rlock_vis(buf, sizeof(buf), t[i].in, strlen(t[i].in)),
+			  t[i].want);
+	}
+	unit_context(NULL);
+	/* The length bounds it, NULs and all. */
 	CHECK_STR(rlock_vis(buf, sizeof(buf), "a\0b", 3), "a\\x00b");
+	/* Cut whole: never half an escape, a character or a \\. */
 	CHECK_STR(rlock_vis(buf, 6, "ab\ncd", 5), "ab");
+	CHECK_STR(rlock_vis(buf, 7, "ab\ncd", 5), "ab\\x0a");
 	CHECK_STR(rlock_vis(buf, 4, "abcdef", 6), "abc");
 	CHECK_STR(rlock_vis(buf, 1, "abc", 3), "");
+	CHECK_STR(rlock_vis(buf, 3, "a\\", 2), "a");
+	CHECK_STR(rlock_vis(buf, 5, "ab\xe6\x97\xa5", 5), "ab");
+	CHECK_STR(rlock_vis(buf, 6, "ab\xe6\x97\xa5", 5), "ab\xe6\x97\xa5");
+	/* A hidden character's escapes go whole: 12 bytes or none. */
+	CHECK_STR(rlock_vis(buf, 13, "a\xe2\x80\xae", 4), "a");
+	CHECK_STR(rlock_vis(buf, 14, "a\xe2\x80\xae", 4), "a\\xe2\\x80\\xae");
+	/* No room at all: dst untouched. */
+	buf[0] = 'Z';
+	rlock_vis(buf, 0, "abc", 3);
+	CHECK_INT(buf[0], 'Z');
+}
+
+/* The decoder by itself: lengths and code points at the edges. */
+static void utf8(void)
+{
+	static const struct {
+		const char *s;
+		size_t len;
+		uint32_t cp;
+	} t[] = {
+		{ "A", 1, 0x41 },
+		{ "\xc2\x80", 2, 0x80 },
+		{ "\xdf\xbf", 2, 0x7ff },
+		{ "\xe0\xa0\x80", 3, 0x800 },
+		{ "\xed\x9f\xbf", 3, 0xd7ff },
+		{ "\xee\x80\x80", 3, 0xe000 },
+		{ "\xef\xbf\xbd", 3, 0xfffd },
+		{ "\xf0\x90\x80\x80", 4, 0x10000 },
+		{ "\xf4\x8f\xbf\xbf", 4, 0x10ffff },
+		{ "\xc1\xbf", 0, 0 },
+		{ "\xe0\x9f\xbf", 0, 0 },
+		{ "\xed\xbf\xbf", 0, 0 },
+		{ "\xf0\x8f\xbf\xbf", 0, 0 },
+		{ "\xf4\x90\x80\x80", 0, 0 },
+		{ "\xc3(", 0, 0 },
+		{ "\xbf", 0, 0 },
+	};
+	uint32_t cp;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		unit_context("rlock_utf8_char case %zu", i);
+		cp = 0;
+		CHECK_INT(rlock_utf8_char(t[i].s, strlen(t[i].s), &cp),
+			  t[i].len);
+		CHECK_INT(cp, t[i].cp);
+	}
+	unit_context(NULL);
+	/* n bounds it: a whole character beyond n is cut short. */
+	CHECK_INT(rlock_utf8_char("\xe6\x97\xa5", 2, &cp), 0);
+	CHECK_INT(rlock_utf8_char("", 0, &cp), 0);
+	CHECK_INT(rlock_utf8_shown(0xe9), 1);
+	CHECK_INT(rlock_utf8_shown(0x9b), 0);
+	CHECK_INT(rlock_utf8_shown(0x202e), 0);
+	CHECK_INT(rlock_utf8_shown(0x1fffe), 0);
+	CHECK_INT(rlock_utf8_shown(0x1f512), 1);
+}
+
+/* What a writer of cli/text.c writes for s, into buf. */
+static const char *written(void (*w)(FILE *, const char *), const char *s,
+			   char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+
+	if (f == NULL)
+		return "(fmemopen failed)";
+	w(f, s);
+	fputc('\0', f);
+	fclose(f);
+	return buf;
+}
+
+/* JSON: valid UTF-8 whatever the input, escapes as RFC 8259 has them. */
+static void json(void)
+{
+	static const struct {
+		const char *in, *want;
+	} t[] = {
+		{ "", "\"\"" },
+		{ "web3", "\"web3\"" },
+		{ "a\"b\\c", "\"a\\\"b\\\\c\"" },
+		{ "l1\nl2\tx", "\"l1\\nl2\\tx\"" },
+		{ "\x1b]0;owned\x07", "\"\\u001b]0;owned\\u0007\"" },
+		{ "\r\x7f", "\"\\u000d\\u007f\"" },
+		{ "\xc2\x9b" "2J", "\"\\u009b2J\"" },
+		{ "Jos\xc3\xa9 \xe6\x97\xa5", "\"Jos\xc3\xa9 \xe6\x97\xa5\"" },
+		{ "\xf0\x9f\x94\x92", "\"\xf0\x9f\x94\x92\"" },
+		{ "a\xff" "b", "\"a\\ufffdb\"" },
+		{ "\xe6\x97", "\"\\ufffd\\ufffd\"" },
+		{ "\xc0\xaf", "\"\\ufffd\\ufffd\"" },
+		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },
+		{ "\xe2\x80\xae", "\"\\u202e\"" },
+		{ "\xf3\xa0\x81\x81", "\"\\udb40\\udc41\"" },
+	};
+	char buf[128];
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		unit_context("cli_json_str case %zu", i);
+		CHECK_STR(written(cli_json_str, t[i].in, buf, sizeof(buf)),
+			  t[i].want);
+	}
+	unit_context(NULL);
+	CHECK_STR(written(cli_json_str, "x", buf, sizeof(buf)), "\"x\"");
+	{
+		FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+		CHECK(f != NULL);
+		if (f != NULL) {
+			cli_json_opt(f, "note", "");
+			cli_json_opt(f, "host", "h\xff");
+			fputc('\0', f);
+			fclose(f);
+			CHECK_STR(buf, ",\"note\":null,\"host\":\"h\\ufffd\"");
+		}
+	}
+}
+
+/* Prometheus label values: \\, \" and \n, the rest valid UTF-8. */
+static void prom(void)
+{
+	static const struct {
+		const char *in, *want;
+	} t[] = {
+		{ "", "\"\"" },
+		{ "nightly", "\"nightly\"" },
+		{ "a\"b\\c\nd", "\"a\\\"b\\\\c\\nd\"" },
+		{ "Jos\xc3\xa9", "\"Jos\xc3\xa9\"" },
+		{ "\x1b[2J", "\"\xef\xbf\xbd[2J\"" },
+		{ "\t\x7f", "\"\xef\xbf\xbd\xef\xbf\xbd\"" },
+		{ "\xc2\x9b", "\"\xef\xbf\xbd\"" },
+		{ "a\xff", "\"a\xef\xbf\xbd\"" },
+		{ "\xe6\x97", "\"\xef\xbf\xbd\xef\xbf\xbd\"" },
+	};
+	char buf[128];
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		unit_context("cli_prom_str case %zu", i);
+		CHECK_STR(written(cli_prom_str, t[i].in, buf, sizeof(buf)),
+			  t[i].want);
+	}
+	unit_context(NULL);
 }
 
 void test_util(void)
 {
 	parse_ll();
 	vis();
+	utf8();
+	json();
+	prom();
 	seterr();
 	clocks();
 	strings();
