@@ -315,12 +315,10 @@ void elem_str(const redisReply *r, size_t i, char *buf, size_t len)
 void note_junk(char *junk, size_t len, const char *what, const char *v,
 	       size_t n)
 {
-	char vis[4 * 40 + 1];
-
 	if (junk[0] != '\0')
 		return;
-	snprintf(junk, len, "%s '%s%s'", what,
-		 rlock_vis(vis, sizeof(vis), v, n > 40 ? 40 : n),
+	/* Raw: escaped where it is shown, as all text from others. */
+	snprintf(junk, len, "%s '%.*s%s'", what, (int)(n > 40 ? 40 : n), v,
 		 n > 40 ? "..." : "");
 }
 
@@ -754,7 +752,7 @@ int rlock_distinct(struct rlock *rl, char *err, size_t len)
 static int conflict(struct rlock *rl, const struct names *n,
 		    const char *name, const char *ours, const char *theirs)
 {
-	char want[64], have[64], vis[100];
+	char want[64], have[64];
 	long long lim;
 	int s, l;
 
@@ -765,8 +763,7 @@ static int conflict(struct rlock *rl, const struct names *n,
 			   &lim) != 0) {
 		set_error(rl->err, sizeof(rl->err), "%s: its holders' limit in "
 			  "%s is '%s', not a kind rlock wrote ('s' or a "
-			  "limit of 2 or more)", name, n->v.hmeta,
-			  rlock_vis(vis, sizeof(vis), theirs, strlen(theirs)));
+			  "limit of 2 or more)", name, n->v.hmeta, theirs);
 		return RLOCK_EPROTO;
 	}
 	parse_kind(ours, &s, &l);
@@ -869,7 +866,6 @@ static void history_refused(struct rlock *rl, size_t i, int recorded,
 			    const char *key)
 {
 	const char *user = rl->node[i].url.user;
-	char vis[RLOCK_KEY_MAX * 4 + 1];
 
 	if (rl->hist_refused[0] != '\0')
 		return;
@@ -878,8 +874,7 @@ static void history_refused(struct rlock *rl, size_t i, int recorded,
 		set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s: "
 			  "%s is not a stream rlock wrote (another type): "
 			  "history is not kept; 'rlock release --force' "
-			  "removes it", node_addr(&rl->node[i]),
-			  rlock_vis(vis, sizeof(vis), key, strlen(key)));
+			  "removes it", node_addr(&rl->node[i]), key);
 	else
 		set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s "
 			  "refused to record the lock's history (XADD): "

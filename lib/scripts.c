@@ -1504,9 +1504,9 @@ void explain_wrongtype(struct rlock_conn *c, const struct request *q,
 		    close == NULL || close <= open)
 			snprintf(name, sizeof(name), "NAME");
 		else
-			rlock_vis(name, sizeof(name), open + 1,
-				  (size_t)(close - open - 1));
-		rlock_vis(vis, sizeof(vis), q->argv[k], strlen(q->argv[k]));
+			snprintf(name, sizeof(name), "%.*s",
+				 (int)(close - open - 1), open + 1);
+		snprintf(vis, sizeof(vis), "%s", q->argv[k]);
 		snprintf(res->err, sizeof(res->err), "%.300s holds a %.32s, "
 			 "not the %s rlock keeps there (another client's "
 			 "data): 'rlock release --force %.200s' removes it",
@@ -1544,7 +1544,7 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 		char v[300];
 
 		res->rc = RLOCK_EPROTO;
-		rlock_vis(v, sizeof(v), r->str + 9, (size_t)n - 9);
+		snprintf(v, sizeof(v), "%.*s", n - 9, r->str + 9);
 		snprintf(res->err, sizeof(res->err), "%s:fence holds '%s', "
 			 "which is not a fence rlock wrote (digits, below "
 			 "2^53 - 2^20): no fence handed out, nothing granted",
@@ -1553,7 +1553,8 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 		char v[300];
 
 		res->rc = RLOCK_EPROTO;
-		rlock_vis(v, sizeof(v), bad + 8, (size_t)(r->str + n - bad - 8));
+		snprintf(v, sizeof(v), "%.*s", (int)(r->str + n - bad - 8),
+			 bad + 8);
 		snprintf(res->err, sizeof(res->err), "%s:line holds '%s', "
 			 "which is not a waiter rlock wrote (KIND:ID): the "
 			 "line cannot be served", key, v);

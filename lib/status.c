@@ -422,11 +422,12 @@ static int push(char ***v, size_t *n, size_t *cap, char *s)
 static int push_junk(struct scan *sc, const char *key, size_t len,
 		     const char *why)
 {
-	char vis[RLOCK_KEY_MAX * 4 + 1], *j;
+	char *j;
 
-	rlock_vis(vis, sizeof(vis), key, len > RLOCK_KEY_MAX ? RLOCK_KEY_MAX :
-		  len);
-	if (asprintf(&j, "%s\t%s", vis, why) < 0)
+	/* Raw (a NUL ends it): escaped where it is shown. */
+	if (asprintf(&j, "%.*s\t%s", (int)(len > RLOCK_KEY_MAX ?
+					     RLOCK_KEY_MAX : len), key,
+		     why) < 0)
 		return RLOCK_ESYS;
 	return push(&sc->junk, &sc->njunk, &sc->jcap, j);
 }
