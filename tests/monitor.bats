@@ -425,6 +425,18 @@ scan_rule() {
 	assert_equal "$(rcli R HGET "$(key sem):holders:meta" limit)" 0
 }
 
+# Fails on h-mon at b464331: status --json says "kind": "exclusive" (and
+# "limit": null) for it, while the text output and the warning say unknown
+# (cli/cmd_status.c kind_name ignores the holder's junk).
+@test "a semaphore whose limit another client set to 0: status --json does not call it exclusive" {
+	"$RLOCK" acquire -l 3 sem >/dev/null
+	rcli R HSET "$(key sem):holders:meta" limit 0 >/dev/null
+	run -0 --separate-stderr "$RLOCK" status --json sem
+	assert_stderr "rlock: status: sem: limit '0' is not what rlock writes (another client's data): shown as unknown"
+	json_check "$output" 'd["locks"][0]["held"] is True' \
+		'd["locks"][0]["kind"] != "exclusive"'
+}
+
 # ---- a hostile server's SCAN ------------------------------------------------------
 
 @test "a SCAN whose cursor never returns to 0: status (listing) gives up after 10000 pages with 70" {
@@ -496,4 +508,26 @@ scan_rule() {
 	refute_output --partial 'rlock_last_success_timestamp_seconds{lock="long"}'
 	echo "# last --max-age over 20000 entries: peak RSS ${peak} kB" >&3
 	[[ $peak =~ ^[0-9]+$ ]]
+}
+
+# ---- what a failed acquire leaves in the history ----------------------------------
+
+# Fails on h-mon at b464331: an acquire that takes the lock and then cannot
+# hand its token out (stdout full; with --renew also a renewer that cannot
+# start, e.g. "cannot follow process N" when the script died first) undoes
+# its grant with rlock_release(..., NULL), a release of unknown exit, which
+# last --max-age counts as a success (cli/cmd_acquire.c).
+@test "an acquire that exits 71 because it could not print its token records no success" {
+	run -71 --separate-stderr bash -c '"$RLOCK" acquire j >/dev/full'
+	assert_stderr "rlock: acquire: j: cannot write the token: No space left on device; lock released"
+	run -71 --separate-stderr bash -c '"$RLOCK" acquire --renew jr >/dev/full'
+	assert_stderr "rlock: acquire: jr: cannot write the token: No space left on device; lock released"
+	lock_free j
+	lock_free jr
+	wait_until 3 no_rlock_pids
+	assert_equal "$(hist_names j)" "acquired released"
+	assert_equal "$(hist_names jr)" "acquired released"
+	run --separate-stderr "$RLOCK" last --max-age 1h j jr
+	assert_equal "$status" 1
+	assert_equal "${#lines[@]}" 2
 }
