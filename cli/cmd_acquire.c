@@ -337,6 +337,9 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	};
 	struct rlock_acquire_opts ao;
 	struct rlock_lease lease;
+	/* A grant given back because nobody got its token is no run that
+	 * ended well: recorded as abandoned. */
+	const struct rlock_outcome undone = { -1, 0, 1 };
 	struct rlock_holder h;
 	struct cli_waitline line = { NULL, 0 };
 	struct rlock *rl;
@@ -433,7 +436,8 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 		rc = start_renewer(g, name, &lease, (pid_t)pid, on_lost, &child,
 				   err, sizeof(err));
 		if (rc != RLOCK_OK) {
-			rlock_release(rl, name, lease.token, &lease, NULL);
+			rlock_release(rl, name, lease.token, &lease,
+				      &undone);
 			rlock_free(rl);
 			if (g->verbose >= 0)
 				cli_warn(g, "%s", err);
@@ -451,7 +455,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 			waitpid(child, NULL, 0);
 			lease_file_remove(lease.token, "renewing");
 		}
-		rlock_release(rl, name, lease.token, &lease, NULL);
+		rlock_release(rl, name, lease.token, &lease, &undone);
 		rlock_free(rl);
 		cli_warn(g, "%s: cannot write the token: %s; lock released",
 			 name, strerror(e));

@@ -70,12 +70,14 @@ const char *cli_event_outcome(const struct rlock_event *e, char *buf,
 {
 	char held[32], how[400], line[600];
 
-	if (strcmp(e->event, "lost") == 0)
+	if (strcmp(e->event, "lost") == 0 && e->reason[0] == '\0')
+		snprintf(how, sizeof(how), "lost");
+	else if (strcmp(e->event, "lost") == 0)
 		snprintf(how, sizeof(how), "lost (%s)", e->reason);
 	else if (strcmp(e->event, "abandoned") == 0)
 		snprintf(how, sizeof(how), "abandoned (the process that held "
 			 "it ended without releasing)");
-	else if (e->junk[0] != '\0' && e->exit < 0)
+	else if (strncmp(e->junk, "exit ", 5) == 0)
 		snprintf(how, sizeof(how), "released, exit status unreadable "
 			 "(%s)", e->junk);
 	else if (e->exit >= 0 && e->signal[0] != '\0')
@@ -86,6 +88,14 @@ const char *cli_event_outcome(const struct rlock_event *e, char *buf,
 	else
 		snprintf(how, sizeof(how), "released, exit status not "
 			 "recorded");
+	/* Another field another client wrote that does not read is said
+	 * too: a signal that does not is why exit 0 is no success. */
+	if (e->junk[0] != '\0' && strncmp(e->junk, "exit ", 5) != 0) {
+		size_t n = strlen(how);
+
+		snprintf(how + n, sizeof(how) - n, " [unreadable: %s]",
+			 e->junk);
+	}
 	if (e->held_ms >= 0)
 		snprintf(line, sizeof(line), "%s after %s", how,
 			 rlock_fmt_ms(e->held_ms, held, sizeof(held)));

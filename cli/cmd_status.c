@@ -99,7 +99,9 @@ static void print_views(const struct status *s)
 
 static const char *kind_name(const struct rlock_holder *h)
 {
-	return h->shared ? "shared" : h->limit > 1 ? "semaphore" : "exclusive";
+	/* limit 0: a kind another client wrote (h->junk says which). */
+	return h->shared ? "shared" : h->limit > 1 ? "semaphore" :
+	       h->limit == 0 ? "unknown" : "exclusive";
 }
 
 /* ',"host":…,"pid":…,"user":…,"command":…' of a holder or waiter; all

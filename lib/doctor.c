@@ -270,7 +270,8 @@ static int decode_hello(const redisReply *r, struct hello *h)
 			memset(h, 0, sizeof(*h));
 			return -1;
 		}
-		rlock_vis(buf[i], len[i], v, n);
+		snprintf(buf[i], len[i], "%.*s",
+			 (int)(n < len[i] ? n : len[i] - 1), v);
 	}
 	return 0;
 }
@@ -1402,9 +1403,9 @@ static void check_sentinels(struct doc *x, struct rlock_node *n)
 			continue;
 		}
 		if (r->type != REDIS_REPLY_ARRAY) {
-			rlock_vis(said, sizeof(said), r->type ==
-				  REDIS_REPLY_ERROR ? r->str : "", r->type ==
-				  REDIS_REPLY_ERROR ? r->len : 0);
+			snprintf(said, sizeof(said), "%.*s", r->type ==
+				 REDIS_REPLY_ERROR ? (int)r->len : 0,
+				 r->type == REDIS_REPLY_ERROR ? r->str : "");
 			add(x, conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
 			    RLOCK_VALUE_NULL, NULL, "does not know master "
 			    "'%s'%s%s", n->url.master, said[0] ? ": " : "",

@@ -69,9 +69,10 @@ int info_get(const struct info *in, const char *key, const char **v,
 int info_num(const struct info *in, const char *key, long long min,
 	     long long max, long long *v);
 
-/* The field as it may be shown (rlock_vis: escaped, cut to fit buf; ""
- * when absent), also when it is INFO_BAD, for the message that says so.
- * Returns what info_get returns. */
+/* The field's bytes, cut to fit buf (a NUL byte ends them; "" when
+ * absent), also when it is INFO_BAD, for the message that says so: raw,
+ * the cli escapes them where they are shown.  Returns what info_get
+ * returns. */
 int info_text(const struct info *in, const char *key, char *buf, size_t len);
 
 /* A field of seconds with up to six decimals ("1.234567", as used_cpu_sys)

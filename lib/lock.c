@@ -1075,15 +1075,31 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 		 * one that may have happened unseen (a server that froze or
 		 * dropped the connection after the request went out would
 		 * otherwise keep a dead token until its TTL). */
+		int64_t undo_ms = 0;
+
 		if (ngrant > 0 || unsure > 0) {
+			int64_t u0 = rlock_mono_ms();
+
 			fan_undo(rl, &n->v, token);
 			*undid = 1;
+			undo_ms = rlock_mono_ms() - u0;
 		}
 		if (nbusy > 0 && nbusy + nfail > rl->nnode - rl->quorum &&
 		    nfail <= rl->nnode - rl->quorum) {
 			rc = RLOCK_BUSY;
 		} else if (nfail > 0) {
 			rc = fan_first_error(rl, &f, nfail);
+			/* A server that never answers costs the undo's wait
+			 * too: say so, the time told is not all it took. */
+			if (undo_ms >= 100) {
+				char d[32];
+				size_t len = strlen(rl->err);
+
+				snprintf(rl->err + len, sizeof(rl->err) - len,
+					 "; undoing the request (it may have "
+					 "been granted) took %s more",
+					 rlock_fmt_ms(undo_ms, d, sizeof(d)));
+			}
 		} else {
 			/* Granted by a quorum, too late to be of use. */
 			set_error(rl->err, sizeof(rl->err), "acquire took "

@@ -833,7 +833,12 @@ static const char leave_lua[] =
  * release does.  Keys of the lock that hold another type than rlock keeps
  * there (another client's data, which would make every script fail with
  * WRONGTYPE) are deleted first, whatever they hold: force is the
- * operator's tool for that.  Answers {0, junk} when nothing was held, else
+ * operator's tool for that.  Each is probed with a read of the type rlock
+ * keeps there (TYPE is not in the ACL rule rlock asks for), and only a
+ * WRONGTYPE answer deletes it; the fence counter and the record of the
+ * last runs too (named from the lock's and the log's keys: one slot).  A
+ * fence counter of another type can go: the next fence is at least the
+ * server's clock in µs, above any handed out.  Answers {0, junk} when nothing was held, else
  * the holder layout of status ({1, 0, host, pid, user, command, since,
  * fence, token prefix, 0}), how many were removed and junk, the number of
  * keys of another type deleted.
@@ -851,14 +856,20 @@ static const char force_lua[] =
 	"         'token', string.sub(tok, 1, 8), 'held', since and ms(now - since) or '',\n"
 	"         'reason', ARGV[3], 'command', command or '')\n"
 	"end\n"
-	"local want = {'string', 'string', 'zset', 'hash', 'zset', 'zset', 'hash', 'stream'}\n"
 	"local junk = 0\n"
-	"local function clear(k, t)\n"
-	"  local is = redis.call('TYPE', k).ok\n"
-	"  if is ~= 'none' and is ~= t then redis.call('DEL', k); junk = junk + 1 end\n"
+	"local function clear(k, ...)\n"
+	"  local e = redis.pcall(...)\n"
+	"  if type(e) == 'table' and e.err and string.find(e.err, 'WRONGTYPE', 1, true) then\n"
+	"    redis.call('DEL', k)\n"
+	"    junk = junk + 1\n"
+	"  end\n"
 	"end\n"
-	"for i = 1, 8 do clear(KEYS[i], want[i]) end\n"
-	"clear(KEYS[8] .. ':last', 'hash')\n"	"local cur = redis.call('GET', KEYS[1])\n"
+	"for i = 1, 2 do clear(KEYS[i], 'GET', KEYS[i]) end\n"
+	"clear(KEYS[1] .. ':fence', 'GET', KEYS[1] .. ':fence')\n"
+	"for _, i in ipairs({3, 5, 6}) do clear(KEYS[i], 'ZCARD', KEYS[i]) end\n"
+	"for _, i in ipairs({4, 7}) do clear(KEYS[i], 'HGET', KEYS[i], 'limit') end\n"
+	"clear(KEYS[8] .. ':last', 'HGET', KEYS[8] .. ':last', 'ok')\n"
+	"clear(KEYS[8], 'XRANGE', KEYS[8], '+', '+', 'COUNT', 1)\n"	"local cur = redis.call('GET', KEYS[1])\n"
 	"local r\n"
 	"if cur then\n"
 	"  local f = unpack_meta(redis.call('GET', KEYS[2]) or '')\n"
@@ -939,7 +950,7 @@ static const char status_lua[] =
 	"end\n"
 	"local function last_run()\n"
 	"  local es = redis.pcall('XREVRANGE', KEYS[9], '+', '-', 'COUNT', 50)\n"
-	"  if type(es) ~= 'table' or es.err then return {} end\n"
+	"  if type(es) ~= 'table' or es.err then return {}, {} end\n"
 	"  for i, e in ipairs(es) do\n"
 	"    local ev = e[2][2]\n"
 	"    if ev == 'released' or ev == 'lost' then\n"
@@ -1027,11 +1038,11 @@ const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
 				   "a0300e044cc318f6609644d1548e55ed5199f875" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
-				 "ea982d7d1a616ec5c9f528eb17ba57cbc1f60582" },
+				 "cff334268ebc4ffb553383bf13a6850633090a94" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,
 				 "e1739b8972f25cb751720b099bd9ef558309d9a0" },
 	[RLOCK_SCRIPT_STATUS] = { "status", status_lua,
-				  "ab83c2e014a71427cf60acf1a2f46cd7373897e8" },
+				  "9b2649239f5bf1855b066df5cc1d9d0e00fb6429" },
 	[RLOCK_SCRIPT_LEAVE] = { "leave", leave_lua,
 				 "d0ea48055068d7eda46339d74e96549b3603eba0" },
 	[RLOCK_SCRIPT_LOG] = { "log", log_lua,

@@ -1396,17 +1396,20 @@ static void keep_newer(struct rlock_event *have, int *has,
 /*
  * The record of the last runs on every server (HMGET LOG:last run ok:
  * the last that did not end well, the last that did), the newest run
- * into run and the newest success into ok.  Best effort: a server that does
- * not answer, a record of another type or one that does not decode (not
- * rlock's) leaves it to the history.
+ * into run and the newest success into ok.  A record of another type or
+ * one that does not decode (not rlock's) leaves it to the history.
+ * Returns RLOCK_OK, or the error when no quorum answered (the history
+ * would not either: not waited for twice).
  */
-static void read_runs(struct rlock *rl, const struct names *n,
-		      struct rlock_event *run, int *has_run,
-		      struct rlock_event *ok, int *has_ok)
+static int read_runs(struct rlock *rl, const struct names *n,
+		     struct rlock_event *run, int *has_run,
+		     struct rlock_event *ok, int *has_ok)
 {
 	const char *argv[4] = { "HMGET", n->v.last, "run", "ok" };
 	struct request q;
 	struct fan f;
+	size_t fail = 0;
+	int rc = RLOCK_OK;
 
 	req_command(&q, 4, argv, n->v.slot);
 	fan_init(&f, rl);
@@ -1416,6 +1419,10 @@ static void read_runs(struct rlock *rl, const struct names *n,
 	for (size_t i = 0; i < f.n; i++) {
 		const redisReply *r = f.slot[i].res.r;
 
+		/* An error reply (another type at the key) is an answer;
+		 * no answer at all is worth waiting for once only. */
+		if (f.slot[i].res.rc != RLOCK_OK && !f.slot[i].res.wrongtype)
+			fail++;
 		if (f.slot[i].res.rc != RLOCK_OK ||
 		    r->type != REDIS_REPLY_ARRAY || r->elements != 2)
 			continue;
@@ -1435,7 +1442,10 @@ static void read_runs(struct rlock *rl, const struct names *n,
 				keep_newer(ok, has_ok, &ev, 0);
 		}
 	}
+	if (fail > rl->nnode - rl->quorum)
+		rc = fan_first_error(rl, &f, fail);
 	fan_done(&f);
+	return rc;
 }
 
 /* The id before id ("ms-seq"), for a read that ends before it; "" when
@@ -1485,7 +1495,8 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 		return rc;
 	if ((rc = first_distinct(rl)) != RLOCK_OK)
 		return rc;
-	read_runs(rl, &nm, last, &rec_run, ok, &rec_ok);
+	if ((rc = read_runs(rl, &nm, last, &rec_run, ok, &rec_ok)) != RLOCK_OK)
+		return rc;
 	/* The newest page of the history, and older ones only while what
 	 * the record does not say (a history an older rlock wrote) is still
 	 * missing: at most RLOCK_LAST_SCAN entries, a page at a time. */

@@ -203,8 +203,13 @@ UNREADABLE_TAIL="the server's INFO is not what Redis writes; check the server"
 	doctor_json
 	assert_equal "$status" 1
 	[[ $output != *$'\e'* ]] || fail "a raw ESC in the JSON"
+	# JSON carries the server's bytes as they were, each control byte as
+	# \uXXXX: a program reads the value itself.
+	[[ $output == *'unreadable (\u0027\u001b]0;pwned\u0007\u0027)'* ||
+	   $output == *"unreadable ('\\u001b]0;pwned\\u0007')"* ]] ||
+		fail "the JSON does not carry the value: $output"
 	assert_equal "$(field "$output" memory message)" \
-		"unknown: INFO field maxmemory is unreadable ('\\x1b]0;pwned\\x07'): $UNREADABLE_TAIL"
+		"unknown: INFO field maxmemory is unreadable ('"$'\e'"]0;pwned"$'\a'"'): $UNREADABLE_TAIL"
 }
 
 @test "doctor_hostile: an INFO of junk lines and no trailing CRLF: each check says what it cannot read" {

@@ -213,7 +213,9 @@ print("".join("\ufffd" if 0xdc80 <= ord(c) <= 0xdcff else c
 		'all(e["host"] == "h\x1b]0;owned\x07\ufffd" for e in d)' \
 		'all(e["command"] == "c\x1b]0;owned\x07\ufffd\ufffd" for e in d)' \
 		'd[1]["reason"] == "r\x1b]0;owned\x07\ufffd"' \
-		'd[1]["signal"] == "S\x1b[2J"'
+		'd[1]["signal"] is None' \
+		'all(e["token"] == "" for e in d)' \
+		'all(e["unreadable"] == "token \x270b\x1b[2J\x27" for e in d)'
 	capture last "$RLOCK" last h
 	clean last.out last.err
 	has last.out "on h$V_OSC$V_FF (u$V_CSI pid 4242)"

@@ -236,15 +236,15 @@ static void test_info_fields(void)
 	CHECK_INT(info_num(&info, "hz", 0, 500, &v), INFO_BAD);
 	CHECK_INT(info_num(&info, "b", 0, 500, &v), INFO_OK);
 	CHECK_INT(info_text(&info, "hz", buf, sizeof(buf)), INFO_OK);
-	CHECK_STR(buf, "1\\x00x");
+	CHECK_STR(buf, "1");
 
-	/* A control sequence in a value is shown escaped, never raw. */
+	/* A control sequence in a value is kept as it is, for the cli's
+	 * one funnel to escape where it is shown (tests/doctor_hostile). */
 	CHECK_INT(num("maxmemory_policy:\x1b[2Jx\r\n", "x", 0, 1, &v),
 		  INFO_ABSENT);
 	CHECK_INT(info_text(&info, "maxmemory_policy", buf, sizeof(buf)),
 		  INFO_OK);
-	CHECK_STR(buf, "\\x1b[2Jx");
-	CHECK(strchr(buf, 0x1b) == NULL);
+	CHECK_STR(buf, "\x1b[2Jx");
 }
 
 static void test_info_bounds(void)
