@@ -54,6 +54,8 @@ void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 	cli_json_opt(f, "note", e->note);
 	/* A field another client wrote that does not decode: its value is
 	 * null above, and this says which and what it held. */
+	if (e->trimmed)
+		fputs(",\"trimmed\":true", f);
 	if (e->junk[0] != '\0') {
 		fputs(",\"unreadable\":", f);
 		cli_json_str(f, e->junk);
@@ -74,6 +76,9 @@ const char *cli_event_outcome(const struct rlock_event *e, char *buf,
 		snprintf(how, sizeof(how), "lost");
 	else if (strcmp(e->event, "lost") == 0)
 		snprintf(how, sizeof(how), "lost (%s)", e->reason);
+	else if (e->trimmed)
+		snprintf(how, sizeof(how), "ended well (its history entry has "
+			 "been trimmed)");
 	else if (strcmp(e->event, "abandoned") == 0)
 		snprintf(how, sizeof(how), "abandoned (the process that held "
 			 "it ended without releasing)");

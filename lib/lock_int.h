@@ -486,6 +486,10 @@ int decode_id(const char *s, size_t n, long long *ms,
  * no event (passed over), -1 for anything else (not a stream's reply).
  * Fields rlock did not write are unknown, marked in ev->bad. */
 int decode_entry(const redisReply *e, struct rlock_event *ev);
+/* The last success of the record of the last runs, its history entry's
+ * id "MS-SEQ", into ev: a release that ended well, whose details are in
+ * that entry (ev->trimmed until it is found).  Returns 0, or -1. */
+int decode_ok(const char *s, size_t n, struct rlock_event *ev);
 /* The status script's answer (scripts.c) into h and, when list is not
  * NULL, its holders into *list (malloc'd, *nlist of them).  Returns 0, or
  * -1 for a reply of the wrong shape; values other clients wrote are

@@ -357,6 +357,10 @@ struct rlock_event {
 	char note[RLOCK_NOTE_MAX + 1];
 	int servers;			/* how many servers recorded it */
 	unsigned from;			/* which: bit i, server i */
+	int trimmed;			/* known only from the record of the
+					 * last runs (last): its time, and that
+					 * it ended well; the entry with the
+					 * rest has been trimmed */
 	unsigned bad;			/* fields that did not decode (another
 					 * client's data), bit (1 << EV_X) of
 					 * lock_int.h's order: their values

@@ -38,11 +38,11 @@
  *   8 fence     P{N}:fence         counter, never expires
  *   9 log       P{N}:log           stream: the history (LUA_RECORD)
  *     last      P{N}:log:last      hash: the last run that did not end
- *                                  well ('run') and the last that did
- *                                  ('ok'),
- *                                  each "1\nID\nEVENT\nKIND\nEXIT\n
- *                                  SIGNAL\nTOKEN8\nREASON\n" and the
- *                                  holder's record (as meta), ID its
+ *                                  well ('run': "1\nID\nEVENT\nKIND\n
+ *                                  EXIT\nSIGNAL\nTOKEN8\nREASON\n" and
+ *                                  the holder's record, as meta) and the
+ *                                  last that did ('ok': its ID alone, one
+ *                                  short field on the hot path), ID its
  *                                  history entry's; trimming the stream
  *                                  never reaches it.  Named from the log
  *                                  key (one slot), with its expiry
@@ -188,7 +188,9 @@
  * "fence\nsince\nhold-until\npid\nhost\nuser\nnote\ncommand" (hold-until
  * '0' without --min-hold, hold the --min-hold ms); acquired_event appends
  * the history's acquired entry, the stream's expiry kept when the grant
- * before (prev) was in the same hour.
+ * before (prev) was in the same hour.  An exclusive grant that did not
+ * wait leaves out kind ('x') and waited ('0'), which readers take as
+ * those: two fields fewer on the path every uncontended lock takes.
  */
 #define LUA_GRANT \
 	"local function owner_record(fs, hold, pid, host, user, note, cmd)\n" \
@@ -201,7 +203,11 @@
 	"  if hmax == '0' then return nil end\n" \
 	"  local id\n" \
 	"  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)\n" \
-	"  if note == '' then\n" \
+	"  if note == '' and kind == 'x' and waited == '0' then\n" \
+	"    id = append(KEYS[9], hmax, httl, keep, 'event', 'acquired',\n" \
+	"                'host', host, 'user', user, 'pid', pid, 'fence', fs,\n" \
+	"                'token', string.sub(tok, 1, 8), 'command', cmd)\n" \
+	"  elseif note == '' then\n" \
 	"    id = append(KEYS[9], hmax, httl, keep, 'event', 'acquired',\n" \
 	"                'host', host, 'user', user, 'pid', pid, 'kind', kind,\n" \
 	"                'fence', fs, 'token', string.sub(tok, 1, 8),\n" \
@@ -637,14 +643,14 @@ static const char extend_lua[] =
  * history's length and ttl, and with --once-per its period in ms (then
  * KEYS[10] is the period's record): an exclusive holder that
  * exits 0 marks the period it was granted in as done, until its end.
- * The history's record names the grant it ends by its token, and has the
- * fence (several masters raise the metadata's to the one handed out) and
+ * The history's record names the grant it ends by its token, and has
  * since when it was held, from the holder's metadata (the time held is
- * the entry's time less since); who held it and the kind are in the
- * grant's record, which readers join.  The record of the last runs
- * (P{N}:log:last) gets the release as 'ok' when it ended well (no signal,
- * exit 0 or not known: a plain release), else as 'run'; one field, to
- * spare the hot path.  Each
+ * the entry's time less since), and the exit status when it is known; who
+ * held it, the kind and the fence are in the grant's record, which readers
+ * join.  The record of the last runs
+ * (P{N}:log:last) gets the release's entry id as 'ok' when it ended well
+ * (no signal, exit 0 or not known: a plain release), else the whole run
+ * as 'run'; one short field on the path every lock takes.  Each
  * value in a record costs the
  * server a field to read and one to write: this is the hot path.  Before
  * the holder's hold_until (--min-hold) the lease is cut to end then
@@ -675,27 +681,28 @@ static const char release_lua[] =
 	LUA_RECORD
 	"local tok = ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"local function released(kind, v, fence, since)\n"
+	"local function released(kind, v, since)\n"
 	"  if ARGV[6] == '0' then return end\n"
-	"  local ev, sig, ok, id = 'released', ARGV[5], false\n"
-	"  if sig == '' then\n"
-	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
-	"                'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4])\n"
-	"    ok = ARGV[4] == '0' or ARGV[4] == ''\n"
-	"  elseif sig == 'abandoned' then\n"
-	"    ev, sig = sig, ''\n"
-	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'fence', fence or '',\n"
-	"                'token', string.sub(tok, 1, 8), 'since', since or '')\n"
+	"  local ev, ex, sig, t8, id = 'released', ARGV[4], ARGV[5], string.sub(tok, 1, 8)\n"
+	"  local rec, n = KEYS[9] .. ':last'\n"
+	"  if sig == 'abandoned' then ev, sig = sig, '' end\n"
+	"  if sig == '' and ex == '' then\n"
+	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'token', t8,\n"
+	"                'since', since or '')\n"
+	"  elseif sig == '' then\n"
+	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'token', t8,\n"
+	"                'since', since or '', 'exit', ex)\n"
 	"  else\n"
-	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', 'released', 'fence', fence or '',\n"
-	"                'token', string.sub(tok, 1, 8), 'since', since or '', 'exit', ARGV[4],\n"
-	"                'signal', sig)\n"
+	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'token', t8,\n"
+	"                'since', since or '', 'exit', ex, 'signal', sig)\n"
 	"  end\n"
 	"  if type(id) ~= 'string' then return end\n"
-	"  local r = '1\\n' .. id .. '\\n' .. ev .. '\\n' .. kind .. '\\n' .. ARGV[4] .. '\\n' ..\n"
-	"            sig .. '\\n' .. string.sub(tok, 1, 8) .. '\\n\\n' .. v\n"
-	"  local rec = KEYS[9] .. ':last'\n"
-	"  local n = redis.pcall('HSET', rec, ok and 'ok' or 'run', r)\n"
+	"  if ev == 'released' and sig == '' and (ex == '0' or ex == '') then\n"
+	"    n = redis.pcall('HSET', rec, 'ok', id)\n"
+	"  else\n"
+	"    n = redis.pcall('HSET', rec, 'run', '1\\n' .. id .. '\\n' .. ev .. '\\n' .. kind .. '\\n' ..\n"
+	"                    ex .. '\\n' .. sig .. '\\n' .. t8 .. '\\n\\n' .. v)\n"
+	"  end\n"
 	"  if n == 1 then redis.pcall('PEXPIRE', rec, ARGV[7]) end\n"
 	"end\n"
 	"if cur == tok then\n"
@@ -722,12 +729,12 @@ static const char release_lua[] =
 	"      local left = string.format('%d', tonumber(hu) - at)\n"
 	"      redis.call('PEXPIRE', KEYS[1], left)\n"
 	"      redis.call('PEXPIRE', KEYS[2], left)\n"
-	"      released('x', v, fence, since)\n"
+	"      released('x', v, since)\n"
 	"      return 2\n"
 	"    end\n"
 	"  end\n"
 	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"  released('x', v, fence, since)\n"
+	"  released('x', v, since)\n"
 	"end\n"
 	"local function announce()\n"
 	"  if ARGV[2] == '' then return 1 end\n"
@@ -780,7 +787,7 @@ static const char release_lua[] =
 	"  local raw = redis.call('HGET', KEYS[4], tok) or ''\n"
 	"  local f = unpack_meta(raw)\n"
 	"  local hu = tonumber(f[3] or '0') or 0\n"
-	"  released(redis.call('HGET', KEYS[4], 'limit') or 's', raw, f[1], f[2])\n"
+	"  released(redis.call('HGET', KEYS[4], 'limit') or 's', raw, f[2])\n"
 	"  if hu > now then\n"
 	"    redis.call('ZADD', KEYS[3], 'XX', ms(hu), tok)\n"
 	"    holders_expire()\n"
@@ -1032,11 +1039,11 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "2ed310f40a8984a9d17edf31213adfd2c62a8daa" },
+				   "c9a2eb2a690c1d4ac0020a9444e4c1bdd33a85c4" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "a0300e044cc318f6609644d1548e55ed5199f875" },
+				   "f1c5273488148d2352a57398d6119b129d0b0f46" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "cff334268ebc4ffb553383bf13a6850633090a94" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,

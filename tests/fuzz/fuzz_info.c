@@ -9,8 +9,8 @@
  * Beyond not crashing: the table holds at most INFO_FIELDS_MAX fields,
  * each a key of 1..INFO_KEY_MAX printable bytes with no ':' and a value
  * of at most INFO_LINE_MAX bytes with no newline, both inside the text; a
- * number read is in its range; text to show is terminated printable ASCII
- * (no control byte reaches a terminal); seconds are not negative; the walk
+ * number read is in its range; text to show is terminated within its
+ * buffer (raw: the cli's funnel escapes it); seconds are not negative; the walk
  * of slave lines ends within the table; a version's parts are 0..65535.
  */
 #include <limits.h>
@@ -36,10 +36,9 @@ static void shown(const char *key)
 	memset(buf, 'Z', sizeof(buf));
 	rc = info_text(&in, key, buf, sizeof(buf));
 	REQUIRE(rc == INFO_OK || rc == INFO_ABSENT || rc == INFO_BAD);
+	/* Raw bytes, terminated within the buffer: the cli escapes them
+	 * where they are shown (fuzz_text checks that funnel). */
 	REQUIRE(memchr(buf, '\0', sizeof(buf)) != NULL);
-	for (size_t i = 0; buf[i] != '\0'; i++)
-		REQUIRE((unsigned char)buf[i] >= 0x20 &&
-			(unsigned char)buf[i] < 0x7f);
 	if (rc == INFO_ABSENT)
 		REQUIRE(buf[0] == '\0');
 	if (info_num(&in, key, 0, 1000000, &v) == INFO_OK)
