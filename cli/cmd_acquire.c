@@ -350,7 +350,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	long long pid = 0;
 	const char *name;
 	char key[RLOCK_KEY_MAX];
-	char *end, err[600];
+	char err[600];
 	pid_t child = 0;
 
 	memset(&ao, 0, sizeof(ao));
@@ -367,10 +367,8 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 			renew = 1;
 			break;
 		case OPT_PID:
-			errno = 0;
-			pid = strtoll(optarg, &end, 10);
-			if (errno != 0 || *optarg == '\0' || *end != '\0' ||
-			    pid <= 0 || pid > 4194304)
+			if (rlock_parse_ll(optarg, strlen(optarg), 1, 4194304,
+					   &pid) != 0)
 				cli_usage_error(g, "invalid --pid '%s': not a "
 						"process id", optarg);
 			break;

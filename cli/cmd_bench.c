@@ -42,14 +42,11 @@ struct bench_args {
 static long long parse_count(const struct cli *g, const char *opt,
 			     const char *arg, long long max)
 {
-	char *end;
 	long long v;
 
-	errno = 0;
-	v = strtoll(arg, &end, 10);
-	if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno != 0)
+	if (arg[0] == '\0' || strspn(arg, "0123456789") != strlen(arg))
 		cli_usage_error(g, "invalid %s '%s': not a number", opt, arg);
-	if (v < 1 || v > max)
+	if (rlock_parse_ll(arg, strlen(arg), 1, max, &v) != 0)
 		cli_usage_error(g, "invalid %s '%s': must be 1..%lld", opt, arg,
 				max);
 	return v;

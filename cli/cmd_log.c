@@ -124,9 +124,14 @@ const char *cli_event_when(const struct rlock_event *e, char *buf,
 		snprintf(who, sizeof(who), " (%s)", e->user);
 	else if (e->pid >= 0)
 		snprintf(who, sizeof(who), " (pid %lld)", e->pid);
-	snprintf(line, sizeof(line), "%s ago on %s%s",
-		 rlock_fmt_ms(d > 0 ? d : 0, ago, sizeof(ago)),
-		 e->host[0] != '\0' ? e->host : "an unknown host", who);
+	/* Where is in the entry, which trimming took: only when is left. */
+	if (e->trimmed)
+		snprintf(line, sizeof(line), "%s ago",
+			 rlock_fmt_ms(d > 0 ? d : 0, ago, sizeof(ago)));
+	else
+		snprintf(line, sizeof(line), "%s ago on %s%s",
+			 rlock_fmt_ms(d > 0 ? d : 0, ago, sizeof(ago)),
+			 e->host[0] != '\0' ? e->host : "an unknown host", who);
 	return cli_vis(buf, len, line);
 }
 

@@ -153,15 +153,10 @@ static void add_url(struct cli *g, const char *u)
 int cli_int(const struct cli *g, const char *opt, const char *arg, long min,
 	    long max)
 {
-	/* A sign only where the range has negative numbers. */
-	const char *d = min < 0 && *arg == '-' ? arg + 1 : arg;
-	char *end;
-	long v;
+	long long v;
 
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno != 0 || !isdigit((unsigned char)*d) || *end != '\0' ||
-	    v < min || v > max)
+	/* The one integer parser: digits, a '-' only for a negative one. */
+	if (rlock_parse_ll(arg, strlen(arg), min, max, &v) != 0)
 		cli_usage_error(g, "invalid %s '%s': must be %ld..%ld", opt,
 				arg, min, max);
 	return (int)v;
@@ -179,7 +174,6 @@ static void check_note(const struct cli *g, const char *what,
 /* The last of -s and -x given ('s', 'x'), 0 none: flock's letters, where
  * the last one counts; either with --limit N > 1 is a contradiction. */
 static char kind_letter;
-
 
 int cli_lock_option(const struct cli *g, int c, const char *arg,
 		    struct rlock_acquire_opts *ao, int *conflict)

@@ -902,33 +902,51 @@ struct acq {
 };
 
 /* A busy answer that ends the wait at once: {-2, who} superseded, or
- * {-3, until, host, user, pid, since, fence}, the period done.  Sets
- * h->skip, the message, and the history's reason in q->skip. */
-static void parse_skip(struct rlock *rl, const char *name,
-		       const redisReply *r, struct rlock_holder *h,
-		       struct acq *q)
+ * {-3, until, host, user, pid, since, fence}, the period done (from the
+ * period's record, which another client could write: what does not read
+ * is unknown).  Sets h->skip, the message, and the history's reason in
+ * q->skip.  Returns 0, or -1 for an answer of the wrong shape. */
+static int parse_skip(struct rlock *rl, const char *name,
+		      const redisReply *r, struct rlock_holder *h,
+		      struct acq *q)
 {
-	char by[600], since[40], next[40];
+	const redisReply *e[7];
+	char since[40], next[40];
+	long long code, until;
 
-	if (elem_ll(r, 0) == -2) {
-		elem_str(r, 1, by, sizeof(by));
+	if (elem_num(r, 0, -3, -2, &code) != 0 ||
+	    r->elements != (code == -2 ? 2u : 7u))
+		return -1;
+	for (size_t i = 1; i < r->elements; i++) {
+		e[i] = r->element[i];
+		if (e[i]->type != REDIS_REPLY_STRING)
+			return -1;
+	}
+	if (code == -2) {
 		h->skip = RLOCK_SKIP_SUPERSEDED;
-		snprintf(q->skip, sizeof(q->skip), "superseded by %s", by);
+		snprintf(q->skip, sizeof(q->skip), "superseded by %.*s",
+			 (int)(e[1]->len > 600 ? 600 : e[1]->len), e[1]->str);
 		set_error(rl->err, sizeof(rl->err), "%s: %s", name, q->skip);
-		return;
+		return 0;
 	}
 	h->skip = RLOCK_SKIP_DONE;
-	elem_str(r, 2, h->host, sizeof(h->host));
-	elem_str(r, 3, h->user, sizeof(h->user));
-	h->pid = elem_ll(r, 4);
-	h->since_ms = elem_ll(r, 5);
-	h->fence = elem_ll(r, 6);
+	until = num_field(e[1]->str, e[1]->len, 1, FENCE_LIMIT, 0,
+			  "period's end", h->junk, sizeof(h->junk));
+	snprintf(h->host, sizeof(h->host), "%.*s", (int)e[2]->len, e[2]->str);
+	snprintf(h->user, sizeof(h->user), "%.*s", (int)e[3]->len, e[3]->str);
+	h->pid = num_field(e[4]->str, e[4]->len, 1, INT_MAX, 0, "pid",
+			   h->junk, sizeof(h->junk));
+	h->since_ms = num_field(e[5]->str, e[5]->len, 1, FENCE_LIMIT, 0,
+				"since", h->junk, sizeof(h->junk));
+	h->fence = num_field(e[6]->str, e[6]->len, 1, FENCE_LIMIT, -1,
+			     "fence", h->junk, sizeof(h->junk));
 	snprintf(q->skip, sizeof(q->skip), "done this period by %.64s@%.200s "
 		 "pid %lld", h->user, h->host, h->pid);
 	set_error(rl->err, sizeof(rl->err), "%s: %s at %s; the next period "
 		  "starts %s", name, q->skip,
 		  rlock_fmt_utc(h->since_ms, since, sizeof(since)),
-		  rlock_fmt_utc(elem_ll(r, 1), next, sizeof(next)));
+		  rlock_fmt_utc(until, next, sizeof(next)));
+	return 0;
 }
 
 /*
@@ -1027,8 +1045,8 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 		} else if (elem_ll(r, 0) == -1) {
 			elem_str(r, 1, theirs, sizeof(theirs));
 			differs = 1;
-		} else if (elem_ll(r, 0) == -2 || elem_ll(r, 0) == -3) {
-			parse_skip(rl, name, r, holder, aq);
+		} else if ((elem_ll(r, 0) == -2 || elem_ll(r, 0) == -3) &&
+			   parse_skip(rl, name, r, holder, aq) == 0) {
 			nbusy++;
 		} else if (elem_ll(r, 0) == 0 &&
 			   parse_busy(r, holder, joined) == 0) {

@@ -490,6 +490,13 @@ int decode_entry(const redisReply *e, struct rlock_event *ev);
  * id "MS-SEQ", into ev: a release that ended well, whose details are in
  * that entry (ev->trimmed until it is found).  Returns 0, or -1. */
 int decode_ok(const char *s, size_t n, struct rlock_event *ev);
+/* One SCAN reply of lock keys, prefix{NAME} (plen: the prefix's
+ * length), as a listing reads it: the cursor (1 to 20 digits) into cursor,
+ * how many lock names and how many keys that are none.  Returns RLOCK_OK,
+ * RLOCK_EPROTO for a reply of the wrong shape or RLOCK_ESYS.  Every name
+ * it keeps is a lock name (it aborts otherwise: for the fuzz target). */
+int decode_scan(const redisReply *r, size_t plen, char cursor[32],
+		size_t *nnames, size_t *njunk);
 /* The status script's answer (scripts.c) into h and, when list is not
  * NULL, its holders into *list (malloc'd, *nlist of them).  Returns 0, or
  * -1 for a reply of the wrong shape; values other clients wrote are

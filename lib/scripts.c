@@ -643,11 +643,12 @@ static const char extend_lua[] =
  * history's length and ttl, and with --once-per its period in ms (then
  * KEYS[10] is the period's record): an exclusive holder that
  * exits 0 marks the period it was granted in as done, until its end.
- * The history's record names the grant it ends by its token, and has
- * since when it was held, from the holder's metadata (the time held is
- * the entry's time less since), and the exit status when it is known; who
- * held it, the kind and the fence are in the grant's record, which readers
- * join.  The record of the last runs
+ * The history's record names the grant it ends by its token, and has the
+ * fence (from the holder's metadata: several masters raise it to the one
+ * handed out, and a hand-off that came too late gets a new one) and the
+ * exit status when it is known; who held it, the kind and when it was
+ * granted (the time held is the entry's time less the grant's) are in the
+ * grant's record, which readers join.  The record of the last runs
  * (P{N}:log:last) gets the release's entry id as 'ok' when it ended well
  * (no signal, exit 0 or not known: a plain release), else the whole run
  * as 'run'; one short field on the path every lock takes.  Each
@@ -681,20 +682,20 @@ static const char release_lua[] =
 	LUA_RECORD
 	"local tok = ARGV[1]\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
-	"local function released(kind, v, since)\n"
+	"local function released(kind, v, fence)\n"
 	"  if ARGV[6] == '0' then return end\n"
 	"  local ev, ex, sig, t8, id = 'released', ARGV[4], ARGV[5], string.sub(tok, 1, 8)\n"
 	"  local rec, n = KEYS[9] .. ':last'\n"
 	"  if sig == 'abandoned' then ev, sig = sig, '' end\n"
 	"  if sig == '' and ex == '' then\n"
-	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'token', t8,\n"
-	"                'since', since or '')\n"
+	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'fence', fence or '',\n"
+	"                'token', t8)\n"
 	"  elseif sig == '' then\n"
-	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'token', t8,\n"
-	"                'since', since or '', 'exit', ex)\n"
+	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'fence', fence or '',\n"
+	"                'token', t8, 'exit', ex)\n"
 	"  else\n"
-	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'token', t8,\n"
-	"                'since', since or '', 'exit', ex, 'signal', sig)\n"
+	"    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'fence', fence or '',\n"
+	"                'token', t8, 'exit', ex, 'signal', sig)\n"
 	"  end\n"
 	"  if type(id) ~= 'string' then return end\n"
 	"  if ev == 'released' and sig == '' and (ex == '0' or ex == '') then\n"
@@ -729,12 +730,12 @@ static const char release_lua[] =
 	"      local left = string.format('%d', tonumber(hu) - at)\n"
 	"      redis.call('PEXPIRE', KEYS[1], left)\n"
 	"      redis.call('PEXPIRE', KEYS[2], left)\n"
-	"      released('x', v, since)\n"
+	"      released('x', v, fence)\n"
 	"      return 2\n"
 	"    end\n"
 	"  end\n"
 	"  redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"  released('x', v, since)\n"
+	"  released('x', v, fence)\n"
 	"end\n"
 	"local function announce()\n"
 	"  if ARGV[2] == '' then return 1 end\n"
@@ -787,7 +788,7 @@ static const char release_lua[] =
 	"  local raw = redis.call('HGET', KEYS[4], tok) or ''\n"
 	"  local f = unpack_meta(raw)\n"
 	"  local hu = tonumber(f[3] or '0') or 0\n"
-	"  released(redis.call('HGET', KEYS[4], 'limit') or 's', raw, f[2])\n"
+	"  released(redis.call('HGET', KEYS[4], 'limit') or 's', raw, f[1])\n"
 	"  if hu > now then\n"
 	"    redis.call('ZADD', KEYS[3], 'XX', ms(hu), tok)\n"
 	"    holders_expire()\n"
@@ -1043,7 +1044,7 @@ const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
-				   "f1c5273488148d2352a57398d6119b129d0b0f46" },
+				   "7303a3f858968cfb99744a4884a618d3a48e7aa0" },
 	[RLOCK_SCRIPT_FORCE] = { "force", force_lua,
 				 "cff334268ebc4ffb553383bf13a6850633090a94" },
 	[RLOCK_SCRIPT_FENCE] = { "fence", fence_lua,

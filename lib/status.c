@@ -346,14 +346,13 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 		struct rlock_waiter next = { 0 };
 		struct rlock_once once = { 0 };
 		long long waiters = 0;
+		char junk[sizeof(out->junk)];
 
 		if (rl->nnode == 1) {
 			waiters = h[0].waiters;
 			next = h[0].next;
 			once = h[0].once;
 		}
-		char junk[sizeof(out->junk)];
-
 		/* What did not decode stays said, held or free. */
 		memcpy(junk, rl->nnode == 1 ? h[0].junk : out->junk,
 		       sizeof(junk));
@@ -472,7 +471,13 @@ static int take_names(const redisReply *r, size_t plen, size_t slen,
 		if (e->len < plen + slen + 2)
 			continue;
 		if (all != NULL) {
-			rc = push(all, nall, acap, strndup(e->str, e->len));
+			/* A name with a NUL byte was said by the pass of
+			 * strings, or holds another type: not looked at. */
+			if (*nall >= SCAN_NAMES)
+				return RLOCK_EPROTO;
+			if (memchr(e->str, '\0', e->len) == NULL)
+				rc = push(all, nall, acap,
+					  strndup(e->str, e->len));
 			continue;
 		}
 		if (memchr(e->str, '\0', e->len) != NULL)
@@ -498,6 +503,26 @@ static int take_names(const redisReply *r, size_t plen, size_t slen,
 		}
 		rc = push(&sc->names, &sc->nnames, &sc->cap, nm);
 	}
+	return rc;
+}
+
+int decode_scan(const redisReply *r, size_t plen, char cursor[32],
+		size_t *nnames, size_t *njunk)
+{
+	struct scan sc = { 0 };
+	int rc = take_names(r, plen, 0, cursor, &sc, NULL, NULL, NULL);
+
+	*nnames = sc.nnames;
+	*njunk = sc.njunk;
+	for (size_t i = 0; i < sc.nnames; i++) {
+		if (rlock_check_name(sc.names[i], NULL) != RLOCK_OK)
+			abort();
+		free(sc.names[i]);
+	}
+	for (size_t i = 0; i < sc.njunk; i++)
+		free(sc.junk[i]);
+	free(sc.names);
+	free(sc.junk);
 	return rc;
 }
 
@@ -554,8 +579,10 @@ static int scan_pass(struct rlock *rl, struct rlock_conn *c,
 /*
  * Keys named like a lock, prefix{NAME}, that do not hold the string a lock
  * is: all of them (any type) less the strings found, each confirmed with
- * TYPE (a key may have come or gone between the passes).
+ * TYPE (a key may have come or gone between the passes), at most
+ * SCAN_TYPES of them.
  */
+#define SCAN_TYPES 1000
 static int other_types(struct rlock *rl, struct rlock_conn *c,
 		       const char *pattern, struct scan *sc, size_t first,
 		       char *err, size_t errlen)
@@ -568,7 +595,7 @@ static int other_types(struct rlock *rl, struct rlock_conn *c,
 		       errlen);
 	qsort(sc->names + first, sc->nnames - first, sizeof(*sc->names),
 	      cmp_str);
-	for (size_t i = 0; i < nall && rc == RLOCK_OK; i++) {
+	for (size_t i = 0, asked = 0; i < nall && rc == RLOCK_OK; i++) {
 		const char *argv[2] = { "TYPE", all[i] };
 		size_t len = strlen(all[i]);
 		char *nm = strndup(all[i] + plen + 1, len - plen - 2);
@@ -589,7 +616,8 @@ static int other_types(struct rlock *rl, struct rlock_conn *c,
 			continue;
 		}
 		free(nm);
-		if (conn_call(c, bound_io(rl), -1, 2, argv, NULL, &r) !=
+		if (asked++ >= SCAN_TYPES ||
+		    conn_call(c, bound_io(rl), -1, 2, argv, NULL, &r) !=
 		    RLOCK_OK)
 			continue;
 		/* A string here is a lock that came since, or a name the
@@ -866,6 +894,7 @@ int decode_entry(const redisReply *e, struct rlock_event *ev)
 {
 	const redisReply *fv;
 	unsigned long long seq;
+	unsigned seen = 0;
 
 	event_init(ev);
 	if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
@@ -892,16 +921,19 @@ int decode_entry(const redisReply *e, struct rlock_event *ev)
 			    memcmp(f->str, ev_field[k], f->len) == 0)
 				break;
 		}
-		if (k < EV_NFIELDS)
+		if (k < EV_NFIELDS) {
 			set_field(ev, k, v->str, v->len);
+			seen |= 1u << k;
+		}
 	}
 	event_held(ev);
 	/* A grant leaves out what is the common case, to spare the server
-	 * on the path every lock takes: an exclusive lock, no wait. */
+	 * on the path every lock takes: an exclusive lock, no wait (a field
+	 * there but empty is not known). */
 	if (strcmp(ev->event, "acquired") == 0) {
-		if (ev->kind[0] == '\0' && !(ev->bad & 1u << EV_KIND))
+		if (!(seen & 1u << EV_KIND))
 			ev->kind[0] = 'x';
-		if (ev->waited_ms < 0 && !(ev->bad & 1u << EV_WAITED))
+		if (!(seen & 1u << EV_WAITED))
 			ev->waited_ms = 0;
 	}
 	/* An entry with no event is no event rlock wrote. */
@@ -998,6 +1030,12 @@ static void join_grant(struct rlock_event *e, const struct rlock_event *g)
 		snprintf(e->kind, sizeof(e->kind), "%s", g->kind);
 	if (e->fence < 0)
 		e->fence = g->fence;
+	/* A release says when it ended; its grant's entry, when it began
+	 * (a release of an older rlock said since itself). */
+	if (e->since_ms < 0 && e->held_ms < 0) {
+		e->since_ms = g->time_ms;
+		event_held(e);
+	}
 }
 
 /* Whether e ends a run: a release, an abandoned lease, a loss. */
@@ -1062,23 +1100,23 @@ static int evlist_add(struct evlist *l, const struct rlock_event *e)
 /* The id that follows id ("ms-seq"), for a read that starts after it. */
 static void next_id(const char *id, char *out, size_t len)
 {
-	unsigned long long ms = 0, seq = 0;
+	unsigned long long seq = 0;
+	long long ms = 0;
 
-	if (sscanf(id, "%llu-%llu", &ms, &seq) != 2)
-		ms = seq = 0;
-	else if (seq == ~0ULL)
-		ms++, seq = 0;
+	if (decode_id(id, strlen(id), &ms, &seq) != 0)
+		ms = 0, seq = 0;
 	else
 		seq++;
-	snprintf(out, len, "%llu-%llu", ms, seq);
+	snprintf(out, len, "%lld-%llu", ms, seq);
 }
 
-/* The sequence part of a stream id ("ms-seq"). */
+/* The sequence part of a stream id ("ms-seq"; ids are decoded before). */
 static unsigned long long id_seq(const char *id)
 {
-	const char *dash = strchr(id, '-');
+	unsigned long long seq;
+	long long ms;
 
-	return dash != NULL ? strtoull(dash + 1, NULL, 10) : 0;
+	return decode_id(id, strlen(id), &ms, &seq) == 0 ? seq : 0;
 }
 
 /*

@@ -61,10 +61,19 @@ for eid, kv in json.loads(sys.argv[1] or "[]") or []:
     e["_id"] = eid
     e["_fields"] = kv[0::2]
     if e["event"] == "acquired":
+        # A grant leaves out what is the common case.
+        if "kind" not in e["_fields"]:
+            e["kind"] = "x"
+        if "waited" not in e["_fields"]:
+            e["waited"] = "0"
         grants[e["token"]] = e
-    elif e["event"] == "released" and e["token"] in grants:
+    elif e["event"] in ("released", "abandoned") and e["token"] in grants:
+        g = grants[e["token"]]
         for f in ("host", "user", "pid", "kind", "fence"):
-            e[f] = e[f] or grants[e["token"]][f]
+            e[f] = e[f] or g[f]
+        # When it began is the id of its grant.
+        if "since" not in e["_fields"] and "held" not in e["_fields"]:
+            e["since"] = g["_id"].split("-")[0]
     out.append(e)
 print(json.dumps(out))' "$out" "$HIST_FIELDS"
 }

@@ -20,8 +20,10 @@ setup() {
 
 # The fields of a grant and of a release, in their order (an entry has the
 # fields it has a value for).
-ACQ_FIELDS='["event", "host", "user", "pid", "kind", "fence", "token", "waited", "command"]'
-REL_FIELDS='["event", "fence", "token", "since", "exit"]'
+# An uncontended exclusive grant leaves out kind x and waited 0; a release
+# names its grant by the token (who, the kind and when it began are there).
+ACQ_FIELDS='["event", "host", "user", "pid", "fence", "token", "command"]'
+REL_FIELDS='["event", "fence", "token", "exit"]'
 
 # What rlock log --json and last --json have for every event.
 LOG_KEYS='{"event", "time_ms", "id", "host", "user", "pid", "kind", "fence", "token", "waited_ms", "held_ms", "exit", "signal", "reason", "command", "note"}'

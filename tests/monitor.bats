@@ -266,14 +266,15 @@ scan_rule() {
 	assert_equal "$(rcli R XRANGE "$(hist_key hourly)" "$ok_id" "$ok_id")" ""
 	run -0 --separate-stderr "$RLOCK" last hourly
 	assert_equal "$stderr" ""
-	assert_regex "$output" "^hourly: last run ended [^ ]+ ago on $HOST \\([^ ]+ pid [0-9]+\\): exit 0 after [^ ]+$"
+	# The record keeps the success's id (its time), not its details.
+	assert_regex "$output" "^hourly: last run ended [^ ]+ ago: ended well \\(its history entry has been trimmed\\)$"
 	success hourly
 	run -0 --separate-stderr "$RLOCK" last --json hourly
 	json_check "$output" 'd["last"]["id"] == a[0] and d["last_success"]["id"] == a[0]' \
-		'd["last_success"]["exit"] == 0' -- "$ok_id"
+		'd["last_success"]["trimmed"] is True and d["last_success"]["event"] == "released"' \
+		'd["last_success"]["time_ms"] == int(a[0].split("-")[0])' -- "$ok_id"
 	run -0 --separate-stderr "$RLOCK" last --prometheus hourly
 	assert_line "rlock_last_success_timestamp_seconds{lock=\"hourly\"} $((${ok_id%-*} / 1000)).$(printf %03d $((${ok_id%-*} % 1000)))"
-	assert_line 'rlock_last_run_exit_code{lock="hourly"} 0'
 }
 
 @test "RLOCK_LOG_MAX=100: a success then 300 failures: last says exit 1, last --json keeps the success" {
@@ -297,8 +298,8 @@ scan_rule() {
 	json_check "$output" \
 		'set(d) == {"lock", "last", "last_success"} and d["lock"] == "f"' \
 		'd["last"]["event"] == "released" and d["last"]["exit"] == 1 and d["last"]["command"] == "false"' \
-		'd["last_success"]["event"] == "released" and d["last_success"]["exit"] == 0' \
-		'd["last_success"]["id"] == a[0] and d["last_success"]["command"] == "true"' \
+		'd["last_success"]["event"] == "released" and d["last_success"]["trimmed"] is True' \
+		'd["last_success"]["id"] == a[0]' \
 		'd["last_success"]["time_ms"] == int(a[0].split("-")[0])' -- "$ok_id"
 	success f
 	run -0 --separate-stderr "$RLOCK" last --prometheus f
@@ -308,12 +309,12 @@ scan_rule() {
 
 # ---- the record key --------------------------------------------------------------
 
-@test "the record P{NAME}:log:last: 'ok' is 1, the success's ID, ...; it expires; release --force removes one of another type" {
+@test "the record P{NAME}:log:last: 'ok' is the success's ID; it expires; release --force removes one of another type" {
 	run -0 "$RLOCK" run r -- true
 	local id v
 	id=$(newest_id r)
 	v=$(rcli R HGET "$(hist_key r):last" ok)
-	[[ $v == "1"$'\n'"$id"$'\n'* ]] || fail "ok is not 1, $id, ...: $(printf %q "$v")"
+	assert_equal "$v" "$id"
 	local p
 	p=$(rcli R PTTL "$(hist_key r):last")
 	((p > 0)) || fail "PTTL of the record is $p"
@@ -424,6 +425,91 @@ scan_rule() {
 	assert_equal "$(nholders sem)" 1
 	assert_equal "$(rcli R HGET "$(key sem):holders:meta" limit)" 0
 }
+
+# A kind another client wrote is "unknown" in JSON too, never "exclusive".
+@test "a semaphore whose limit another client set to 0: status --json does not call it exclusive" {
+	"$RLOCK" acquire -l 3 sem >/dev/null
+	rcli R HSET "$(key sem):holders:meta" limit 0 >/dev/null
+	run -0 --separate-stderr "$RLOCK" status --json sem
+	assert_stderr "rlock: status: sem: limit '0' is not what rlock writes (another client's data): shown as unknown"
+	json_check "$output" 'd["locks"][0]["held"] is True' \
+		'd["locks"][0]["kind"] != "exclusive"'
+}
+
+# ---- a hostile server's SCAN ------------------------------------------------------
+
+@test "a SCAN whose cursor never returns to 0: status (listing) gives up after 10000 pages with 70" {
+	start_hostile H "$(scan_rule 1 "$(key x)")"
+	run --separate-stderr timeout 60 "$RLOCK" -u "$H_URL" status
+	((status != 124)) || fail "status did not end within 60s"
+	assert_equal "$status" 70
+	assert_output ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" '^rlock: status: .*SCAN did not end after 10000 pages'
+	assert_equal "$(hostile_calls H SCAN)" 10000
+	run --separate-stderr timeout 60 "$RLOCK" -u "$H_URL" status --json
+	assert_equal "$status" 70
+	assert_output ""
+	assert_regex "$stderr" 'SCAN did not end after 10000 pages'
+}
+
+@test "a SCAN reply whose cursor is 'abc': 70, unexpected reply to SCAN" {
+	start_hostile H "$(scan_rule abc "$(key x)")"
+	run --separate-stderr timeout 60 "$RLOCK" -u "$H_URL" status
+	assert_equal "$status" 70
+	assert_output ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^rlock: status: 127\\.0\\.0\\.1:$H_PORT: unexpected reply to SCAN"
+	assert_equal "$(hostile_calls H SCAN)" 1
+}
+
+# ---- options after operands -------------------------------------------------------
+
+@test "monitoring commands take options after their operands: last NAME --json --max-age, log NAME --json -n, status NAME --json" {
+	run -0 "$RLOCK" run ok -- true
+	run -3 "$RLOCK" run bad -- sh -c 'exit 3'
+	run -1 --separate-stderr "$RLOCK" last ok bad --json --max-age 1h
+	assert_equal "${#lines[@]}" 2
+	json_check "${lines[0]}" 'd["lock"] == "ok" and d["stale"] is False'
+	json_check "${lines[1]}" 'd["lock"] == "bad" and d["stale"] is True and d["last"]["exit"] == 3'
+	run -0 --separate-stderr "$RLOCK" last bad --prometheus
+	assert_line 'rlock_last_run_exit_code{lock="bad"} 3'
+	run -0 --separate-stderr "$RLOCK" log bad --json -n 1
+	json_lines "$output" 'len(ds) == 1 and ds[0]["event"] == "released" and ds[0]["exit"] == 3'
+	local t
+	t=$("$RLOCK" acquire h)
+	run -0 --separate-stderr "$RLOCK" status h --json
+	json_check "$output" 'd["locks"][0]["name"] == "h" and d["locks"][0]["held"] is True'
+	# "--" ends them: a lock named --json.
+	run -0 --separate-stderr "$RLOCK" last -- --json
+	assert_equal "$output" "--json: never ran"
+}
+
+# ---- a long history ----------------------------------------------------------------
+
+@test "last over 20000 lost entries and no success: finishes, says never, in little memory" {
+	local k i
+	k=$(hist_key long)
+	for ((i = 1; i <= 20000; i++)); do
+		printf 'XADD %s * event lost token %08d\n' "$k" "$i"
+	done | rcli R >/dev/null
+	assert_equal "$(hist_len long)" 20000
+	local peak=
+	run --separate-stderr timeout 60 /usr/bin/time -f %M -o peak "$RLOCK" last --max-age 1h long
+	((status != 124)) || fail "last did not end within 60s"
+	assert_equal "$status" 1
+	assert_regex "$output" '^long: no successful run within 1h(0m)?: last success never; last run [^ ]+ ago on an unknown host: lost$'
+	peak=$(tail -n 1 peak)
+	run -0 --separate-stderr timeout 60 "$RLOCK" last --json long
+	json_check "$output" 'd["last_success"] is None and d["last"]["token"] == "00020000"'
+	run -0 --separate-stderr timeout 60 "$RLOCK" last --prometheus long
+	assert_line 'rlock_last_run_exit_code{lock="long"} 76'
+	refute_output --partial 'rlock_last_success_timestamp_seconds{lock="long"}'
+	echo "# last --max-age over 20000 entries: peak RSS ${peak} kB" >&3
+	[[ $peak =~ ^[0-9]+$ ]]
+}
+
+# ---- what a failed acquire leaves in the history ----------------------------------
 
 # An acquire that takes the lock and then cannot hand its token out
 # (stdout full; with --renew also a renewer that cannot start) gives the

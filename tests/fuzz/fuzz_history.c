@@ -7,6 +7,7 @@
  *   1: a history entry (decode_entry), each element of an array reply
  *   2: a run of the record of the last runs (decode_run)
  *   3: a stream id (decode_id)
+ *   4: a SCAN reply of a listing (decode_scan), prefix "rlock:"
  *
  * Beyond not crashing: every number that decodes is within the range its
  * field allows (a fence in 0..2^53, a pid positive, an exit 0..255); a
@@ -55,6 +56,16 @@ static void reply(int what, const redisReply *r)
 	struct rlock_event e;
 	size_t n = 0;
 
+	if (what == 4) {
+		char cursor[32];
+		size_t nn, nj;
+
+		if (decode_scan(r, 6, cursor, &nn, &nj) == RLOCK_OK) {
+			REQUIRE(strlen(cursor) >= 1 && strlen(cursor) <= 20);
+			REQUIRE(strspn(cursor, "0123456789") == strlen(cursor));
+		}
+		return;
+	}
 	if (what == 0) {
 		memset(&h, 0, sizeof(h));
 		if (decode_status(r, &h, &list, &n) == 0) {
@@ -85,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	what = data[0] % 4;
+	what = data[0] % 5;
 	data++;
 	size--;
 	if (what == 2) {
