@@ -6,7 +6,9 @@
 #            no success (the worst case: nothing to stop at): peak RSS
 #            (GNU time's %M) and wall time;
 #   log3     rlock log -n M over three masters that each recorded the same
-#            M events (one history merged from three): wall time.
+#            M events (one history merged from three): wall time;
+#   logmax   rlock log -n 100000 (the most -n allows) over the first
+#            history: peak RSS, the bound of any history read.
 #
 # Usage: bench/monitor.sh [-n N] [-m M] LABEL=PATH...
 # e.g.   bench/monitor.sh before=/tmp/old/rlock after=./rlock
@@ -66,8 +68,8 @@ for p in "${ports[@]}"; do
 	fill "$p" 'rlock:{three}:log' "$M" released
 done
 
-printf '| binary | last over %d lost entries: peak RSS | time | log -n %d over 3 masters: time |\n' "$N" "$M"
-printf '|---|---:|---:|---:|\n'
+printf '| binary | last over %d lost entries: peak RSS | time | log -n %d over 3 masters: time | log -n 100000: peak RSS |\n' "$N" "$M"
+printf '|---|---:|---:|---:|---:|\n'
 for arg; do
 	label=${arg%%=*}
 	bin=${arg#*=}
@@ -79,6 +81,10 @@ for arg; do
 		-u "redis://127.0.0.1:${ports[2]}" --io-timeout 120s \
 		log -n "$M" three >/dev/null 2>&1
 	read -r el3 <"$base/t.log"
-	printf '| %s | %s MB | %s s | %s s |\n' "$label" \
-		"$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "$el" "$el3"
+	/usr/bin/time -f '%M' -o "$base/t.max" "$bin" \
+		-u "redis://127.0.0.1:${ports[0]}" log -n 100000 long >/dev/null 2>&1
+	read -r rssmax <"$base/t.max"
+	printf '| %s | %s MB | %s s | %s s | %s MB |\n' "$label" \
+		"$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "$el" "$el3" \
+		"$(awk -v k="$rssmax" 'BEGIN { printf "%.1f", k / 1024 }')"
 done
