@@ -55,11 +55,14 @@ static long long count_waiters(struct rlock *rl, const struct names *n)
 	fan_run(rl, &f);
 	for (size_t i = 0; i < f.n; i++) {
 		const redisReply *r = f.slot[i].res.r;
+		long long v;
 
+		/* {channel, count}: a count that does not read is no count
+		 * (unknown stays -1), never 0. */
 		if (f.slot[i].res.rc == RLOCK_OK &&
 		    r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-		    elem_ll(r, 1) > most)
-			most = elem_ll(r, 1);
+		    elem_num(r, 1, 0, LLONG_MAX, &v) == 0 && v > most)
+			most = v;
 	}
 	fan_done(&f);
 	return most;
@@ -593,8 +596,9 @@ static int other_types(struct rlock *rl, struct rlock_conn *c,
 
 	rc = scan_pass(rl, c, pattern, NULL, 0, sc, &all, &nall, &acap, err,
 		       errlen);
-	qsort(sc->names + first, sc->nnames - first, sizeof(*sc->names),
-	      cmp_str);
+	if (sc->nnames - first > 1)
+		qsort(sc->names + first, sc->nnames - first,
+		      sizeof(*sc->names), cmp_str);
 	for (size_t i = 0, asked = 0; i < nall && rc == RLOCK_OK; i++) {
 		const char *argv[2] = { "TYPE", all[i] };
 		size_t len = strlen(all[i]);
@@ -609,9 +613,9 @@ static int other_types(struct rlock *rl, struct rlock_conn *c,
 		}
 		named = rlock_check_name(nm, NULL) == RLOCK_OK &&
 			memchr(all[i], '\0', len) == NULL;
-		if (named && bsearch(&nm, sc->names + first,
-				     sc->nnames - first, sizeof(*sc->names),
-				     cmp_str) != NULL) {
+		if (named && sc->nnames > first &&
+		    bsearch(&nm, sc->names + first, sc->nnames - first,
+			    sizeof(*sc->names), cmp_str) != NULL) {
 			free(nm);
 			continue;
 		}
@@ -685,7 +689,8 @@ static void each_once(char **v, size_t n, const char *why,
 		      int (*cb)(const char *, const char *, void *),
 		      void *arg)
 {
-	qsort(v, n, sizeof(*v), cmp_str);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		char *tab = why != NULL ? strchr(v[i], '\t') : NULL;
 
