@@ -1,7 +1,8 @@
 /*
  * fuzz_history.c - what status, log and last read from a server and from
  * keys other clients can write: the input's first byte picks the decoder,
- * the rest is a reply (through hiredis's reader) or a record's bytes.
+ * the rest is a reply (through the reply guard and hiredis's reader, as
+ * a connection reads it) or a record's bytes.
  *
  *   0: the status script's answer (decode_status), with its holders
  *   1: a history entry (decode_entry), each element of an array reply
@@ -111,6 +112,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (decode_id((const char *)data, size, &ms, &seq) == 0)
 			REQUIRE(ms >= 0);
 		return 0;
+	}
+	/* As a connection reads it: the reply guard first (lib/resp.c), so
+	 * that hiredis never holds what no server may declare. */
+	{
+		struct resp_guard g;
+
+		memset(&g, 0, sizeof(g));
+		if (resp_guard_feed(&g, (const char *)data, size) != NULL)
+			return 0;
 	}
 	rd = redisReaderCreate();
 	if (rd == NULL)

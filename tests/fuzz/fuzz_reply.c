@@ -10,7 +10,7 @@
  * Beyond not crashing: the guard answers the same whatever the split; a
  * declared array or string past the bounds is refused before hiredis
  * sees it (so hiredis never holds an array longer than the bound); a
- * grant that decodes has a fence in 1..2^53-1 and recorded in -1..1; a
+ * grant that decodes has a fence in 1..2^53-1 and recorded in -1..2; a
  * busy answer that decodes has a place >= -1 and a holder count >= 0;
  * elem_num never returns a value outside the range asked.
  */
@@ -53,7 +53,7 @@ static void decode(const redisReply *r)
 	walk(r, 1);
 	if (decode_grant(r, &fence, &recorded) == 0) {
 		REQUIRE(fence >= 1 && fence < (1LL << 53));
-		REQUIRE(recorded >= -1 && recorded <= 1);
+		REQUIRE(recorded >= -1 && recorded <= 2);
 	}
 	memset(&h, 0, sizeof(h));
 	if (r->type == REDIS_REPLY_ARRAY && parse_busy(r, &h, &joined) == 0) {
