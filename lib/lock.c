@@ -311,7 +311,8 @@ void elem_str(const redisReply *r, size_t i, char *buf, size_t len)
 }
 
 /* Note in junk (when it holds nothing yet) that field what held the n
- * bytes at v, which rlock did not write: one line for status, escaped. */
+ * bytes at v, which rlock did not write: for one line of status (raw; the
+ * cli escapes it where it is shown). */
 void note_junk(char *junk, size_t len, const char *what, const char *v,
 	       size_t n)
 {

@@ -523,7 +523,8 @@ int parse_kind(const char *k, int *shared, int *limit);
 void parse_waiter(const char *v, long long now, struct rlock_waiter *w,
 		  char *junk, size_t jlen);
 /* Note in junk (when empty) that field what held the n bytes at v, which
- * rlock did not write: "what 'value'", escaped and cut. */
+ * rlock did not write: "what 'value'", cut at 40 bytes, raw (escaped
+ * where it is shown). */
 void note_junk(char *junk, size_t len, const char *what, const char *v,
 	       size_t n);
 /* A number field of n bytes at v: empty is unknown (unk); digits within

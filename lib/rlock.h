@@ -99,7 +99,8 @@ struct rlock_holder {
 					 * type it deleted */
 	char junk[RLOCK_JUNK_MAX];	/* the first field that did not
 					 * decode (another client's data), as
-					 * "what 'value'" escaped; "" none.
+					 * "what 'value'" (raw: escape it to
+					 * show it); "" none.
 					 * Its value is unknown: 0, or -1 for
 					 * a fence (limit 0: a kind unknown) */
 	struct rlock_waiter {		/* the next in line, for status */
@@ -365,7 +366,7 @@ struct rlock_event {
 					 * client's data), bit (1 << EV_X) of
 					 * lock_int.h's order: their values
 					 * are unknown */
-	char junk[RLOCK_JUNK_MAX];	/* the first, "what 'value'" escaped */
+	char junk[RLOCK_JUNK_MAX];	/* the first, "what 'value'" (raw) */
 };
 
 /* Where a reader of the history left off, per server (rlock_log_follow). */
@@ -441,7 +442,7 @@ int rlock_check_note(const char *note, const char **why);
 /*
  * Call cb for the name of every lock held under the prefix (SCAN, never
  * KEYS; junk NULL), then for each key under the prefix that is named like
- * a lock but is not one (its name, escaped, and in junk why: not a lock
+ * a lock but is not one (the key, raw, and in junk why: not a lock
  * name, or another type), each once, stopping early when cb returns
  * non-zero.  At most 10000 SCAN pages per pass and server, a million
  * names.  Returns RLOCK_OK or an error.

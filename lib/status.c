@@ -395,7 +395,7 @@ static int cmp_str(const void *a, const void *b)
 #define SCAN_NAMES 1000000
 
 /* What one listing gathers: lock names, and keys under the prefix that are
- * not locks ("KEY\tWHY", escaped). */
+ * not locks ("KEY\tWHY", raw). */
 struct scan {
 	char **names, **junk;
 	size_t nnames, cap, njunk, jcap;
