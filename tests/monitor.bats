@@ -34,26 +34,19 @@ teardown() {
 # ---- helpers ---------------------------------------------------------------
 
 # json_lines TEXT EXPR... [-- ARG...]: every line of TEXT (JSON Lines) is a
-# JSON object, and each EXPR holds over ds (the list of them) and a.
+# JSON object, and each EXPR holds over d (the list of them) and a, as
+# json_check's.
 json_lines() {
-	local text=$1
+	local text=$1 list
 	shift
-	python3 -c '
+	list=$(python3 -c '
 import json, sys
-text = sys.argv[1]
-rest = sys.argv[2:]
-i = rest.index("--") if "--" in rest else len(rest)
-exprs, a = rest[:i], rest[i + 1:]
-ds = []
-for line in text.split("\n"):
-    d = json.loads(line)
-    if not isinstance(d, dict):
-        sys.exit("not an object: %r" % line)
-    ds.append(d)
-for expr in exprs:
-    if not eval(expr):
-        sys.exit("false: %s\nargs: %s\ntext:\n%s" % (expr, a, text))
-' "$text" "$@"
+ds = [json.loads(line) for line in sys.argv[1].split("\n")]
+bad = [d for d in ds if not isinstance(d, dict)]
+if bad:
+    sys.exit("not an object: %r" % bad[0])
+print(json.dumps(ds))' "$text") || fail "$list"
+	json_check "$list" "$@"
 }
 
 # no_success NAME: `rlock last --max-age 1h NAME` exits 1 with the stale line.
@@ -149,9 +142,9 @@ scan_rule() {
 
 	run -0 --separate-stderr "$RLOCK" log --json j2
 	json_lines "$output" \
-		'len(ds) == 2 and [d["event"] for d in ds] == ["acquired", "abandoned"]' \
-		'ds[1]["exit"] is None and ds[1]["signal"] is None' \
-		'ds[1]["token"] == a[0][:8] and isinstance(ds[1]["held_ms"], int)' -- "$tok"
+		'len(d) == 2 and [e["event"] for e in d] == ["acquired", "abandoned"]' \
+		'd[1]["exit"] is None and d[1]["signal"] is None' \
+		'd[1]["token"] == a[0][:8] and isinstance(d[1]["held_ms"], int)' -- "$tok"
 	run -0 --separate-stderr "$RLOCK" last --json j2
 	json_check "$output" 'd["last"]["event"] == "abandoned"' 'd["last_success"] is None'
 
@@ -204,9 +197,9 @@ scan_rule() {
 		assert_equal "${#lines[@]}" 1
 		[[ $output == *"  [unreadable: exit '$v']" ]] || fail "[$v] log: $output"
 		run -0 --separate-stderr "$RLOCK" log --json "$name"
-		json_lines "$output" 'len(ds) == 1' \
-			'ds[0]["event"] == "released" and ds[0]["exit"] is None' \
-			'ds[0]["unreadable"] == a[0]' -- "exit '$v'"
+		json_lines "$output" 'len(d) == 1' \
+			'd[0]["event"] == "released" and d[0]["exit"] is None' \
+			'd[0]["unreadable"] == a[0]' -- "exit '$v'"
 		run -0 --separate-stderr "$RLOCK" last --json "$name"
 		json_check "$output" 'd["last_success"] is None and d["last"]["exit"] is None'
 		run -0 --separate-stderr "$RLOCK" last --prometheus "$name"
@@ -225,8 +218,8 @@ scan_rule() {
 	refute_output --partial $'\x1b'
 	run -0 --separate-stderr "$RLOCK" log --json sig
 	refute_output --partial $'\x1b'
-	json_lines "$output" 'ds[0]["signal"] is None and ds[0]["exit"] == 0' \
-		'ds[0]["unreadable"] == a[0]' -- $'signal \'\x1b[2J\''
+	json_lines "$output" 'd[0]["signal"] is None and d[0]["exit"] == 0' \
+		'd[0]["unreadable"] == a[0]' -- $'signal \'\x1b[2J\''
 	run -0 --separate-stderr "$RLOCK" last --json sig
 	json_check "$output" 'd["last_success"] is None'
 
@@ -238,8 +231,8 @@ scan_rule() {
 	done
 	rcli R XADD "$(hist_key mixed)" '*' event released exit 0 signal $'\x1b[2J' >/dev/null
 	run -0 --separate-stderr "$RLOCK" log --json mixed
-	json_lines "$output" 'len(ds) == 8' \
-		'sum(1 for d in ds if "unreadable" in d) == 6'
+	json_lines "$output" 'len(d) == 8' \
+		'sum(1 for e in d if "unreadable" in e) == 6'
 	run -0 --separate-stderr "$RLOCK" last --json mixed
 	json_check "$output" 'd["last_success"]["exit"] == 0 and d["last_success"]["command"] == "true"' \
 		'"unreadable" in d["last"]'
@@ -475,7 +468,7 @@ scan_rule() {
 	run -0 --separate-stderr "$RLOCK" last bad --prometheus
 	assert_line 'rlock_last_run_exit_code{lock="bad"} 3'
 	run -0 --separate-stderr "$RLOCK" log bad --json -n 1
-	json_lines "$output" 'len(ds) == 1 and ds[0]["event"] == "released" and ds[0]["exit"] == 3'
+	json_lines "$output" 'len(d) == 1 and d[0]["event"] == "released" and d[0]["exit"] == 3'
 	local t
 	t=$("$RLOCK" acquire h)
 	run -0 --separate-stderr "$RLOCK" status h --json
