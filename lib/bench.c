@@ -540,7 +540,7 @@ static int decode_acquire(const redisReply *r, struct acq_reply *a)
 		return decode_grant(r, &a->fence, &recorded);
 	}
 	memset(&h, 0, sizeof(h));
-	if (r->elements != 7 || parse_busy(r, &h, &a->joined) != 0)
+	if (r->elements != 7 || parse_busy(r, &h, &a->joined, NULL) != 0)
 		return -1;
 	a->pttl = h.ttl_ms;
 	a->place = h.place;

@@ -624,6 +624,15 @@ static int replicated(struct rlock *rl, const struct names *n,
 	    rl->quorum)
 		return RLOCK_OK;
 	fan_undo(rl, &n->v, token);
+	/* A Sentinel master whose replicas do not follow may be one the
+	 * sentinels deposed and have not yet told (a master frozen past a
+	 * failover, thawed): ask them again before the next try. */
+	for (size_t i = 0; i < rl->nnode; i++) {
+		if (rl->node[i].sent != NULL && which[i]) {
+			rl->node[i].failing_over = 1;
+			conn_close(rl->node[i].cmd);
+		}
+	}
 	set_error(rl->err, sizeof(rl->err), "took the lock, but only %lld "
 		  "of %d replicas acknowledged within %s (%s); released it",
 		  least, want, rlock_fmt_ms(rl->copts.io_timeout_ms, tb,
@@ -791,7 +800,8 @@ static int conflict(struct rlock *rl, const struct names *n,
 
 /* What a busy answer says: {0, pttl, place, waiting, holders, joined,
  * kind held} and, when asked for, the holder's details. */
-int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined)
+int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
+	       long long *arrival)
 {
 	long long pttl, place, waiting, nholders, join, limit;
 	const redisReply *k;
@@ -805,7 +815,7 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined)
 	    elem_num(r, 2, -1, LLONG_MAX, &place) != 0 ||
 	    elem_num(r, 3, -1, LLONG_MAX, &waiting) != 0 ||
 	    elem_num(r, 4, 0, LLONG_MAX, &nholders) != 0 ||
-	    elem_num(r, 5, 0, 1, &join) != 0)
+	    elem_num(r, 5, 0, FENCE_LIMIT, &join) != 0)
 		return -1;
 	/* The kind held: '' none (free, with others in line first), x, s,
 	 * or a semaphore's limit. */
@@ -825,7 +835,9 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined)
 	if (waiting >= 0)
 		h->waiters = waiting;
 	h->nholders = nholders;
-	*joined |= join == 1;
+	*joined |= join != 0;
+	if (join != 0 && arrival != NULL)
+		*arrival = join;
 	if (k->len != 0)
 		parse_kind(k->str, &h->shared, &h->limit);
 	return 0;
@@ -970,7 +982,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	struct request q;
 	struct fan f;
 	size_t i, ngrant = 0, nbusy = 0, nfail = 0, unsure = 0;
-	long long fence = 0, got[RLOCK_MAX_SERVERS] = { 0 };
+	long long fence = 0, got[RLOCK_MAX_SERVERS] = { 0 }, arrival = 0;
 	char theirs[24] = "";
 	int64_t t0, elapsed;
 	int rc, differs = 0;
@@ -1050,7 +1062,11 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 			   parse_skip(rl, name, r, holder, aq) == 0) {
 			nbusy++;
 		} else if (elem_ll(r, 0) == 0 &&
-			   parse_busy(r, holder, joined) == 0) {
+			   parse_busy(r, holder, joined, &arrival) == 0) {
+			/* The first place's arrival is the one kept: taken
+			 * again on a new master, the place is taken there. */
+			if (aq->a.arrival == 0)
+				aq->a.arrival = arrival;
 			nbusy++;
 		} else {
 			fan_unexpected(&f, i, "acquire");
@@ -1221,13 +1237,25 @@ long long history_hint(const redisReply *r)
 static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 			long long *hint)
 {
-	struct pollfd p[RLOCK_MAX_SERVERS + 1];
-	size_t i, np;
+	struct pollfd p[2 * RLOCK_MAX_SERVERS + 1];
+	size_t i, np, nw;
 	int64_t now;
 	int ready;
 
 	for (;;) {
-		np = 0;
+		/* First the sentinels' +switch-master (node_watch). */
+		nw = 0;
+		for (i = 0; i < rl->nnode; i++) {
+			int fd = node_watch_fd(&rl->node[i]);
+
+			if (fd < 0)
+				continue;
+			p[nw].fd = fd;
+			p[nw].events = POLLIN;
+			p[nw].revents = 0;
+			nw++;
+		}
+		np = nw;
 		ready = 0;
 		for (i = 0; i < rl->nnode; i++) {
 			struct rlock_conn *c = rl->node[i].sub;
@@ -1261,6 +1289,14 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 		if (cancel_fd >= 0 && p[np - 1].revents)
 			return RLOCK_CANCELED;
 		np = 0;
+		for (i = 0; i < rl->nnode && nw > 0; i++) {
+			if (node_watch_fd(&rl->node[i]) < 0)
+				continue;
+			if (p[np++].revents != 0 &&
+			    node_watch_check(&rl->node[i], p[np - 1].revents))
+				return RLOCK_OK;	/* ask the new master */
+		}
+		np = nw;
 		for (i = 0; i < rl->nnode; i++) {
 			struct rlock_conn *c = rl->node[i].sub;
 			redisReply *r;
@@ -1633,6 +1669,16 @@ static void acq_end(struct rlock *rl, const char *name, struct acq *q,
 		set_error(rl->err, sizeof(rl->err), "%s: held", name);
 }
 
+/* Whether a server of rl was seen failing over by the last request. */
+static int failing_over(const struct rlock *rl)
+{
+	for (size_t i = 0; i < rl->nnode; i++) {
+		if (rl->node[i].failing_over)
+			return 1;
+	}
+	return 0;
+}
+
 int rlock_acquire(struct rlock *rl, const char *name,
 		  const struct rlock_acquire_opts *o,
 		  struct rlock_lease *lease, struct rlock_holder *holder)
@@ -1640,7 +1686,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	struct rlock_holder h;
 	struct acq q;
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
-	int64_t backoff = 0;
+	int64_t backoff = 0, retry_until, retry_end;
 	int rc, subscribed = 0, seen_busy = 0, attempts = 0, in_line = 0;
 	int joined, undid;
 
@@ -1652,8 +1698,14 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	if (rc != RLOCK_OK)
 		return rc;
 	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
+	retry_until = start + (o->wait_ms < 0 ? FAILOVER_GRACE_MS :
+			       rl->copts.io_timeout_ms);
+	if (o->wait_ms >= 0 && retry_until < deadline)
+		retry_until = deadline;
 	for (;;) {
 		q.a.details = attempts++ == 0 || o->wait_cb != NULL;
+		for (size_t i = 0; i < rl->nnode; i++)
+			rl->node[i].failing_over = 0;
 		rc = try_acquire(rl, name, &q, o, lease, holder, &joined,
 				 rlock_mono_ms() - start, &undid);
 		now = rlock_mono_ms();
@@ -1666,17 +1718,22 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			if (o->wait_ms > 0)
 				seen_busy = 1;
 		}
-		if (rc == RLOCK_EUNAVAIL && seen_busy && now < deadline) {
+		retry_end = seen_busy ? deadline : 0;
+		if (failing_over(rl) && retry_until > retry_end)
+			retry_end = retry_until;
+		if (rc == RLOCK_EUNAVAIL && now < retry_end) {
 			/* The servers answered before: a restart, a failover
 			 * or a dropped connection must not end a wait of
-			 * minutes.  Back off and try again while the wait
-			 * lasts; a server that never answered fails at once,
-			 * above. */
+			 * minutes.  Nor a failover seen under way (a replica
+			 * named master, READONLY, a cluster slot down), even
+			 * before any answer: within the wait, or without one
+			 * the I/O timeout.  Back off and try again; a server
+			 * that never answered fails at once. */
 			if (backoff < 1000)
 				backoff = backoff == 0 ? 100 : backoff * 2;
 			wake = now + backoff + jitter((unsigned)backoff / 2);
-			if (wake > deadline)
-				wake = deadline;
+			if (wake > retry_end)
+				wake = retry_end;
 			unsubscribe(rl);
 			subscribed = 0;
 			q.a.join = 0;
@@ -1712,6 +1769,9 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			subscribed = subscribe(rl, &q.n, q.chan, now +
 					       rl->copts.io_timeout_ms,
 					       o->cancel_fd) > 0;
+			for (size_t i = 0; subscribed && i < rl->nnode; i++)
+				node_watch(&rl->node[i], rlock_mono_ms() +
+					   rl->copts.connect_timeout_ms);
 			q.a.join = subscribed && q.id[0] != '\0';
 			if (subscribed)
 				continue;
@@ -1760,6 +1820,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	acq_end(rl, name, &q, rc, in_line, holder);
 	if (subscribed)
 		unsubscribe(rl);
+	for (size_t i = 0; i < rl->nnode; i++)
+		node_watch_close(&rl->node[i]);
 	if (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)
 		record_skipped(rl, &q, o, rc, holder, rlock_mono_ms() - start);
 	return rc;

@@ -52,6 +52,14 @@
  */
 #define BATON_REFENCE_MS 1000
 
+/* How long a wait without end (no -w) retries a failover seen under way
+ * (a replica named master, READONLY, a cluster slot down) before any
+ * server answered it: far above what a failover takes, so that one never
+ * ends such a wait, but not for ever, so that sentinels that always name
+ * a replica are reported (69).  A bounded wait retries within its own
+ * time, and no wait (-n) within the I/O timeout. */
+#define FAILOVER_GRACE_MS 60000
+
 /* A fence is a positive integer below this, 2^53 less 2^20: exact in a
  * double (Lua, JSON, shell arithmetic), and so is the one after it.  A
  * counter at or above it, or not digits, is one rlock did not write
@@ -152,7 +160,7 @@ struct request {
 	int nkeys;			/* script: the first nkeys of argv */
 	int argc;
 	const char *argv[RLOCK_REQ_MAXARGS];
-	char num[10][24];		/* storage for numbers in argv */
+	char num[11][24];		/* storage for numbers in argv */
 	char member[24 + LINE_ID_LEN];	/* "KIND:ID" of a waiter */
 	char label[RLOCK_LABEL_MAX + 1];
 };
@@ -203,6 +211,8 @@ struct ask {
 	int supersede;
 	int64_t once_ms;
 	int64_t baton_ms;
+	long long arrival;		/* a waiter's place's score when it
+					 * joined before (0 not yet) */
 };
 
 void req_acquire(struct request *q, const struct lock_names *n,
@@ -317,6 +327,8 @@ struct sentinels {
 	struct rlock_conn_opts opts;
 	char pass[512];
 	size_t last;			/* the sentinel that answered last */
+	struct rlock_conn *watch;	/* subscribed to +switch-master there,
+					 * while waiting (node_watch) */
 };
 
 struct rlock_node {
@@ -331,6 +343,10 @@ struct rlock_node {
 	unsigned char *slots;		/* cluster: slot -> peer + 1; 0 unknown */
 	int ask;			/* ASK: the peer of the next send, -1 */
 	int asking;			/* the next send goes after ASKING */
+	int failing_over;		/* a failover under way was seen: a
+					 * replica named master, READONLY,
+					 * CLUSTERDOWN...; set here, cleared
+					 * by the caller */
 	struct sentinels *sent;		/* Sentinel only */
 	struct rlock_conn_opts mopts;	/* Sentinel: the master's, with HELLO */
 	char run_id[41];		/* several masters: INFO's, "" unknown */
@@ -370,6 +386,24 @@ int node_open(struct rlock_node *n, int64_t hard);
 /* After node_open failed: whether another peer may serve the request
  * (a cluster whose node is down), so that it is worth sending again. */
 int node_fallback(const struct rlock_node *n);
+
+/*
+ * Sentinel: while a waiter waits, hear of a failover from the sentinels
+ * at once rather than from a master that may be deposed and not yet told
+ * (one frozen past a failover and thawed answers as a master until the
+ * sentinels reconfigure it, seconds later).  node_watch subscribes to
+ * +switch-master on the sentinel that answered last (nothing on other
+ * nodes, or when it cannot: the waiter's own tries still find the new
+ * master, later); node_watch_fd is its connection's fd, -1 none;
+ * node_watch_check reads what came (revents from poll) and returns 1 when
+ * a switch of our master was announced: the node's connections are then
+ * closed, so that its next request asks the sentinels who the master is.
+ * A message is a hint: only the sentinels' answer to that request counts.
+ */
+void node_watch(struct rlock_node *n, int64_t deadline);
+int node_watch_fd(const struct rlock_node *n);
+int node_watch_check(struct rlock_node *n, short revents);
+void node_watch_close(struct rlock_node *n);
 
 /* What to do after n's connection dropped (r NULL) or answered r. */
 enum node_next node_heard(struct rlock_node *n, const redisReply *r);
@@ -506,7 +540,8 @@ int decode_status(const redisReply *r, struct rlock_holder *h,
 /* A run of the record of the last runs (scripts.c, release), "1\nID\n
  * EVENT\n...", into ev.  Returns 0, or -1. */
 int decode_run(const char *s, size_t n, struct rlock_event *ev);
-int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined);
+int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
+	       long long *arrival);
 long long history_hint(const redisReply *r);
 /* Element i of array r as elem_num reads it, 0 when it does not (for
  * what is only shown), or as a string into buf. */

@@ -184,8 +184,10 @@ void node_free(struct rlock_node *n)
 	n->suburl = NULL;
 	free(n->slots);
 	n->slots = NULL;
-	if (n->sent != NULL)
+	if (n->sent != NULL) {
+		conn_free(n->sent->watch);
 		explicit_bzero(n->sent, sizeof(*n->sent));
+	}
 	free(n->sent);
 	n->sent = NULL;
 	explicit_bzero(n->url.password, sizeof(n->url.password));
@@ -536,24 +538,34 @@ static void pause_ms(int64_t ms, int64_t hard)
 
 /*
  * Ask the sentinels for the master and connect to it.  A sentinel that is
- * down is skipped; one that names a replica or a master that does not
- * answer (a failover under way) makes us ask again for up to the connect
- * timeout.  Every sentinel down, none knowing the name, or a refused
- * password fail at once.
+ * down is skipped.  A master named that turns out to be a replica, or
+ * does not answer, is a failover under way: the next sentinel may know
+ * better (one that was not the leader learns of a new master late), so
+ * it is asked in the same round; each address is tried once a round.
+ * Then a pause, and another round, for up to the connect timeout; the
+ * caller may try again within its own time (n->failing_over says it may).
+ * Every sentinel down, none knowing the name, or a refused password fail
+ * at once.
  */
 static int resolve(struct rlock_node *n, int64_t hard)
 {
 	int64_t until = cut(rlock_mono_ms() + n->copts->connect_timeout_ms,
 			    hard);
-	size_t ns = n->sent->url.nhosts;
+	size_t ns = n->sent->url.nhosts, ntried;
 	char host[256], why[520] = "", list[400];
+	char bad_host[256] = "";
 	enum asked last = ASKED_DOWN;
-	int port = 0, reached, unknown, replica = 0, rc;
+	int port = 0, bad_port = 0, reached, unknown, replica = 0, rc;
+	struct {
+		char host[256];
+		int port;
+	} tried[RLOCK_URL_MAX_HOSTS];
 
 	for (;;) {
 		reached = unknown = 0;
+		ntried = 0;
 		for (size_t k = 0; k < ns; k++) {
-			size_t i = (n->sent->last + k) % ns;
+			size_t i = (n->sent->last + k) % ns, t;
 			enum asked a = ask_sentinel(n, i, hard, host,
 						    sizeof(host), &port, why,
 						    sizeof(why));
@@ -568,7 +580,13 @@ static int resolve(struct rlock_node *n, int64_t hard)
 				goto fail;
 			if (a != ASKED_MASTER)
 				continue;
-			n->sent->last = i;
+			for (t = 0; t < ntried; t++) {
+				if (tried[t].port == port &&
+				    strcmp(tried[t].host, host) == 0)
+					break;
+			}
+			if (t < ntried)
+				continue;	/* failed already this round */
 			if (peer_move(n, 0, host, port) != RLOCK_OK) {
 				snprintf(why, sizeof(why), "out of memory");
 				goto fail;
@@ -576,15 +594,24 @@ static int resolve(struct rlock_node *n, int64_t hard)
 			use_peer(n, 0);
 			rc = conn_open(n->cmd, cut(rlock_mono_ms() +
 					n->copts->connect_timeout_ms, hard));
-			if (rc == RLOCK_OK)
+			if (rc == RLOCK_OK) {
+				n->sent->last = i;
 				return RLOCK_OK;
+			}
 			snprintf(why, sizeof(why), "%s", conn_errstr(n->cmd));
-			replica = conn_refusal(n->cmd) == CONN_REFUSED_REPLICA;
 			if (conn_refusal(n->cmd) == CONN_REFUSED_AUTH) {
 				last = ASKED_ERROR;
 				goto fail;
 			}
-			break;	/* ask again, after a pause */
+			replica = conn_refusal(n->cmd) == CONN_REFUSED_REPLICA;
+			snprintf(bad_host, sizeof(bad_host), "%s", host);
+			bad_port = port;
+			n->failing_over = 1;
+			snprintf(tried[ntried].host, sizeof(tried[0].host),
+				 "%s", host);
+			tried[ntried++].port = port;
+			if (rlock_mono_ms() >= until)
+				break;
 		}
 		if (reached == 0 || (size_t)unknown == ns ||
 		    (unknown > 0 && unknown == reached))
@@ -611,12 +638,94 @@ fail:
 			 "failed: %s", why);
 	else if (replica)
 		snprintf(n->err, sizeof(n->err), "the sentinels name %s:%d as "
-			 "master '%s', but it %s", host, port, n->url.master,
-			 "is a replica (a failover under way?)");
+			 "master '%s', but it %s", bad_host, bad_port,
+			 n->url.master, "is a replica (a failover under way?)");
 	else
 		snprintf(n->err, sizeof(n->err), "master '%s': %s",
 			 n->url.master, why);
 	return RLOCK_EUNAVAIL;
+}
+
+/* ---- hearing of a failover -------------------------------------------- */
+
+void node_watch(struct rlock_node *n, int64_t deadline)
+{
+	const char *argv[2] = { "SUBSCRIBE", "+switch-master" };
+	struct sentinels *st = n->sent;
+	redisReply *r = NULL;
+
+	if (st == NULL || (st->watch != NULL && conn_is_up(st->watch)))
+		return;
+	conn_free(st->watch);
+	st->watch = conn_new(&st->url, (int)st->last, &st->opts);
+	if (st->watch == NULL)
+		return;
+	deadline = cut(deadline, rlock_mono_ms() +
+		       n->copts->connect_timeout_ms);
+	if (conn_open(st->watch, deadline) != RLOCK_OK ||
+	    conn_call(st->watch, deadline, -1, 2, argv, NULL, &r) !=
+	    RLOCK_OK || r->type != REDIS_REPLY_ARRAY)
+		conn_close(st->watch);
+	freeReplyObject(r);
+}
+
+int node_watch_fd(const struct rlock_node *n)
+{
+	if (n->sent == NULL || n->sent->watch == NULL ||
+	    !conn_is_up(n->sent->watch))
+		return -1;
+	return conn_fd(n->sent->watch);
+}
+
+/* Whether r is a +switch-master message for master: ["message",
+ * "+switch-master", "NAME OLDIP OLDPORT NEWIP NEWPORT"]. */
+static int is_switch(const redisReply *r, const char *master)
+{
+	const redisReply *m;
+	size_t len = strlen(master);
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
+		return 0;
+	for (size_t i = 0; i < 3; i++) {
+		if (r->element[i]->type != REDIS_REPLY_STRING)
+			return 0;
+	}
+	if (r->element[0]->len != 7 ||
+	    memcmp(r->element[0]->str, "message", 7) != 0)
+		return 0;
+	m = r->element[2];
+	return m->len > len && m->str[len] == ' ' &&
+		memcmp(m->str, master, len) == 0;
+}
+
+int node_watch_check(struct rlock_node *n, short revents)
+{
+	struct rlock_conn *w = n->sent != NULL ? n->sent->watch : NULL;
+	redisReply *r = NULL;
+	int moved = 0;
+
+	if (w == NULL || !conn_is_up(w))
+		return 0;
+	if (conn_on_ready(w, revents) != RLOCK_OK) {
+		conn_close(w);	/* opened again by the next node_watch */
+		return 0;
+	}
+	while (conn_take_reply(w, &r) == 1) {
+		moved |= is_switch(r, n->url.master);
+		freeReplyObject(r);
+	}
+	if (moved) {
+		conn_close(n->cmd);
+		if (n->sub != NULL)
+			conn_close(n->sub);
+	}
+	return moved;
+}
+
+void node_watch_close(struct rlock_node *n)
+{
+	if (n->sent != NULL && n->sent->watch != NULL)
+		conn_close(n->sent->watch);
 }
 
 /* ---- the node's connections ----------------------------------------------- */
@@ -634,6 +743,7 @@ int node_open(struct rlock_node *n, int64_t hard)
 	rc = conn_open(n->cmd, cut(rlock_mono_ms() +
 				   n->copts->connect_timeout_ms, hard));
 	if (rc != RLOCK_OK && n->slots != NULL) {
+		n->failing_over = 1;
 		n->peer[n->cur]->down_until = rlock_mono_ms() + DOWN_MS;
 		peer_forget(n, n->cur);
 	}
@@ -643,12 +753,16 @@ int node_open(struct rlock_node *n, int64_t hard)
 enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 {
 	if (r == NULL) {
-		if (n->sent != NULL)
+		if (n->sent != NULL) {
+			n->failing_over = 1;
 			return NODE_REDISCOVER;
+		}
 		/* A cluster node that dropped may have failed over: ask
 		 * another who owns the slot now. */
-		if (n->slots != NULL)
+		if (n->slots != NULL) {
+			n->failing_over = 1;
 			peer_forget(n, n->cur);
+		}
 		return NODE_RETRY;
 	}
 	if (r->type != REDIS_REPLY_ERROR)
@@ -659,8 +773,17 @@ enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 		n->ask = (int)n->cur;
 		return NODE_RETRY;
 	}
-	if (starts_with(r, "LOADING") || starts_with(r, "TRYAGAIN") ||
-	    starts_with(r, "CLUSTERDOWN"))
+	if (starts_with(r, "TRYAGAIN") || starts_with(r, "CLUSTERDOWN")) {
+		n->failing_over = 1;
+		return NODE_RETRY;
+	}
+	/* Too few replicas for min-replicas-to-write: after a failover,
+	 * until they have synced with the new master. */
+	if (starts_with(r, "NOREPLICAS")) {
+		n->failing_over = n->sent != NULL || n->slots != NULL;
+		return NODE_RETRY;
+	}
+	if (starts_with(r, "LOADING"))
 		return NODE_RETRY;
 	if (starts_with(r, "MOVED "))
 		return redirected(n, r, 0);
@@ -669,6 +792,7 @@ enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 	if (n->sent != NULL &&
 	    (starts_with(r, "READONLY") || starts_with(r, "MASTERDOWN"))) {
 		/* The master we were given is one no longer. */
+		n->failing_over = 1;
 		conn_close(n->cmd);
 		return NODE_REDISCOVER;
 	}

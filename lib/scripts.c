@@ -348,7 +348,11 @@
  * supersede ('1'), 19 --once-per in ms ('0' none; when not, KEYS[10] is
  * the period's record), and for a waiter that takes the lock from the
  * release that frees it (a run, exclusive; see release): 20 its first
- * lease in ms, 21 its clock (CLOCK_BOOTTIME ms) as it sent this request.
+ * lease in ms, 21 its clock (CLOCK_BOOTTIME ms) as it sent this request
+ * (each '0' when not such a waiter), and 22 a waiter's arrival in line
+ * (its place's score) when it joined before: taking a place again (a new
+ * master after a failover, whose line lacks it), it takes it there, not
+ * at the end, but never earlier than its wait (ARGV[14]) allows.
  * Sixteen arguments on the common path, not seventeen: the server builds
  * ARGV by doubling a table, and the seventeenth would double it to 32.
  *
@@ -376,7 +380,8 @@
  * refused, absent when not asked for).  A kind that disagrees with the
  * holders' (a semaphore of another limit, shared against a semaphore):
  * {-1, theirs}.  Otherwise {0, pttl, place (0 the head, -1 not in line),
- * waiting (-1 unless details), holders, joined, kind held ('' none)} and,
+ * waiting (-1 unless details), holders, joined (0, or the arrival of
+ * the place taken: its score, µs), kind held ('' none)} and,
  * when asked, the (first) holder's host, pid, user, command, since,
  * fence, token prefix and the server's time.
  *
@@ -496,6 +501,12 @@ static const char acquire_lua[] =
 	"local function arrival()\n"
 	"  if at then return at end\n"
 	"  at = sec * 1000000 + usec - prio * " STR(PRIO_STEP_US) "\n"
+	"  local was = tonumber(ARGV[22] or '')\n"
+	"  if was and was < at and was >= at - tonumber(ARGV[14]) * 1000 - 1000000 then\n"
+	"    at = was\n"
+	"    while redis.call('ZCOUNT', KEYS[5], ms(at), ms(at)) > 0 do at = at + 1 end\n"
+	"    return at\n"
+	"  end\n"
 	"  local lo, hi = ms(at), ms(at + " STR(PRIO_STEP_US) " / 2)\n"
 	"  local n = redis.call('ZCOUNT', KEYS[5], lo, hi)\n"
 	"  if n > 0 then\n"
@@ -564,7 +575,7 @@ static const char acquire_lua[] =
 	"  end\n"
 	"  local lease = lease_for(place)\n"
 	"  redis.call('ZADD', KEYS[6], ms(now + lease), me)\n"
-	"  if ARGV[20] then\n"
+	"  if ARGV[20] and ARGV[20] ~= '0' then\n"
 	"    redis.call('HSET', KEYS[7], '^' .. me, tok .. '\\n' .. ARGV[20] .. '\\n' .. ARGV[7] ..\n"
 	"               '\\n' .. ARGV[21] .. '\\n' .. ms(now) .. '\\n' .. ARGV[15] .. '\\n' ..\n"
 	"               ARGV[16] .. '\\n' .. ARGV[13])\n"
@@ -587,7 +598,7 @@ static const char acquire_lua[] =
 	"  pttl = tonumber(first[2]) - now\n"
 	"end\n"
 	"local r = {0, pttl, place or -1, detail and redis.call('ZCARD', KEYS[5]) or -1,\n"
-	"           hn, joined, hk or ''}\n"
+	"           hn, joined == 1 and arrival() or 0, hk or ''}\n"
 	"if not detail or not hk then return r end\n"
 	"local v, t8\n"
 	"if hk == 'x' then\n"
@@ -1040,7 +1051,7 @@ static const char log_lua[] =
  */
 const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT] = {
 	[RLOCK_SCRIPT_ACQUIRE] = { "acquire", acquire_lua,
-				   "c9a2eb2a690c1d4ac0020a9444e4c1bdd33a85c4" },
+				   "a7364e4d5fd05331d9c0a18cdd8a565ad58be813" },
 	[RLOCK_SCRIPT_EXTEND] = { "extend", extend_lua,
 				  "d45fadead8e5f8ac6ea58c9fdfb061e63c0758ff" },
 	[RLOCK_SCRIPT_RELEASE] = { "release", release_lua,
@@ -1215,15 +1226,18 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = who->note != NULL ? who->note : "";
 	q->argv[q->argc++] = num(q, 4, who->waited_ms);
 	history_args(q, 5, h);
-	if (!policy && a->baton_ms == 0)
+	if (!policy && a->baton_ms == 0 && a->arrival == 0)
 		return;
 	q->argv[q->argc++] = num(q, 7, a->priority);
 	q->argv[q->argc++] = a->supersede ? "1" : "0";
 	q->argv[q->argc++] = num(q, 8, a->once_ms);
-	if (a->baton_ms == 0)
+	if (a->baton_ms == 0 && a->arrival == 0)
 		return;
-	q->argv[q->argc++] = num(q, 3, a->baton_ms);
-	q->argv[q->argc++] = num(q, 9, rlock_boot_ms());
+	q->argv[q->argc++] = a->baton_ms > 0 ? num(q, 3, a->baton_ms) : "0";
+	q->argv[q->argc++] = a->baton_ms > 0 ? num(q, 9, rlock_boot_ms()) :
+			     "0";
+	if (a->arrival > 0)
+		q->argv[q->argc++] = num(q, 10, a->arrival);
 }
 
 /* KEYS: lock, meta ('x'), or holders, hmeta ('h').  ARGV: token, ttl,

@@ -476,3 +476,52 @@ pttl_below() {
 		"d['locks'][0]['holders'] == []" "d['locks'][0]['next'] is None" \
 		"d['locks'][0]['waiters'] == 0"
 }
+
+@test "a waiter that lost its place (a new master without the line) takes it again where it arrived, not at the end" {
+	local token pa pb first
+	token=$("$RLOCK" acquire -t 60s back)
+	"$RLOCK" run -w 30s back -- sh -c 'echo A >>order' 2>erra &
+	pa=$!
+	wait_until 10 line_is back 1
+	first=$(line_members back)
+	"$RLOCK" run -w 30s back -- sh -c 'echo B >>order' 2>errb &
+	pb=$!
+	wait_until 10 line_is back 2
+	# The line is gone, as on a master that never had it; the first
+	# waiter is frozen, so the second takes its place again first.
+	kill -STOP "$pa"
+	rcli R DEL "$(key back):line" "$(key back):line:lease" \
+		"$(key back):line:who" >/dev/null
+	wait_until 10 line_is back 1
+	[[ $(line_members back) != "$first" ]]
+	kill -CONT "$pa"
+	wait_until 10 line_is back 2
+	assert_equal "$(line_members back | head -n 1)" "$first"
+	run -0 "$RLOCK" release back "$token"
+	wait "$pa" || fail "A: exit $?: $(cat erra)"
+	wait "$pb" || fail "B: exit $?: $(cat errb)"
+	assert_equal "$(tr '\n' ' ' <order)" "A B "
+}
+
+@test "a place taken again keeps its arrival only as far back as the waiter has waited" {
+	local token now member score
+	token=$("$RLOCK" acquire -t 60s early)
+	# A waiter's request claiming an arrival a day old, though it says it
+	# has waited 1s: its place is no earlier than a second ago.
+	local k
+	k=$(key early)
+	[[ -x $HELPERS/scriptsha && $HELPERS/scriptsha -nt $RLOCK ]] ||
+		make -s -C "$REPO_DIR" tests/helpers/scriptsha >&2
+	now=$(server_us)
+	# ARGV: token, ttl, host, pid, user, command, min-hold, details, kind,
+	# waiter, join, wake prefix, note, waited (ms), history length and
+	# ttl, priority, supersede, once-per, baton lease and clock, arrival.
+	run -0 rcli R EVALSHA "$("$HELPERS/scriptsha" acquire)" 9 "$k" "$k:owner" \
+		"$k:holders" "$k:holders:meta" "$k:line" "$k:line:lease" \
+		"$k:line:who" "$k:fence" "$k:log" \
+		tok 60000 h 1 u c 0 0 x abcdef0123456789 1 "$k:wake:" "" 1000 \
+		1000 0 0 0 0 0 0 $((now - 86400000000))
+	score=$(rcli R ZSCORE "$(key early):line" x:abcdef0123456789)
+	((${score%.*} >= now - 1000000 - 100000)) || fail "placed at $score, now $now"
+	run -0 "$RLOCK" release early "$token"
+}

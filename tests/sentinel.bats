@@ -297,20 +297,109 @@ utc() {
 	mlock_free direct
 }
 
-@test "sentinels that name a replica: asked again, then 69 within the connect timeout" {
+@test "sentinels that name a replica: asked again until the wait is spent, then 69 naming it" {
 	# A sentinel whose "master" is really a replica (as one that missed a
 	# failover would say).
 	start_redis ZM
 	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
 	start_sentinel ZS "$ZR_PORT" --master-name stale --quorum 1
-	local t0
+	local t0 ms
+	# No wait (-n): asked again within the I/O timeout.
 	t0=$(now_ms)
 	run -69 --separate-stderr "$RLOCK" -u "redis-sentinel://127.0.0.1:$ZS_PORT#stale" \
-		--connect-timeout 1s run stale -- touch ran
+		--connect-timeout 1s --io-timeout 1s run -n stale -- touch ran
 	(($(elapsed_since "$t0") < 3000)) || fail "took $(elapsed_since "$t0")ms"
-	assert_stderr --partial "is a replica"
+	assert_stderr --partial "127.0.0.1:$ZR_PORT as master 'stale', but it is a replica"
+	# A wait of 3s: asked again until it is spent, not given up at once.
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" -u "redis-sentinel://127.0.0.1:$ZS_PORT#stale" \
+		--connect-timeout 1s run -w 3s stale -- touch ran
+	ms=$(elapsed_since "$t0")
+	((ms >= 2900 && ms < 6000)) || fail "took ${ms}ms, not the 3s wait"
+	assert_stderr --partial "is a replica (a failover under way?)"
 	[[ ! -e ran ]]
 	assert_equal "$(rcli ZM EXISTS "$(key stale)")" 0
+	assert_equal "$(rcli ZR EXISTS "$(key stale)")" 0
+}
+
+@test "a sentinel that names a replica is passed over for the next one, which names the master" {
+	start_redis ZM
+	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
+	# The first sentinel missed the failover; the second knows.
+	start_sentinel ZS "$ZR_PORT" --master-name both --quorum 1
+	start_sentinel ZT "$ZM_PORT" --master-name both --quorum 1
+	run -0 --separate-stderr "$RLOCK" \
+		-u "redis-sentinel://127.0.0.1:$ZS_PORT,127.0.0.1:$ZT_PORT#both" \
+		--connect-timeout 1s run -n both -- sh -c 'echo "$RLOCK_FENCE" >ran'
+	[[ -s ran ]]
+	# And at once: one round, not a wait.
+	assert_equal "$(rcli ZM EXISTS "$(key both)")" 0
+	run -0 "$RLOCK" -u "redis-sentinel://127.0.0.1:$ZS_PORT,127.0.0.1:$ZT_PORT#both" \
+		acquire -n both
+	assert_equal "$(rcli ZM GET "$(key both)")" "$output"
+}
+
+# How many connections server NAME took.
+connections() {
+	rcli "$1" INFO stats | tr -d '\r' |
+		sed -n 's/^total_connections_received:\([0-9]*\)$/\1/p'
+}
+
+connected_at_least() { (($(connections "$1") >= $2)); }
+
+@test "a run whose sentinels name a replica waits for the failover to end, within -w" {
+	start_redis ZM
+	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
+	start_sentinel ZS "$ZR_PORT" --master-name promo --quorum 1
+	local before
+	before=$(connections ZR)
+	"$RLOCK" -u "redis-sentinel://127.0.0.1:$ZS_PORT#promo" --connect-timeout 1s \
+		run -w 20s promo -- sh -c 'echo "$RLOCK_FENCE" >ran' 2>err &
+	local pid=$!
+	# Named the replica, refused it, asked again (each a connection to
+	# it): then the failover ends.
+	wait_until 10 connected_at_least ZR $((before + 3))
+	kill -0 "$pid"
+	rcli ZR REPLICAOF NO ONE >/dev/null
+	wait "$pid" || fail "exit $?: $(cat err)"
+	[[ -s ran ]]
+}
+
+forced_failover() {
+	[[ $(rcli "$1" SENTINEL FAILOVER "$2" 2>&1) == OK ]]
+}
+
+named_port() {
+	[[ $(rcli "$1" SENTINEL get-master-addr-by-name "$2" | tail -n 1) == "$3" ]]
+}
+
+@test "a waiter hears of a failover from the sentinels, though its deposed master still says master" {
+	# The old master cannot be told it is one no longer (its REPLICAOF
+	# is renamed, as a master cut off from the sentinels would not hear
+	# it either): it keeps answering as a master, with the old lock.
+	start_redis ZM --rename-command REPLICAOF zm-replicaof \
+		--rename-command SLAVEOF zm-slaveof
+	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
+	start_sentinel ZS "$ZM_PORT" --master-name dep --quorum 1
+	local url="redis-sentinel://127.0.0.1:$ZS_PORT#dep" token
+	token=$("$RLOCK" -u "$url" acquire -t 60s dep)
+	"$RLOCK" -u "$url" run -w 30s dep -- sh -c 'echo "$RLOCK_FENCE" >ran' 2>err &
+	local pid=$!
+	wait_until 10 eval '[[ $(line_len dep ZM) == 1 ]]'
+	wait_until 10 eval '[[ $(rcli ZR ZCARD "$(key dep):line") == 1 ]]'
+	wait_until 20 forced_failover ZS dep
+	wait_until 10 named_port ZS dep "$ZR_PORT"
+	# Still a master, still holding the old lock: only the sentinels
+	# know better.
+	assert_equal "$(rcli ZM ROLE | head -n 1)" master
+	assert_equal "$(rcli ZM GET "$(key dep)")" "$token"
+	# The holder releases where the sentinels say the master is now; the
+	# waiter, in line there since its master changed, gets the lock.
+	run -0 "$RLOCK" -u "$url" release dep "$token"
+	wait_until 10 eval '[[ -s ran ]]'
+	wait "$pid" || fail "exit $?: $(cat err)"
+	assert_equal "$(rcli ZM GET "$(key dep)")" "$token"
+	assert_equal "$(rcli ZR EXISTS "$(key dep)")" 0
 }
 
 # ---- RLOCK_URL ------------------------------------------------------------

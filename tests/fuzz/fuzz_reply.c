@@ -56,7 +56,7 @@ static void decode(const redisReply *r)
 		REQUIRE(recorded >= -1 && recorded <= 2);
 	}
 	memset(&h, 0, sizeof(h));
-	if (r->type == REDIS_REPLY_ARRAY && parse_busy(r, &h, &joined) == 0) {
+	if (r->type == REDIS_REPLY_ARRAY && parse_busy(r, &h, &joined, NULL) == 0) {
 		REQUIRE(h.place >= -1);
 		REQUIRE(h.nholders >= 0);
 		REQUIRE(joined == 0 || joined == 1);
