@@ -412,9 +412,11 @@ int decode_cluster_nodes(const char *text, size_t len,
 				fl[nf++] = e - i;
 				i = e + 1;
 			}
+			/* A node is not its own replica. */
 			if (nf < NODES_FIELDS || !is_node_id(f[0], fl[0]) ||
 			    !(is_node_id(f[3], fl[3]) ||
-			      (fl[3] == 1 && f[3][0] == '-')))
+			      (fl[3] == 1 && f[3][0] == '-')) ||
+			    memcmp(f[0], f[3], fl[3]) == 0)
 				return -1;
 			if (pass == 0 && has_flag(f[2], fl[2], "myself")) {
 				if (me != NULL)

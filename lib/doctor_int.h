@@ -176,8 +176,8 @@ struct cluster_replicas {
  * CLUSTER NODES' text (len bytes), asked of a master: the line flagged
  * myself names it; every line is "id addr flags master ping pong epoch
  * link [slot...]", an id of 40 hex digits, flags a comma list, a master
- * of "-" or 40 hex digits.  Returns 0 with c filled, or -1 when a line
- * does not decode or no single line is flagged myself.
+ * of "-" or 40 hex digits other than its own.  Returns 0 with c filled,
+ * or -1 when a line does not decode or no single line is flagged myself.
  */
 int decode_cluster_nodes(const char *text, size_t len,
 			 struct cluster_replicas *c);

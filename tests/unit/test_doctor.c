@@ -784,6 +784,8 @@ static void test_decode_cluster_nodes(void)
 		{ ID_A " x myself,master abc 0 0 1 connected\n", -1, 0, 0 },
 		{ ID_A "  x myself,master - 0 0 1 connected\n", -1, 0, 0 },
 		{ "", -1, 0, 0 },
+		/* A node that names itself its master. */
+		{ ID_A " x myself,slave " ID_A " 0 0 1 connected\n", -1, 0, 0 },
 		/* "myselfish" is no myself. */
 		{ ID_A " x myselfish,master - 0 0 1 connected\n", -1, 0, 0 },
 	};
