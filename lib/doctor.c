@@ -7,10 +7,13 @@
  * It goes through the same layers as the lock verbs: nodes find the
  * servers (the sentinels' master, a cluster's masters), the transport
  * connects, the scripts' own argument builders make the probe.  The
- * configuration is read from INFO only: managed services refuse CONFIG,
- * and a refused INFO is "unknown", never an error.  INFO does not show
- * appendfsync: CONFIG GET asks for it, and where CONFIG is refused the
- * AOF's fsync policy is a note that says what to check.
+ * configuration is read from INFO where it can be: managed services refuse
+ * CONFIG, and a refused INFO is "unknown", never an error.  INFO does not
+ * show appendfsync, nor what a failover takes: CONFIG GET asks for those
+ * (appendfsync; diskless sync, its delay, min-replicas, a cluster's node
+ * timeout), and where CONFIG is refused the AOF's fsync policy is a note
+ * that says what to check and the failover check names the defaults it
+ * assumed.
  */
 #include <ctype.h>
 #include <limits.h>
