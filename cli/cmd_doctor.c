@@ -76,6 +76,20 @@ static void print_json(const struct rlock_doctor *d)
 			fputs(",\"product\":", stdout);
 			cli_json_str(stdout, k->product);
 		}
+		/* The failover check's numbers: {"window_ms": 3000, ...},
+		 * an unknown as null. */
+		for (size_t f = 0; f < k->nfigure; f++) {
+			const struct rlock_figure *g = &k->figure[f];
+
+			fputs(f ? "," : ",\"figures\":{", stdout);
+			cli_json_str(stdout, g->name);
+			if (g->known)
+				printf(":%lld", g->v);
+			else
+				fputs(":null", stdout);
+		}
+		if (k->nfigure > 0)
+			putchar('}');
 		putchar('}');
 	}
 	puts("]");

@@ -7,10 +7,13 @@
  * It goes through the same layers as the lock verbs: nodes find the
  * servers (the sentinels' master, a cluster's masters), the transport
  * connects, the scripts' own argument builders make the probe.  The
- * configuration is read from INFO only: managed services refuse CONFIG,
- * and a refused INFO is "unknown", never an error.  INFO does not show
- * appendfsync: CONFIG GET asks for it, and where CONFIG is refused the
- * AOF's fsync policy is a note that says what to check.
+ * configuration is read from INFO where it can be: managed services refuse
+ * CONFIG, and a refused INFO is "unknown", never an error.  INFO does not
+ * show appendfsync, nor what a failover takes: CONFIG GET asks for those
+ * (appendfsync; diskless sync, its delay, min-replicas, a cluster's node
+ * timeout), and where CONFIG is refused the AOF's fsync policy is a note
+ * that says what to check and the failover check names the defaults it
+ * assumed.
  */
 #include <ctype.h>
 #include <limits.h>
@@ -276,23 +279,21 @@ static int decode_hello(const redisReply *r, struct hello *h)
 	return 0;
 }
 
-/* What one sentinel says of a master (SENTINEL MASTER). */
-struct sentinel_master {
-	char ip[256];
-	long long port, quorum, others;
-};
-
-/* A host of 1..255 printable bytes with no space, a port 1..65535, a
- * quorum 1..1000000 and 0..1000000 other sentinels.  Returns 0, or -1
- * with the field that does not decode in *bad. */
-static int decode_sentinel_master(const redisReply *r,
-				  struct sentinel_master *m, const char **bad)
+int decode_sentinel_master(const redisReply *r, struct sentinel_master *m,
+			   const char **bad)
 {
 	static const char *const name[3] = { "port", "quorum",
 					      "num-other-sentinels" };
 	static const long long lo[3] = { 1, 1, 0 }, hi[3] = { 65535, 1000000,
 							      1000000 };
+	static const char *const tname[4] = { "down-after-milliseconds",
+					       "failover-timeout",
+					       "parallel-syncs", "num-slaves" };
+	static const long long tlo[4] = { 1, 1, 1, 0 },
+			       thi[4] = { INT_MAX, INT_MAX, 1000000, 1000000 };
 	long long *out[3] = { &m->port, &m->quorum, &m->others };
+	long long *tout[4] = { &m->down_after, &m->failover_timeout,
+			       &m->parallel_syncs, &m->replicas };
 	const char *v;
 	size_t n;
 
@@ -312,6 +313,130 @@ static int decode_sentinel_master(const redisReply *r,
 			return -1;
 	}
 	*bad = NULL;
+	/* The timing apart: a sentinel whose timing does not read still
+	 * names the master. */
+	for (int i = 0; i < 4; i++) {
+		int rc = map_get(r, tname[i], &v, &n);
+
+		if (rc == INFO_OK &&
+		    rlock_parse_ll(v, n, tlo[i], thi[i], tout[i]) == 0)
+			continue;
+		m->timing_bad = tname[i];
+		if (rc == INFO_OK)
+			snprintf(m->timing_val, sizeof(m->timing_val), "%.*s",
+				 (int)(n < sizeof(m->timing_val) ? n :
+				       sizeof(m->timing_val) - 1), v);
+		for (int k = 0; k < 4; k++)
+			*tout[k] = -1;
+		break;
+	}
+	return 0;
+}
+
+int decode_config(const redisReply *r, const char *name, const char **v,
+		  size_t *n)
+{
+	*v = "";
+	*n = 0;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 0)
+		return INFO_ABSENT;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    map_get(r, name, v, n) != INFO_OK) {
+		*v = "";
+		*n = 0;
+		return INFO_BAD;
+	}
+	return INFO_OK;
+}
+
+/* Whether the n bytes at s are 40 hex digits: a cluster node's id. */
+static int is_node_id(const char *s, size_t n)
+{
+	if (n != 40)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!isxdigit((unsigned char)s[i]))
+			return 0;
+	}
+	return 1;
+}
+
+/* Whether the comma list of n bytes at flags holds flag. */
+static int has_flag(const char *flags, size_t n, const char *flag)
+{
+	size_t fl = strlen(flag);
+
+	for (size_t i = 0; i < n;) {
+		size_t e = i;
+
+		while (e < n && flags[e] != ',')
+			e++;
+		if (e - i == fl && memcmp(flags + i, flag, fl) == 0)
+			return 1;
+		i = e + 1;
+	}
+	return 0;
+}
+
+#define NODES_FIELDS 8		/* id addr flags master ping pong epoch link */
+
+int decode_cluster_nodes(const char *text, size_t len,
+			 struct cluster_replicas *c)
+{
+	const char *me = NULL;
+	size_t pass;
+
+	memset(c, 0, sizeof(*c));
+	/* Two passes: the id flagged myself first, then its replicas. */
+	for (pass = 0; pass < 2; pass++) {
+		size_t at = 0;
+
+		while (at < len) {
+			const char *line = text + at, *f[NODES_FIELDS];
+			size_t ll = 0, fl[NODES_FIELDS], nf = 0, i = 0;
+
+			while (at + ll < len && line[ll] != '\n')
+				ll++;
+			at += ll + 1;
+			if (ll > 0 && line[ll - 1] == '\r')
+				ll--;
+			if (ll == 0)
+				continue;
+			/* Fields split at single spaces; the slots after
+			 * the eighth are not read. */
+			while (i < ll && nf < NODES_FIELDS) {
+				size_t e = i;
+
+				while (e < ll && line[e] != ' ')
+					e++;
+				if (e == i)
+					return -1;
+				f[nf] = line + i;
+				fl[nf++] = e - i;
+				i = e + 1;
+			}
+			/* A node is not its own replica. */
+			if (nf < NODES_FIELDS || !is_node_id(f[0], fl[0]) ||
+			    !(is_node_id(f[3], fl[3]) ||
+			      (fl[3] == 1 && f[3][0] == '-')) ||
+			    memcmp(f[0], f[3], fl[3]) == 0)
+				return -1;
+			if (pass == 0 && has_flag(f[2], fl[2], "myself")) {
+				if (me != NULL)
+					return -1;
+				me = f[0];
+			}
+			if (pass == 1 && fl[3] == 40 &&
+			    memcmp(f[3], me, 40) == 0) {
+				c->known++;
+				if (has_flag(f[2], fl[2], "fail") ||
+				    has_flag(f[2], fl[2], "fail?"))
+					c->failing++;
+			}
+		}
+		if (me == NULL)
+			return -1;
+	}
 	return 0;
 }
 
@@ -1329,12 +1454,525 @@ static void check_replication(struct doc *x, struct server *s)
 		    nrep == 1 ? "" : "s", worst);
 }
 
+/* ---- what a failover costs a lock ---------------------------------------- */
+
+/* a / b rounded up, for a >= 0 and b > 0 in ranges that do not overflow. */
+static long long ceil_div(long long a, long long b)
+{
+	return a / b + (a % b != 0);
+}
+
+void failover_plan(const struct failover_in *in, struct failover_out *out)
+{
+	long long r = in->replicas, m = in->min_replicas, need;
+	long long ps = in->parallel_syncs > 0 ? in->parallel_syncs : 1;
+	long long base = in->detect_ms + FAILOVER_ELECT_MS;
+
+	memset(out, 0, sizeof(*out));
+	out->rides = r > 1 ? r - 1 : 0;
+	/* min-replicas-to-write M >= R: the promoted replica is one fewer
+	 * than the M the new master needs. */
+	out->stuck = r >= 0 && m > 0 && m > out->rides;
+	out->window_ms = base;
+	if (m > 0 && !out->stuck)
+		out->window_ms += ceil_div(m, ps) * FAILOVER_BATCH_MS;
+	/* Renewals come every TTL/3: the lease must outlast the window from
+	 * a renewal sent up to a third of it before the master was lost. */
+	out->ttl_s = ceil_div(out->window_ms * 3, 2000);
+	out->wait_s = ceil_div(out->window_ms, 1000);
+	need = m > 1 ? m : 1;
+	out->wait1_ms = out->wait1_ttl_s = out->wait1_wait_s = -1;
+	if (r >= 0 && out->rides >= need) {
+		out->wait1_ms = base + ceil_div(need, ps) * FAILOVER_BATCH_MS;
+		out->wait1_ttl_s = ceil_div(out->wait1_ms * 3, 2000);
+		out->wait1_wait_s = ceil_div(out->wait1_ms, 1000);
+	}
+	out->resync_ms = in->cluster ? FAILOVER_RECONF_CLUSTER_MS :
+		FAILOVER_RECONF_SENTINEL_MS;
+	if (in->diskless)
+		out->resync_ms += in->diskless_delay_s * 1000;
+	if (in->dataset_bytes >= 0)
+		out->resync_ms += 1000 * (in->dataset_bytes == 0 ? 1 :
+			ceil_div(in->dataset_bytes,
+				 FAILOVER_RESYNC_BYTES_PER_S));
+	out->level = r == 1 || out->stuck || in->down > 0 ?
+		RLOCK_CHECK_WARN : RLOCK_CHECK_NOTE;
+}
+
+/* A message built in pieces, cut to fit. */
+struct text {
+	char *p;
+	size_t len, at;
+};
+
+static void put(struct text *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->at + 1 >= t->len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(t->p + t->at, t->len - t->at, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		t->at = (size_t)n < t->len - t->at ? t->at + (size_t)n :
+			t->len - 1;
+}
+
+/* ms as seconds: "3s", or "3.5s" to the tenth above. */
+static const char *secs(char *buf, size_t len, long long ms)
+{
+	long long tenths = ceil_div(ms, 100);
+
+	if (tenths % 10 == 0)
+		snprintf(buf, len, "%llds", tenths / 10);
+	else
+		snprintf(buf, len, "%lld.%llds", tenths / 10, tenths % 10);
+	return buf;
+}
+
+/* bytes for people, in the units of the transfer rate (10^6). */
+static const char *size_of(char *buf, size_t len, long long b)
+{
+	if (b < 1000000)
+		snprintf(buf, len, "%lldkB", ceil_div(b, 1000));
+	else if (b < 1000000000)
+		snprintf(buf, len, "%.1fMB", (double)b / 1e6);
+	else
+		snprintf(buf, len, "%.1fGB", (double)b / 1e9);
+	return buf;
+}
+
+/* What a full resync of the returning old master takes. */
+static void put_resync(struct text *t, const struct failover_in *in,
+		       const struct failover_out *out)
+{
+	char a[24], b[24], c[24];
+
+	put(t, "~%s once it is back: %s to take it back as a replica",
+	    secs(a, sizeof(a), out->resync_ms),
+	    secs(b, sizeof(b), in->cluster ? FAILOVER_RECONF_CLUSTER_MS :
+		 FAILOVER_RECONF_SENTINEL_MS));
+	if (in->diskless)
+		put(t, ", diskless delay %llds", in->diskless_delay_s);
+	else
+		put(t, ", an RDB written to disk");
+	if (in->dataset_bytes >= 0)
+		put(t, ", %s of data at %lldMB/s",
+		    size_of(c, sizeof(c), in->dataset_bytes),
+		    FAILOVER_RESYNC_BYTES_PER_S / 1000000);
+	else
+		put(t, ", and the data's transfer (its size unknown)");
+}
+
+void failover_message(const struct failover_in *in,
+		      const struct failover_out *out, char *buf, size_t len)
+{
+	struct text t = { buf, len, 0 };
+	long long r = in->replicas, m = in->min_replicas;
+	char a[24], b[24];
+
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	if (in->down > 0)
+		put(&t, "%lld of %lld replicas not online (counted as none "
+		    "below); ", in->down, in->down + (r > 0 ? r : 0));
+	if (r == 0 && !out->stuck) {
+		put(&t, "no failover: no replica %sto promote; while the "
+		    "master is down no lock can be taken, and "
+		    "--wait-replicas cannot be met", in->down > 0 ?
+		    "online " : "");
+		return;
+	}
+	put(&t, "failover window ~%s: ", secs(a, sizeof(a), out->window_ms));
+	if (in->cluster)
+		put(&t, "cluster-node-timeout %lldms, ~2s for the best "
+		    "replica's election delay and the vote", in->detect_ms);
+	else
+		put(&t, "down-after %lldms, ~2s to elect and promote",
+		    in->detect_ms);
+	if (m > 0 && !out->stuck)
+		put(&t, ", ~%s for min-replicas-to-write's %lld replica%s to "
+		    "reconnect", secs(b, sizeof(b), out->window_ms -
+				      in->detect_ms - FAILOVER_ELECT_MS), m,
+		    m == 1 ? "" : "s");
+	if (!in->cluster)
+		put(&t, " (a failed try is retried after %s, 2 x "
+		    "failover-timeout)", secs(b, sizeof(b), in->retry_ms));
+	if (out->stuck) {
+		put(&t, "; but min-replicas-to-write %lld with %lld replica%s "
+		    "online: the new master refuses writes (no grant, no "
+		    "renewal) until the old master is back and resynced (",
+		    m, r, r == 1 ? "" : "s");
+		put_resync(&t, in, out);
+		put(&t, "), for good if it never returns; add a replica or "
+		    "lower min-replicas-to-write");
+		return;
+	}
+	put(&t, ". Hold with -t %llds or more (renewals come every TTL/3), "
+	    "wait with -w %llds plus the hold.", out->ttl_s, out->wait_s);
+	if (r < 0) {
+		put(&t, " What --wait-replicas costs is unknown: the "
+		    "replicas are (see replication).");
+	} else if (out->wait1_ms >= 0) {
+		put(&t, " --wait-replicas 1: -t %llds, -w %llds plus the "
+		    "hold; the new master keeps %lld replica%s, back by "
+		    "partial resync ", out->wait1_ttl_s, out->wait1_wait_s,
+		    out->rides, out->rides == 1 ? "" : "s");
+		if (in->cluster)
+			put(&t, "together in ~1s");
+		else
+			put(&t, "~1s per parallel-syncs batch of %lld",
+			    in->parallel_syncs);
+		put(&t, "; N above %lld waits for the old master's full "
+		    "resync (", out->rides);
+		put_resync(&t, in, out);
+		put(&t, "), for good if it never returns.");
+	} else {
+		put(&t, " --wait-replicas 1 cannot ride it out: the new "
+		    "master has no replica, so no grant or renewal counts "
+		    "until the old master is back and fully resynced (");
+		put_resync(&t, in, out);
+		put(&t, "), none at all if it never returns; add a replica.");
+	}
+	if (in->cluster && in->validity > 0)
+		put(&t, " A replica cut off for over %s (node-timeout x "
+		    "validity-factor %lld, + 10s) is never promoted.",
+		    secs(a, sizeof(a), in->detect_ms * in->validity + 10000),
+		    in->validity);
+	else if (in->cluster && in->validity == 0)
+		put(&t, " cluster-replica-validity-factor 0: a replica is "
+		    "promoted however stale its data.");
+}
+
+/* Append a figure to the check just added. */
+static void figure(struct doc *x, const char *name, long long v, int known)
+{
+	struct rlock_check *k;
+
+	if (x->oom || x->d->n == 0)
+		return;
+	k = &x->d->check[x->d->n - 1];
+	if (k->nfigure == RLOCK_FIGURES_MAX)
+		return;
+	snprintf(k->figure[k->nfigure].name, sizeof(k->figure[0].name), "%s",
+		 name);
+	k->figure[k->nfigure].v = known ? v : 0;
+	k->figure[k->nfigure].known = known;
+	k->nfigure++;
+}
+
+/* One parameter from CONFIG GET, which managed services refuse and older
+ * servers may not have.  Returns INFO_OK with the value in buf (raw),
+ * INFO_ABSENT with *why (refused, or no such parameter: the caller
+ * assumes Redis's default and says so), or INFO_BAD with the reply's
+ * value in buf when there was one. */
+static int config_get(struct doc *x, struct server *s, const char *name,
+		      char *buf, size_t len, const char **why)
+{
+	const char *argv[3] = { "CONFIG", "GET", name }, *v;
+	redisReply *r = NULL;
+	size_t n;
+	int rc;
+
+	buf[0] = '\0';
+	*why = "CONFIG refused";
+	if (call(x, s->c, 3, argv, &r) != RLOCK_OK)
+		return INFO_ABSENT;
+	if (r->type == REDIS_REPLY_ERROR) {
+		freeReplyObject(r);
+		return INFO_ABSENT;
+	}
+	rc = decode_config(r, name, &v, &n);
+	if (rc == INFO_ABSENT)
+		*why = "not a parameter of this server";
+	snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), v);
+	freeReplyObject(r);
+	return rc;
+}
+
+/* What the failover check reads of one server: each figure, read or
+ * assumed, and the first that does not read. */
+struct reading {
+	char assumed[400];		/* "name default (why), ..." */
+	const char *bad;		/* a parameter that does not read */
+	char bad_val[48];
+};
+
+/* CONFIG GET name as a number in lo..hi into *v; when not read, *v is
+ * def and the reading says so. */
+static void config_num(struct doc *x, struct server *s, struct reading *g,
+		       const char *name, long long lo, long long hi,
+		       long long def, long long *v)
+{
+	char buf[48], *p;
+	const char *why;
+	int rc = config_get(x, s, name, buf, sizeof(buf), &why);
+	size_t at = strlen(g->assumed);
+
+	*v = def;
+	if (rc == INFO_OK && rlock_parse_ll(buf, strlen(buf), lo, hi, v) == 0)
+		return;
+	*v = def;
+	if (rc != INFO_ABSENT) {
+		if (g->bad == NULL) {
+			g->bad = name;
+			snprintf(g->bad_val, sizeof(g->bad_val), "%s", buf);
+		}
+		return;
+	}
+	p = g->assumed + at;
+	snprintf(p, sizeof(g->assumed) - at, "%s%s %lld (%s)", at ? ", " : "",
+		 name, def, why);
+}
+
+/* CONFIG GET name as yes or no. */
+static void config_bool(struct doc *x, struct server *s, struct reading *g,
+			const char *name, int def, int *v)
+{
+	char buf[48];
+	const char *why;
+	int rc = config_get(x, s, name, buf, sizeof(buf), &why);
+	size_t at = strlen(g->assumed);
+
+	*v = def;
+	if (rc == INFO_OK && (strcmp(buf, "yes") == 0 ||
+			      strcmp(buf, "no") == 0)) {
+		*v = strcmp(buf, "yes") == 0;
+		return;
+	}
+	if (rc != INFO_ABSENT) {
+		if (g->bad == NULL) {
+			g->bad = name;
+			snprintf(g->bad_val, sizeof(g->bad_val), "%s", buf);
+		}
+		return;
+	}
+	snprintf(g->assumed + at, sizeof(g->assumed) - at, "%s%s %s (%s)",
+		 at ? ", " : "", name, def ? "yes" : "no", why);
+}
+
+/* The online replicas INFO describes, and those counted but not online
+ * (check_replication's reading, without its verdicts).  Returns INFO_OK,
+ * or INFO_ABSENT / INFO_BAD (INFO refused or unreadable). */
+static int replicas_now(const struct server *s, long long *online,
+			long long *down)
+{
+	struct info_replica rep;
+	long long nrep = 0, lines = 0;
+	size_t pos = 0;
+	int rc;
+
+	*online = *down = 0;
+	rc = info_num(s->info, "connected_slaves", 0, REPLICAS_MAX, &nrep);
+	if (rc != INFO_OK)
+		return rc;
+	while ((rc = info_replica(s->info, &pos, &rep)) != INFO_ABSENT) {
+		if (rc == INFO_BAD)
+			return INFO_BAD;
+		lines++;
+		if (rep.online)
+			++*online;
+		else
+			++*down;
+	}
+	if (lines < nrep)
+		*down += nrep - lines;
+	return INFO_OK;
+}
+
+/*
+ * min-replicas-to-write, in effect only with a min-replicas-max-lag above
+ * 0 (INFO then shows min_slaves_good_slaves, which tells whether it is
+ * set when CONFIG is refused).  Returns 1 with *m read (0 when off), or 0
+ * with *m assumed (0, or 1 for "set, value unknown") and g saying so.
+ */
+static int config_min_replicas(struct doc *x, struct server *s,
+			       struct reading *g, long long *m)
+{
+	size_t at = strlen(g->assumed);
+	long long lag = 10;
+	const char *why;
+	char buf[48];
+	int rc;
+
+	*m = 0;
+	rc = config_get(x, s, "min-replicas-to-write", buf, sizeof(buf), &why);
+	if (rc == INFO_OK &&
+	    rlock_parse_ll(buf, strlen(buf), 0, INT_MAX, m) == 0) {
+		config_num(x, s, g, "min-replicas-max-lag", 0, INT_MAX, 10,
+			   &lag);
+		if (lag == 0)
+			*m = 0;
+		return 1;
+	}
+	*m = 0;
+	if (rc != INFO_ABSENT) {
+		if (g->bad == NULL) {
+			g->bad = "min-replicas-to-write";
+			snprintf(g->bad_val, sizeof(g->bad_val), "%s", buf);
+		}
+		return 1;
+	}
+	if (s->info == NULL) {
+		snprintf(g->assumed + at, sizeof(g->assumed) - at, "%s"
+			 "min-replicas-to-write 0 (%s, INFO too)",
+			 at ? ", " : "", why);
+		return 0;
+	}
+	if (info_get(s->info, "min_slaves_good_slaves", &(const char *){ NULL },
+		     &(size_t){ 0 }) != INFO_ABSENT)
+		*m = 1;
+	snprintf(g->assumed + at, sizeof(g->assumed) - at, "%s"
+		 "min-replicas-to-write %s (%s; INFO %s min_slaves_good_slaves)",
+		 at ? ", " : "", *m ? "1 or more" : "0", why,
+		 *m ? "has" : "has no");
+	return *m == 0;
+}
+
+/* What the sentinels of one URL said of its failover: the slowest
+ * detection and retry, the fewest parallel syncs (the worst case among
+ * them), and the first sentinel whose timing does not read. */
+struct sentinel_view {
+	int n;				/* sentinels whose timing read */
+	long long down_after, failover_timeout, parallel_syncs, replicas;
+	char bad[400];			/* "" or which, what, as said */
+};
+
+/* A failover-timeout or cluster-node-timeout above this is unreadable. */
+#define TIMEOUT_MAX INT_MAX
+
+/*
+ * What a failover costs a lock on the master s, from the sentinels'
+ * timing (sv) or the cluster's node timeout, the replicas now and what a
+ * full resync takes.  A direct server has no failover: a short note when
+ * it is the only server, nothing for several masters (Redlock rides out
+ * the loss of a minority).
+ */
+static void check_failover(struct doc *x, struct server *s,
+			   const struct sentinel_view *sv)
+{
+	struct failover_in in;
+	struct failover_out out;
+	struct reading g;
+	struct cluster_replicas cr;
+	long long online = 0, down = 0, m = 0, v;
+	char msg[sizeof(x->d->check[0].message)], wms[24];
+	int sentinel = s->n->url.kind == RLOCK_URL_SENTINEL, rc, maj = 0,
+	    mn = 0, pt = 0, known_cluster = 0, m_known;
+
+	if (!sentinel && !node_is_cluster(s->n)) {
+		if (x->rl->nnode == 1)
+			add(x, s->addr, "failover", RLOCK_CHECK_NOTE, 0,
+			    RLOCK_VALUE_NULL, NULL, "no failover (a direct "
+			    "URL): while it is down no lock can be taken");
+		return;
+	}
+	memset(&in, 0, sizeof(in));
+	memset(&g, 0, sizeof(g));
+	in.cluster = !sentinel;
+	if (sentinel && (sv == NULL || sv->bad[0] != '\0' || sv->n == 0)) {
+		if (sv != NULL && sv->bad[0] != '\0')
+			add(x, s->addr, "failover", RLOCK_CHECK_WARN, 0,
+			    RLOCK_VALUE_NULL, NULL, "unknown: %s: the failover "
+			    "window cannot be judged; check the sentinel",
+			    sv->bad);
+		else
+			add(x, s->addr, "failover", RLOCK_CHECK_NOTE, 0,
+			    RLOCK_VALUE_NULL, NULL, "unknown: no sentinel "
+			    "told its timing (SENTINEL MASTER)");
+		return;
+	}
+	if (sentinel) {
+		in.detect_ms = sv->down_after;
+		in.retry_ms = 2 * sv->failover_timeout;
+		in.parallel_syncs = sv->parallel_syncs;
+		in.validity = -1;
+	} else {
+		config_num(x, s, &g, "cluster-node-timeout", 1, TIMEOUT_MAX,
+			   15000, &in.detect_ms);
+		config_num(x, s, &g, "cluster-replica-validity-factor", 0,
+			   INT_MAX, 10, &in.validity);
+		/* A failed master's replicas all follow the promoted one. */
+		in.parallel_syncs = REPLICAS_MAX;
+	}
+	/* Redis 7.0 made diskless sync the default. */
+	parse_version(s->id.compat, &maj, &mn, &pt);
+	config_bool(x, s, &g, "repl-diskless-sync", maj >= 7, &in.diskless);
+	config_num(x, s, &g, "repl-diskless-sync-delay", 0, INT_MAX, 5,
+		   &in.diskless_delay_s);
+	m_known = config_min_replicas(x, s, &g, &m);
+	in.min_replicas = m;
+	if (g.bad != NULL) {
+		add(x, s->addr, "failover", RLOCK_CHECK_WARN, 0,
+		    RLOCK_VALUE_NULL, NULL, "unknown: CONFIG GET %s is "
+		    "unreadable ('%s'): the failover window cannot be judged; "
+		    "check the server", g.bad, g.bad_val);
+		return;
+	}
+	rc = replicas_now(s, &online, &down);
+	in.replicas = rc == INFO_OK ? online : -1;
+	in.down = rc == INFO_OK ? down : 0;
+	/* A cluster promotes only replicas it knows and does not flag as
+	 * failing. */
+	if (!sentinel && in.replicas >= 0) {
+		const char *argv[2] = { "CLUSTER", "NODES" };
+		redisReply *r = NULL;
+
+		if (call(x, s->c, 2, argv, &r) == RLOCK_OK &&
+		    r->type == REDIS_REPLY_STRING &&
+		    decode_cluster_nodes(r->str, r->len, &cr) == 0) {
+			known_cluster = 1;
+			if (cr.known - cr.failing < in.replicas) {
+				in.down += in.replicas - (cr.known -
+							  cr.failing);
+				in.replicas = cr.known - cr.failing;
+			}
+		}
+		freeReplyObject(r);
+	}
+	in.dataset_bytes = -1;
+	if (info_num(s->info, "used_memory_dataset", 0, LLONG_MAX, &v) ==
+	    INFO_OK ||
+	    info_num(s->info, "used_memory", 0, LLONG_MAX, &v) == INFO_OK)
+		in.dataset_bytes = v;
+	failover_plan(&in, &out);
+	failover_message(&in, &out, msg, sizeof(msg));
+	snprintf(wms, sizeof(wms), "%lld", out.window_ms);
+	add(x, s->addr, "failover", out.level, 0, RLOCK_VALUE_NUMBER, wms,
+	    "%s%s%s%s%s", msg, !sentinel && !known_cluster &&
+	    in.replicas >= 0 ? " CLUSTER NODES unreadable: the replicas "
+	    "counted from INFO." : "", g.assumed[0] ? " Unknown, so "
+	    "Redis's defaults assumed: " : "", g.assumed,
+	    g.assumed[0] ? "." : "");
+	figure(x, "window_ms", out.window_ms, 1);
+	figure(x, "ttl_ms", out.ttl_s * 1000, 1);
+	figure(x, "wait_ms", out.wait_s * 1000, 1);
+	figure(x, "detect_ms", in.detect_ms, 1);
+	figure(x, "retry_ms", in.retry_ms, sentinel);
+	figure(x, "replicas", in.replicas, in.replicas >= 0);
+	figure(x, "wait1_window_ms", out.wait1_ms, out.wait1_ms >= 0);
+	figure(x, "wait1_ttl_ms", out.wait1_ttl_s * 1000, out.wait1_ms >= 0);
+	figure(x, "resync_ms", out.resync_ms, 1);
+	figure(x, "dataset_bytes", in.dataset_bytes, in.dataset_bytes >= 0);
+	figure(x, "min_replicas", in.min_replicas, m_known);
+	figure(x, "sentinel_replicas", sentinel ? sv->replicas : 0, sentinel);
+}
+
 /* ---- one server, one node ----------------------------------------------- */
 
-/* Every check of the server behind s->c, which may not be open yet. */
-static void check_server(struct doc *x, struct server *s, int64_t open_ms)
+/* Every check of the server behind s->c, which may not be open yet; sv
+ * is what its sentinels said (NULL but for a redis-sentinel:// URL). */
+static void check_server(struct doc *x, struct server *s, int64_t open_ms,
+			 const struct sentinel_view *sv)
 {
 	char v[32];
+	int replica;
 
 	snprintf(s->addr, sizeof(s->addr), "%s", conn_addr(s->c));
 	if (!conn_is_up(s->c)) {
@@ -1361,22 +1999,54 @@ static void check_server(struct doc *x, struct server *s, int64_t open_ms)
 	learn_server(x, s);
 	check_version(x, s);
 	check_mode(x, s);
-	if (!check_role(x, s)) {
+	replica = check_role(x, s);
+	if (!replica) {
 		check_memory(x, s);
 		check_rights(x, s);
 	}
 	check_eviction(x, s);
 	check_persistence(x, s);
 	check_replication(x, s);
+	if (!replica)
+		check_failover(x, s, sv);
 	free(s->info);
 	free(s->info_text);
 	s->info = NULL;
 	s->info_text = NULL;
 }
 
+/* The worst case of the sentinels' timing: the slowest detection and
+ * retry, the fewest replicas reconfigured at a time and known. */
+static void view_add(struct sentinel_view *sv, const char *addr,
+		     const struct sentinel_master *m)
+{
+	if (sv->bad[0] != '\0')
+		return;
+	if (m->timing_bad != NULL) {
+		if (m->timing_val[0] != '\0')
+			snprintf(sv->bad, sizeof(sv->bad), "sentinel %s's "
+				 "%s is unreadable ('%s')", addr,
+				 m->timing_bad, m->timing_val);
+		else
+			snprintf(sv->bad, sizeof(sv->bad), "sentinel %s "
+				 "does not say its %s", addr, m->timing_bad);
+		return;
+	}
+	if (sv->n == 0 || m->down_after > sv->down_after)
+		sv->down_after = m->down_after;
+	if (sv->n == 0 || m->failover_timeout > sv->failover_timeout)
+		sv->failover_timeout = m->failover_timeout;
+	if (sv->n == 0 || m->parallel_syncs < sv->parallel_syncs)
+		sv->parallel_syncs = m->parallel_syncs;
+	if (sv->n == 0 || m->replicas < sv->replicas)
+		sv->replicas = m->replicas;
+	sv->n++;
+}
+
 /* Each sentinel of a redis-sentinel:// URL: what it says of the master,
  * whether they agree, and how many there are against their quorum. */
-static void check_sentinels(struct doc *x, struct rlock_node *n)
+static void check_sentinels(struct doc *x, struct rlock_node *n,
+			    struct sentinel_view *sv)
 {
 	const char *argv[3] = { "SENTINEL", "MASTER", n->url.master };
 	char first[300] = "", label[300];
@@ -1433,6 +2103,7 @@ static void check_sentinels(struct doc *x, struct rlock_node *n)
 			quorum = m.quorum;
 		if (m.others + 1 > known)
 			known = m.others + 1;
+		view_add(sv, conn_addr(c), &m);
 		add(x, conn_addr(c), "sentinel", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_STRING, at, "names %s as master '%s' (quorum "
 		    "%lld, %lld sentinel%s)", at, n->url.master, m.quorum,
@@ -1520,12 +2191,14 @@ static void check_cluster(struct doc *x, struct rlock_node *n)
 static void check_node(struct doc *x, struct rlock_node *n)
 {
 	size_t masters[NODE_MAX_PEERS];
+	struct sentinel_view sv;
 	struct server s;
 	int64_t t0, open_ms;
 	int nm;
 
+	memset(&sv, 0, sizeof(sv));
 	if (n->url.kind == RLOCK_URL_SENTINEL)
-		check_sentinels(x, n);
+		check_sentinels(x, n, &sv);
 	t0 = rlock_mono_ms();
 	if (node_open(n, 0) != RLOCK_OK) {
 		const char *what = n->url.kind == RLOCK_URL_SENTINEL ?
@@ -1551,7 +2224,8 @@ static void check_node(struct doc *x, struct rlock_node *n)
 		s.n = n;
 		s.peer = masters[k];
 		s.c = n->peer[masters[k]]->cmd;
-		check_server(x, &s, open_ms);
+		check_server(x, &s, open_ms, n->url.kind ==
+			     RLOCK_URL_SENTINEL ? &sv : NULL);
 	}
 }
 

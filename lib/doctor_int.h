@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include <hiredis/hiredis.h>
+
 /* ---- INFO's text (info.c) ----------------------------------------------- */
 
 /*
@@ -123,5 +125,129 @@ int server_identify(const struct info *info, const char *hello_server,
 /* A version "MAJOR.MINOR.PATCH", each part 0..65535 and nothing else.
  * Returns 0 with the parts set, or -1. */
 int parse_version(const char *v, int *maj, int *min, int *pat);
+
+/* ---- replies, decoded (doctor.c) ---------------------------------------- */
+
+/* What one sentinel says of a master (SENTINEL MASTER). */
+struct sentinel_master {
+	char ip[256];
+	long long port, quorum, others;
+	/* What a failover takes; -1 when timing_bad is set. */
+	long long down_after;		/* down-after-milliseconds */
+	long long failover_timeout;	/* failover-timeout, ms */
+	long long parallel_syncs;	/* replicas reconfigured at a time */
+	long long replicas;		/* num-slaves: replicas it knows */
+	const char *timing_bad;		/* the first of those four that does
+					 * not decode, or NULL */
+	char timing_val[32];		/* its value as said, raw and cut
+					 * ("" when absent) */
+};
+
+/*
+ * SENTINEL MASTER's flat [name, value, ...] array.  The address: a host
+ * of 1..255 printable bytes with no space, a port 1..65535, a quorum
+ * 1..1000000 and 0..1000000 other sentinels; when one does not decode,
+ * -1 with its name in *bad.  Then the timing, each field on its own: a
+ * down-after-milliseconds and a failover-timeout of 1..2^31-1 ms (what
+ * the sentinel's config file takes), parallel-syncs 1..1000000 and
+ * num-slaves 0..1000000; the first that is absent or does not read in
+ * full and in range is named in m->timing_bad, and the four are -1 (never
+ * 0 from junk).  Returns 0 with *bad NULL, or -1.
+ */
+int decode_sentinel_master(const redisReply *r, struct sentinel_master *m,
+			   const char **bad);
+
+/*
+ * CONFIG GET name's reply in RESP2: {name, value}, the name as asked.
+ * Returns INFO_OK with the value in *v (n bytes, not terminated),
+ * INFO_ABSENT for an empty array (no such parameter here), INFO_BAD for
+ * anything else.
+ */
+int decode_config(const redisReply *r, const char *name, const char **v,
+		  size_t *n);
+
+/* The replicas of one cluster master, as CLUSTER NODES on it says. */
+struct cluster_replicas {
+	long long known;		/* lines naming it as their master */
+	long long failing;		/* of those, flagged fail or fail? */
+};
+
+/*
+ * CLUSTER NODES' text (len bytes), asked of a master: the line flagged
+ * myself names it; every line is "id addr flags master ping pong epoch
+ * link [slot...]", an id of 40 hex digits, flags a comma list, a master
+ * of "-" or 40 hex digits other than its own.  Returns 0 with c filled,
+ * or -1 when a line does not decode or no single line is flagged myself.
+ */
+int decode_cluster_nodes(const char *text, size_t len,
+			 struct cluster_replicas *c);
+
+/* ---- what a failover costs a lock (doctor.c) ---------------------------- */
+
+/*
+ * What the failover window is made of, measured on this project's
+ * harness (sentinels with down-after 1000 ms: from the master's loss to a
+ * new master taking writes, median 1.4 s, at most 3.4 s): the detection
+ * the user configures, then ~2 s to elect and promote.  A cluster's
+ * replica waits 500 ms + up to 500 ms + 1000 ms per rank before asking
+ * for votes (rank 0, the most up to date, first), and the vote and its
+ * spread take about a second more: ~2 s too.
+ */
+#define FAILOVER_ELECT_MS 2000
+/* A batch of parallel-syncs replicas back by partial resync. */
+#define FAILOVER_BATCH_MS 1000
+/* A returning old master taken back as a replica: Sentinel waits four of
+ * its 2 s publish periods after the old master says it is master; a
+ * cluster node learns its new role by gossip within about a second. */
+#define FAILOVER_RECONF_SENTINEL_MS 8000
+#define FAILOVER_RECONF_CLUSTER_MS 1000
+/* A full resync's transfer, conservatively: fork, send, load. */
+#define FAILOVER_RESYNC_BYTES_PER_S 50000000LL
+
+/* The inputs: what the servers said, or Redis's defaults. */
+struct failover_in {
+	int cluster;			/* 1: a cluster; 0: Sentinel */
+	long long detect_ms;		/* down-after-milliseconds, or
+					 * cluster-node-timeout: 1..2^31-1 */
+	long long retry_ms;		/* Sentinel: 2 x failover-timeout */
+	long long parallel_syncs;	/* Sentinel's, >= 1; a cluster 1 */
+	long long validity;		/* cluster-replica-validity-factor;
+					 * -1 for Sentinel */
+	long long replicas;		/* R: online replicas now; -1 unknown */
+	long long down;			/* replicas counted, not online */
+	int diskless;			/* repl-diskless-sync yes */
+	long long diskless_delay_s;	/* repl-diskless-sync-delay */
+	long long dataset_bytes;	/* -1 unknown */
+	long long min_replicas;		/* min-replicas-to-write in effect
+					 * (0 when off) */
+};
+
+/* The advice.  Times are ms; -t and -w in whole seconds. */
+struct failover_out {
+	long long window_ms;		/* W: until a new master takes
+					 * writes (with min-replicas' wait) */
+	long long ttl_s;		/* hold with -t this or more */
+	long long wait_s;		/* wait with -w this plus the hold */
+	long long rides;		/* the largest --wait-replicas N a
+					 * failover leaves met: R - 1 (or 0) */
+	long long wait1_ms;		/* W with --wait-replicas 1; -1
+					 * when a failover leaves it unmet */
+	long long wait1_ttl_s, wait1_wait_s;	/* -1 likewise */
+	long long resync_ms;		/* once the old master is back, until
+					 * it counts: reconfiguration, the
+					 * diskless delay, the transfer */
+	int stuck;			/* min-replicas-to-write >= R: the new
+					 * master refuses writes until the
+					 * old one is back */
+	int level;			/* RLOCK_CHECK_NOTE or _WARN */
+};
+
+/* The advice from the inputs: no I/O, no overflow for inputs in their
+ * ranges. */
+void failover_plan(const struct failover_in *in, struct failover_out *out);
+
+/* The check's message for in and out, in numbers, cut to fit buf. */
+void failover_message(const struct failover_in *in,
+		      const struct failover_out *out, char *buf, size_t len);
 
 #endif /* DOCTOR_INT_H */

@@ -20,16 +20,28 @@ enum rlock_check_level {
 enum rlock_check_value { RLOCK_VALUE_NULL, RLOCK_VALUE_STRING,
 			 RLOCK_VALUE_NUMBER };
 
+/* A named number a check states besides its value, for --json: "known"
+ * 0 is an unknown (JSON null). */
+struct rlock_figure {
+	char name[24];
+	long long v;
+	int known;
+};
+
+#define RLOCK_FIGURES_MAX 12
+
 /* One check of one server. */
 struct rlock_check {
 	char check[24];			/* "reach", "tls", "eviction", ... */
 	char server[300];		/* host:port, socket path, sentinels */
 	int level;			/* RLOCK_CHECK_* */
 	int code;			/* FAIL: why, as an RLOCK_E* code */
-	char message[700];		/* what was found; the fix, if any */
+	char message[1024];		/* what was found; the fix, if any */
 	int value_kind;			/* RLOCK_VALUE_* */
 	char value[128];		/* the measured value, as text */
 	char product[16];		/* version: "redis", "valkey"; else "" */
+	size_t nfigure;			/* failover: the figures stated */
+	struct rlock_figure figure[RLOCK_FIGURES_MAX];
 };
 
 struct rlock_doctor {

@@ -882,6 +882,33 @@ same_owner_name() {
 	done
 }
 
+# masters_replicated: every master has its replica online.
+masters_replicated() {
+	local p
+	for p in $(cluster_master_ports); do
+		[[ $(ccli "$p" INFO replication | tr -d '\r') == *state=online* ]] || return 1
+	done
+}
+
+@test "doctor through one node: each master's failover window from cluster-node-timeout 1000ms, and --wait-replicas 1 with its one replica warned" {
+	local msg
+	# Earlier tests fail masters over: their replicas back online first.
+	ha_wait 20 masters_replicated
+	run -1 --separate-stderr "$RLOCK" -u "$(node_url "$C1_PORT")" doctor --json
+	# Every master: one replica (CLUSTER NODES), a window of 1s + 2s.
+	json_check "$output" \
+		'len([c for c in d if c["check"] == "failover"]) == 3' \
+		'all(c["level"] == "warn" and c["value"] == 3000 for c in d if c["check"] == "failover")' \
+		'all({k: v for k, v in c["figures"].items() if k != "dataset_bytes"} == {"window_ms": 3000, "ttl_ms": 5000, "wait_ms": 3000, "detect_ms": 1000, "retry_ms": None, "replicas": 1, "wait1_window_ms": None, "wait1_ttl_ms": None, "resync_ms": 2000, "min_replicas": 0, "sentinel_replicas": None} for c in d if c["check"] == "failover")'
+	msg=$(python3 -c '
+import json, re, sys
+for c in json.loads(sys.argv[1]):
+    if c["check"] == "failover":
+        print(re.sub(r", [0-9]+kB of data", ", NkB of data", c["message"])); break
+' "$output")
+	assert_equal "$msg" "failover window ~3s: cluster-node-timeout 1000ms, ~2s for the best replica's election delay and the vote. Hold with -t 5s or more (renewals come every TTL/3), wait with -w 3s plus the hold. --wait-replicas 1 cannot ride it out: the new master has no replica, so no grant or renewal counts until the old master is back and fully resynced (~2s once it is back: 1s to take it back as a replica, diskless delay 0s, NkB of data at 50MB/s), none at all if it never returns; add a replica. A replica cut off for over 20s (node-timeout x validity-factor 10, + 10s) is never promoted."
+}
+
 @test "bench against a seed node: no errors, no double holds, nothing left behind" {
 	local seed p
 	seed=$(node_url "$(cluster_master_ports | head -n 1)")

@@ -5,7 +5,9 @@
  * helloCommand in Valkey's src/server.c and src/networking.c (7.2.7,
  * 8.0.1, and an unstable build, whose version is 255.255.255).  Then the
  * INFO decoder (lib/info.c) against what a broken or hostile server may
- * say, and the version parser.
+ * say, and the version parser.  Then doctor's failover check: the advice
+ * (failover_plan, failover_message) from made-up inputs, and the decoders
+ * of what it reads (SENTINEL MASTER, CONFIG GET, CLUSTER NODES).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 
 #include "doctor_int.h"
 #include "harness.h"
+#include "rlock_doctor.h"
 
 static const char redis_7_0_15[] =
 	"# Server\r\n"
@@ -418,6 +421,389 @@ static void test_version(void)
 	unit_context(NULL);
 }
 
+/* ---- the failover check ------------------------------------------------ */
+
+/* ha_helper's Sentinel set: down-after 1000ms, failover-timeout 4000ms,
+ * parallel-syncs 1, diskless sync with delay 0; R replicas online. */
+static struct failover_in sentinel_set(long long r)
+{
+	struct failover_in in = { 0 };
+
+	in.detect_ms = 1000;
+	in.retry_ms = 8000;
+	in.parallel_syncs = 1;
+	in.validity = -1;
+	in.replicas = r;
+	in.diskless = 1;
+	in.dataset_bytes = 312000;
+	return in;
+}
+
+static void test_failover_plan(void)
+{
+	struct failover_in in;
+	struct failover_out o;
+
+	/* Two replicas: W = 1000 + 2000; -t 1.5 x 3s = 4.5, so 5s; one
+	 * replica left for --wait-replicas 1, back in a batch: 4s, -t 6s.
+	 * The old master's full resync: 8s to take it back, no delay, 1s
+	 * for 312kB. */
+	in = sentinel_set(2);
+	failover_plan(&in, &o);
+	CHECK_INT(o.window_ms, 3000);
+	CHECK_INT(o.ttl_s, 5);
+	CHECK_INT(o.wait_s, 3);
+	CHECK_INT(o.rides, 1);
+	CHECK_INT(o.wait1_ms, 4000);
+	CHECK_INT(o.wait1_ttl_s, 6);
+	CHECK_INT(o.wait1_wait_s, 4);
+	CHECK_INT(o.resync_ms, 9000);
+	CHECK_INT(o.stuck, 0);
+	CHECK_INT(o.level, RLOCK_CHECK_NOTE);
+
+	/* One replica: a failover leaves none for --wait-replicas 1. */
+	in = sentinel_set(1);
+	failover_plan(&in, &o);
+	CHECK_INT(o.window_ms, 3000);
+	CHECK_INT(o.rides, 0);
+	CHECK_INT(o.wait1_ms, -1);
+	CHECK_INT(o.wait1_ttl_s, -1);
+	CHECK_INT(o.level, RLOCK_CHECK_WARN);
+
+	/* min-replicas-to-write 1 with 1 replica: stuck. */
+	in = sentinel_set(1);
+	in.min_replicas = 1;
+	failover_plan(&in, &o);
+	CHECK_INT(o.stuck, 1);
+	CHECK_INT(o.level, RLOCK_CHECK_WARN);
+
+	/* ... with 2: writes resume a batch later, which --wait-replicas 1
+	 * waits for anyway. */
+	in = sentinel_set(2);
+	in.min_replicas = 1;
+	failover_plan(&in, &o);
+	CHECK_INT(o.stuck, 0);
+	CHECK_INT(o.window_ms, 4000);
+	CHECK_INT(o.ttl_s, 6);
+	CHECK_INT(o.wait_s, 4);
+	CHECK_INT(o.wait1_ms, 4000);
+	CHECK_INT(o.level, RLOCK_CHECK_NOTE);
+
+	/* min-replicas 3 of 5, parallel-syncs 2: two batches. */
+	in = sentinel_set(5);
+	in.min_replicas = 3;
+	in.parallel_syncs = 2;
+	failover_plan(&in, &o);
+	CHECK_INT(o.window_ms, 5000);
+	CHECK_INT(o.wait1_ms, 5000);
+	CHECK_INT(o.ttl_s, 8);		/* 7.5 up */
+
+	/* No replica: no failover, a note; one not online: a warning. */
+	in = sentinel_set(0);
+	failover_plan(&in, &o);
+	CHECK_INT(o.level, RLOCK_CHECK_NOTE);
+	CHECK_INT(o.wait1_ms, -1);
+	in = sentinel_set(2);
+	in.down = 1;
+	failover_plan(&in, &o);
+	CHECK_INT(o.level, RLOCK_CHECK_WARN);
+
+	/* Unknown replicas: the window stands, --wait-replicas unknown. */
+	in = sentinel_set(-1);
+	failover_plan(&in, &o);
+	CHECK_INT(o.window_ms, 3000);
+	CHECK_INT(o.wait1_ms, -1);
+	CHECK_INT(o.level, RLOCK_CHECK_NOTE);
+
+	/* down-after 1500: W 3.5s, -t 5.25 up to 6s, -w 4s. */
+	in = sentinel_set(2);
+	in.detect_ms = 1500;
+	failover_plan(&in, &o);
+	CHECK_INT(o.window_ms, 3500);
+	CHECK_INT(o.ttl_s, 6);
+	CHECK_INT(o.wait_s, 4);
+
+	/* A cluster, node timeout 1000: W 3s; the old master rejoins by
+	 * itself (1s), a disk-based sync of 120MB at 50MB/s: 3s. */
+	in = sentinel_set(1);
+	in.cluster = 1;
+	in.retry_ms = 0;
+	in.validity = 10;
+	in.parallel_syncs = 1000000;
+	in.diskless = 0;
+	in.diskless_delay_s = 5;
+	in.dataset_bytes = 120000000;
+	failover_plan(&in, &o);
+	CHECK_INT(o.window_ms, 3000);
+	CHECK_INT(o.ttl_s, 5);
+	CHECK_INT(o.resync_ms, 4000);
+	CHECK_INT(o.level, RLOCK_CHECK_WARN);
+	/* Diskless with its default delay: 5s more; the size unknown: none. */
+	in.diskless = 1;
+	in.dataset_bytes = -1;
+	failover_plan(&in, &o);
+	CHECK_INT(o.resync_ms, 6000);
+
+	/* The ranges' ends: no overflow. */
+	in = sentinel_set(1000000);
+	in.detect_ms = INT_MAX;
+	in.min_replicas = INT_MAX;
+	in.diskless_delay_s = INT_MAX;
+	in.dataset_bytes = LLONG_MAX;
+	failover_plan(&in, &o);
+	CHECK_INT(o.stuck, 1);
+	CHECK_INT(o.window_ms, (long long)INT_MAX + 2000);
+	CHECK(o.resync_ms > (long long)INT_MAX * 1000);
+}
+
+static void test_failover_message(void)
+{
+	struct failover_in in;
+	struct failover_out o;
+	char msg[1024];
+
+	in = sentinel_set(2);
+	failover_plan(&in, &o);
+	failover_message(&in, &o, msg, sizeof(msg));
+	CHECK_STR(msg, "failover window ~3s: down-after 1000ms, ~2s to elect "
+		  "and promote (a failed try is retried after 8s, 2 x "
+		  "failover-timeout). Hold with -t 5s or more (renewals come "
+		  "every TTL/3), wait with -w 3s plus the hold. "
+		  "--wait-replicas 1: -t 6s, -w 4s plus the hold; the new "
+		  "master keeps 1 replica, back by partial resync ~1s per "
+		  "parallel-syncs batch of 1; N above 1 waits for the old "
+		  "master's full resync (~9s once it is back: 8s to take it "
+		  "back as a replica, diskless delay 0s, 312kB of data at "
+		  "50MB/s), for good if it never returns.");
+
+	in = sentinel_set(1);
+	failover_plan(&in, &o);
+	failover_message(&in, &o, msg, sizeof(msg));
+	CHECK(strstr(msg, " --wait-replicas 1 cannot ride it out: the new "
+		     "master has no replica, so no grant or renewal counts "
+		     "until the old master is back and fully resynced (~9s "
+		     "once it is back: ") != NULL);
+	CHECK(strstr(msg, "), none at all if it never returns; add a "
+		     "replica.") != NULL);
+
+	in = sentinel_set(1);
+	in.min_replicas = 1;
+	failover_plan(&in, &o);
+	failover_message(&in, &o, msg, sizeof(msg));
+	CHECK(strstr(msg, "; but min-replicas-to-write 1 with 1 replica "
+		     "online: the new master refuses writes (no grant, no "
+		     "renewal) until the old master is back and resynced "
+		     "(~9s once it is back: ") != NULL);
+	CHECK(strstr(msg, "Hold with") == NULL);
+
+	in = sentinel_set(0);
+	failover_plan(&in, &o);
+	failover_message(&in, &o, msg, sizeof(msg));
+	CHECK_STR(msg, "no failover: no replica to promote; while the master "
+		  "is down no lock can be taken, and --wait-replicas cannot "
+		  "be met");
+
+	in = sentinel_set(1);
+	in.cluster = 1;
+	in.validity = 10;
+	in.parallel_syncs = 1000000;
+	in.down = 1;
+	failover_plan(&in, &o);
+	failover_message(&in, &o, msg, sizeof(msg));
+	CHECK(strncmp(msg, "1 of 2 replicas not online (counted as none "
+		      "below); failover window ~3s: cluster-node-timeout "
+		      "1000ms, ~2s for the best replica's election delay and "
+		      "the vote. Hold with -t 5s", 147) == 0);
+	CHECK(strstr(msg, "(~2s once it is back: 1s to take it back as a "
+		     "replica, diskless delay 0s, 312kB of data at 50MB/s)") !=
+	      NULL);
+	CHECK(strstr(msg, " A replica cut off for over 20s (node-timeout x "
+		     "validity-factor 10, + 10s) is never promoted.") != NULL);
+
+	in = sentinel_set(2);
+	in.detect_ms = 1500;
+	in.dataset_bytes = 1234567;
+	failover_plan(&in, &o);
+	failover_message(&in, &o, msg, sizeof(msg));
+	CHECK(strncmp(msg, "failover window ~3.5s: down-after 1500ms", 40) ==
+	      0);
+	CHECK(strstr(msg, "1.2MB of data") != NULL);
+
+	/* Cut to fit, terminated. */
+	failover_message(&in, &o, msg, 20);
+	CHECK_STR(msg, "failover window ~3.");
+}
+
+/* A RESP2 reply from its bytes. */
+static redisReply *reply_of(const char *resp)
+{
+	redisReader *rd = redisReaderCreate();
+	void *r = NULL;
+
+	if (rd == NULL)
+		return NULL;
+	if (redisReaderFeed(rd, resp, strlen(resp)) != REDIS_OK ||
+	    redisReaderGetReply(rd, &r) != REDIS_OK)
+		r = NULL;
+	redisReaderFree(rd);
+	return r;
+}
+
+#define SM_HEAD "$2\r\nip\r\n$9\r\n127.0.0.1\r\n$4\r\nport\r\n$4\r\n6379\r\n" \
+	"$6\r\nquorum\r\n$1\r\n2\r\n$19\r\nnum-other-sentinels\r\n$1\r\n2\r\n"
+
+static void test_decode_sentinel_master(void)
+{
+	static const struct {
+		const char *resp;
+		int rc;
+		const char *bad, *timing_bad, *val;
+		long long down_after;
+	} t[] = {
+		{ "*16\r\n" SM_HEAD "$23\r\ndown-after-milliseconds\r\n$4\r\n1000\r\n"
+		  "$16\r\nfailover-timeout\r\n$4\r\n4000\r\n"
+		  "$14\r\nparallel-syncs\r\n$1\r\n1\r\n"
+		  "$10\r\nnum-slaves\r\n$1\r\n2\r\n", 0, NULL, NULL, "", 1000 },
+		/* Junk, negative, zero and huge: named, never a number. */
+		{ "*16\r\n" SM_HEAD "$23\r\ndown-after-milliseconds\r\n$3\r\nabc\r\n"
+		  "$16\r\nfailover-timeout\r\n$4\r\n4000\r\n"
+		  "$14\r\nparallel-syncs\r\n$1\r\n1\r\n"
+		  "$10\r\nnum-slaves\r\n$1\r\n2\r\n", 0, NULL,
+		  "down-after-milliseconds", "abc", -1 },
+		{ "*16\r\n" SM_HEAD "$23\r\ndown-after-milliseconds\r\n$2\r\n-5\r\n"
+		  "$16\r\nfailover-timeout\r\n$4\r\n4000\r\n"
+		  "$14\r\nparallel-syncs\r\n$1\r\n1\r\n"
+		  "$10\r\nnum-slaves\r\n$1\r\n2\r\n", 0, NULL,
+		  "down-after-milliseconds", "-5", -1 },
+		{ "*16\r\n" SM_HEAD "$23\r\ndown-after-milliseconds\r\n$10\r\n2147483648\r\n"
+		  "$16\r\nfailover-timeout\r\n$4\r\n4000\r\n"
+		  "$14\r\nparallel-syncs\r\n$1\r\n1\r\n"
+		  "$10\r\nnum-slaves\r\n$1\r\n2\r\n", 0, NULL,
+		  "down-after-milliseconds", "2147483648", -1 },
+		{ "*16\r\n" SM_HEAD "$23\r\ndown-after-milliseconds\r\n$4\r\n1000\r\n"
+		  "$16\r\nfailover-timeout\r\n$4\r\n4000\r\n"
+		  "$14\r\nparallel-syncs\r\n$1\r\n0\r\n"
+		  "$10\r\nnum-slaves\r\n$1\r\n2\r\n", 0, NULL, "parallel-syncs",
+		  "0", -1 },
+		/* Absent: named, with no value. */
+		{ "*14\r\n" SM_HEAD "$23\r\ndown-after-milliseconds\r\n$4\r\n1000\r\n"
+		  "$16\r\nfailover-timeout\r\n$4\r\n4000\r\n"
+		  "$14\r\nparallel-syncs\r\n$1\r\n1\r\n", 0, NULL, "num-slaves",
+		  "", -1 },
+		/* The address still decides the whole. */
+		{ "*2\r\n$2\r\nip\r\n$1\r\n \r\n", -1, "ip", NULL, "", 0 },
+		{ "*8\r\n" SM_HEAD, 0, NULL, "down-after-milliseconds", "", -1 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = reply_of(t[i].resp);
+		struct sentinel_master m;
+		const char *bad = "x";
+
+		unit_context("sentinel master %zu", i);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		CHECK_INT(decode_sentinel_master(r, &m, &bad), t[i].rc);
+		CHECK_STR(bad, t[i].bad);
+		if (t[i].rc == 0) {
+			CHECK_STR(m.timing_bad, t[i].timing_bad);
+			CHECK_STR(m.timing_val, t[i].val);
+			CHECK_INT(m.down_after, t[i].down_after);
+			CHECK_INT(m.port, 6379);
+		}
+		freeReplyObject(r);
+	}
+	unit_context(NULL);
+}
+
+static void test_decode_config(void)
+{
+	static const struct {
+		const char *resp;
+		int rc;
+		const char *v;
+	} t[] = {
+		{ "*2\r\n$20\r\ncluster-node-timeout\r\n$4\r\n1000\r\n", INFO_OK,
+		  "1000" },
+		{ "*0\r\n", INFO_ABSENT, "" },
+		{ "*2\r\n$11\r\nappendfsync\r\n$6\r\nalways\r\n", INFO_BAD, "" },
+		{ "*4\r\n$20\r\ncluster-node-timeout\r\n$1\r\n1\r\n"
+		  "$20\r\ncluster-node-timeout\r\n$1\r\n2\r\n", INFO_BAD, "" },
+		{ "*2\r\n$20\r\ncluster-node-timeout\r\n:1000\r\n", INFO_BAD, "" },
+		{ "$4\r\n1000\r\n", INFO_BAD, "" },
+		{ "-NOPERM no\r\n", INFO_BAD, "" },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = reply_of(t[i].resp);
+		const char *v = NULL;
+		size_t n = 99;
+
+		unit_context("config %zu", i);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		CHECK_INT(decode_config(r, "cluster-node-timeout", &v, &n),
+			  t[i].rc);
+		CHECK_MEM(v, n, t[i].v, strlen(t[i].v));
+		freeReplyObject(r);
+	}
+	unit_context(NULL);
+}
+
+#define ID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define ID_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define ID_C "cccccccccccccccccccccccccccccccccccccccc"
+
+static void test_decode_cluster_nodes(void)
+{
+	static const struct {
+		const char *text;
+		int rc;
+		long long known, failing;
+	} t[] = {
+		{ ID_A " 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460\n"
+		  ID_B " 127.0.0.1:7001@17001 slave " ID_A " 0 1 1 connected\n"
+		  ID_C " 127.0.0.1:7002@17002 slave,fail " ID_A " 0 1 1 connected\n",
+		  0, 2, 1 },
+		/* Another master's replica is not ours; CRLF, no last end. */
+		{ ID_B " 127.0.0.1:7001@17001 master - 0 1 2 connected 5461-16383\r\n"
+		  ID_C " 127.0.0.1:7002@17002 slave " ID_B " 0 1 2 connected\r\n"
+		  ID_A " 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460",
+		  0, 0, 0 },
+		{ ID_A " 127.0.0.1:7000@17000 myself,master - 0 0 1 connected\n"
+		  ID_B " 127.0.0.1:7001@17001 slave,fail? " ID_A " 0 1 1 connected\n",
+		  0, 1, 1 },
+		/* No myself, two, a short line, a bad id, a double space. */
+		{ ID_A " 127.0.0.1:7000@17000 master - 0 0 1 connected\n", -1, 0, 0 },
+		{ ID_A " x myself,master - 0 0 1 connected\n"
+		  ID_B " y myself,master - 0 0 1 connected\n", -1, 0, 0 },
+		{ ID_A " x myself,master - 0 0 1\n", -1, 0, 0 },
+		{ "xyz x myself,master - 0 0 1 connected\n", -1, 0, 0 },
+		{ ID_A " x myself,master abc 0 0 1 connected\n", -1, 0, 0 },
+		{ ID_A "  x myself,master - 0 0 1 connected\n", -1, 0, 0 },
+		{ "", -1, 0, 0 },
+		/* A node that names itself its master. */
+		{ ID_A " x myself,slave " ID_A " 0 0 1 connected\n", -1, 0, 0 },
+		/* "myselfish" is no myself. */
+		{ ID_A " x myselfish,master - 0 0 1 connected\n", -1, 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct cluster_replicas c;
+
+		unit_context("cluster nodes %zu", i);
+		CHECK_INT(decode_cluster_nodes(t[i].text, strlen(t[i].text),
+					       &c), t[i].rc);
+		if (t[i].rc == 0) {
+			CHECK_INT(c.known, t[i].known);
+			CHECK_INT(c.failing, t[i].failing);
+		}
+	}
+	unit_context(NULL);
+}
+
 void test_doctor(void)
 {
 	test_identify();
@@ -426,4 +812,9 @@ void test_doctor(void)
 	test_info_seconds();
 	test_info_replicas();
 	test_version();
+	test_failover_plan();
+	test_failover_message();
+	test_decode_sentinel_master();
+	test_decode_config();
+	test_decode_cluster_nodes();
 }
