@@ -90,8 +90,8 @@
 #   exits            every rlock run's status: 0, 69, 75, 76, others, and
 #                    69, 75 and 76 per action kind, by when the run ended;
 #                    the overlaps whose older holder's run exited 76; and
-#                    each distinct message (numbers, tokens as N) the runs
-#                    that failed left on stderr, with its count
+#                    each distinct line the runs left on stderr (durations,
+#                    tokens, numbers from 100 up as N), with its count
 # It prints a table, then a key=value block after "--- summary" (--json
 # FILE: the same as JSON, plus the messages), then each failover, overlap
 # and message on stderr (not with --quiet).  Exits 0 when no stale write
@@ -1299,11 +1299,14 @@ for t0, t1, rc in runs.values():
         exit_kind[(rc, kind_at(t1))] += 1
 IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
 def normalise(m):
-    """Numbers (ports, durations, fences) and tokens as N; addresses kept."""
+    """Durations, tokens and numbers from 100 up (ports, pids, fences) as
+    N; addresses and small counts ("0 of 1 replicas") kept; the harness's
+    directory as $WORK."""
+    m = m.replace(work, "$WORK")
     ips = IPV4.findall(m)
     m = IPV4.sub("\0", m)
     m = re.sub(r"[0-9A-Za-z_+/=-]{16,}", lambda x: "N" if re.search(r"\d", x.group()) else x.group(), m)
-    m = re.sub(r"\b\d+(?:\.\d+)?(?:ms|us|s|m|h)?\b", "N", m)
+    m = re.sub(r"\b\d+(?:\.\d+)?(?:ms|us|s|m|h)\b|\b\d{3,}\b", "N", m)
     for ip in ips:
         m = m.replace("\0", ip, 1)
     return m
