@@ -14,10 +14,11 @@ load test_helper
 setup_file() {
 	local out=$BATS_FILE_TMPDIR/failover st=0
 	# Every kind of chaos: the fence survives them all, restarts without
-	# persistence included.
+	# persistence included.  Fast sentinel periods and no replication
+	# delay: the set settles within --every, so 40s see every kind.
 	"$REPO_DIR/tests/stress/failover.sh" --duration 40 --every 9 \
-		--chaos failover,kill,stop,restart --quiet >"$out.out" \
-		2>"$out.err" || st=$?
+		--chaos failover,kill,stop,restart --sentinel-periods fast \
+		--repl-delay 0 --quiet >"$out.out" 2>"$out.err" || st=$?
 	echo "$st" >"$out.status"
 }
 

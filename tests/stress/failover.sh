@@ -11,8 +11,19 @@
 # its fence is >= the highest seen, and store it), which also logs every
 # attempt in the order it judged them.  Sections log their start, writes
 # and end on one clock (bash's EPOCHREALTIME) to a file per worker.
-# Meanwhile a chaos loop, every ~--every seconds, when the set is healthy
-# again (bounded polls), takes one of:
+# Meanwhile a chaos loop takes one action every ~--every seconds (+-20%,
+# counted from the start of the one before; an action's own steps, below,
+# are done before the next is due).  When one is due and the set is not
+# healthy (Sentinel: every sentinel out of TILT names the same master and
+# sees its two replicas with their link up, and the master has both
+# online; Cluster: every node agrees, cluster_state ok), it waits for
+# that, polling every 500ms, up to --settle seconds (60), then acts anyway
+# (counted as "unhealthy").  So with a --settle above 0 the actions come
+# every --every seconds only while the set settles faster than that (with
+# Sentinel's default periods it often does not: a replica's link is seen
+# up by its INFO, every 10s); --settle 0 acts when due, settled or not, as
+# a harness on a timer does.  The summary gives the intervals the actions
+# really came at.  The actions:
 #   failover  SENTINEL FAILOVER (through a sentinel) / CLUSTER FAILOVER on
 #             the replica of the lock slot's master
 #   kill      SIGKILL of that master; once another node took over, it is
@@ -23,14 +34,20 @@
 #   restart   SIGKILL and at once a new, empty server on the same port
 #             (no persistence: the lock and the fence counter are gone,
 #             and the sentinels or the cluster still take it for master)
-# The lock servers run with --save '' --appendonly no; Sentinel with
-# down-after-milliseconds 1000, failover-timeout 4000, parallel-syncs 1
-# (and SENTINEL DEBUG info, ask and publish periods of 200ms); Cluster
+# The lock servers run with --save '' --appendonly no, and Redis's own
+# replication defaults (on 7.0: repl-diskless-sync yes, a 5s
+# repl-diskless-sync-delay) unless --repl-delay N sets that delay;
+# Sentinel with down-after-milliseconds 1000, failover-timeout 4000,
+# parallel-syncs 1, and its default periods (hellos every 2s, INFO every
+# 10s, TILT for 30s) unless --sentinel-periods fast sets SENTINEL DEBUG
+# info, ask and publish periods of 200ms and a tilt period of 3s; Cluster
 # with cluster-node-timeout 1000.  All on loopback, on free random ports,
 # in a temporary directory; every process is stopped by PID on exit.
 #
 # What it counts (an interval of a section runs from its start line to its
-# end line, or to SIGTERM, or to the end of its rlock run):
+# end line, or to SIGTERM, or to the end of its rlock run).  "After an
+# action": between that chaos action and the next one (or the end of the
+# run); before the first action is its own kind, "none".
 #   failovers        times the master changed: the master the sentinels
 #                    name (SENTINEL get-master-addr-by-name, polled) or the
 #                    node a cluster's MOVED names for the lock's slot, plus
@@ -42,11 +59,21 @@
 #   no holder after  from the new master taking writes to the next section
 #     a failover     start (from the end of a section that held the lock
 #                    across it and ended normally, when there is one)
+#   no holder after  per action, the longest stretch after it with no
+#     an action      section running, until the next action (or the end
+#                    of the run); median and max per kind and overall
+#   resync time      per action, from it to the master then named having
+#                    all its replicas (2; in a cluster 1) state=online in
+#                    its INFO replication again, after it first had fewer
+#                    (or was not named, or did not answer): polled every
+#                    50ms; "-" when that did not happen before the next
+#                    action.  --wait-replicas can grant only once a
+#                    replica is online
 #   overlap          two sections whose intervals intersect (two holders at
 #                    once): pairs, episodes (a stretch with 2+ holders), and
 #                    per pair from the newer section's start to the moment
-#                    the older one ended or was stopped; by the chaos action
-#                    before it
+#                    the older one ended or was stopped; per action kind,
+#                    by the newer section's start
 #   stale write      a write the resource accepted from a section whose
 #     accepted       fence is <= the fence of a different section whose
 #                    write it had already accepted (an equal fence is the
@@ -57,30 +84,37 @@
 #                    rlock did not report lost (76): only a fence that went
 #                    back does that.  A lost one is a grant by a master
 #                    frozen past a failover that started late, refused for
-#                    the new master's higher fence.  Must be 0.
+#                    the new master's higher fence.  Must be 0.  Both
+#                    per action kind, by when the write came back
 #   same fence twice two sections given the same RLOCK_FENCE
-#   exits            every rlock run's status: 0, 69, 75, 76, others; and
-#                    the overlaps whose older holder's run exited 76
+#   exits            every rlock run's status: 0, 69, 75, 76, others, and
+#                    69, 75 and 76 per action kind, by when the run ended;
+#                    the overlaps whose older holder's run exited 76; and
+#                    each distinct line the runs left on stderr (durations,
+#                    tokens, numbers from 100 up as N), with its count
 # It prints a table, then a key=value block after "--- summary" (--json
-# FILE: the same as JSON), then each failover and overlap on stderr (not
-# with --quiet).  Exits 0 when no stale write was accepted and no rightful
-# write refused (and, with --strict-overlap, no two sections overlapped),
-# 1 otherwise, 2 when it could not run.
+# FILE: the same as JSON, plus the messages), then each failover, overlap
+# and message on stderr (not with --quiet).  Exits 0 when no stale write
+# was accepted and no rightful write refused (and, with --strict-overlap,
+# no two sections overlapped), 1 otherwise, 2 when it could not run.
 #
 #   tests/stress/failover.sh [--duration SECS] [--workers N] [--ttl DUR]
 #	[--wait DUR] [--section-ms MS] [--wait-replicas N] [--cluster]
 #	[--seed N] [--chaos failover,kill,stop,restart] [--every SECS]
-#	[--stop-secs SECS] [--strict-overlap] [--json FILE] [--keep] [--quiet]
+#	[--stop-secs SECS] [--settle SECS] [--repl-delay default|N]
+#	[--sentinel-periods default|fast] [--strict-overlap] [--json FILE]
+#	[--keep] [--quiet]
 # Defaults: 240s, 4 workers, -t 3s, -w 10s, 200ms sections, no
 # --wait-replicas, Sentinel, every chaos action (in a new random order each
-# round) every 11s (+-20%), 3s stops.  --keep keeps the logs (in
-# /tmp/rlfailover.*).
+# round) every 11s (+-20%), 3s stops, --settle 60, --repl-delay default,
+# --sentinel-periods default.  --keep keeps the logs (in /tmp/rlfailover.*).
 
+# shellcheck disable=SC2317 # functions called through variables, traps, poll
 set -u
 
 duration=240 workers=4 ttl=3s wait=10s section_ms=200 wait_replicas=0
 cluster=0 seed=$RANDOM chaos='' every=11 stop_secs=3 strict=0 json='' keep=0
-quiet=0
+quiet=0 repl_delay=default periods=default settle=60
 usage_error() {
 	echo "failover.sh: $*" >&2
 	echo "Try 'failover.sh --help'." >&2
@@ -89,7 +123,8 @@ usage_error() {
 while (($# > 0)); do
 	case $1 in
 	--duration | --workers | --ttl | --wait | --section-ms | --wait-replicas | \
-		--seed | --chaos | --every | --stop-secs | --json)
+		--seed | --chaos | --every | --stop-secs | --json | --repl-delay | \
+		--sentinel-periods | --settle)
 		(($# >= 2)) || usage_error "$1 needs a value"
 		;;
 	esac
@@ -105,6 +140,9 @@ while (($# > 0)); do
 	--chaos) chaos=$2 && shift ;;
 	--every) every=$2 && shift ;;
 	--stop-secs) stop_secs=$2 && shift ;;
+	--repl-delay) repl_delay=$2 && shift ;;
+	--settle) settle=$2 && shift ;;
+	--sentinel-periods) periods=$2 && shift ;;
 	--strict-overlap) strict=1 ;;
 	--json) json=$2 && shift ;;
 	--keep) keep=1 ;;
@@ -117,9 +155,13 @@ while (($# > 0)); do
 	esac
 	shift
 done
-for v in duration workers section_ms wait_replicas seed every stop_secs; do
+for v in duration workers section_ms wait_replicas seed every stop_secs settle; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || usage_error "--${v//_/-} wants a whole number, not '${!v}'"
 done
+[[ $repl_delay == default || $repl_delay =~ ^[0-9]+$ ]] ||
+	usage_error "--repl-delay wants default or a whole number, not '$repl_delay'"
+[[ $periods == default || $periods == fast ]] ||
+	usage_error "--sentinel-periods wants default or fast, not '$periods'"
 ((workers >= 1 && duration >= 10 && every >= 2)) ||
 	usage_error "at least 1 worker, 10s and --every 2"
 [[ -n $chaos ]] || chaos=failover,kill,stop,restart
@@ -277,16 +319,20 @@ start_sentinel() {
 				sleep 0.02
 				continue
 			}
-			# The default periods (INFO every 10s, hellos every 2s)
-			# make failovers slow to settle; a sentinel starved of
-			# CPU for 2s goes into TILT: 3s of it is enough.  Not
-			# the ping period: a replica counts for a failover only
-			# with an INFO less than 5 of them old, and while the
-			# master is down INFO comes every second whatever the
-			# period (with 200ms pings: -failover-abort-no-good-slave).
-			timeout 5 redis-cli -p "$port" SENTINEL DEBUG info-period 200 \
-				ask-period 200 publish-period 200 \
-				tilt-period 3000 >/dev/null 2>&1
+			# --sentinel-periods fast: the default periods (INFO
+			# every 10s, hellos every 2s) make failovers slow to
+			# settle; a sentinel starved of CPU for 2s goes into
+			# TILT for 30s: 3s of it is enough.  Not the ping
+			# period: a replica counts for a failover only with an
+			# INFO less than 5 of them old, and while the master is
+			# down INFO comes every second whatever the period
+			# (with 200ms pings: -failover-abort-no-good-slave).
+			# The default ones are what users run.
+			[[ $periods == fast ]] || return 0
+			[[ $(timeout 5 redis-cli -p "$port" SENTINEL DEBUG \
+				info-period 200 ask-period 200 publish-period 200 \
+				tilt-period 3000 2>&1) == OK ]] ||
+				die "SENTINEL DEBUG refused on $name"
 			return 0
 		done
 		kill -KILL "$pid" 2>/dev/null
@@ -337,7 +383,8 @@ else
 	NODES=(D1 D2 D3)
 	SENTINELS=(S1 S2 S3)
 fi
-DATA_ARGS=(--save '' --appendonly no --repl-diskless-sync-delay 0)
+DATA_ARGS=(--save '' --appendonly no)
+[[ $repl_delay == default ]] || DATA_ARGS+=(--repl-diskless-sync-delay "$repl_delay")
 
 node_of_port() {
 	local n
@@ -644,16 +691,17 @@ resp_read() {
 }
 
 # monitor: every 50ms, each watched data node's role (master, slave, or
-# down when it does not answer within 300ms) and the master as the
-# sentinels or the cluster name it; a line to $WORK/monitor when one
-# changes.  Its own connections, reopened when they fail.
+# down when it does not answer within 300ms) and, a master's, how many
+# replicas it has online, and the master as the sentinels or the cluster
+# name it; a line to $WORK/monitor when one changes.  Its own connections,
+# reopened when they fail.
 monitor() {
-	local -A fd=() last=()
-	local p role t c named='' nfd='' out ok
+	local -A fd=() last=() lastn=()
+	local p role t c named='' nfd='' out ok n rest
 	trap '' PIPE
 	while :; do
 		for p in "${WATCH[@]}"; do
-			role=down
+			role=down n=-
 			if [[ -z ${fd[$p]:-} ]]; then
 				{ exec {c}<>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null && fd[$p]=$c
 			fi
@@ -664,6 +712,8 @@ monitor() {
 					*role:slave*) role=slave ;;
 					*) role=unknown ;;
 					esac
+					rest=${RESP//state=online/}
+					n=$(((${#RESP} - ${#rest}) / 12))
 					# A cluster master takes writes only once its
 					# cluster is ok (a restarted one waits a
 					# while before it says so).
@@ -681,10 +731,16 @@ monitor() {
 					unset "fd[$p]"
 				fi
 			fi
+			[[ $role == master ]] || n=-
 			if [[ $role != "${last[$p]:-}" ]]; then
 				now_us t
 				echo "R $t $p $role" >>"$WORK/monitor"
 				last[$p]=$role
+			fi
+			if [[ $n != "${lastn[$p]:-}" ]]; then
+				now_us t
+				echo "O $t $p $n" >>"$WORK/monitor"
+				lastn[$p]=$n
 			fi
 		done
 		if [[ -z $nfd ]]; then
@@ -827,10 +883,11 @@ WR=()
 ((wait_replicas > 0)) && WR=(--wait-replicas "$wait_replicas")
 
 # worker W: loop rlock run until the end; log each run's start, end and
-# status (X) to the worker's file, which its sections append to as well.
+# status (X), and what it said on stderr (M, a line each), to the worker's
+# file, which its sections append to as well.
 worker() {
-	local w=$1 i rc t0 t1 id url=${URLS[$1 % ${#URLS[@]}]}
-	local log=$WORK/w$w.log
+	local w=$1 i rc t0 t1 id url=${URLS[$1 % ${#URLS[@]}]} line
+	local log=$WORK/w$w.log err=$WORK/w$w.err
 	RANDOM=$((seed + w * 7919))
 	for ((i = 1; ; i++)); do
 		now_us t0
@@ -838,13 +895,16 @@ worker() {
 		id=$w.$i
 		SECTION_ID=$id SECTION_LOG=$log SECTION_PIDFILE=$WORK/w$w.sec \
 			"$RLOCK" -u "$url" run -t "$ttl" -w "$wait" "${WR[@]}" "$NAME" -- \
-			bash "$WORK/section.sh" </dev/null >/dev/null 2>>"$WORK/w$w.err" &
+			bash "$WORK/section.sh" </dev/null >/dev/null 2>"$err" &
 		echo "$!" >"$WORK/w$w.rlock"
 		wait "$!"
 		rc=$?
 		now_us t1
 		: >"$WORK/w$w.rlock"
 		echo "X $t0 $t1 $id $rc" >>"$log"
+		while IFS= read -r line; do
+			echo "M $id $rc $line" >>"$log"
+		done <"$err"
 		# Not a hand-off: do not spin on a server that is away.
 		case $rc in 0 | 76) ;; *) nap_ms $((10 + RANDOM % 90)) ;; esac
 	done
@@ -868,9 +928,10 @@ chaos_loop() {
 		((next < END - 5000000)) || break
 		((next > t)) && nap_ms $(((next - t) / 1000))
 		# A look at the whole set forks a dozen redis-cli or more.
-		if ! POLL_MS=500 poll 60 healthy; then
+		if ! POLL_MS=500 poll "$settle" healthy; then
 			chaos_log UNHEALTHY
-			say "the $MODE set is not healthy after 60s; acting anyway"
+			((settle == 0)) ||
+				say "the $MODE set is not healthy after ${settle}s; acting anyway"
 		fi
 		# Every action once per round, in a new order each round.
 		if ((${#order[@]} == 0)); then
@@ -962,19 +1023,22 @@ now_us STOP
 # ---- analysis ------------------------------------------------------------------
 
 cli "$O_PORT" LRANGE log 0 -1 >"$WORK/oracle" || die "cannot read the resource's log"
-"$PY" -I -S - "$WORK" "$MODE" "$START" "$STOP" "$strict" "$json" "$hung" \
-	"$seed $workers $ttl $wait $wait_replicas $section_ms $duration $every $stop_secs ${CHAOS[*]}" \
+"$PY" -I -S - "$WORK" "$MODE" "$START" "$STOP" "$END" "$strict" "$json" "$hung" \
+	"$seed $workers $ttl $wait $wait_replicas $section_ms $duration $every $stop_secs $settle $repl_delay $periods ${CHAOS[*]}" \
 	<<'PYEOF'
-import glob, json, os, sys, traceback
-from bisect import bisect_right
+import glob, json, os, re, sys, traceback
+from bisect import bisect_left, bisect_right
 
 # A failure of this script is one of the harness (2), not a finding (1).
 sys.excepthook = lambda *e: (traceback.print_exception(*e), sys.stderr.flush(), os._exit(2))
 
-work, mode, start, stop, strict, jpath, hung, params = sys.argv[1:9]
-start, stop, strict, hung = int(start), int(stop), int(strict), int(hung)
+work, mode, start, stop, end, strict, jpath, hung, params = sys.argv[1:10]
+start, stop, end, strict, hung = int(start), int(stop), int(end), int(strict), int(hung)
 (seed, workers, ttl, wait, wreps, section_ms, duration, every, stop_secs,
- *chaos_kinds) = params.split()
+ settle, repl_delay, periods, *chaos_kinds) = params.split()
+KINDS = ("failover", "kill", "stop", "restart")
+# "none": before the first chaos action.
+AKINDS = KINDS + ("none",)
 
 def median(v):
     v = sorted(v)
@@ -987,6 +1051,7 @@ def median(v):
 sec = {}      # id -> dict(start, fence, end, how, rc)
 runs = {}     # id -> (t0, t1, rc)
 writes = {}   # (id, phase) -> (t0, t1, reply)
+said = {}     # id -> [stderr lines]
 for path in glob.glob(os.path.join(work, "w*.log")):
     for line in open(path):
         f = line.split()
@@ -1003,6 +1068,8 @@ for path in glob.glob(os.path.join(work, "w*.log")):
             sec[f[2]]["end"], sec[f[2]]["how"] = int(f[1]), "term"
         elif k == "X" and len(f) >= 5:
             runs[f[3]] = (int(f[1]), int(f[2]), int(f[4]))
+        elif k == "M" and len(f) >= 4:
+            said.setdefault(f[1], []).append(line.rstrip("\n").split(None, 3)[3])
 for i, s in sec.items():
     s["rc"] = runs[i][2] if i in runs else None
     if s["end"] is None:
@@ -1023,13 +1090,25 @@ def act_before(t, within=60_000_000):
         return acts[i]
     return None
 
-roles, named = {}, []
+def kind_at(t):
+    """The kind of the last chaos action at or before T ("none": none)."""
+    i = bisect_right(act_times, t) - 1
+    return acts[i][1] if i >= 0 else "none"
+
+# The stretch after each action: to the next one, or the end of the run
+# (no run starts after END).
+windows = [(a[0], min(acts[i + 1][0], end) if i + 1 < len(acts) else end, a[1])
+           for i, a in enumerate(acts)]
+
+roles, named, online = {}, [], {}
 for line in open(os.path.join(work, "monitor")):
     f = line.split()
     if f[0] == "R":
         roles.setdefault(f[2], []).append((int(f[1]), f[3]))
     elif f[0] == "N":
         named.append((int(f[1]), f[2]))
+    elif f[0] == "O":
+        online.setdefault(f[2], []).append((int(f[1]), -1 if f[3] == "-" else int(f[3])))
 
 # ---- failovers: the named master changed, or a master restarted empty
 def takes_writes(port, t):
@@ -1105,7 +1184,9 @@ for line in open(os.path.join(work, "oracle")):
         acc += 1
         if stale:
             stale_acc += 1
-            stale_list.append((sid, phase, fence, other))
+            w = writes.get((sid, phase))
+            tw = w[1] if w else sec[sid]["end"] if sid in sec else stop
+            stale_list.append((sid, phase, fence, other, tw))
         if sid == best_id:
             best_f = max(best_f, fence)
         elif fence >= best_f:
@@ -1127,7 +1208,7 @@ for line in open(os.path.join(work, "oracle")):
         later = bisect_right(starts, tw) - bisect_right(starts, s["start"])
         if later == 0 and s["rc"] != 76:
             rightful_rej += 1
-            rightful_list.append((sid, phase, fence))
+            rightful_list.append((sid, phase, fence, tw))
 
 # ---- no holder after a failover
 def gap_after(t):
@@ -1152,6 +1233,98 @@ for t0, t1, rc in runs.values():
 older76 = [p for p in pairs if sec[p[0]]["rc"] == 76]
 older76_runs = len({p[0] for p in older76})
 
+# ---- per action: the longest stretch with no holder, the replicas' resync
+prefmax, m = [], None
+for i in ids:
+    m = sec[i]["end"] if m is None else max(m, sec[i]["end"])
+    prefmax.append(m)
+
+def longest_gap(a, b):
+    """The longest stretch of [A, B) with no section running."""
+    j = bisect_right(starts, a)
+    cov = max(a, prefmax[j - 1]) if j else a
+    longest = 0
+    for k in range(j, len(ids)):
+        if starts[k] >= b:
+            break
+        longest = max(longest, starts[k] - cov)
+        cov = max(cov, sec[ids[k]]["end"])
+    return max(longest, b - cov)
+
+# The named master's replicas online, as a series of (t, count): -1 when
+# it did not answer or was not a master.
+target = 2 if mode == "sentinel" else 1
+points = sorted([(t, 0, p, 0) for t, p in named]
+                + [(t, 1, p, n) for p, l in online.items() for t, n in l])
+cur, count, series = None, {}, []
+for t, what, p, n in points:
+    if what == 0:
+        cur = p
+    else:
+        count[p] = n
+    v = count.get(cur, -1) if cur is not None else -1
+    if not series or series[-1][1] != v:
+        series.append((t, v))
+series_t = [t for t, v in series]
+
+def resync_after(a, b):
+    """From A to the named master having all its replicas online again,
+    after it first had fewer, before B; None if not."""
+    i = bisect_right(series_t, a) - 1
+    disturbed = i < 0 or series[i][1] < target
+    for t, v in series[max(i + 1, 0):]:
+        if t >= b:
+            break
+        if v < target:
+            disturbed = True
+        elif disturbed:
+            return t - a
+    return None
+
+act_stats = []
+for a, b, k in windows:
+    act_stats.append(dict(t=a, kind=k, nohold=longest_gap(a, b) if a < b else None,
+                          resync=resync_after(a, b)))
+nohold = {k: [x["nohold"] for x in act_stats if x["kind"] == k and x["nohold"] is not None] for k in KINDS}
+nohold_all = [x["nohold"] for x in act_stats if x["nohold"] is not None]
+resync = {k: [x["resync"] for x in act_stats if x["kind"] == k and x["resync"] is not None] for k in KINDS}
+resync_all = [x["resync"] for x in act_stats if x["resync"] is not None]
+resync_missing = sum(1 for x in act_stats if x["resync"] is None)
+intervals = [b - a for a, b in zip(act_times, act_times[1:])]
+
+# ---- exits and what the runs said, per kind of the action before their end
+exit_kind = {(rc, k): 0 for rc in (69, 75, 76) for k in AKINDS}
+for t0, t1, rc in runs.values():
+    if rc in (69, 75, 76):
+        exit_kind[(rc, kind_at(t1))] += 1
+IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
+def normalise(m):
+    """Durations, tokens and numbers from 100 up (ports, pids, fences) as
+    N; addresses and small counts ("0 of 1 replicas") kept; the harness's
+    directory as $WORK."""
+    m = m.replace(work, "$WORK")
+    ips = IPV4.findall(m)
+    m = IPV4.sub("\0", m)
+    m = re.sub(r"[0-9A-Za-z_+/=-]{16,}", lambda x: "N" if re.search(r"\d", x.group()) else x.group(), m)
+    m = re.sub(r"\b\d+(?:\.\d+)?(?:ms|us|s|m|h)\b|\b\d{3,}\b", "N", m)
+    for ip in ips:
+        m = m.replace("\0", ip, 1)
+    return m
+msg_count = {}
+for i, lines in said.items():
+    rc = runs[i][2] if i in runs else -1
+    for line in lines:
+        key = (rc, normalise(line))
+        msg_count[key] = msg_count.get(key, 0) + 1
+messages = [dict(exit=rc, count=n, message=m) for (rc, m), n in
+            sorted(msg_count.items(), key=lambda x: (x[0][0], -x[1], x[0][1]))]
+stale_kind = {k: 0 for k in AKINDS}
+for x in stale_list:
+    stale_kind[kind_at(x[4])] += 1
+rightful_kind = {k: 0 for k in AKINDS}
+for x in rightful_list:
+    rightful_kind[kind_at(x[3])] += 1
+
 def ms(us):
     return None if us is None else round(us / 1000)
 
@@ -1163,13 +1336,10 @@ for t, k, p in acts:
     nchaos[k] = nchaos.get(k, 0) + 1
 by_kind = {}
 for ep in episodes:
-    a = act_before(ep, 30_000_000)
-    k = a[1] if a else "none"
-    by_kind.setdefault(k, []).append(ep)
+    by_kind.setdefault(kind_at(ep), []).append(ep)
 pair_kind = {}
 for p in pairs:
-    a = act_before(sec[p[1]]["start"], 30_000_000)
-    pair_kind.setdefault(a[1] if a else "none", []).append(p[2])
+    pair_kind.setdefault(kind_at(sec[p[1]]["start"]), []).append(p[2])
 changed = sum(1 for e in events if e["what"] == "changed")
 restarted = len(events) - changed
 gaps = [e["gap"] for e in events if e["gap"] is not None]
@@ -1189,7 +1359,7 @@ kv = dict(
     overlap_ms_median=ms(median([p[2] for p in pairs])),
     overlap_ms_max=ms(max([p[2] for p in pairs]) if pairs else None),
     **{"overlap_after_%s_episodes" % k: len(by_kind.get(k, [])) for k in ("failover", "kill", "stop", "restart", "none")},
-    **{"overlap_after_%s_pairs" % k: len(pair_kind.get(k, [])) for k in ("failover", "kill", "stop", "restart")},
+    **{"overlap_after_%s_pairs" % k: len(pair_kind.get(k, [])) for k in AKINDS},
     **{"overlap_after_%s_ms_median" % k: ms(median(pair_kind[k])) if k in pair_kind else None for k in ("failover", "kill", "stop", "restart")},
     **{"overlap_after_%s_ms_max" % k: ms(max(pair_kind[k])) if k in pair_kind else None for k in ("failover", "kill", "stop", "restart")},
     overlap_older_76_pairs=len(older76), overlap_older_76_runs=older76_runs,
@@ -1201,6 +1371,18 @@ kv = dict(
     exit_76=rcs.get(76, 0), exit_other=other_rc,
     gap_ms_median=ms(median(gaps)), gap_ms_max=ms(max(gaps) if gaps else None),
     gap_count=len(gaps), gap_over_1s=sum(1 for g in gaps if g > 1_000_000),
+    **{"exit_%d_after_%s" % (rc, k): exit_kind[(rc, k)] for rc in (69, 75, 76) for k in AKINDS},
+    nohold_ms_median=ms(median(nohold_all)), nohold_ms_max=ms(max(nohold_all) if nohold_all else None),
+    **{"nohold_after_%s_ms_%s" % (k, f): ms(fn(nohold[k]) if nohold[k] else None)
+       for k in KINDS for f, fn in (("median", median), ("max", max))},
+    resync_ms_median=ms(median(resync_all)), resync_ms_max=ms(max(resync_all) if resync_all else None),
+    **{"resync_after_%s_ms_%s" % (k, f): ms(fn(resync[k]) if resync[k] else None)
+       for k in KINDS for f, fn in (("median", median), ("max", max))},
+    resync_missing=resync_missing,
+    **{"stale_accepted_after_%s" % k: stale_kind[k] for k in AKINDS},
+    **{"rightful_rejected_after_%s" % k: rightful_kind[k] for k in AKINDS},
+    act_interval_ms_median=ms(median(intervals)), act_interval_ms_max=ms(max(intervals) if intervals else None),
+    settle=int(settle), repl_delay=repl_delay, sentinel_periods=periods,
     unhealthy=unhealthy, hung=hung,
 )
 fail = []
@@ -1247,15 +1429,42 @@ rows += [
      "%s / %s (%d failovers, %d over 1s)" % (fmt_ms(median(gaps)), fmt_ms(max(gaps) if gaps else None), len(gaps),
                                               sum(1 for g in gaps if g > 1_000_000))),
     ("writes through the fence", "%d: %d accepted, %d refused (%d of them rightful writes)" % (nw, acc, rej, rightful_rej)),
+    ("time with no holder after an action, median / max",
+     "%s / %s (%d actions)" % (fmt_ms(median(nohold_all)), fmt_ms(max(nohold_all) if nohold_all else None), len(nohold_all))),
+    ("replicas online again after an action, median / max",
+     "%s / %s (%d not before the next action)" % (fmt_ms(median(resync_all)), fmt_ms(max(resync_all) if resync_all else None),
+                                                   resync_missing)),
+    ("chaos actions came every, median / max",
+     "%s / %s" % (fmt_ms(median(intervals)), fmt_ms(max(intervals) if intervals else None))),
 ]
 print("failover.sh: %s%s, %s workers, rlock run -t %s -w %s%s, %sms sections, %ss, seed %s"
       % (mode, " (3 masters + 3 replicas)" if mode == "cluster" else " (master, 2 replicas, 3 sentinels)",
          workers, ttl, wait, " --wait-replicas %s" % wreps if wreps != "0" else "", section_ms, duration, seed))
+print("repl-diskless-sync-delay %s, sentinel periods %s"
+      % ("default" if repl_delay == "default" else repl_delay, periods))
 print("chaos every ~%ss: %s" % (every, ", ".join("%s %d" % (k, nchaos.get(k, 0)) for k in chaos_kinds))
-      + (" (%d times not healthy after 60s)" % unhealthy if unhealthy else ""))
+      + (", acting on a set not healthy %d times (after %ss)" % (unhealthy, settle) if unhealthy else ""))
 w = max(len(r[0]) for r in rows)
 for name, val in rows:
     print("%-*s  %s" % (w, name, val))
+# Per action kind: the runs that ended, the writes that came back and the
+# newer sections of overlaps after it, before the next one.
+head = ("after", "actions", "exits 69/75/76", "no holder med/max", "resync med/max",
+        "overlaps", "stale", "refused")
+table = [head]
+for k in AKINDS:
+    if k == "none":
+        n, nh, rs = "-", "-", "-"
+    else:
+        n = str(nchaos.get(k, 0))
+        nh = "%s / %s" % (fmt_ms(median(nohold[k])), fmt_ms(max(nohold[k]) if nohold[k] else None))
+        rs = "%s / %s" % (fmt_ms(median(resync[k])), fmt_ms(max(resync[k]) if resync[k] else None))
+    table.append((k if k != "none" else "(before any)", n,
+                  "%d / %d / %d" % tuple(exit_kind[(rc, k)] for rc in (69, 75, 76)),
+                  nh, rs, str(len(pair_kind.get(k, []))), str(stale_kind[k]), str(rightful_kind[k])))
+cw = [max(len(r[c]) for r in table) for c in range(len(head))]
+for r in table:
+    print("  ".join(v.ljust(cw[c]) if c == 0 else v.rjust(cw[c]) for c, v in enumerate(r)).rstrip())
 with open(os.path.join(work, "details"), "w") as out:
     for e in events:
         out.write("failover at +%.3fs (%s, %s, port %s): took %s, no holder %s\n"
@@ -1265,16 +1474,22 @@ with open(os.path.join(work, "details"), "w") as out:
         out.write("overlap %s [fence %d, exit %s, %s] and %s [fence %d, exit %s] at +%.3fs for %s\n"
                   % (a, sec[a]["fence"], sec[a]["rc"], sec[a]["how"], b, sec[b]["fence"], sec[b]["rc"],
                      (sec[b]["start"] - start) / 1e6, fmt_ms(d)))
-    for sid, phase, fence, other in stale_list:
-        out.write("stale write accepted: %s/%s fence %d (another section's %d accepted before)\n" % (sid, phase, fence, other))
-    for sid, phase, fence in rightful_list:
-        out.write("rightful write refused: %s/%s fence %d\n" % (sid, phase, fence))
+    for sid, phase, fence, other, tw in stale_list:
+        out.write("stale write accepted: %s/%s fence %d (another section's %d accepted before), after %s\n"
+                  % (sid, phase, fence, other, kind_at(tw)))
+    for sid, phase, fence, tw in rightful_list:
+        out.write("rightful write refused: %s/%s fence %d, after %s\n" % (sid, phase, fence, kind_at(tw)))
+    for a in act_stats:
+        out.write("action at +%.3fs: %s, no holder for %s after it, replicas online again after %s\n"
+                  % ((a["t"] - start) / 1e6, a["kind"], fmt_ms(a["nohold"]), fmt_ms(a["resync"])))
+    for m in messages:
+        out.write("exit %d: %d x %s\n" % (m["exit"], m["count"], m["message"]))
 print("--- summary")
 for k, v in kv.items():
     print("%s=%s" % (k, "" if v is None else v))
 if jpath:
     with open(jpath, "w") as out:
-        json.dump(kv, out, indent=1)
+        json.dump(dict(kv, messages=messages), out, indent=1)
         out.write("\n")
 for f in fail:
     print("FAIL: " + f)
