@@ -131,6 +131,10 @@ rows.append(("replicas online again after an action, median / max (not before th
              lambda r: "%s (%d)" % (mm(r, "resync_ms"), r["resync_missing"])))
 for k in KINDS:
     rows.append(("  after %s" % k, lambda r, k=k: mm(r, "resync_after_%s_ms" % k)))
+rows.append(("a replica online again after an action (what `--wait-replicas 1` waits for), median / max (not before the next)",
+             lambda r: "%s (%d)" % (mm(r, "resync1_ms"), r["resync1_missing"])))
+for k in KINDS:
+    rows.append(("  after %s" % k, lambda r, k=k: mm(r, "resync1_after_%s_ms" % k)))
 rows += [
     ("no holder after the new master takes writes, median / max", lambda r: mm(r, "gap_ms")),
     ("two holders at once (pairs): failover / kill / stop / restart",

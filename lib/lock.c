@@ -1245,6 +1245,7 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 	for (;;) {
 		/* First the sentinels' +switch-master (node_watch). */
 		nw = 0;
+		ready = 0;
 		for (i = 0; i < rl->nnode; i++) {
 			int fd = node_watch_fd(&rl->node[i]);
 
@@ -1253,10 +1254,13 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 			p[nw].fd = fd;
 			p[nw].events = POLLIN;
 			p[nw].revents = 0;
+			if (node_watch_buffered(&rl->node[i])) {
+				p[nw].revents = POLLIN;
+				ready = 1;
+			}
 			nw++;
 		}
 		np = nw;
-		ready = 0;
 		for (i = 0; i < rl->nnode; i++) {
 			struct rlock_conn *c = rl->node[i].sub;
 
@@ -1706,8 +1710,12 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		q.a.details = attempts++ == 0 || o->wait_cb != NULL;
 		for (size_t i = 0; i < rl->nnode; i++)
 			rl->node[i].failing_over = 0;
+		/* The first try waited for nothing, whatever the clock's
+		 * millisecond turned meanwhile: its entry says so by
+		 * leaving "waited" out. */
 		rc = try_acquire(rl, name, &q, o, lease, holder, &joined,
-				 rlock_mono_ms() - start, &undid);
+				 attempts == 1 ? 0 : rlock_mono_ms() - start,
+				 &undid);
 		now = rlock_mono_ms();
 		if (rc == UNREPLICATED) {
 			/* Granted where the replicas do not follow: a master

@@ -402,6 +402,7 @@ int node_fallback(const struct rlock_node *n);
  */
 void node_watch(struct rlock_node *n, int64_t deadline);
 int node_watch_fd(const struct rlock_node *n);
+int node_watch_buffered(const struct rlock_node *n);	/* TLS: read it */
 int node_watch_check(struct rlock_node *n, short revents);
 void node_watch_close(struct rlock_node *n);
 

@@ -677,6 +677,11 @@ int node_watch_fd(const struct rlock_node *n)
 	return conn_fd(n->sent->watch);
 }
 
+int node_watch_buffered(const struct rlock_node *n)
+{
+	return node_watch_fd(n) >= 0 && conn_buffered(n->sent->watch);
+}
+
 /* Whether r is a +switch-master message for master: ["message",
  * "+switch-master", "NAME OLDIP OLDPORT NEWIP NEWPORT"]. */
 static int is_switch(const redisReply *r, const char *master)

@@ -904,7 +904,7 @@ masters_replicated() {
 import json, re, sys
 for c in json.loads(sys.argv[1]):
     if c["check"] == "failover":
-        print(re.sub(r", [0-9]+kB of data", ", NkB of data", c["message"])); break
+        print(re.sub(r", [0-9.]+[kMG]?B of data", ", NkB of data", c["message"])); break
 ' "$output")
 	assert_equal "$msg" "failover window ~3s: cluster-node-timeout 1000ms, ~2s for the best replica's election delay and the vote. Hold with -t 5s or more (renewals come every TTL/3), wait with -w 3s plus the hold. --wait-replicas 1 cannot ride it out: the new master has no replica, so no grant or renewal counts until the old master is back and fully resynced (~2s once it is back: 1s to take it back as a replica, diskless delay 0s, NkB of data at 50MB/s), none at all if it never returns; add a replica. A replica cut off for over 20s (node-timeout x validity-factor 10, + 10s) is never promoted."
 }

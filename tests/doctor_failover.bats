@@ -52,7 +52,7 @@ for c in json.loads(sys.argv[1]):
     if c["check"] == "failover":
         print(c["level"])
         print(c["value"])
-        print(re.sub(r", [0-9]+kB of data", ", NkB of data", c["message"]))
+        print(re.sub(r", [0-9.]+[kMG]?B of data", ", NkB of data", c["message"]))
         for k, v in c.get("figures", {}).items():
             if k != "dataset_bytes":
                 print("%s=%s" % (k, "null" if v is None else v))

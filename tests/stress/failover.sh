@@ -69,6 +69,8 @@
 #                    50ms; "-" when that did not happen before the next
 #                    action.  --wait-replicas can grant only once a
 #                    replica is online
+#   first replica    the same until one replica is online (what
+#     online         --wait-replicas 1 waits for); "-" likewise
 #   overlap          two sections whose intervals intersect (two holders at
 #                    once): pairs, episodes (a stretch with 2+ holders), and
 #                    per pair from the newer section's start to the moment
@@ -1267,15 +1269,16 @@ for t, what, p, n in points:
         series.append((t, v))
 series_t = [t for t, v in series]
 
-def resync_after(a, b):
-    """From A to the named master having all its replicas online again,
-    after it first had fewer, before B; None if not."""
+def resync_after(a, b, want=target):
+    """From A to the named master having WANT of its replicas (all of
+    them by default) online again, after it first had fewer, before B;
+    None if not."""
     i = bisect_right(series_t, a) - 1
-    disturbed = i < 0 or series[i][1] < target
+    disturbed = i < 0 or series[i][1] < want
     for t, v in series[max(i + 1, 0):]:
         if t >= b:
             break
-        if v < target:
+        if v < want:
             disturbed = True
         elif disturbed:
             return t - a
@@ -1284,12 +1287,15 @@ def resync_after(a, b):
 act_stats = []
 for a, b, k in windows:
     act_stats.append(dict(t=a, kind=k, nohold=longest_gap(a, b) if a < b else None,
-                          resync=resync_after(a, b)))
+                          resync=resync_after(a, b), resync1=resync_after(a, b, 1)))
 nohold = {k: [x["nohold"] for x in act_stats if x["kind"] == k and x["nohold"] is not None] for k in KINDS}
 nohold_all = [x["nohold"] for x in act_stats if x["nohold"] is not None]
 resync = {k: [x["resync"] for x in act_stats if x["kind"] == k and x["resync"] is not None] for k in KINDS}
 resync_all = [x["resync"] for x in act_stats if x["resync"] is not None]
 resync_missing = sum(1 for x in act_stats if x["resync"] is None)
+resync1 = {k: [x["resync1"] for x in act_stats if x["kind"] == k and x["resync1"] is not None] for k in KINDS}
+resync1_all = [x["resync1"] for x in act_stats if x["resync1"] is not None]
+resync1_missing = sum(1 for x in act_stats if x["resync1"] is None)
 intervals = [b - a for a, b in zip(act_times, act_times[1:])]
 
 # ---- exits and what the runs said, per kind of the action before their end
@@ -1379,6 +1385,10 @@ kv = dict(
     **{"resync_after_%s_ms_%s" % (k, f): ms(fn(resync[k]) if resync[k] else None)
        for k in KINDS for f, fn in (("median", median), ("max", max))},
     resync_missing=resync_missing,
+    resync1_ms_median=ms(median(resync1_all)), resync1_ms_max=ms(max(resync1_all) if resync1_all else None),
+    **{"resync1_after_%s_ms_%s" % (k, f): ms(fn(resync1[k]) if resync1[k] else None)
+       for k in KINDS for f, fn in (("median", median), ("max", max))},
+    resync1_missing=resync1_missing,
     **{"stale_accepted_after_%s" % k: stale_kind[k] for k in AKINDS},
     **{"rightful_rejected_after_%s" % k: rightful_kind[k] for k in AKINDS},
     act_interval_ms_median=ms(median(intervals)), act_interval_ms_max=ms(max(intervals) if intervals else None),
@@ -1434,6 +1444,9 @@ rows += [
     ("replicas online again after an action, median / max",
      "%s / %s (%d not before the next action)" % (fmt_ms(median(resync_all)), fmt_ms(max(resync_all) if resync_all else None),
                                                    resync_missing)),
+    ("a replica online again after an action, median / max",
+     "%s / %s (%d not before the next action)" % (fmt_ms(median(resync1_all)), fmt_ms(max(resync1_all) if resync1_all else None),
+                                                   resync1_missing)),
     ("chaos actions came every, median / max",
      "%s / %s" % (fmt_ms(median(intervals)), fmt_ms(max(intervals) if intervals else None))),
 ]
