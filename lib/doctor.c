@@ -1480,21 +1480,26 @@ void failover_plan(const struct failover_in *in, struct failover_out *out)
 	 * a renewal sent up to a third of it before the master was lost. */
 	out->ttl_s = ceil_div(out->window_ms * 3, 2000);
 	out->wait_s = ceil_div(out->window_ms, 1000);
+	/* A full resync: the diskless delay, then the transfer. */
+	out->full_ms = in->diskless ? in->diskless_delay_s * 1000 : 0;
+	if (in->dataset_bytes >= 0)
+		out->full_ms += 1000 * (in->dataset_bytes == 0 ? 1 :
+			ceil_div(in->dataset_bytes,
+				 FAILOVER_RESYNC_BYTES_PER_S));
 	need = m > 1 ? m : 1;
 	out->wait1_ms = out->wait1_ttl_s = out->wait1_wait_s = -1;
 	if (r >= 0 && out->rides >= need) {
-		out->wait1_ms = base + ceil_div(need, ps) * FAILOVER_BATCH_MS;
+		/* The replicas left come back by partial resync, unless
+		 * they got writes the promoted one missed (a crash or a
+		 * forced failover under load: measured, most of them):
+		 * then by a full one.  The worst is the figure. */
+		out->wait1_ms = base + ceil_div(need, ps) * FAILOVER_BATCH_MS +
+			out->full_ms;
 		out->wait1_ttl_s = ceil_div(out->wait1_ms * 3, 2000);
 		out->wait1_wait_s = ceil_div(out->wait1_ms, 1000);
 	}
-	out->resync_ms = in->cluster ? FAILOVER_RECONF_CLUSTER_MS :
-		FAILOVER_RECONF_SENTINEL_MS;
-	if (in->diskless)
-		out->resync_ms += in->diskless_delay_s * 1000;
-	if (in->dataset_bytes >= 0)
-		out->resync_ms += 1000 * (in->dataset_bytes == 0 ? 1 :
-			ceil_div(in->dataset_bytes,
-				 FAILOVER_RESYNC_BYTES_PER_S));
+	out->resync_ms = (in->cluster ? FAILOVER_RECONF_CLUSTER_MS :
+			  FAILOVER_RECONF_SENTINEL_MS) + out->full_ms;
 	out->level = r == 1 || out->stuck || in->down > 0 ?
 		RLOCK_CHECK_WARN : RLOCK_CHECK_NOTE;
 }
@@ -1629,6 +1634,9 @@ void failover_message(const struct failover_in *in,
 		else
 			put(&t, "~1s per parallel-syncs batch of %lld",
 			    in->parallel_syncs);
+		put(&t, ", or by a full one (~%s more) when they got writes "
+		    "the promoted one missed", secs(b, sizeof(b),
+						    out->full_ms));
 		put(&t, "; N above %lld waits for the old master's full "
 		    "resync (", out->rides);
 		put_resync(&t, in, out);

@@ -233,6 +233,8 @@ struct failover_out {
 	long long wait1_ms;		/* W with --wait-replicas 1; -1
 					 * when a failover leaves it unmet */
 	long long wait1_ttl_s, wait1_wait_s;	/* -1 likewise */
+	long long full_ms;		/* a full resync: the diskless delay
+					 * and the transfer */
 	long long resync_ms;		/* once the old master is back, until
 					 * it counts: reconfiguration, the
 					 * diskless delay, the transfer */

@@ -1734,9 +1734,10 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			 * or a dropped connection must not end a wait of
 			 * minutes.  Nor a failover seen under way (a replica
 			 * named master, READONLY, a cluster slot down), even
-			 * before any answer: within the wait, or without one
-			 * the I/O timeout.  Back off and try again; a server
-			 * that never answered fails at once. */
+			 * before any answer: within the wait (-n: the I/O
+			 * timeout; no -w: FAILOVER_GRACE_MS).  Back off and
+			 * try again; a server that never answered, for any
+			 * other reason, fails at once. */
 			if (backoff < 1000)
 				backoff = backoff == 0 ? 100 : backoff * 2;
 			wake = now + backoff + jitter((unsigned)backoff / 2);

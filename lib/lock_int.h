@@ -404,6 +404,9 @@ void node_watch(struct rlock_node *n, int64_t deadline);
 int node_watch_fd(const struct rlock_node *n);
 int node_watch_buffered(const struct rlock_node *n);	/* TLS: read it */
 int node_watch_check(struct rlock_node *n, short revents);
+/* Whether r is a +switch-master message for master: ["message",
+ * "+switch-master", "NAME OLDIP OLDPORT NEWIP NEWPORT"]. */
+int node_is_switch(const redisReply *r, const char *master);
 void node_watch_close(struct rlock_node *n);
 
 /* What to do after n's connection dropped (r NULL) or answered r. */

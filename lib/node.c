@@ -682,9 +682,7 @@ int node_watch_buffered(const struct rlock_node *n)
 	return node_watch_fd(n) >= 0 && conn_buffered(n->sent->watch);
 }
 
-/* Whether r is a +switch-master message for master: ["message",
- * "+switch-master", "NAME OLDIP OLDPORT NEWIP NEWPORT"]. */
-static int is_switch(const redisReply *r, const char *master)
+int node_is_switch(const redisReply *r, const char *master)
 {
 	const redisReply *m;
 	size_t len = strlen(master);
@@ -696,7 +694,9 @@ static int is_switch(const redisReply *r, const char *master)
 			return 0;
 	}
 	if (r->element[0]->len != 7 ||
-	    memcmp(r->element[0]->str, "message", 7) != 0)
+	    memcmp(r->element[0]->str, "message", 7) != 0 ||
+	    r->element[1]->len != 14 ||
+	    memcmp(r->element[1]->str, "+switch-master", 14) != 0)
 		return 0;
 	m = r->element[2];
 	return m->len > len && m->str[len] == ' ' &&
@@ -716,7 +716,7 @@ int node_watch_check(struct rlock_node *n, short revents)
 		return 0;
 	}
 	while (conn_take_reply(w, &r) == 1) {
-		moved |= is_switch(r, n->url.master);
+		moved |= node_is_switch(r, n->url.master);
 		freeReplyObject(r);
 	}
 	if (moved) {

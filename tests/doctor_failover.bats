@@ -62,27 +62,27 @@ for c in json.loads(sys.argv[1]):
 WINDOW_3S="failover window ~3s: down-after 1000ms, ~2s to elect and promote (a failed try is retried after 8s, 2 x failover-timeout). Hold with -t 5s or more (renewals come every TTL/3), wait with -w 3s plus the hold."
 RESYNC_9S="(~9s once it is back: 8s to take it back as a replica, diskless delay 0s, NkB of data at 50MB/s)"
 
-@test "doctor_failover: a master with two replicas, sentinels with down-after 1000ms: a 3s window, -t 5s, --wait-replicas 1 -t 6s" {
+@test "doctor_failover: a master with two replicas, sentinels with down-after 1000ms: a 3s window, -t 5s, --wait-replicas 1 -t 8s" {
 	run -1 --separate-stderr "$RLOCK" -u "$SENTINEL_URL" --json doctor
 	run -0 failover_of "$output"
 	assert_equal "$output" "note
 3000
-$WINDOW_3S --wait-replicas 1: -t 6s, -w 4s plus the hold; the new master keeps 1 replica, back by partial resync ~1s per parallel-syncs batch of 1; N above 1 waits for the old master's full resync $RESYNC_9S, for good if it never returns.
+$WINDOW_3S --wait-replicas 1: -t 8s, -w 5s plus the hold; the new master keeps 1 replica, back by partial resync ~1s per parallel-syncs batch of 1, or by a full one (~1s more) when they got writes the promoted one missed; N above 1 waits for the old master's full resync $RESYNC_9S, for good if it never returns.
 window_ms=3000
 ttl_ms=5000
 wait_ms=3000
 detect_ms=1000
 retry_ms=8000
 replicas=2
-wait1_window_ms=4000
-wait1_ttl_ms=6000
+wait1_window_ms=5000
+wait1_ttl_ms=8000
 resync_ms=9000
 min_replicas=0
 sentinel_replicas=2"
 	# The table, for people.
 	run -1 --separate-stderr "$RLOCK" -u "$SENTINEL_URL" doctor
 	assert_line --regexp "^  note  failover     failover window ~3s: down-after 1000ms, ~2s to elect and$"
-	[[ $(tr -s ' \n' ' ' <<<"$output") == *"Hold with -t 5s or more (renewals come every TTL/3), wait with -w 3s plus the hold. --wait-replicas 1: -t 6s, -w 4s plus the hold;"* ]] ||
+	[[ $(tr -s ' \n' ' ' <<<"$output") == *"Hold with -t 5s or more (renewals come every TTL/3), wait with -w 3s plus the hold. --wait-replicas 1: -t 8s, -w 5s plus the hold;"* ]] ||
 		fail "$output"
 }
 
@@ -121,5 +121,5 @@ sentinel_replicas=1"
 	rcli M ACL DELUSER nocfg >/dev/null
 	run -0 failover_of "$output"
 	assert_equal "${lines[0]}" note
-	assert_equal "${lines[2]}" "$WINDOW_3S --wait-replicas 1: -t 6s, -w 4s plus the hold; the new master keeps 1 replica, back by partial resync ~1s per parallel-syncs batch of 1; N above 1 waits for the old master's full resync (~14s once it is back: 8s to take it back as a replica, diskless delay 5s, NkB of data at 50MB/s), for good if it never returns. Unknown, so Redis's defaults assumed: repl-diskless-sync yes (CONFIG refused), repl-diskless-sync-delay 5 (CONFIG refused), min-replicas-to-write 0 (CONFIG refused; INFO has no min_slaves_good_slaves)."
+	assert_equal "${lines[2]}" "$WINDOW_3S --wait-replicas 1: -t 15s, -w 10s plus the hold; the new master keeps 1 replica, back by partial resync ~1s per parallel-syncs batch of 1, or by a full one (~6s more) when they got writes the promoted one missed; N above 1 waits for the old master's full resync (~14s once it is back: 8s to take it back as a replica, diskless delay 5s, NkB of data at 50MB/s), for good if it never returns. Unknown, so Redis's defaults assumed: repl-diskless-sync yes (CONFIG refused), repl-diskless-sync-delay 5 (CONFIG refused), min-replicas-to-write 0 (CONFIG refused; INFO has no min_slaves_good_slaves)."
 }

@@ -362,9 +362,9 @@ FO_WINDOW="failover window ~3s: down-after 1000ms, ~2s to elect and promote (a f
 	assert_equal "$(failover "$output" level)" note
 	assert_equal "$(failover "$output" value)" 3000
 	assert_equal "$(failover "$output" message)" \
-		"$FO_WINDOW --wait-replicas 1: -t 6s, -w 4s plus the hold; the new master keeps 1 replica, back by partial resync ~1s per parallel-syncs batch of 1; N above 1 waits for the old master's full resync (~9s once it is back: 8s to take it back as a replica, diskless delay 0s, 1.0MB of data at 50MB/s), for good if it never returns."
+		"$FO_WINDOW --wait-replicas 1: -t 8s, -w 5s plus the hold; the new master keeps 1 replica, back by partial resync ~1s per parallel-syncs batch of 1, or by a full one (~1s more) when they got writes the promoted one missed; N above 1 waits for the old master's full resync (~9s once it is back: 8s to take it back as a replica, diskless delay 0s, 1.0MB of data at 50MB/s), for good if it never returns."
 	assert_equal "$(figures "$output" | tr '\n' ' ')" \
-		"window_ms=3000 ttl_ms=5000 wait_ms=3000 detect_ms=1000 retry_ms=8000 replicas=2 wait1_window_ms=4000 wait1_ttl_ms=6000 resync_ms=9000 dataset_bytes=1048576 min_replicas=0 sentinel_replicas=2 "
+		"window_ms=3000 ttl_ms=5000 wait_ms=3000 detect_ms=1000 retry_ms=8000 replicas=2 wait1_window_ms=5000 wait1_ttl_ms=8000 resync_ms=9000 dataset_bytes=1048576 min_replicas=0 sentinel_replicas=2 "
 }
 
 @test "doctor_hostile: a sentinel's down-after of junk, negative, zero or huge is unreadable, never a window" {
@@ -450,7 +450,7 @@ FO_WINDOW="failover window ~3s: down-after 1000ms, ~2s to elect and promote (a f
 	sentinel_doctor
 	assert_equal "$(failover "$output" level)" note
 	assert_equal "$(failover "$output" message)" \
-		"$FO_WINDOW --wait-replicas 1: -t 6s, -w 4s plus the hold; the new master keeps 1 replica, back by partial resync ~1s per parallel-syncs batch of 1; N above 1 waits for the old master's full resync (~14s once it is back: 8s to take it back as a replica, diskless delay 5s, 1.0MB of data at 50MB/s), for good if it never returns. Unknown, so Redis's defaults assumed: repl-diskless-sync yes (CONFIG refused), repl-diskless-sync-delay 5 (CONFIG refused), min-replicas-to-write 0 (CONFIG refused; INFO has no min_slaves_good_slaves)."
+		"$FO_WINDOW --wait-replicas 1: -t 15s, -w 10s plus the hold; the new master keeps 1 replica, back by partial resync ~1s per parallel-syncs batch of 1, or by a full one (~6s more) when they got writes the promoted one missed; N above 1 waits for the old master's full resync (~14s once it is back: 8s to take it back as a replica, diskless delay 5s, 1.0MB of data at 50MB/s), for good if it never returns. Unknown, so Redis's defaults assumed: repl-diskless-sync yes (CONFIG refused), repl-diskless-sync-delay 5 (CONFIG refused), min-replicas-to-write 0 (CONFIG refused; INFO has no min_slaves_good_slaves)."
 	stop_all_hostile
 	# INFO's min_slaves_good_slaves says min-replicas is set: one assumed,
 	# which a failover of two replicas leaves met a batch later.

@@ -5,7 +5,8 @@
  * those pieces, then, while the guard lets it pass, through hiredis's
  * reader, and every reply through the acquire script's decoders
  * (decode_grant, parse_busy, elem_num: lib/lock.c), the baton message's
- * (history_hint) and the holder layout's (parse_holder).
+ * (history_hint), the holder layout's (parse_holder) and a sentinel's
+ * +switch-master message's (node_is_switch: lib/node.c).
  *
  * Beyond not crashing: the guard answers the same whatever the split; a
  * declared array or string past the bounds is refused before hiredis
@@ -47,7 +48,7 @@ static void walk(const redisReply *r, int depth)
 static void decode(const redisReply *r)
 {
 	struct rlock_holder h;
-	long long fence, v;
+	long long fence, v, arrival;
 	int recorded, joined = 0;
 
 	walk(r, 1);
@@ -56,10 +57,21 @@ static void decode(const redisReply *r)
 		REQUIRE(recorded >= -1 && recorded <= 2);
 	}
 	memset(&h, 0, sizeof(h));
-	if (r->type == REDIS_REPLY_ARRAY && parse_busy(r, &h, &joined, NULL) == 0) {
+	arrival = 0;
+	if (r->type == REDIS_REPLY_ARRAY &&
+	    parse_busy(r, &h, &joined, &arrival) == 0) {
 		REQUIRE(h.place >= -1);
 		REQUIRE(h.nholders >= 0);
 		REQUIRE(joined == 0 || joined == 1);
+		REQUIRE(arrival >= 0 && arrival <= FENCE_LIMIT);
+		REQUIRE((arrival != 0) == joined);
+	}
+	/* A sentinel's +switch-master: only ["message", "+switch-master",
+	 * "NAME ..."] for the name asked. */
+	if (node_is_switch(r, "mymaster")) {
+		REQUIRE(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+		REQUIRE(r->element[2]->len > 9 &&
+			memcmp(r->element[2]->str, "mymaster ", 9) == 0);
 	}
 	fence = history_hint(r);
 	REQUIRE(fence >= 0 && fence <= FENCE_LIMIT);

@@ -445,18 +445,19 @@ static void test_failover_plan(void)
 	struct failover_out o;
 
 	/* Two replicas: W = 1000 + 2000; -t 1.5 x 3s = 4.5, so 5s; one
-	 * replica left for --wait-replicas 1, back in a batch: 4s, -t 6s.
-	 * The old master's full resync: 8s to take it back, no delay, 1s
-	 * for 312kB. */
+	 * replica left for --wait-replicas 1, back in a batch, or by a full
+	 * resync (no delay, 1s for 312kB): 5s, -t 7.5 so 8s.  The old
+	 * master's: 8s to take it back and the same 1s. */
 	in = sentinel_set(2);
 	failover_plan(&in, &o);
 	CHECK_INT(o.window_ms, 3000);
 	CHECK_INT(o.ttl_s, 5);
 	CHECK_INT(o.wait_s, 3);
 	CHECK_INT(o.rides, 1);
-	CHECK_INT(o.wait1_ms, 4000);
-	CHECK_INT(o.wait1_ttl_s, 6);
-	CHECK_INT(o.wait1_wait_s, 4);
+	CHECK_INT(o.full_ms, 1000);
+	CHECK_INT(o.wait1_ms, 5000);
+	CHECK_INT(o.wait1_ttl_s, 8);
+	CHECK_INT(o.wait1_wait_s, 5);
 	CHECK_INT(o.resync_ms, 9000);
 	CHECK_INT(o.stuck, 0);
 	CHECK_INT(o.level, RLOCK_CHECK_NOTE);
@@ -486,8 +487,18 @@ static void test_failover_plan(void)
 	CHECK_INT(o.window_ms, 4000);
 	CHECK_INT(o.ttl_s, 6);
 	CHECK_INT(o.wait_s, 4);
-	CHECK_INT(o.wait1_ms, 4000);
+	CHECK_INT(o.wait1_ms, 5000);
 	CHECK_INT(o.level, RLOCK_CHECK_NOTE);
+
+	/* Redis's default diskless delay, 5s: a full resync of the replica
+	 * left takes 6s, --wait-replicas 1 rides out 10s with -t 15s. */
+	in = sentinel_set(2);
+	in.diskless_delay_s = 5;
+	failover_plan(&in, &o);
+	CHECK_INT(o.full_ms, 6000);
+	CHECK_INT(o.wait1_ms, 10000);
+	CHECK_INT(o.wait1_ttl_s, 15);
+	CHECK_INT(o.wait1_wait_s, 10);
 
 	/* min-replicas 3 of 5, parallel-syncs 2: two batches. */
 	in = sentinel_set(5);
@@ -495,7 +506,7 @@ static void test_failover_plan(void)
 	in.parallel_syncs = 2;
 	failover_plan(&in, &o);
 	CHECK_INT(o.window_ms, 5000);
-	CHECK_INT(o.wait1_ms, 5000);
+	CHECK_INT(o.wait1_ms, 6000);
 	CHECK_INT(o.ttl_s, 8);		/* 7.5 up */
 
 	/* No replica: no failover, a note; one not online: a warning. */
@@ -569,9 +580,11 @@ static void test_failover_message(void)
 		  "and promote (a failed try is retried after 8s, 2 x "
 		  "failover-timeout). Hold with -t 5s or more (renewals come "
 		  "every TTL/3), wait with -w 3s plus the hold. "
-		  "--wait-replicas 1: -t 6s, -w 4s plus the hold; the new "
+		  "--wait-replicas 1: -t 8s, -w 5s plus the hold; the new "
 		  "master keeps 1 replica, back by partial resync ~1s per "
-		  "parallel-syncs batch of 1; N above 1 waits for the old "
+		  "parallel-syncs batch of 1, or by a full one (~1s more) "
+		  "when they got writes the promoted one missed; N above 1 "
+		  "waits for the old "
 		  "master's full resync (~9s once it is back: 8s to take it "
 		  "back as a replica, diskless delay 0s, 312kB of data at "
 		  "50MB/s), for good if it never returns.");

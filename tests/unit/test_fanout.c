@@ -1208,6 +1208,44 @@ static redisReply *mkreply(const char *resp)
 	return r;
 }
 
+/* A sentinel's +switch-master, for its own master only, strictly. */
+static void switch_master(void)
+{
+	static const struct {
+		const char *resp;
+		int want;
+	} t[] = {
+		{ "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n"
+		  "$38\r\nmymaster 127.0.0.1 6379 127.0.0.1 6380\r\n", 1 },
+		/* Another master whose name starts like ours. */
+		{ "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n"
+		  "$40\r\nmymaster-2 127.0.0.1 6379 127.0.0.1 6380\r\n", 0 },
+		/* The name alone, or another channel, or a pattern's. */
+		{ "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n"
+		  "$8\r\nmymaster\r\n", 0 },
+		{ "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-slaves\r\n"
+		  "$38\r\nmymaster 127.0.0.1 6379 127.0.0.1 6380\r\n", 0 },
+		{ "*4\r\n$8\r\npmessage\r\n$1\r\n*\r\n$14\r\n"
+		  "+switch-master\r\n$9\r\nmymaster \r\n", 0 },
+		/* The SUBSCRIBE confirmation, an integer, an error. */
+		{ "*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n"
+		  ":1\r\n", 0 },
+		{ ":1\r\n", 0 },
+		{ "-ERR no\r\n", 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = mkreply(t[i].resp);
+
+		unit_context("%s", t[i].resp);
+		CHECK(r != NULL);
+		if (r != NULL)
+			CHECK_INT(node_is_switch(r, "mymaster"), t[i].want);
+		freeReplyObject(r);
+	}
+	unit_context(NULL);
+}
+
 static struct rlock *dummy(size_t n)
 {
 	static const char *const urls[3] = {
@@ -1371,4 +1409,5 @@ void test_fanout(void)
 	single();
 	status();
 	partial();
+	switch_master();
 }
