@@ -1690,7 +1690,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	struct rlock_holder h;
 	struct acq q;
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
-	int64_t backoff = 0, retry_until, retry_end;
+	int64_t backoff = 0, retry_until, retry_end, hard;
 	int rc, subscribed = 0, seen_busy = 0, attempts = 0, in_line = 0;
 	int joined, undid;
 
@@ -1702,6 +1702,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	if (rc != RLOCK_OK)
 		return rc;
 	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
+	hard = rl->hard_deadline;
+	retry_end = 0;
 	retry_until = start + (o->wait_ms < 0 ? FAILOVER_GRACE_MS :
 			       rl->copts.io_timeout_ms);
 	if (o->wait_ms >= 0 && retry_until < deadline)
@@ -1713,9 +1715,14 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		/* The first try waited for nothing, whatever the clock's
 		 * millisecond turned meanwhile: its entry says so by
 		 * leaving "waited" out. */
+		/* Asking again through a failover: within what is left of
+		 * the time to, not an I/O timeout past it. */
+		if (backoff > 0 && hard == 0)
+			rl->hard_deadline = retry_end;
 		rc = try_acquire(rl, name, &q, o, lease, holder, &joined,
 				 attempts == 1 ? 0 : rlock_mono_ms() - start,
 				 &undid);
+		rl->hard_deadline = hard;
 		now = rlock_mono_ms();
 		if (rc == UNREPLICATED) {
 			/* Granted where the replicas do not follow: a master

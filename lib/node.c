@@ -783,9 +783,10 @@ enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 		return NODE_RETRY;
 	}
 	/* Too few replicas for min-replicas-to-write: after a failover,
-	 * until they have synced with the new master. */
+	 * until they have synced with the new master, or while one is
+	 * down; worth waiting for within the caller's wait. */
 	if (starts_with(r, "NOREPLICAS")) {
-		n->failing_over = n->sent != NULL || n->slots != NULL;
+		n->failing_over = 1;
 		return NODE_RETRY;
 	}
 	if (starts_with(r, "LOADING"))

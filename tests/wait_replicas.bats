@@ -153,3 +153,36 @@ freeze_replica() {
 	lock_free wo M
 	assert_equal "$(rcli M EXISTS "$(key wo):owner")" 0
 }
+
+# ---- min-replicas-to-write: the master refuses writes (NOREPLICAS) ----------
+
+# tried_at_least SERVER N: N scripts or more were sent to it (EVALSHA, or
+# EVAL after NOSCRIPT), whether they ran or were refused.
+tried_at_least() {
+	(($(rcli "$1" INFO commandstats | tr -d '\r' | awk -F'[:=,]' '
+		$1 ~ /^cmdstat_(evalsha|eval)$/ { n += $3 + $9 }
+		END { print n + 0 }') >= $2))
+}
+
+@test "min-replicas-to-write unmet: asked again until -w is spent, then 69 naming NOREPLICAS" {
+	start_redis MR --min-replicas-to-write 1
+	local t0 ms
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" -u "$MR_URL" acquire -w 3s norep
+	ms=$(elapsed_since "$t0")
+	((ms >= 2900 && ms < 4500)) || fail "took ${ms}ms, not the 3s wait"
+	assert_stderr "rlock: acquire: 127.0.0.1:$MR_PORT: NOREPLICAS Not enough good replicas to write."
+	assert_equal "$(rcli MR EXISTS "$(key norep)")" 0
+}
+
+@test "min-replicas-to-write met within -w (a replica back): the run goes on" {
+	start_redis MR --min-replicas-to-write 1 --repl-diskless-sync-delay 0
+	"$RLOCK" -u "$MR_URL" run -w 20s norep -- touch ran 2>err &
+	local pid=$!
+	# Refused twice (each try an EVALSHA, or an EVAL after NOSCRIPT).
+	wait_until 10 tried_at_least MR 2
+	kill -0 "$pid"
+	start_redis MRR --replicaof 127.0.0.1 "$MR_PORT"
+	wait "$pid" || fail "exit $?: $(cat err)"
+	[[ -e ran ]]
+}
