@@ -215,6 +215,10 @@ static void time_out(struct rlock *rl, struct fan *f)
 		} else if (s->state == ST_RETRY) {
 			finish(s, RLOCK_EUNAVAIL, node_errstr(n));
 		} else if (s->state == ST_WAIT) {
+			/* A Sentinel master or a cluster node that does
+			 * not answer may be frozen, with a failover coming. */
+			if (n->sent != NULL || n->slots != NULL)
+				n->failing_over = 1;
 			conn_timed_out(n->cmd);
 			finish(s, RLOCK_EUNAVAIL, conn_errstr(n->cmd));
 		}

@@ -1223,10 +1223,49 @@ long long history_hint(const redisReply *r)
 	return m->str + m->len - last == 2 && last[1] == '0' ? f : 0;
 }
 
+/* The sentinels' +switch-master connections (node_watch) into p, marked
+ * ready (*ready) when input waits inside the transport.  Returns how
+ * many. */
+static size_t watch_fds(const struct rlock *rl, struct pollfd *p, int *ready)
+{
+	size_t nw = 0;
+
+	for (size_t i = 0; i < rl->nnode; i++) {
+		int fd = node_watch_fd(&rl->node[i]);
+
+		if (fd < 0)
+			continue;
+		p[nw] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		if (node_watch_buffered(&rl->node[i])) {
+			p[nw].revents = POLLIN;
+			*ready = 1;
+		}
+		nw++;
+	}
+	return nw;
+}
+
+/* After poll: whether a sentinel announced that a master of rl moved (its
+ * connections are closed then: the next request asks the sentinels). */
+static int watch_heard(struct rlock *rl, const struct pollfd *p, size_t nw)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < rl->nnode && k < nw; i++) {
+		if (node_watch_fd(&rl->node[i]) < 0)
+			continue;
+		if (p[k++].revents != 0 &&
+		    node_watch_check(&rl->node[i], p[k - 1].revents))
+			return 1;
+	}
+	return 0;
+}
+
 /*
- * Wait until a release message arrives, cancel_fd is readable, or wake
- * (monotonic ms).  Returns RLOCK_OK (woken), RLOCK_CANCELED.  *hint (when
- * not NULL) gets history_hint's of the messages.
+ * Wait until a release message arrives, a sentinel announces a new
+ * master, cancel_fd is readable, or wake (monotonic ms).  Returns
+ * RLOCK_OK (woken), RLOCK_CANCELED.  *hint (when not NULL) gets
+ * history_hint's of the messages.
  *
  * A message is a hint, never a grant, whatever it says: anyone with the
  * right to PUBLISH can send one, and Redis grants channels apart from
@@ -1244,22 +1283,8 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 
 	for (;;) {
 		/* First the sentinels' +switch-master (node_watch). */
-		nw = 0;
 		ready = 0;
-		for (i = 0; i < rl->nnode; i++) {
-			int fd = node_watch_fd(&rl->node[i]);
-
-			if (fd < 0)
-				continue;
-			p[nw].fd = fd;
-			p[nw].events = POLLIN;
-			p[nw].revents = 0;
-			if (node_watch_buffered(&rl->node[i])) {
-				p[nw].revents = POLLIN;
-				ready = 1;
-			}
-			nw++;
-		}
+		nw = watch_fds(rl, p, &ready);
 		np = nw;
 		for (i = 0; i < rl->nnode; i++) {
 			struct rlock_conn *c = rl->node[i].sub;
@@ -1292,14 +1317,8 @@ static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 			continue;
 		if (cancel_fd >= 0 && p[np - 1].revents)
 			return RLOCK_CANCELED;
-		np = 0;
-		for (i = 0; i < rl->nnode && nw > 0; i++) {
-			if (node_watch_fd(&rl->node[i]) < 0)
-				continue;
-			if (p[np++].revents != 0 &&
-			    node_watch_check(&rl->node[i], p[np - 1].revents))
-				return RLOCK_OK;	/* ask the new master */
-		}
+		if (watch_heard(rl, p, nw))
+			return RLOCK_OK;	/* ask the new master */
 		np = nw;
 		for (i = 0; i < rl->nnode; i++) {
 			struct rlock_conn *c = rl->node[i].sub;
@@ -1673,6 +1692,20 @@ static void acq_end(struct rlock *rl, const char *name, struct acq *q,
 		set_error(rl->err, sizeof(rl->err), "%s: held", name);
 }
 
+/* After a grant: whether a sentinel announced, while the request was out,
+ * that a master of rl moved (node_watch; its connections are closed then,
+ * and it is marked failing over). */
+static int switched_meanwhile(struct rlock *rl)
+{
+	struct pollfd p[RLOCK_MAX_SERVERS];
+	int ready = 0;
+	size_t nw = watch_fds(rl, p, &ready);
+
+	if (nw == 0 || (!ready && poll(p, nw, 0) <= 0))
+		return 0;
+	return watch_heard(rl, p, nw);
+}
+
 /* Whether a server of rl was seen failing over by the last request. */
 static int failing_over(const struct rlock *rl)
 {
@@ -1691,6 +1724,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	struct acq q;
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
 	int64_t backoff = 0, retry_until, retry_end, hard;
+	char why[sizeof(rl->err)];
 	int rc, subscribed = 0, seen_busy = 0, attempts = 0, in_line = 0;
 	int joined, undid;
 
@@ -1719,10 +1753,28 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		 * the time to, not an I/O timeout past it. */
 		if (backoff > 0 && hard == 0)
 			rl->hard_deadline = retry_end;
+		if (backoff > 0)
+			memcpy(why, rl->err, sizeof(why));
 		rc = try_acquire(rl, name, &q, o, lease, holder, &joined,
 				 attempts == 1 ? 0 : rlock_mono_ms() - start,
 				 &undid);
 		rl->hard_deadline = hard;
+		/* A last try that the wait's end cut short says only that
+		 * time ran out: the try before it says why. */
+		if (rc == RLOCK_EUNAVAIL && backoff > 0 &&
+		    rlock_mono_ms() >= retry_end && why[0] != '\0')
+			memcpy(rl->err, why, sizeof(why));
+		if (rc == RLOCK_OK && switched_meanwhile(rl)) {
+			/* Granted by a master the sentinels replaced while
+			 * the request was out (one frozen past a failover
+			 * answers when it thaws): give it back, and ask the
+			 * new master. */
+			fan_undo(rl, &q.n.v, q.token);
+			set_error(rl->err, sizeof(rl->err), "%s: granted by a "
+				  "master the sentinels had just replaced; "
+				  "given back", name);
+			rc = RLOCK_EUNAVAIL;
+		}
 		now = rlock_mono_ms();
 		if (rc == UNREPLICATED) {
 			/* Granted where the replicas do not follow: a master

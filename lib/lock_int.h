@@ -397,7 +397,8 @@ int node_fallback(const struct rlock_node *n);
  * master, later); node_watch_fd is its connection's fd, -1 none;
  * node_watch_check reads what came (revents from poll) and returns 1 when
  * a switch of our master was announced: the node's connections are then
- * closed, so that its next request asks the sentinels who the master is.
+ * closed, so that its next request asks the sentinels who the master is,
+ * and it is marked failing over.
  * A message is a hint: only the sentinels' answer to that request counts.
  */
 void node_watch(struct rlock_node *n, int64_t deadline);

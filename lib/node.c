@@ -720,6 +720,7 @@ int node_watch_check(struct rlock_node *n, short revents)
 		freeReplyObject(r);
 	}
 	if (moved) {
+		n->failing_over = 1;
 		conn_close(n->cmd);
 		if (n->sub != NULL)
 			conn_close(n->sub);

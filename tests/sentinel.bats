@@ -406,6 +406,54 @@ failed_over() {
 	assert_equal "$(rcli ZR EXISTS "$(key dep)")" 0
 }
 
+@test "a grant from a master the sentinels replaced while the request was out is given back, and taken on the new one" {
+	# A master frozen past a failover answers, when it thaws, what was
+	# sent to it before: here a waiter's request, granted because the
+	# holder's lease ran out meanwhile.  The sentinels said otherwise in
+	# between: the waiter gives that grant back and holds the lock on the
+	# new master while its command runs.
+	start_redis ZM --rename-command REPLICAOF zm-replicaof \
+		--rename-command SLAVEOF zm-slaveof
+	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
+	start_sentinel ZS "$ZM_PORT" --master-name frz --quorum 1
+	local url="redis-sentinel://127.0.0.1:$ZS_PORT#frz" k pid zm until
+	k=$(key frz)
+	"$RLOCK" -u "$url" acquire -t 2s frz >/dev/null
+	until=$(($(now_ms) + 2000))
+	"$RLOCK" -u "$url" --io-timeout 20s run -w 60s frz -- \
+		sh -c "redis-cli -p $ZR_PORT GET '$k' >seen; echo \"\$RLOCK_TOKEN\" >tok" 2>err &
+	pid=$!
+	wait_until 10 eval '[[ $(line_len frz ZM) == 1 ]]'
+	zm=$(server_pid ZM)
+	kill -STOP "$zm"
+	# The holder's lease runs out while the master is frozen, and the
+	# waiter, asking every 400ms, has a request out to it.
+	wait_until 10 eval '(($(now_ms) > until + 500))'
+	wait_until 30 failed_over ZS frz "$ZR_PORT"
+	kill -CONT "$zm"
+	wait "$pid" || fail "exit $?: $(cat err)"
+	[[ -s tok ]]
+	assert_equal "$(cat seen)" "$(cat tok)"
+}
+
+@test "a run whose master is frozen waits for the failover within -w, not one connect timeout" {
+	start_redis ZM
+	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
+	start_sentinel ZS "$ZM_PORT" --master-name ice --quorum 1
+	local url="redis-sentinel://127.0.0.1:$ZS_PORT#ice" zm
+	# Connected once, so that the sentinel knows the replica.
+	run -0 "$RLOCK" -u "$url" run -n ice -- true
+	zm=$(server_pid ZM)
+	kill -STOP "$zm"
+	# The sentinel (down-after 1s) fails over by itself, after the run's
+	# first 1s with the frozen master.
+	run -0 --separate-stderr "$RLOCK" -u "$url" --io-timeout 1s \
+		--connect-timeout 1s run -w 30s ice -- sh -c 'echo "$RLOCK_FENCE" >ran'
+	[[ -s ran ]]
+	named_port ZS ice "$ZR_PORT"
+	kill -CONT "$zm"
+}
+
 # ---- RLOCK_URL ------------------------------------------------------------
 
 @test "RLOCK_URL holding a sentinel URL keeps its comma-separated sentinels" {
