@@ -430,13 +430,19 @@ void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token)
 	struct request q;
 	struct fan f;
 
+	int64_t hard = rl->hard_deadline;
+
 	/* To every server, not only those that said yes: a grant whose reply
-	 * was lost is undone too, and the script deletes only our token. */
+	 * was lost is undone too, and the script deletes only our token.
+	 * Within an I/O timeout of its own, even past the caller's hard
+	 * deadline: a grant the wait's end cut short is still given back. */
+	rl->hard_deadline = 0;
 	fan_init(&f, rl);
 	req_release(&q, n, token, NULL, NULL, 0, rl->nnode > 1);
 	fan_all(&f, &q);
 	fan_run(rl, &f);
 	fan_done(&f);
+	rl->hard_deadline = hard;
 }
 
 int lease_valid(int64_t ttl_ms, int64_t elapsed_ms)
