@@ -1746,15 +1746,15 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		q.a.details = attempts++ == 0 || o->wait_cb != NULL;
 		for (size_t i = 0; i < rl->nnode; i++)
 			rl->node[i].failing_over = 0;
-		/* The first try waited for nothing, whatever the clock's
-		 * millisecond turned meanwhile: its entry says so by
-		 * leaving "waited" out. */
 		/* Asking again through a failover: within what is left of
 		 * the time to, not an I/O timeout past it. */
 		if (backoff > 0 && hard == 0)
 			rl->hard_deadline = retry_end;
 		if (backoff > 0)
 			memcpy(why, rl->err, sizeof(why));
+		/* The first try waited for nothing, whatever the clock's
+		 * millisecond turned meanwhile: its entry says so by
+		 * leaving "waited" out. */
 		rc = try_acquire(rl, name, &q, o, lease, holder, &joined,
 				 attempts == 1 ? 0 : rlock_mono_ms() - start,
 				 &undid);
