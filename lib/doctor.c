@@ -1712,6 +1712,15 @@ struct reading {
 	char bad_val[48];
 };
 
+/* The first parameter whose value did not read, and that value. */
+static void note_bad(struct reading *g, const char *name, const char *val)
+{
+	if (g->bad != NULL)
+		return;
+	g->bad = name;
+	snprintf(g->bad_val, sizeof(g->bad_val), "%s", val);
+}
+
 /* CONFIG GET name as a number in lo..hi into *v; when not read, *v is
  * def and the reading says so. */
 static void config_num(struct doc *x, struct server *s, struct reading *g,
@@ -1728,10 +1737,7 @@ static void config_num(struct doc *x, struct server *s, struct reading *g,
 		return;
 	*v = def;
 	if (rc != INFO_ABSENT) {
-		if (g->bad == NULL) {
-			g->bad = name;
-			snprintf(g->bad_val, sizeof(g->bad_val), "%s", buf);
-		}
+		note_bad(g, name, buf);
 		return;
 	}
 	p = g->assumed + at;
@@ -1755,10 +1761,7 @@ static void config_bool(struct doc *x, struct server *s, struct reading *g,
 		return;
 	}
 	if (rc != INFO_ABSENT) {
-		if (g->bad == NULL) {
-			g->bad = name;
-			snprintf(g->bad_val, sizeof(g->bad_val), "%s", buf);
-		}
+		note_bad(g, name, buf);
 		return;
 	}
 	snprintf(g->assumed + at, sizeof(g->assumed) - at, "%s%s %s (%s)",
