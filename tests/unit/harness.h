@@ -34,6 +34,9 @@ void unit_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 	unit_check_mem((got), (gotlen), (want), (wantlen), __FILE__, \
 		       __LINE__, #got " == " #want)
 
+/* A RESP2 reply parsed from its bytes (freeReplyObject it), or NULL. */
+struct redisReply *unit_reply(const char *resp);
+
 /* The groups, one per file. */
 void test_duration(void);
 void test_url(void);

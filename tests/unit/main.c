@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
 #include "harness.h"
 
 long unit_passed, unit_failed;
@@ -151,4 +153,18 @@ int main(int argc, char **argv)
 	}
 	printf("unit: %ld passed, %ld failed\n", unit_passed, unit_failed);
 	return unit_failed == 0 ? 0 : 1;
+}
+
+struct redisReply *unit_reply(const char *resp)
+{
+	redisReader *rd = redisReaderCreate();
+	void *r = NULL;
+
+	if (rd == NULL)
+		return NULL;
+	if (redisReaderFeed(rd, resp, strlen(resp)) != REDIS_OK ||
+	    redisReaderGetReply(rd, &r) != REDIS_OK)
+		r = NULL;
+	redisReaderFree(rd);
+	return r;
 }

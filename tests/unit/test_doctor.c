@@ -647,21 +647,6 @@ static void test_failover_message(void)
 	CHECK_STR(msg, "failover window ~3.");
 }
 
-/* A RESP2 reply from its bytes. */
-static redisReply *reply_of(const char *resp)
-{
-	redisReader *rd = redisReaderCreate();
-	void *r = NULL;
-
-	if (rd == NULL)
-		return NULL;
-	if (redisReaderFeed(rd, resp, strlen(resp)) != REDIS_OK ||
-	    redisReaderGetReply(rd, &r) != REDIS_OK)
-		r = NULL;
-	redisReaderFree(rd);
-	return r;
-}
-
 #define SM_HEAD "$2\r\nip\r\n$9\r\n127.0.0.1\r\n$4\r\nport\r\n$4\r\n6379\r\n" \
 	"$6\r\nquorum\r\n$1\r\n2\r\n$19\r\nnum-other-sentinels\r\n$1\r\n2\r\n"
 
@@ -709,7 +694,7 @@ static void test_decode_sentinel_master(void)
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		redisReply *r = reply_of(t[i].resp);
+		redisReply *r = unit_reply(t[i].resp);
 		struct sentinel_master m;
 		const char *bad = "x";
 
@@ -749,7 +734,7 @@ static void test_decode_config(void)
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		redisReply *r = reply_of(t[i].resp);
+		redisReply *r = unit_reply(t[i].resp);
 		const char *v = NULL;
 		size_t n = 99;
 

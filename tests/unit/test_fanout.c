@@ -1194,20 +1194,6 @@ static void partial(void)
 
 /* ---- the quorum: fan_tally on made-up results ------------------------ */
 
-static redisReply *mkreply(const char *resp)
-{
-	redisReader *rd = redisReaderCreate();
-	void *r = NULL;
-
-	if (rd == NULL)
-		return NULL;
-	if (redisReaderFeed(rd, resp, strlen(resp)) != REDIS_OK ||
-	    redisReaderGetReply(rd, &r) != REDIS_OK)
-		r = NULL;
-	redisReaderFree(rd);
-	return r;
-}
-
 /* A sentinel's +switch-master, for its own master only, strictly. */
 static void switch_master(void)
 {
@@ -1235,7 +1221,7 @@ static void switch_master(void)
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		redisReply *r = mkreply(t[i].resp);
+		redisReply *r = unit_reply(t[i].resp);
 
 		unit_context("%s", t[i].resp);
 		CHECK(r != NULL);
@@ -1298,7 +1284,7 @@ static void tally_rows(size_t n, const struct mix *rows, size_t nrows)
 				snprintf(res->err, sizeof(res->err),
 					 "s%zu: down", i);
 			} else {
-				res->r = mkreply(m->resp[i]);
+				res->r = unit_reply(m->resp[i]);
 				CHECK(res->r != NULL);
 			}
 		}
@@ -1317,7 +1303,7 @@ static void tally_rows(size_t n, const struct mix *rows, size_t nrows)
 		fan_init(&f, rl);
 		fan_all(&f, &q);
 		for (size_t i = 0; i < n; i++)
-			f.slot[i].res.r = mkreply(":1\r\n");
+			f.slot[i].res.r = unit_reply(":1\r\n");
 		CHECK_INT(fan_tally(rl, &f, "extend", 1, NULL), RLOCK_OK);
 		fan_done(&f);
 	}
