@@ -60,7 +60,17 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib -MMD -MP \
 	     $(CPPFLAGS) $(CFLAGS)
 LIBS = $(DEPS_LIBS) -lpthread
 
-LIB_SRC = $(wildcard lib/*.c)
+# The server's scripts, lib/scripts/NAME.lua (and the pieces they
+# include), become C at build time: SCRIPTS_C holds their bodies, digests
+# and line maps (lib/scripts/luagen.c), never written by hand.
+SCRIPTS = acquire extend release force fence status leave log
+SCRIPTS_LUA = $(SCRIPTS:%=lib/scripts/%.lua)
+SCRIPTS_C = lib/scripts/bodies.c
+LUAGEN = lib/scripts/luagen
+LINT_DIR = lib/scripts/lint
+
+LIB_SRC = $(wildcard lib/*.c) $(filter-out $(SCRIPTS_C) $(LUAGEN).c, \
+	  $(wildcard lib/scripts/*.c)) $(SCRIPTS_C)
 CLI_SRC = $(wildcard cli/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 HELPER_SRC = $(wildcard tests/helpers/*.c)
@@ -100,6 +110,18 @@ cli/version.h: FORCE
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
 
 cli/version.o: cli/version.h
+
+# The generator runs on the build machine; sha1.c is the library's own.
+$(LUAGEN): $(LUAGEN).c lib/sha1.c lib/rlock_int.h lib/rlock.h
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib $(CPPFLAGS) \
+		$(CFLAGS) $(LDFLAGS) -o $@ $(LUAGEN).c lib/sha1.c
+
+# Every script and piece, and the header their @NAME@ values come from:
+# an edit to any of them regenerates the C and relinks.  The bodies as
+# sent, and their line maps, go to $(LINT_DIR).
+$(SCRIPTS_C): $(LUAGEN) $(wildcard lib/scripts/*.lua) lib/protocol.h
+	@mkdir -p $(LINT_DIR)
+	$(LUAGEN) -d $(LINT_DIR) lib/protocol.h $@ $(SCRIPTS_LUA)
 
 # The installed man page: man/rlock.1 dated and versioned from the release.
 rlock.1: man/rlock.1 VERSION debian/changelog
@@ -166,10 +188,12 @@ uninstall:
 		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
 
 clean-objs:
-	rm -f lib/*.o cli/*.o tests/unit/*.o lib/librlock.a
+	rm -f lib/*.o lib/scripts/*.o cli/*.o tests/unit/*.o lib/librlock.a
 
 clean: clean-objs
 	rm -f rlock rlock.1 tests/unit/unit $(HELPERS) */*.d tests/*/*.d cli/version.h
+	rm -f lib/scripts/*.d $(SCRIPTS_C) $(SCRIPTS_C).tmp $(LUAGEN)
+	rm -rf $(LINT_DIR)
 	rm -rf $(FUZZ_DIR)
 
 distclean: clean

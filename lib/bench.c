@@ -2,8 +2,8 @@
  * bench.c - rlock bench: one thread drives many clients through honest
  * acquire, hold, release cycles, each over its own non-blocking connection,
  * all under one epoll loop.  It goes through the same transport (conn.c)
- * and the same Lua scripts (scripts.c) as rlock_acquire and rlock_release,
- * so what it measures is what the real commands cost the server.
+ * and the same Lua scripts (lib/scripts/) as rlock_acquire and
+ * rlock_release, so what it measures is what the real commands cost the server.
  *
  * Decisions worth knowing when reading the numbers:
  *  - One request at a time per client; no pipelining.

@@ -7,6 +7,7 @@
 #ifndef RLOCK_LOCK_INT_H
 #define RLOCK_LOCK_INT_H
 
+#include "protocol.h"
 #include "rlock_int.h"
 
 #define RLOCK_REQ_MAXARGS 40
@@ -24,33 +25,8 @@
 #define KEY_WAKE ":wake:"		/* + a waiter's id: its wake-up channel */
 #define KEY_LOG ":log"
 #define KEY_ONCE ":once"		/* the period done, for --once-per */
-#define KEY_LAST ":log:last"		/* the last runs (scripts.c names it
-					 * from the log's key) */
-
-/*
- * The wait line (DESIGN section 4): a waiter among the first LINE_NEAR
- * keeps its place by running the acquire script every LINE_BEAT_MS, and
- * loses it when not heard of for LINE_LEASE_MS; one further back asks
- * less often, in proportion to its place (at most 20 times less), with a
- * lease as much longer, so that keeping a long line costs the server
- * about the same per hand-off as a short one.  A waiter that is woken has
- * its lease cut back to LINE_LEASE_MS, so one whose host vanished holds
- * the line up for at most LINE_LEASE_MS + LINE_BEAT_MS wherever it stood.
- * One that died on a live host costs nothing: its wake-up channel has no
- * subscriber left.
- */
-#define LINE_BEAT_MS 400
-/*
- * A grant its holder asks for again (a waiter that a release handed the
- * lock to, the baton, which confirms it so; or a retry after a lost
- * reply) is given a new fence when it is BATON_REFENCE_MS old or more, on
- * the server's clock: it was held up (its server stopped before it
- * answered) long enough for a failover to have handed out a higher fence
- * elsewhere.  A failover takes longer than that: Sentinel's
- * down-after-milliseconds and Cluster's node timeout are seconds in
- * practice.
- */
-#define BATON_REFENCE_MS 1000
+#define KEY_LAST ":log:last"		/* the last runs (the scripts name
+					 * it from the log's key) */
 
 /* How long a wait without end (no -w) retries a failover seen under way
  * (a replica named master, READONLY, a cluster slot down) before any
@@ -60,21 +36,7 @@
  * time, and no wait (-n) within the I/O timeout. */
 #define FAILOVER_GRACE_MS 60000
 
-/* A fence is a positive integer below this, 2^53 less 2^20: exact in a
- * double (Lua, JSON, shell arithmetic), and so is the one after it.  A
- * counter at or above it, or not digits, is one rlock did not write
- * (LUA_FENCE_OF in scripts.c), and a grant whose fence is not below it is
- * refused.  The server's clock in µs reaches it in the year 2255. */
-#define FENCE_LIMIT 9007199253692416
-#define LINE_LEASE_MS 1500
-#define LINE_NEAR 4
-#define LINE_FAR_MAX 20			/* the longest interval, in beats */
 #define LINE_ID_LEN 16			/* hex digits of a waiter's id */
-
-/* A place in line is scored by its arrival (µs) less its priority times
- * this (115 days): a higher priority comes first whatever the arrival,
- * and every score is exact in a double. */
-#define PRIO_STEP_US 10000000000000
 
 /*
  * How long a waiter told "held" waits before it asks again (ms), unless
@@ -141,10 +103,21 @@ enum rlock_script_id {
 
 #define REQ_COMMAND (-1)		/* a request that is no script */
 
+/* Lines line.. of a script's body, up to the next span's, are lines
+ * src.. of file (lib/scripts/). */
+struct script_span {
+	unsigned line, src;
+	const char *file;
+};
+
+/* A server script, generated from lib/scripts/NAME.lua by the build
+ * (lib/scripts/luagen.c). */
 struct rlock_script {
 	const char *name;
 	const char *body;
 	const char *sha;		/* SHA-1 of body, for EVALSHA */
+	const struct script_span *span;	/* where its lines come from */
+	size_t nspan;
 };
 
 extern const struct rlock_script rlock_scripts[RLOCK_SCRIPT_COUNT];
@@ -239,7 +212,7 @@ void req_force(struct request *q, const struct lock_names *n,
 	       const char *by, const struct history *h);
 /* Record one history entry: v holds the EV_NFIELDS values (NULL: ""),
  * run, when not NULL, the run it ends for the record of the last runs
- * (scripts.c: "EVENT\nKIND\n..." without its "1\nID\n"). */
+ * (log.lua: "EVENT\nKIND\n..." without its "1\nID\n"). */
 void req_log(struct request *q, const struct lock_names *n,
 	     const struct history *h, const char *run, const char *const *v);
 void req_status(struct request *q, const struct lock_names *n);
@@ -282,6 +255,12 @@ void explain_wrongtype(struct rlock_conn *c, const struct request *q,
  * command): rlock needs EVAL and EVALSHA".  Returns 1 or 0.
  */
 int scripts_unavailable(const redisReply *r, char *why, size_t len);
+
+/* Where line (1 the first) of script s's body comes from: the file in
+ * lib/scripts/ and its line there.  Returns 0, or -1 for a line the body
+ * does not have. */
+int script_source(const struct rlock_script *s, unsigned long line,
+		  const char **file, unsigned long *src);
 
 /* Turn an error reply of c's server into a code and a message users can
  * act on; key names what the request was about.  A server that cannot
@@ -536,13 +515,13 @@ int decode_ok(const char *s, size_t n, struct rlock_event *ev);
  * it keeps is a lock name (it aborts otherwise: for the fuzz target). */
 int decode_scan(const redisReply *r, size_t plen, char cursor[32],
 		size_t *nnames, size_t *njunk);
-/* The status script's answer (scripts.c) into h and, when list is not
+/* The status script's answer (status.lua) into h and, when list is not
  * NULL, its holders into *list (malloc'd, *nlist of them).  Returns 0, or
  * -1 for a reply of the wrong shape; values other clients wrote are
  * unknown, noted in h->junk. */
 int decode_status(const redisReply *r, struct rlock_holder *h,
 		  struct rlock_holder **list, size_t *nlist);
-/* A run of the record of the last runs (scripts.c, release), "1\nID\n
+/* A run of the record of the last runs (release.lua), "1\nID\n
  * EVENT\n...", into ev.  Returns 0, or -1. */
 int decode_run(const char *s, size_t n, struct rlock_event *ev);
 int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,

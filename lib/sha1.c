@@ -1,6 +1,7 @@
 /*
- * sha1.c - SHA-1 (FIPS 180-4), to check that the digests written next to
- * our Lua scripts (scripts.c) are theirs: EVALSHA names a script by it.
+ * sha1.c - SHA-1 (FIPS 180-4), for the digests of our Lua scripts, which
+ * EVALSHA names a script by: the build computes them with it
+ * (lib/scripts/luagen.c), and the unit tests check them.
  * Not for anything that needs collision resistance.
  */
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /*
  * status.c - reading a lock's state: status (who holds it, who waits, its
  * last run), list (every lock under the prefix) and the history (log,
- * last).  Writing stays in the scripts (scripts.c), the lock operations in
- * lock.c.
+ * last).  Writing stays in the scripts (lib/scripts/), the lock operations
+ * in lock.c.
  */
 #include <limits.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # fence.bats - the fence never goes back.  A grant's fence is the larger of
 # the lock's :fence counter plus one and the server's clock in µs
-# (lib/scripts.c, LUA_NEXT_FENCE), so a server that forgot the counter
+# (lib/scripts/next_fence.lua), so a server that forgot the counter
 # still hands out a fence above every one before: a restart without
 # persistence, the key deleted, a replica promoted that missed the last
 # grants (by hand, by the sentinels, in a cluster), masters of a Redlock

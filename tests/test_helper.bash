@@ -937,7 +937,7 @@ evalsha_calls() {
 
 # ---- fences ----------------------------------------------------------------
 # A grant's fence is the larger of the :fence counter plus one and the
-# server's clock in µs (lib/scripts.c, LUA_NEXT_FENCE): about 16 digits,
+# server's clock in µs (lib/scripts/next_fence.lua): about 16 digits,
 # strictly increasing per name, below 2^53.  Tests compare fences with each
 # other, with the counter and meta, and with the server's TIME taken before
 # and after the grant, never with a count of acquisitions.

@@ -1,15 +1,39 @@
 /*
- * test_scripts.c - every Lua script's digest, written by hand in
- * scripts.c, is the SHA-1 of its body: EVALSHA would otherwise always
- * miss and pay a NOSCRIPT and an EVAL.  The error replies of a server
- * that cannot run scripts, told from every other.  And the cluster slot
- * of a key, which must be the server's or every request would be
- * redirected.
+ * test_scripts.c - every Lua script's digest, computed by the build
+ * (lib/scripts/luagen.c), is the SHA-1 of its body: EVALSHA would
+ * otherwise always miss and pay a NOSCRIPT and an EVAL.  Each line of a
+ * body maps to the line of lib/scripts/ it came from, and a server's
+ * error names that line.  The error replies of a server that cannot run
+ * scripts, told from every other.  And the cluster slot of a key, which
+ * must be the server's or every request would be redirected.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "harness.h"
 #include "lock_int.h"
+
+/* Line n (1 the first) of file in lib/scripts/, without its newline, into
+ * buf; "" when there is no such line.  The tests run from the top of the
+ * tree. */
+static void source_line(const char *file, unsigned long n, char *buf,
+			size_t len)
+{
+	char path[256];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "lib/scripts/%s", file);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	while (n-- > 0 && fgets(buf, (int)len, f) != NULL)
+		;
+	if (n != (unsigned long)-1)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
 
 void test_scripts(void)
 {
@@ -17,11 +41,36 @@ void test_scripts(void)
 
 	for (int i = 0; i < RLOCK_SCRIPT_COUNT; i++) {
 		const struct rlock_script *s = &rlock_scripts[i];
+		const char *p, *nl, *file;
+		unsigned long line = 0, src;
+		char want[1024];
 
 		unit_context("script %s", s->name);
 		CHECK(s->body != NULL && s->sha != NULL);
 		sha1_hex(s->body, strlen(s->body), hex);
 		CHECK_STR(s->sha, hex);
+		/* Each line is its source's, up to the first @NAME@ there
+		 * (the build wrote the value in its place); the first that
+		 * is not is the one reported. */
+		for (p = s->body; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+			size_t n;
+
+			line++;
+			if (script_source(s, line, &file, &src) != 0)
+				break;
+			source_line(file, src, want, sizeof(want));
+			n = strcspn(want, "@");
+			if (want[0] == '\0' || memcmp(p, want, n) != 0 ||
+			    (want[n] == '\0' && (size_t)(nl - p) != n))
+				break;
+		}
+		unit_context("script %s line %lu", s->name, line);
+		CHECK(nl == NULL);
+		if (nl != NULL)
+			CHECK_MEM(p, (size_t)(nl - p), want, strlen(want));
+		unit_context("script %s", s->name);
+		CHECK(script_source(s, line + 1, &file, &src) != 0);
+		CHECK(script_source(s, 0, &file, &src) != 0);
 	}
 	unit_context(NULL);
 }

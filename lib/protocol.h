@@ -1,0 +1,52 @@
+/*
+ * protocol.h - the numbers that mean the same on both sides of the Lua
+ * boundary: the C code uses these definitions, and the build writes their
+ * values into the scripts (lib/scripts/luagen.c replaces @NAME@ in a
+ * script with the value of NAME here), so each is written once.  Keep
+ * each value one token (a number): that is what the generator reads.
+ */
+#ifndef RLOCK_PROTOCOL_H
+#define RLOCK_PROTOCOL_H
+
+/*
+ * The wait line (DESIGN section 4): a waiter among the first LINE_NEAR
+ * keeps its place by running the acquire script every LINE_BEAT_MS, and
+ * loses it when not heard of for LINE_LEASE_MS; one further back asks
+ * less often, in proportion to its place (at most LINE_FAR_MAX times
+ * less), with a lease as much longer, so that keeping a long line costs
+ * the server about the same per hand-off as a short one.  A waiter that is
+ * woken has its lease cut back to LINE_LEASE_MS, so one whose host
+ * vanished holds the line up for at most LINE_LEASE_MS + LINE_BEAT_MS
+ * wherever it stood.  One that died on a live host costs nothing: its
+ * wake-up channel has no subscriber left.
+ */
+#define LINE_BEAT_MS 400
+#define LINE_LEASE_MS 1500
+#define LINE_NEAR 4
+#define LINE_FAR_MAX 20			/* the longest interval, in beats */
+
+/* A place in line is scored by its arrival (µs) less its priority times
+ * this (115 days): a higher priority comes first whatever the arrival,
+ * and every score is exact in a double. */
+#define PRIO_STEP_US 10000000000000
+
+/*
+ * A grant its holder asks for again (a waiter that a release handed the
+ * lock to, the baton, which confirms it so; or a retry after a lost
+ * reply) is given a new fence when it is BATON_REFENCE_MS old or more, on
+ * the server's clock: it was held up (its server stopped before it
+ * answered) long enough for a failover to have handed out a higher fence
+ * elsewhere.  A failover takes longer than that: Sentinel's
+ * down-after-milliseconds and Cluster's node timeout are seconds in
+ * practice.
+ */
+#define BATON_REFENCE_MS 1000
+
+/* A fence is a positive integer below this, 2^53 less 2^20: exact in a
+ * double (Lua, JSON, shell arithmetic), and so is the one after it.  A
+ * counter at or above it, or not digits, is one rlock did not write
+ * (lib/scripts/fence_of.lua), and a grant whose fence is not below it is
+ * refused.  The server's clock in µs reaches it in the year 2255. */
+#define FENCE_LIMIT 9007199253692416
+
+#endif /* RLOCK_PROTOCOL_H */

@@ -1,0 +1,25 @@
+-- Holders of a shared lock or semaphore: drop those whose lease ended,
+-- keep both keys alive as long as the longest lease.
+local function holders_expire()
+  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  if last[2] then
+    redis.call('PEXPIREAT', KEYS[3], ms(tonumber(last[2])))
+    redis.call('PEXPIREAT', KEYS[4], ms(tonumber(last[2])))
+  else
+    redis.call('DEL', KEYS[4])
+  end
+end
+local function holders_purge()
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ms(now), 'LIMIT', 0, 64)
+  if #gone > 0 then
+    redis.call('ZREM', KEYS[3], unpack(gone))
+    redis.call('HDEL', KEYS[4], unpack(gone))
+    holders_expire()
+  end
+end
+local function state()
+  if redis.call('EXISTS', KEYS[1]) == 1 then return 'x', 1 end
+  local n = redis.call('ZCARD', KEYS[3])
+  if n == 0 then return nil, 0 end
+  return redis.call('HGET', KEYS[4], 'limit') or 's', n
+end

@@ -1,0 +1,24 @@
+-- Leave the line.  KEYS: the nine.  ARGV: member ("KIND:ID"), wake-up
+-- prefix, the waiter's token, the history's length and ttl.  A waiter
+-- that gives up (its wait ran out, a signal) leaves at once, and when it
+-- was the one let in next, the next after it is woken.  A release that
+-- handed it the lock as it gave up (the baton, in release) left the lock
+-- with its token: that grant is released here, and recorded so.
+--@include now.lua
+--@include holders.lua
+--@include line.lua
+--@include record.lua
+if redis.call('GET', KEYS[1]) == ARGV[3] then
+  local fence, since = string.match(redis.call('GET', KEYS[2]) or '', '^(%d*)\n(%d*)')
+  redis.call('DEL', KEYS[1], KEYS[2])
+  append(KEYS[9], ARGV[4], ARGV[5], true, 'event', 'released', 'fence', fence or '',
+         'token', string.sub(ARGV[3], 1, 8), 'since', since or '', 'exit', '',
+         'reason', 'handed over as its wait ended')
+end
+leave(ARGV[1])
+if redis.call('HGET', KEYS[7], '~sup') == ARGV[1] then redis.call('HDEL', KEYS[7], '~sup') end
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  line_purge()
+  wake(ARGV[2], nil)
+end
+return 1

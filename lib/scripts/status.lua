@@ -1,0 +1,78 @@
+-- Status.  KEYS: the eight.  Reads only (expired holders and waiters are
+-- skipped, not removed).  {held, pttl, host, pid, user, command, since,
+-- fence, token prefix, now} as the acquire's busy answer lays out a
+-- holder (the exclusive one, or the shared or semaphore holder whose
+-- lease ends first), then the kind held ('x', 's', the limit, '' free),
+-- the number of holders, the number waiting in line, the next in line
+-- ("KIND:ID\nsince\npid\nhost\nuser\ncommand", '' none), up to 100
+-- holders as {token prefix, ttl, metadata}, the holder's note, and the
+-- last completed run from the history ({id, {field, value, ...}} of the
+-- newest released or lost entry among the last 50, then its grant's entry,
+-- {} when not among them; {} none, or the stream refused: a read, so a
+-- pcall), and the period done ({until, host, user, pid, since, done,
+-- fence, per}, {} none).  KEYS: the nine and the period's record.
+--@include now.lua
+--@include unpack_meta.lua
+local function token_of(e)
+  for i = 1, #e[2], 2 do
+    if e[2][i] == 'token' then return e[2][i + 1] end
+  end
+end
+local function last_run()
+  local es = redis.pcall('XREVRANGE', KEYS[9], '+', '-', 'COUNT', 50)
+  if type(es) ~= 'table' or es.err then return {}, {} end
+  for i, e in ipairs(es) do
+    local ev = e[2][2]
+    if ev == 'released' or ev == 'lost' then
+      local tok = token_of(e)
+      for j = i + 1, #es do
+        if es[j][2][2] == 'acquired' and token_of(es[j]) == tok then return e, es[j] end
+      end
+      return e, {}
+    end
+  end
+  return {}, {}
+end
+local function once()
+  local o = redis.call('HMGET', KEYS[10], 'until', 'host', 'user', 'pid', 'since', 'done', 'fence', 'per')
+  if not o[1] then return {} end
+  for i = 2, 8 do o[i] = o[i] or '' end
+  return o
+end
+local run, grant = last_run()
+local cur = redis.call('GET', KEYS[1])
+local f = redis.call('GET', KEYS[8]) or '0'
+local nline = redis.call('ZCOUNT', KEYS[6], '(' .. ms(now), '+inf')
+local head = ''
+if nline > 0 then
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[5], 0, 63)) do
+    local d = tonumber(redis.call('ZSCORE', KEYS[6], m) or '0')
+    if d > now then
+      head = m .. '\n' .. (redis.call('HGET', KEYS[7], m) or '')
+      break
+    end
+  end
+end
+if cur then
+  local m = unpack_meta(redis.call('GET', KEYS[2]) or '')
+  return {1, redis.call('PTTL', KEYS[1]), m[5] or '', m[4] or '', m[6] or '',
+          m[7] or '', m[2] or '', m[1] or f, string.sub(cur, 1, 8), ms(now),
+          'x', 1, nline, head, {}, m[8] or '', run, grant, once()}
+end
+local hs = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ms(now), '+inf',
+                      'WITHSCORES', 'LIMIT', 0, 100)
+if #hs == 0 then
+  return {0, -2, '', '', '', '', '', f, '', ms(now), '', 0, nline, head, {}, '',
+          run, grant, once()}
+end
+local list = {}
+for i = 1, #hs, 2 do
+  list[#list + 1] = {string.sub(hs[i], 1, 8), ms(tonumber(hs[i + 1]) - now),
+                     redis.call('HGET', KEYS[4], hs[i]) or ''}
+end
+local m = unpack_meta(list[1][3])
+return {1, tonumber(list[1][2]), m[5] or '', m[4] or '', m[6] or '', m[7] or '',
+        m[2] or '', m[1] or f, list[1][1], ms(now),
+        redis.call('HGET', KEYS[4], 'limit') or 's',
+        redis.call('ZCOUNT', KEYS[3], '(' .. ms(now), '+inf'), nline, head, list,
+        m[8] or '', run, grant, once()}
