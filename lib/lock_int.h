@@ -262,6 +262,17 @@ int scripts_unavailable(const redisReply *r, char *why, size_t len);
 int script_source(const struct rlock_script *s, unsigned long line,
 		  const char **file, unsigned long *src);
 
+/*
+ * The text of an error reply, s of n bytes, as users see it: Redis 7's
+ * tail " script: SHA, on @user_script:N." left out, and each
+ * "user_script:N" (line N of the body) of a script of rlock's, which the
+ * reply names by its digest, written as the line of lib/scripts/ it
+ * comes from, "release.lua:40".  An error that only the tail placed (one
+ * redis.call raised) is followed by it, " (extend.lua:27)".  Writes a
+ * string of at most len bytes to buf.
+ */
+void script_error_text(const char *s, size_t n, char *buf, size_t len);
+
 /* Turn an error reply of c's server into a code and a message users can
  * act on; key names what the request was about.  A server that cannot
  * run scripts is RLOCK_EUNAVAIL, named once here for every verb. */

@@ -556,6 +556,74 @@ int script_source(const struct rlock_script *s, unsigned long line,
 	return 0;
 }
 
+/* The script whose digest follows the first "script: " (Redis 7's tail)
+ * or "f_" (Redis 6: "call to f_SHA") in s, NULL none of rlock's. */
+static const struct rlock_script *named_script(const char *s, size_t n)
+{
+	static const char *const marks[] = { "script: ", "f_" };
+
+	for (size_t m = 0; m < 2; m++) {
+		size_t ml = strlen(marks[m]);
+		const char *at = memmem(s, n, marks[m], ml);
+
+		if (at == NULL || (size_t)(s + n - at) < ml + 40)
+			continue;
+		for (int i = 0; i < RLOCK_SCRIPT_COUNT; i++)
+			if (memcmp(at + ml, rlock_scripts[i].sha, 40) == 0)
+				return &rlock_scripts[i];
+	}
+	return NULL;
+}
+
+/* The length of "user_script:N" at s (end: the text's end), 0 when it is
+ * not there; *line gets N. */
+static size_t user_line(const char *s, const char *end, unsigned long *line)
+{
+	const char *p = s + 12;
+
+	*line = 0;
+	if ((size_t)(end - s) < 12 || memcmp(s, "user_script:", 12) != 0)
+		return 0;
+	for (; p < end && *p >= '0' && *p <= '9' && *line < 1000000; p++)
+		*line = *line * 10 + (unsigned long)(*p - '0');
+	return *line > 0 ? (size_t)(p - s) : 0;
+}
+
+void script_error_text(const char *s, size_t n, char *buf, size_t len)
+{
+	const struct rlock_script *sc = named_script(s, n);
+	const char *tail = memmem(s, n, " script:", 8), *p = s, *end, *file;
+	unsigned long line, src;
+	size_t at = 0, skip;
+	int named = 0, w;
+
+	if (len == 0)
+		return;
+	end = tail != NULL ? tail : s + n;
+	while (p < end && at + 1 < len) {
+		skip = user_line(p, end, &line);
+		if (sc != NULL && skip > 0 &&
+		    script_source(sc, line, &file, &src) == 0) {
+			w = snprintf(buf + at, len - at, "%s:%lu", file, src);
+			at = w < 0 ? at : at + (size_t)w < len ? at + (size_t)w :
+			     len - 1;
+			p += skip;
+			named = 1;
+		} else {
+			buf[at++] = *p++;
+		}
+	}
+	buf[at] = '\0';
+	/* Redis 7 names the line only in the tail when redis.call raised the
+	 * error: "..., on @user_script:12.". */
+	if (!named && sc != NULL && tail != NULL &&
+	    (p = memmem(tail, (size_t)(s + n - tail), "@user_script:", 13)) !=
+		    NULL &&
+	    user_line(p + 1, s + n, &line) > 0 &&
+	    script_source(sc, line, &file, &src) == 0)
+		snprintf(buf + at, len - at, " (%s:%lu)", file, src);
+}
+
 void classify_error(const redisReply *r, const struct rlock_conn *c,
 		    const char *key, struct rlock_result *res)
 {
@@ -643,8 +711,11 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 		snprintf(res->err, sizeof(res->err), "%s: %.*s", addr, n,
 			 r->str);
 	} else {
+		char text[512];
+
+		/* A script's own error names its line in lib/scripts/. */
+		script_error_text(r->str, r->len, text, sizeof(text));
 		res->rc = RLOCK_EPROTO;
-		snprintf(res->err, sizeof(res->err), "%s: %.*s", addr, n,
-			 r->str);
+		snprintf(res->err, sizeof(res->err), "%s: %s", addr, text);
 	}
 }

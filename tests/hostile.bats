@@ -340,6 +340,22 @@ junk_counters() {
 	done
 }
 
+# The server's error for what a script of rlock's could not do names the
+# script's file and line (lib/scripts/), not a line of the body it was
+# sent: a shared holder's lease of +inf (no client writes one) that the
+# extend script cannot turn into the keys' expiry.
+@test "a script's error from the server names the .lua file and line it is on (70)" {
+	local tok
+	tok=$("$RLOCK" acquire -s -t 30s e)
+	rcli R ZADD "$(key e):holders" +inf tokjunk >/dev/null
+	run -70 --separate-stderr "$RLOCK" extend e "$tok"
+	printf '%s\n' "$stderr" >err
+	one_line err "ERR value is not an integer or out of range (extend.lua:"
+	[[ $stderr =~ \(extend\.lua:[0-9]+\)$ ]] || fail "no line: $stderr"
+	[[ $stderr != *user_script* && $stderr != *" script:"* ]] ||
+		fail "the body's line or the digest shown: $stderr"
+}
+
 @test "a counter of plain digits still works: the fence is at least the server's clock, and goes in the counter" {
 	local k f t0 mode
 	k="$(key f):fence"

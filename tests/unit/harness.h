@@ -46,6 +46,7 @@ void test_util(void);
 void test_resp(void);
 void test_sha1(void);
 void test_scripts(void);
+void test_script_errors(void);
 void test_no_scripts(void);
 void test_slots(void);
 void test_fanout(void);

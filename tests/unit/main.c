@@ -28,6 +28,7 @@ static const struct group {
 	{ "resp", test_resp },
 	{ "sha1", test_sha1 },
 	{ "scripts", test_scripts },
+	{ "scripterrors", test_script_errors },
 	{ "noscripts", test_no_scripts },
 	{ "slots", test_slots },
 	{ "fanout", test_fanout },

@@ -75,6 +75,92 @@ void test_scripts(void)
 	unit_context(NULL);
 }
 
+/* The line of script id's body that holds what, and where it comes from
+ * as "FILE:LINE". */
+static unsigned long body_line(int id, const char *what, char *where,
+			       size_t len)
+{
+	const struct rlock_script *s = &rlock_scripts[id];
+	const char *at = strstr(s->body, what), *file;
+	unsigned long line = 1, src;
+
+	for (const char *p = s->body; at != NULL && p < at; p++)
+		line += *p == '\n';
+	if (at == NULL || script_source(s, line, &file, &src) != 0)
+		return 0;
+	snprintf(where, len, "%s:%lu", file, src);
+	return line;
+}
+
+/* Error replies as Redis 7.0.15 and 6.0 write them, for a line of extend
+ * (a PEXPIREAT it refused: redis.call raised the error) and of release. */
+void test_script_errors(void)
+{
+	const char *ext = rlock_scripts[RLOCK_SCRIPT_EXTEND].sha;
+	const char *rel = rlock_scripts[RLOCK_SCRIPT_RELEASE].sha;
+	char in[512], want[512], got[512], we[64], wr[64];
+	unsigned long le = body_line(RLOCK_SCRIPT_EXTEND, "'PEXPIREAT'", we,
+				     sizeof(we));
+	unsigned long lr = body_line(RLOCK_SCRIPT_RELEASE, "tonumber(hu) >",
+				     wr, sizeof(wr));
+
+	CHECK(le > 0 && lr > 0);
+	CHECK(strncmp(we, "extend.lua:", 11) == 0);
+	CHECK(strncmp(wr, "release.lua:", 12) == 0);
+
+	/* Redis 7: a Lua error names the line in the text and the tail. */
+	snprintf(in, sizeof(in), "ERR user_script:%lu: attempt to compare "
+		 "number with nil script: %s, on @user_script:%lu.", lr, rel,
+		 lr);
+	snprintf(want, sizeof(want), "ERR %s: attempt to compare number "
+		 "with nil", wr);
+	script_error_text(in, strlen(in), got, sizeof(got));
+	CHECK_STR(got, want);
+
+	/* Redis 7: one redis.call raised names it in the tail only. */
+	snprintf(in, sizeof(in), "ERR value is not an integer or out of "
+		 "range script: %s, on @user_script:%lu.", ext, le);
+	snprintf(want, sizeof(want), "ERR value is not an integer or out of "
+		 "range (%s)", we);
+	script_error_text(in, strlen(in), got, sizeof(got));
+	CHECK_STR(got, want);
+
+	/* Redis 6: the digest in the function's name, the line twice. */
+	snprintf(in, sizeof(in), "ERR Error running script (call to f_%s): "
+		 "@user_script:%lu: user_script:%lu: attempt to compare "
+		 "number with nil", rel, lr, lr);
+	snprintf(want, sizeof(want), "ERR Error running script (call to "
+		 "f_%s): @%s: %s: attempt to compare number with nil", rel,
+		 wr, wr);
+	script_error_text(in, strlen(in), got, sizeof(got));
+	CHECK_STR(got, want);
+
+	/* Not rlock's script, or no line its body has: as it came. */
+	snprintf(in, sizeof(in), "ERR user_script:3: boom script: "
+		 "%040d, on @user_script:3.", 0);
+	script_error_text(in, strlen(in), got, sizeof(got));
+	CHECK_STR(got, "ERR user_script:3: boom");
+	snprintf(in, sizeof(in), "ERR user_script:99999: boom script: %s, "
+		 "on @user_script:99999.", ext);
+	script_error_text(in, strlen(in), got, sizeof(got));
+	CHECK_STR(got, "ERR user_script:99999: boom");
+	snprintf(in, sizeof(in), "ERR user_script:: boom script: %s, on "
+		 "@user_script:x.", ext);
+	script_error_text(in, strlen(in), got, sizeof(got));
+	CHECK_STR(got, "ERR user_script:: boom");
+	script_error_text("ERR unknown command 'X'", 23, got, sizeof(got));
+	CHECK_STR(got, "ERR unknown command 'X'");
+
+	/* Cut to the room there is. */
+	snprintf(in, sizeof(in), "ERR user_script:%lu: attempt to compare "
+		 "script: %s, on @user_script:%lu.", lr, rel, lr);
+	memset(got, 'z', sizeof(got));
+	script_error_text(in, strlen(in), got, 8);
+	CHECK_STR(got, "ERR rel");
+	script_error_text(in, strlen(in), got, 1);
+	CHECK_STR(got, "");
+}
+
 /* Redis 7.0.15 with EVAL or EVALSHA renamed to "" (Redis 6.0 and older
  * quote with `), Valkey's src/eval.c without a Lua engine, and replies
  * that mean something else. */
