@@ -1,5 +1,5 @@
 # rlock - run a command while holding a lock in Redis.
-# Targets: all deps test unit install uninstall clean demo fuzz
+# Targets: all deps test unit luacheck install uninstall clean demo fuzz
 # fuzz-replay, and for a release: dist (dist/rlock-VERSION.tar.gz), deb
 # (dist/rlock_VERSION_ARCH.deb, after deb-deps) and distclean.  SAN=1 builds
 # with AddressSanitizer and UBSan; WERROR=1 turns warnings into errors (make
@@ -83,7 +83,7 @@ HELPERS = $(HELPER_SRC:.c=)
 DEB_PKGS = gcc make pkg-config libhiredis-dev libssl-dev redis-server \
 	   redis-tools redis-sentinel bats bats-support bats-assert mandoc \
 	   openssl procps python3 iproute2 bsdutils zsh fish man-db groff-base \
-	   clang libclang-rt-14-dev
+	   clang libclang-rt-14-dev lua-check
 # What make deb needs (debian/control's Build-Depends and the tools), and
 # what tests/package.bats checks the package with: lintian, and
 # bash-completion's loader.
@@ -118,10 +118,32 @@ $(LUAGEN): $(LUAGEN).c lib/sha1.c lib/rlock_int.h lib/rlock.h
 
 # Every script and piece, and the header their @NAME@ values come from:
 # an edit to any of them regenerates the C and relinks.  The bodies as
-# sent, and their line maps, go to $(LINT_DIR).
+# sent, and their line maps, go to $(LINT_DIR) for make luacheck.
 $(SCRIPTS_C): $(LUAGEN) $(wildcard lib/scripts/*.lua) lib/protocol.h
 	@mkdir -p $(LINT_DIR)
 	$(LUAGEN) -d $(LINT_DIR) lib/protocol.h $@ $(SCRIPTS_LUA)
+
+# make luacheck: each script's body as the server gets it (its pieces
+# included, so that what one defines is seen where another uses it),
+# Lua 5.1 with the globals Redis gives a script (lib/scripts/.luacheckrc).
+# A warning names the line of the .lua file it is on.  One line per
+# script, "luacheck_NAME: ok" or "luacheck_NAME: FAILED": tests/run-tests
+# counts these lines.
+luacheck: $(SCRIPTS_C)
+	@st=0; for s in $(SCRIPTS); do \
+		if out=$$(luacheck --config lib/scripts/.luacheckrc --no-color \
+			--formatter plain --codes $(LINT_DIR)/$$s.lua 2>&1); then \
+			echo "luacheck_$$s: ok"; \
+		else \
+			printf '%s\n' "$$out" | awk -v s=$$s -F: \
+				'NR == FNR { map[FNR] = $$0; next } \
+				 $$2 ~ /^[0-9]+$$/ && ($$2 in map) { \
+					sub(/^[^:]*:[0-9]+/, "lib/scripts/" map[$$2]); \
+					print $$0 " (in " s ".lua)"; next } { print }' \
+				$(LINT_DIR)/$$s.map -; \
+			echo "luacheck_$$s: FAILED"; st=1; \
+		fi; \
+	done; exit $$st
 
 # The installed man page: man/rlock.1 dated and versioned from the release.
 rlock.1: man/rlock.1 VERSION debian/changelog
@@ -246,8 +268,8 @@ deb: deb-deps check-version dist
 	mv -f $(DISTDIR)/deb-build/rlock_$(VERSION)_$(DEB_ARCH).deb $(DISTDIR)/
 	rm -rf $(DISTDIR)/deb-build
 
-.PHONY: all deps deb-deps unit test demo install uninstall clean clean-objs \
-	distclean dist deb check-version FORCE
+.PHONY: all deps deb-deps unit luacheck test demo install uninstall clean \
+	clean-objs distclean dist deb check-version FORCE
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(HELPERS:=.d)
 

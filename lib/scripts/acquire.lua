@@ -78,7 +78,7 @@ if cur == tok then
   if rest then redis.call('SET', KEYS[2], fs .. '\n' .. since .. rest, 'PX', ARGV[2]) end
   return {1, f}
 end
---@include record.lua
+--@include append.lua
 --@include grant.lua
 local function grant_x()
   local f, fs = next_fence()

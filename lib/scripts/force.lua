@@ -19,10 +19,10 @@
 --@include line.lua
 --@include unpack_meta.lua
 --@include record.lua
-local function forced(kind, host, user, pid, fence, tok, since, command)
+local function forced(hkind, host, user, pid, fence, tok, since, command)
   since = tonumber(since or '')
   record(KEYS[8], ARGV[4], ARGV[5], 'event', 'forced', 'host', host or '',
-         'user', user or '', 'pid', pid or '', 'kind', kind, 'fence', fence or '',
+         'user', user or '', 'pid', pid or '', 'kind', hkind, 'fence', fence or '',
          'token', string.sub(tok, 1, 8), 'held', since and ms(now - since) or '',
          'reason', ARGV[3], 'command', command or '')
 end
@@ -56,10 +56,10 @@ else
     return {0, junk}
   end
   local f = unpack_meta(redis.call('HGET', KEYS[4], hs[1]) or '')
-  local kind = redis.call('HGET', KEYS[4], 'limit') or 's'
+  local hkind = redis.call('HGET', KEYS[4], 'limit') or 's'
   for i, h in ipairs(hs) do
     local g = i == 1 and f or unpack_meta(redis.call('HGET', KEYS[4], h) or '')
-    forced(kind, g[5], g[6], g[4], g[1], h, g[2], g[7])
+    forced(hkind, g[5], g[6], g[4], g[1], h, g[2], g[7])
   end
   redis.call('DEL', KEYS[3], KEYS[4])
   r = {1, 0, f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '',

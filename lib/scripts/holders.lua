@@ -17,9 +17,3 @@ local function holders_purge()
     holders_expire()
   end
 end
-local function state()
-  if redis.call('EXISTS', KEYS[1]) == 1 then return 'x', 1 end
-  local n = redis.call('ZCARD', KEYS[3])
-  if n == 0 then return nil, 0 end
-  return redis.call('HGET', KEYS[4], 'limit') or 's', n
-end

@@ -5,9 +5,8 @@
 -- handed it the lock as it gave up (the baton, in release) left the lock
 -- with its token: that grant is released here, and recorded so.
 --@include now.lua
---@include holders.lua
 --@include line.lua
---@include record.lua
+--@include append.lua
 if redis.call('GET', KEYS[1]) == ARGV[3] then
   local fence, since = string.match(redis.call('GET', KEYS[2]) or '', '^(%d*)\n(%d*)')
   redis.call('DEL', KEYS[1], KEYS[2])

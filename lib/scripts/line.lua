@@ -1,15 +1,18 @@
 -- The line.  A member leaves when it is granted, gives up, or its lease
 -- ended; one whose wake-up channel has no subscriber left (its process
 -- died and the server closed its connection) leaves when it is woken.
--- ok(kind, i, first) says whether the waiter of kind at place i (1 the
--- head) may be let in now with hk, hn held, first being the kind at the
--- head: only the head when exclusive, a run of shared waiters together,
--- and a semaphore's waiters while places are free.  wake(prefix, skip)
--- publishes to each of those (skip aside) on its channel, and drops one
--- that nobody listens to and looks again, at most eight times: PUBLISH
--- counts the receivers, so a waiter whose process died costs nothing.  A
--- waiter listens before it takes its place, so a place is never dropped
--- for want of a listener that was still coming.
+-- ok(mk, i, first, hk, hn) says whether the waiter of kind mk at place i
+-- (1 the head) may be let in now with hk, hn held (state()), first being
+-- the kind at the head: only the head when exclusive, a run of shared
+-- waiters together, and a semaphore's waiters while places are free.
+-- wake(prefix, skip) publishes to each of those (skip aside) on its
+-- channel, and drops one that nobody listens to and looks again, at most
+-- eight times: PUBLISH counts the receivers, so a waiter whose process
+-- died costs nothing.  A waiter listens before it takes its place, so a
+-- place is never dropped for want of a listener that was still coming.
+-- wake returns true when a PUBLISH was refused (an ACL user without the
+-- channel: see release.lua).
+--@include state.lua
 local function leave(m)
   redis.call('ZREM', KEYS[5], m)
   redis.call('ZREM', KEYS[6], m)
@@ -26,26 +29,26 @@ local function line_purge()
   end
 end
 local function kind(m)
-  local k = string.match(m, '^([xs]):') or string.match(m, '^(%d+):')
-  if not k then error('BADLINE ' .. string.sub(m, 1, 64), 0) end
-  return k
+  local mk = string.match(m, '^([xs]):') or string.match(m, '^(%d+):')
+  if not mk then error('BADLINE ' .. string.sub(m, 1, 64), 0) end
+  return mk
 end
-local function ok(k, i, first, hk, hn)
-  if hk == 'x' or k ~= first then return false end
-  if k == 'x' then return i == 1 and hk == nil end
-  if hk ~= nil and hk ~= k then return false end
-  if k == 's' then return true end
-  return hn + i <= tonumber(k)
+local function ok(mk, i, first, hk, hn)
+  if hk == 'x' or mk ~= first then return false end
+  if mk == 'x' then return i == 1 and hk == nil end
+  if hk ~= nil and hk ~= mk then return false end
+  if mk == 's' then return true end
+  return hn + i <= tonumber(mk)
 end
-local wake_refused = false
 local function lease_for(p)
   if not p or p < @LINE_NEAR@ then return @LINE_LEASE_MS@ end
   return math.min(@LINE_LEASE_MS@ * p / @LINE_NEAR@, @LINE_LEASE_MS@ * @LINE_FAR_MAX@)
 end
 local function wake(prefix, skip)
-  for round = 1, 8 do
+  local refused = false
+  for _ = 1, 8 do
     local hk, hn = state()
-    if hk == 'x' then return end
+    if hk == 'x' then return refused end
     local es = redis.call('ZRANGE', KEYS[5], 0, 0)
     if es[1] and kind(es[1]) ~= 'x' then es = redis.call('ZRANGE', KEYS[5], 0, 63) end
     local dead = false
@@ -53,13 +56,14 @@ local function wake(prefix, skip)
       if not ok(kind(e), i, kind(es[1]), hk, hn) then break end
       if e ~= skip then
         local p = redis.pcall('PUBLISH', prefix .. string.match(e, '[^:]*$'), 'wake')
-        if type(p) == 'table' then wake_refused = true
+        if type(p) == 'table' then refused = true
         elseif p == 0 then leave(e); dead = true
         elseif tonumber(redis.call('ZSCORE', KEYS[6], e) or '0') > now + lease_for(0) then
           redis.call('ZADD', KEYS[6], ms(now + lease_for(0)), e)
         end
       end
     end
-    if not dead then return end
+    if not dead then return refused end
   end
+  return refused
 end

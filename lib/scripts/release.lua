@@ -39,12 +39,13 @@
 -- a message published here, so "granted" is published only once the
 -- grant is written, and a waiter nobody heard here is dropped, as wake()
 -- drops it, and asks when it hears 'wake' elsewhere.
---@include record.lua
+--@include append.lua
 local tok = ARGV[1]
 local cur = redis.call('GET', KEYS[1])
 local function released(kind, v, fence)
   if ARGV[6] == '0' then return end
-  local ev, ex, sig, t8, id = 'released', ARGV[4], ARGV[5], string.sub(tok, 1, 8)
+  local ev, ex, sig, t8 = 'released', ARGV[4], ARGV[5], string.sub(tok, 1, 8)
+  local id
   local rec, n = KEYS[9] .. ':last'
   if sig == 'abandoned' then ev, sig = sig, '' end
   if sig == '' and ex == '' then
@@ -111,7 +112,7 @@ if cur == tok and redis.call('EXISTS', KEYS[5]) == 0 then return announce() end
 --@include line.lua
 --@include unpack_meta.lua
 local function baton()
-  for round = 1, 8 do
+  for _ = 1, 8 do
     local m = redis.call('ZRANGE', KEYS[5], 0, 0)[1]
     if not m or kind(m) ~= 'x' then return false end
     local b = redis.call('HGET', KEYS[7], '^' .. m)
@@ -161,6 +162,5 @@ if cur ~= tok then
 end
 line_purge()
 if cur == tok and baton() then return 1 end
-wake(ARGV[3], nil)
-if wake_refused then return 3 end
+if wake(ARGV[3], nil) then return 3 end
 return 1

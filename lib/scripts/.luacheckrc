@@ -1,0 +1,6 @@
+-- luacheck's settings for the server's scripts (make luacheck): Lua 5.1,
+-- as Redis runs it, with the globals Redis gives every script.
+std = "lua51"
+read_globals = {
+  "redis", "KEYS", "ARGV", "cjson", "bit", "struct", "cmsgpack",
+}
