@@ -11,8 +11,9 @@
  *     the same way): the pieces several scripts share;
  *   - each @NAME@ replaced by the value of "#define NAME VALUE" in the
  *     protocol header, the one definition C and Lua both read;
- *   - comments that start a line, and blank lines, left out: the body is
- *     what the server parses at every EVAL and keeps in its script cache.
+ *   - lines that are only a comment, and blank lines, left out: the body
+ *     is what the server parses at every EVAL and keeps in its script
+ *     cache.
  *
  * With -d DIR, each body is also written to DIR/NAME.lua and its line
  * map to DIR/NAME.map ("FILE:LINE", one line per line of the body), for
@@ -202,7 +203,9 @@ static void expand(struct script *s, const char *path, int depth)
 			expand(s, sub, depth + 1);
 			continue;
 		}
-		if (strncmp(line, "--", 2) == 0 ||
+		/* A comment of its own line, indented or not, or a blank
+		 * line: nothing for the server to parse. */
+		if (strncmp(line + strspn(line, " \t"), "--", 2) == 0 ||
 		    line[strspn(line, " \t")] == '\0')
 			continue;
 		add_line(s, line, base, lineno);
