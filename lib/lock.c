@@ -2075,27 +2075,19 @@ int rlock_force_release(struct rlock *rl, const char *name,
 	fan_run(rl, &f);
 	for (i = 0; i < f.n; i++) {
 		struct rlock_result *res = &f.slot[i].res;
+		struct force_reply fr;
 
-		long long held = -1, many = 0, junk = 0;
-
-		/* {0, junk} or the holder layout, how many, junk. */
 		if (res->rc == RLOCK_OK &&
-		    (elem_num(res->r, 0, 0, 1, &held) != 0 ||
-		     (held == 0 && (res->r->elements != 2 ||
-				    elem_num(res->r, 1, 0, 9, &junk) != 0)) ||
-		     (held == 1 && (res->r->elements != 12 ||
-				    parse_holder(res->r, was) != 0 ||
-				    elem_num(res->r, 10, 1, LLONG_MAX, &many) != 0 ||
-				    elem_num(res->r, 11, 0, 9, &junk) != 0))))
+		    decode_force(res->r, &fr, was) != RLOCK_OK)
 			fan_unexpected(&f, i, "release");
 		if (res->rc != RLOCK_OK) {
 			fail++;
 			continue;
 		}
-		if (junk > was->junk_keys)
-			was->junk_keys = junk;
-		if (held == 1) {
-			was->nholders = many;
+		if (fr.junk > was->junk_keys)
+			was->junk_keys = fr.junk;
+		if (fr.held) {
+			was->nholders = fr.holders;
 			removed++;
 		}
 	}

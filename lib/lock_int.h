@@ -7,8 +7,8 @@
 #ifndef RLOCK_LOCK_INT_H
 #define RLOCK_LOCK_INT_H
 
-#include "protocol.h"
 #include "rlock_int.h"
+#include "protocol.h"
 
 #define RLOCK_REQ_MAXARGS 40
 
@@ -207,9 +207,6 @@ void req_release(struct request *q, const struct lock_names *n,
 		 const char *token, const struct history *h,
 		 const struct rlock_outcome *how, int64_t once_ms,
 		 int announce);
-/* Remove whoever holds it; by is who did, for the history. */
-void req_force(struct request *q, const struct lock_names *n,
-	       const char *by, const struct history *h);
 /* Record one history entry: v holds the EV_NFIELDS values (NULL: ""),
  * run, when not NULL, the run it ends for the record of the last runs
  * (log.lua: "EVENT\nKIND\n..." without its "1\nID\n"). */
@@ -219,6 +216,24 @@ void req_status(struct request *q, const struct lock_names *n);
 /* Raise the fence counter to fence (several masters). */
 void req_fence(struct request *q, const struct lock_names *n,
 	       const char *token, long long fence);
+/* Remove whoever holds it; by is who did, for the history
+ * (lib/scripts/force.c). */
+void req_force(struct request *q, const struct lock_names *n,
+	       const char *by, const struct history *h);
+
+/*
+ * For the argument builders (scripts.c, lib/scripts/NAME.c): start q as
+ * script with its first nkeys keys of n, in the order the scripts take
+ * them; v written in q's number storage slot; the history's length and ttl
+ * in slots slot and slot + 1, as the scripts take them; a key (the log,
+ * the period's record) appended as the next.
+ */
+void req_begin(struct request *q, int script, int nkeys,
+	       const struct lock_names *n);
+const char *req_num(struct request *q, int slot, long long v);
+void req_history(struct request *q, int slot, const struct history *h);
+void req_add_key(struct request *q, const char *key);
+
 /* A plain command of argc words, for slot (-1: keyless). */
 void req_command(struct request *q, int argc, const char *const *argv,
 		 int slot);

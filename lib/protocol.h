@@ -1,12 +1,16 @@
 /*
- * protocol.h - the numbers that mean the same on both sides of the Lua
- * boundary: the C code uses these definitions, and the build writes their
- * values into the scripts (lib/scripts/luagen.c replaces @NAME@ in a
- * script with the value of NAME here), so each is written once.  Keep
- * each value one token (a number): that is what the generator reads.
+ * protocol.h - what the C side and the Lua scripts (lib/scripts/) share.
+ * The numbers that mean the same on both sides of the boundary: the C
+ * code uses these definitions, and the build writes their values into the
+ * scripts (lib/scripts/luagen.c replaces @NAME@ in a script with the value
+ * of NAME here), so each is written once; keep each value one token (a
+ * number), which is what the generator reads.  And the scripts' answers,
+ * as their decoders (lib/scripts/NAME.c) give them.
  */
 #ifndef RLOCK_PROTOCOL_H
 #define RLOCK_PROTOCOL_H
+
+#include "rlock_int.h"
 
 /*
  * The wait line (DESIGN section 4): a waiter among the first LINE_NEAR
@@ -48,5 +52,27 @@
  * (lib/scripts/fence_of.lua), and a grant whose fence is not below it is
  * refused.  The server's clock in µs reaches it in the year 2255. */
 #define FENCE_LIMIT 9007199253692416
+
+/* ---- the scripts' answers -------------------------------------------- */
+
+/*
+ * Each script's answer is decoded in one place, lib/scripts/NAME.c beside
+ * its argument builder, strictly, into a typed struct: a wrong type, a
+ * wrong count or a number that does not parse in full and in range is
+ * RLOCK_EPROTO, never a default.
+ */
+
+/* force.lua: {0, junk} when nothing was held, else the holder layout of
+ * status ({1, 0, host, pid, user, command, since, fence, token prefix,
+ * 0}), how many holders were removed and junk. */
+struct force_reply {
+	int held;			/* something was removed */
+	long long holders;		/* how many, when held */
+	long long junk;			/* keys of another type deleted */
+};
+/* Decode r into out, and the (first) holder removed into h when there was
+ * one.  Returns RLOCK_OK or RLOCK_EPROTO. */
+int decode_force(const redisReply *r, struct force_reply *out,
+		 struct rlock_holder *h);
 
 #endif /* RLOCK_PROTOCOL_H */

@@ -149,8 +149,8 @@ int key_slot(const char *key, size_t len)
 	return (int)(crc16(key, len) % CLUSTER_SLOTS);
 }
 
-static void begin(struct request *q, int script, int nkeys,
-		  const struct lock_names *n)
+void req_begin(struct request *q, int script, int nkeys,
+	       const struct lock_names *n)
 {
 	const char *keys[LOCK_NKEYS] = { n->key, n->meta, n->holders,
 					 n->hmeta, n->line, n->lease, n->who,
@@ -163,21 +163,20 @@ static void begin(struct request *q, int script, int nkeys,
 		q->argv[q->argc] = keys[q->argc];
 }
 
-static const char *num(struct request *q, int slot, long long v)
+const char *req_num(struct request *q, int slot, long long v)
 {
 	q->num[slot][rlock_lltoa(q->num[slot], v)] = '\0';
 	return q->num[slot];
 }
 
-/* The history's length and ttl, as the scripts take them. */
-static void history_args(struct request *q, int slot, const struct history *h)
+void req_history(struct request *q, int slot, const struct history *h)
 {
-	q->argv[q->argc++] = h != NULL && h->max > 0 ? num(q, slot, h->max) : "0";
-	q->argv[q->argc++] = num(q, slot + 1, h != NULL ? h->ttl_ms : 0);
+	q->argv[q->argc++] = h != NULL && h->max > 0 ?
+			     req_num(q, slot, h->max) : "0";
+	q->argv[q->argc++] = req_num(q, slot + 1, h != NULL ? h->ttl_ms : 0);
 }
 
-/* Append a key (the log, the period's record) as the next. */
-static void add_key(struct request *q, const char *key)
+void req_add_key(struct request *q, const char *key)
 {
 	q->argv[q->argc++] = key;
 	q->nkeys++;
@@ -194,39 +193,39 @@ void req_acquire(struct request *q, const struct lock_names *n,
 {
 	int policy = a->priority != 0 || a->supersede || a->once_ms > 0;
 
-	begin(q, RLOCK_SCRIPT_ACQUIRE, LOCK_NKEYS, n);
+	req_begin(q, RLOCK_SCRIPT_ACQUIRE, LOCK_NKEYS, n);
 	if (a->once_ms > 0)
-		add_key(q, n->once);
+		req_add_key(q, n->once);
 	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
 	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
 		      sizeof(q->label));
 	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = num(q, 0, ttl_ms);
+	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
 	q->argv[q->argc++] = who->host;
-	q->argv[q->argc++] = num(q, 1, who->pid);
+	q->argv[q->argc++] = req_num(q, 1, who->pid);
 	q->argv[q->argc++] = who->user;
 	q->argv[q->argc++] = q->label;
-	q->argv[q->argc++] = num(q, 2, who->min_hold_ms);
+	q->argv[q->argc++] = req_num(q, 2, who->min_hold_ms);
 	q->argv[q->argc++] = a->details ? "1" : "0";
 	q->argv[q->argc++] = a->kind;
 	q->argv[q->argc++] = a->waiter;
 	q->argv[q->argc++] = a->join ? "1" : "0";
 	q->argv[q->argc++] = n->wake;
 	q->argv[q->argc++] = who->note != NULL ? who->note : "";
-	q->argv[q->argc++] = num(q, 4, who->waited_ms);
-	history_args(q, 5, h);
+	q->argv[q->argc++] = req_num(q, 4, who->waited_ms);
+	req_history(q, 5, h);
 	if (!policy && a->baton_ms == 0 && a->arrival == 0)
 		return;
-	q->argv[q->argc++] = num(q, 7, a->priority);
+	q->argv[q->argc++] = req_num(q, 7, a->priority);
 	q->argv[q->argc++] = a->supersede ? "1" : "0";
-	q->argv[q->argc++] = num(q, 8, a->once_ms);
+	q->argv[q->argc++] = req_num(q, 8, a->once_ms);
 	if (a->baton_ms == 0 && a->arrival == 0)
 		return;
-	q->argv[q->argc++] = a->baton_ms > 0 ? num(q, 3, a->baton_ms) : "0";
-	q->argv[q->argc++] = a->baton_ms > 0 ? num(q, 9, rlock_boot_ms()) :
-			     "0";
+	q->argv[q->argc++] = a->baton_ms > 0 ? req_num(q, 3, a->baton_ms) : "0";
+	q->argv[q->argc++] = a->baton_ms > 0 ?
+			     req_num(q, 9, rlock_boot_ms()) : "0";
 	if (a->arrival > 0)
-		q->argv[q->argc++] = num(q, 10, a->arrival);
+		q->argv[q->argc++] = req_num(q, 10, a->arrival);
 }
 
 /* KEYS: lock, meta ('x'), or holders, hmeta ('h').  ARGV: token, ttl,
@@ -234,12 +233,12 @@ void req_acquire(struct request *q, const struct lock_names *n,
 void req_extend(struct request *q, const struct lock_names *n,
 		const char *token, int64_t ttl_ms, int kind)
 {
-	begin(q, RLOCK_SCRIPT_EXTEND, 0, n);
+	req_begin(q, RLOCK_SCRIPT_EXTEND, 0, n);
 	q->nkeys = 2;
 	q->argv[q->argc++] = kind == 'x' ? n->key : n->holders;
 	q->argv[q->argc++] = kind == 'x' ? n->meta : n->hmeta;
 	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = num(q, 0, ttl_ms);
+	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
 	q->argv[q->argc++] = kind == 'x' ? "x" : "h";
 }
 
@@ -252,21 +251,21 @@ void req_release(struct request *q, const struct lock_names *n,
 		 const struct rlock_outcome *how, int64_t once_ms,
 		 int announce)
 {
-	begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS, n);
+	req_begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS, n);
 	if (once_ms > 0)
-		add_key(q, n->once);
+		req_add_key(q, n->once);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = announce ? n->chan : "";
 	q->argv[q->argc++] = n->wake;
 	q->argv[q->argc++] = how != NULL && how->exit >= 0 ?
-			     num(q, 0, how->exit) : "";
+			     req_num(q, 0, how->exit) : "";
 	q->argv[q->argc++] = how != NULL && how->abandoned ? "abandoned" :
 			     how != NULL && how->signal > 0 ?
 			     rlock_signame(how->signal, q->num[1],
 					   sizeof(q->num[1])) : "";
-	history_args(q, 2, h);
+	req_history(q, 2, h);
 	if (once_ms > 0)
-		q->argv[q->argc++] = num(q, 4, once_ms);
+		q->argv[q->argc++] = req_num(q, 4, once_ms);
 }
 
 /* KEYS: the nine.  ARGV: "KIND:ID", wake-up prefix, token, the history's
@@ -275,25 +274,12 @@ void req_leave(struct request *q, const struct lock_names *n,
 	       const char *kind, const char *waiter, const char *token,
 	       const struct history *h)
 {
-	begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS, n);
+	req_begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS, n);
 	snprintf(q->member, sizeof(q->member), "%s:%s", kind, waiter);
 	q->argv[q->argc++] = q->member;
 	q->argv[q->argc++] = n->wake;
 	q->argv[q->argc++] = token;
-	history_args(q, 0, h);
-}
-
-/* KEYS: the first seven, the log.  ARGV: channel, wake-up prefix, who
- * forced it, the history's length and ttl. */
-void req_force(struct request *q, const struct lock_names *n,
-	       const char *by, const struct history *h)
-{
-	begin(q, RLOCK_SCRIPT_FORCE, LOCK_NKEYS - 2, n);
-	add_key(q, n->log);
-	q->argv[q->argc++] = n->chan;
-	q->argv[q->argc++] = n->wake;
-	q->argv[q->argc++] = by;
-	history_args(q, 0, h);
+	req_history(q, 0, h);
 }
 
 /* KEYS: the log.  ARGV: the history's length and ttl, the field/value
@@ -301,9 +287,9 @@ void req_force(struct request *q, const struct lock_names *n,
 void req_log(struct request *q, const struct lock_names *n,
 	     const struct history *h, const char *run, const char *const *v)
 {
-	begin(q, RLOCK_SCRIPT_LOG, 0, n);
-	add_key(q, n->log);
-	history_args(q, 0, h);
+	req_begin(q, RLOCK_SCRIPT_LOG, 0, n);
+	req_add_key(q, n->log);
+	req_history(q, 0, h);
 	q->argv[q->argc++] = run != NULL ? run : "";
 	for (int i = 0; i < EV_NFIELDS; i++) {
 		if (v[i] == NULL || v[i][0] == '\0')
@@ -317,16 +303,16 @@ void req_log(struct request *q, const struct lock_names *n,
 void req_fence(struct request *q, const struct lock_names *n,
 	       const char *token, long long fence)
 {
-	begin(q, RLOCK_SCRIPT_FENCE, LOCK_NKEYS - 1, n);
+	req_begin(q, RLOCK_SCRIPT_FENCE, LOCK_NKEYS - 1, n);
 	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = num(q, 0, fence);
+	q->argv[q->argc++] = req_num(q, 0, fence);
 }
 
 /* KEYS: the nine and the period's record. */
 void req_status(struct request *q, const struct lock_names *n)
 {
-	begin(q, RLOCK_SCRIPT_STATUS, LOCK_NKEYS, n);
-	add_key(q, n->once);
+	req_begin(q, RLOCK_SCRIPT_STATUS, LOCK_NKEYS, n);
+	req_add_key(q, n->once);
 }
 void req_command(struct request *q, int argc, const char *const *argv,
 		 int slot)

@@ -5,8 +5,9 @@
  * those pieces, then, while the guard lets it pass, through hiredis's
  * reader, and every reply through the acquire script's decoders
  * (decode_grant, parse_busy, elem_num: lib/lock.c), the baton message's
- * (history_hint), the holder layout's (parse_holder) and a sentinel's
- * +switch-master message's (node_is_switch: lib/node.c).
+ * (history_hint), the holder layout's (parse_holder), the force script's
+ * (decode_force: lib/scripts/force.c) and a sentinel's +switch-master
+ * message's (node_is_switch: lib/node.c).
  *
  * Beyond not crashing: the guard answers the same whatever the split; a
  * declared array or string past the bounds is refused before hiredis
@@ -48,6 +49,7 @@ static void walk(const redisReply *r, int depth)
 static void decode(const redisReply *r)
 {
 	struct rlock_holder h;
+	struct force_reply fr;
 	long long fence, v, arrival;
 	int recorded, joined = 0;
 
@@ -81,6 +83,12 @@ static void decode(const redisReply *r)
 	}
 	memset(&h, 0, sizeof(h));
 	(void)parse_holder(r, &h);
+	memset(&h, 0, sizeof(h));
+	if (decode_force(r, &fr, &h) == RLOCK_OK) {
+		REQUIRE(fr.held == 0 || fr.held == 1);
+		REQUIRE(fr.junk >= 0 && fr.junk <= 9);
+		REQUIRE(fr.held ? fr.holders >= 1 : fr.holders == 0);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -47,6 +47,7 @@ void test_resp(void);
 void test_sha1(void);
 void test_scripts(void);
 void test_script_errors(void);
+void test_decoders(void);
 void test_no_scripts(void);
 void test_slots(void);
 void test_fanout(void);

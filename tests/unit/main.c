@@ -29,6 +29,7 @@ static const struct group {
 	{ "sha1", test_sha1 },
 	{ "scripts", test_scripts },
 	{ "scripterrors", test_script_errors },
+	{ "decoders", test_decoders },
 	{ "noscripts", test_no_scripts },
 	{ "slots", test_slots },
 	{ "fanout", test_fanout },
