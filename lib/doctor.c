@@ -1053,6 +1053,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	long long fence, flag, out = 0;
 	char why[128];
 	int64_t t0;
+	int held = 0;
 
 	req_acquire(&q, &p->k.v, p->token, PROBE_TTL_MS, &who,
 		    &(struct ask){ "x", "", 0, 1 }, &probe_history);
@@ -1094,7 +1095,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	req_extend(&q, &p->k.v, p->token, PROBE_TTL_MS, 'x');
 	if (script(x, s->c, &q, &r) != RLOCK_OK)
 		r = NULL;
-	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1)
+	if (r != NULL && decode_extend(r, &held) == RLOCK_OK && held)
 		add(x, s->addr, "extend", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NULL,
 		    NULL, "extended the probe lock");
 	else if (r != NULL && r->type == REDIS_REPLY_ERROR)

@@ -550,7 +550,7 @@ static size_t raise_fence(struct rlock *rl, const struct names *n,
 	fan_run(rl, &f);
 	for (i = 0; i < f.n; i++) {
 		if (f.slot[i].req != NULL && f.slot[i].res.rc == RLOCK_OK &&
-		    f.slot[i].res.r->type == REDIS_REPLY_INTEGER)
+		    decode_fence(f.slot[i].res.r) == RLOCK_OK)
 			at++;
 	}
 	fan_done(&f);

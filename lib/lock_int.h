@@ -192,11 +192,13 @@ void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
 		 const struct ask *a, const struct history *h);
 /* Leave the line: waiter's place of kind, and the lock when a release
- * handed it to token as it left (the history's entry says so). */
+ * handed it to token as it left (the history's entry says so;
+ * lib/scripts/leave.c). */
 void req_leave(struct request *q, const struct lock_names *n,
 	       const char *kind, const char *waiter, const char *token,
 	       const struct history *h);
-/* Extend a lease of kind 'x' (exclusive) or 'h' (shared, semaphore). */
+/* Extend a lease of kind 'x' (exclusive) or 'h' (shared, semaphore;
+ * lib/scripts/extend.c). */
 void req_extend(struct request *q, const struct lock_names *n,
 		const char *token, int64_t ttl_ms, int kind);
 /* Release, recording how the work ended (how NULL: not known); once_ms

@@ -228,20 +228,6 @@ void req_acquire(struct request *q, const struct lock_names *n,
 		q->argv[q->argc++] = req_num(q, 10, a->arrival);
 }
 
-/* KEYS: lock, meta ('x'), or holders, hmeta ('h').  ARGV: token, ttl,
- * kind. */
-void req_extend(struct request *q, const struct lock_names *n,
-		const char *token, int64_t ttl_ms, int kind)
-{
-	req_begin(q, RLOCK_SCRIPT_EXTEND, 0, n);
-	q->nkeys = 2;
-	q->argv[q->argc++] = kind == 'x' ? n->key : n->holders;
-	q->argv[q->argc++] = kind == 'x' ? n->meta : n->hmeta;
-	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
-	q->argv[q->argc++] = kind == 'x' ? "x" : "h";
-}
-
 /* KEYS: the nine (and the period's record).  ARGV: token, channel ('' not
  * to announce the release: with one server, waiters listen on channels of
  * their own), wake-up prefix, exit status, signal, the history's length
@@ -266,46 +252,6 @@ void req_release(struct request *q, const struct lock_names *n,
 	req_history(q, 2, h);
 	if (once_ms > 0)
 		q->argv[q->argc++] = req_num(q, 4, once_ms);
-}
-
-/* KEYS: the nine.  ARGV: "KIND:ID", wake-up prefix, token, the history's
- * length and ttl. */
-void req_leave(struct request *q, const struct lock_names *n,
-	       const char *kind, const char *waiter, const char *token,
-	       const struct history *h)
-{
-	req_begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS, n);
-	snprintf(q->member, sizeof(q->member), "%s:%s", kind, waiter);
-	q->argv[q->argc++] = q->member;
-	q->argv[q->argc++] = n->wake;
-	q->argv[q->argc++] = token;
-	req_history(q, 0, h);
-}
-
-/* KEYS: the log.  ARGV: the history's length and ttl, the field/value
- * pairs of the values given. */
-void req_log(struct request *q, const struct lock_names *n,
-	     const struct history *h, const char *run, const char *const *v)
-{
-	req_begin(q, RLOCK_SCRIPT_LOG, 0, n);
-	req_add_key(q, n->log);
-	req_history(q, 0, h);
-	q->argv[q->argc++] = run != NULL ? run : "";
-	for (int i = 0; i < EV_NFIELDS; i++) {
-		if (v[i] == NULL || v[i][0] == '\0')
-			continue;
-		q->argv[q->argc++] = ev_field[i];
-		q->argv[q->argc++] = v[i];
-	}
-}
-
-/* KEYS: the first eight.  ARGV: token, fence. */
-void req_fence(struct request *q, const struct lock_names *n,
-	       const char *token, long long fence)
-{
-	req_begin(q, RLOCK_SCRIPT_FENCE, LOCK_NKEYS - 1, n);
-	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = req_num(q, 0, fence);
 }
 
 /* KEYS: the nine and the period's record. */

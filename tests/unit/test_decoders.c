@@ -69,7 +69,41 @@ static void force(void)
 	unit_context(NULL);
 }
 
+/* extend: 1 or 0; fence: 1; anything else is a protocol error. */
+static void integers(void)
+{
+	static const struct {
+		const char *resp;
+		int extend, held, fence;
+	} t[] = {
+		{ ":1\r\n", RLOCK_OK, 1, RLOCK_OK },
+		{ ":0\r\n", RLOCK_OK, 0, RLOCK_EPROTO },
+		{ ":2\r\n", RLOCK_EPROTO, 0, RLOCK_EPROTO },
+		{ ":-1\r\n", RLOCK_EPROTO, 0, RLOCK_EPROTO },
+		{ "$1\r\n1\r\n", RLOCK_EPROTO, 0, RLOCK_EPROTO },
+		{ "+OK\r\n", RLOCK_EPROTO, 0, RLOCK_EPROTO },
+		{ "*1\r\n:1\r\n", RLOCK_EPROTO, 0, RLOCK_EPROTO },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = unit_reply(t[i].resp);
+		int held = -1;
+
+		unit_context("%s", t[i].resp);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		CHECK_INT(decode_extend(r, &held), t[i].extend);
+		if (t[i].extend == RLOCK_OK)
+			CHECK_INT(held, t[i].held);
+		CHECK_INT(decode_fence(r), t[i].fence);
+		freeReplyObject(r);
+	}
+	unit_context(NULL);
+}
+
 void test_decoders(void)
 {
 	force();
+	integers();
 }

@@ -1,0 +1,28 @@
+/*
+ * extend.c - the extend script (extend.lua): its arguments, and its
+ * answer, 1 extended or 0 not held, decoded (fan_tally counts the same
+ * answers of several masters).
+ */
+#include "lock_int.h"
+
+/* KEYS: lock, meta ('x'), or holders, hmeta ('h').  ARGV: token, ttl,
+ * kind. */
+void req_extend(struct request *q, const struct lock_names *n,
+		const char *token, int64_t ttl_ms, int kind)
+{
+	req_begin(q, RLOCK_SCRIPT_EXTEND, 0, n);
+	q->nkeys = 2;
+	q->argv[q->argc++] = kind == 'x' ? n->key : n->holders;
+	q->argv[q->argc++] = kind == 'x' ? n->meta : n->hmeta;
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
+	q->argv[q->argc++] = kind == 'x' ? "x" : "h";
+}
+
+int decode_extend(const redisReply *r, int *held)
+{
+	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 || r->integer > 1)
+		return RLOCK_EPROTO;
+	*held = (int)r->integer;
+	return RLOCK_OK;
+}

@@ -1,0 +1,20 @@
+/*
+ * fence.c - the fence script (fence.lua), which raises a master's fence
+ * counter: its arguments, and its answer decoded.
+ */
+#include "lock_int.h"
+
+/* KEYS: the first eight.  ARGV: token, fence. */
+void req_fence(struct request *q, const struct lock_names *n,
+	       const char *token, long long fence)
+{
+	req_begin(q, RLOCK_SCRIPT_FENCE, LOCK_NKEYS - 1, n);
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = req_num(q, 0, fence);
+}
+
+int decode_fence(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? RLOCK_OK :
+	       RLOCK_EPROTO;
+}

@@ -1,0 +1,23 @@
+/*
+ * log.c - the log script (log.lua): its arguments.  Its answer, 1
+ * recorded, 0 refused or 2 the key holds another type, is counted by
+ * fan_tally.
+ */
+#include "lock_int.h"
+
+/* KEYS: the log.  ARGV: the history's length and ttl, the field/value
+ * pairs of the values given. */
+void req_log(struct request *q, const struct lock_names *n,
+	     const struct history *h, const char *run, const char *const *v)
+{
+	req_begin(q, RLOCK_SCRIPT_LOG, 0, n);
+	req_add_key(q, n->log);
+	req_history(q, 0, h);
+	q->argv[q->argc++] = run != NULL ? run : "";
+	for (int i = 0; i < EV_NFIELDS; i++) {
+		if (v[i] == NULL || v[i][0] == '\0')
+			continue;
+		q->argv[q->argc++] = ev_field[i];
+		q->argv[q->argc++] = v[i];
+	}
+}
