@@ -184,7 +184,7 @@ struct bclient {
  * release channel, the wake-up prefix and the record of the last runs. */
 static const char *const name_tails[] = {
 	"", KEY_META, KEY_FENCE, KEY_HOLDERS, KEY_HMETA, KEY_LINE, KEY_LEASE,
-	KEY_WHO, KEY_LOG, KEY_CHANNEL, KEY_WAKE, KEY_LAST,
+	KEY_WHO, KEY_LOG, KEY_CHANNEL, KEY_WAKE, KEY_LAST, KEY_GRANT, KEY_HOLD,
 };
 #define NAME_TAILS (sizeof(name_tails) / sizeof(name_tails[0]))
 
@@ -533,9 +533,9 @@ static int decode_acquire(const redisReply *r, struct acq_reply *a)
 	int recorded;
 
 	memset(a, 0, sizeof(*a));
-	if (elem_num(r, 0, 0, 1, &flag) != 0)
+	if (r->type != REDIS_REPLY_STRING && elem_num(r, 0, 0, 1, &flag) != 0)
 		return -1;
-	if (flag == 1) {
+	if (r->type == REDIS_REPLY_STRING || flag == 1) {
 		a->granted = 1;
 		return decode_grant(r, &a->fence, &recorded);
 	}
@@ -1046,7 +1046,7 @@ static int bench_names(struct bench *b)
 					    n->s[3], n->s[4], n->s[5],
 					    n->s[6], n->s[7], n->s[9],
 					    n->s[10], n->s[8], NULL, n->s[11],
-					    key_slot(n->s[0], strlen(n->s[0])) };
+					    n->s[12], n->s[13], key_slot(n->s[0], strlen(n->s[0])) };
 		n->holder = -1;
 		n->releaser = -1;
 	}
@@ -1379,7 +1379,7 @@ static void cleanup_keys(struct bench *b)
 			break;
 		}
 		for (int i = first; i < b->nk; i++) {
-			const char *argv[2 + LOCK_NKEYS] = { "DEL" };
+			const char *argv[4 + LOCK_NKEYS] = { "DEL" };
 			const struct rlock_conn_opts *oi;
 
 			if (done[i] || node_url(n, b->nm[i].v.slot, &oi) != u)
@@ -1388,7 +1388,9 @@ static void cleanup_keys(struct bench *b)
 			for (int t = 0; t < LOCK_NKEYS; t++)
 				argv[1 + t] = b->nm[i].s[t];
 			argv[1 + LOCK_NKEYS] = b->nm[i].v.last;
-			if (conn_send(c, 2 + LOCK_NKEYS, argv, NULL) == RLOCK_OK)
+			argv[2 + LOCK_NKEYS] = b->nm[i].v.grant;
+			argv[3 + LOCK_NKEYS] = b->nm[i].v.hold;
+			if (conn_send(c, 4 + LOCK_NKEYS, argv, NULL) == RLOCK_OK)
 				sent++;
 		}
 		while (sent-- > 0) {

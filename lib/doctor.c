@@ -1077,9 +1077,10 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 		freeReplyObject(r);
 		return 0;
 	}
-	/* A grant, {1, fence, recorded}: anything else (a busy answer for
+	/* A grant, {1, fence, recorded} or its entry's id: anything else (a busy answer for
 	 * a name no one else has) is not what the probe can work with. */
-	if (elem_num(r, 0, 1, 1, &flag) != 0 ||
+	if ((r->type != REDIS_REPLY_STRING &&
+	     elem_num(r, 0, 1, 1, &flag) != 0) ||
 	    decode_grant(r, &fence, &p->recorded) != 0) {
 		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
 		    RLOCK_VALUE_NULL, NULL, "unexpected reply to the acquire "
@@ -1166,14 +1167,14 @@ static void check_history(struct doc *x, struct server *s, struct probe *p)
  * and check that nothing remains. */
 static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 {
-	const char *del[6] = { "DEL", p->k.key, p->k.meta, p->k.fence,
-			       p->k.log, p->k.last };
-	const char *exists[6] = { "EXISTS", p->k.key, p->k.meta, p->k.fence,
-				  p->k.log, p->k.last };
+	const char *del[8] = { "DEL", p->k.key, p->k.meta, p->k.fence,
+			       p->k.log, p->k.last, p->k.grant, p->k.hold };
+	const char *exists[8] = { "EXISTS", p->k.key, p->k.meta, p->k.fence,
+				  p->k.log, p->k.last, p->k.grant, p->k.hold };
 	redisReply *r = NULL;
 	long long left = -1;
 
-	if (call(x, s->c, 6, del, &r) != RLOCK_OK) {
+	if (call(x, s->c, 8, del, &r) != RLOCK_OK) {
 		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "%s; delete %s yourself",
 		    conn_errstr(s->c), p->k.fence);
@@ -1187,20 +1188,20 @@ static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 	}
 	freeReplyObject(r);
 	r = NULL;
-	if (call(x, s->c, 6, exists, &r) == RLOCK_OK &&
+	if (call(x, s->c, 8, exists, &r) == RLOCK_OK &&
 	    r->type == REDIS_REPLY_INTEGER && r->integer >= 0 &&
-	    r->integer <= 5)
+	    r->integer <= 7)
 		left = r->integer;
 	freeReplyObject(r);
 	if (left == 0)
 		add(x, s->addr, "cleanup", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_NUMBER, "0", "the probe left no key behind "
-		    "(its :fence counter, :log and :log:last deleted)");
+		    "(its :grant record, :log and :log:last deleted)");
 	else
 		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "could not confirm that the "
 		    "probe's keys are gone: delete %s, %s, %s, %s and %s",
-		    p->k.key, p->k.meta, p->k.fence, p->k.log, p->k.last);
+		    p->k.key, p->k.grant, p->k.fence, p->k.log, p->k.last);
 }
 
 /* SCAN, as status lists the locks. */

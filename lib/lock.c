@@ -846,13 +846,29 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 /*
  * A grant, {1, fence} or {1, fence, recorded}: the fence a positive
  * integer below 2^53, recorded 1 or 0 (the history refused it), absent
- * when not asked for (*recorded -1).  Returns 0, or -1 for anything else:
- * a fence of 0, a negative one, a string, one a double cannot hold.
+ * when not asked for (*recorded -1); or the shortest path's answer, its
+ * history entry's id "MS-SEQ" (lib/scripts/entry.lua), MS 13 digits and
+ * SEQ at most 3, whose fence is (MS + 1) * 1000 + SEQ (recorded 1).
+ * Returns 0, or -1 for anything else: a fence of 0, a negative one, one
+ * a double cannot hold, any other string.
  */
 int decode_grant(const redisReply *r, long long *fence, int *recorded)
 {
 	const redisReply *f, *h;
 
+	if (r->type == REDIS_REPLY_STRING) {
+		const char *dash = memchr(r->str, '-', r->len);
+		long long ms, seq;
+
+		if (dash == NULL || dash - r->str != 13 ||
+		    rlock_parse_ll(r->str, 13, 1, 9007199253690LL, &ms) != 0 ||
+		    r->len - 14 < 1 || r->len - 14 > 3 ||
+		    rlock_parse_ll(dash + 1, r->len - 14, 0, 999, &seq) != 0)
+			return -1;
+		*fence = (ms + 1) * 1000 + seq;
+		*recorded = 1;
+		return 0;
+	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
 	    r->elements > 3)
 		return -1;
@@ -1028,13 +1044,15 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 			nfail++;
 			continue;
 		}
-		if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-		    r->element[0]->type != REDIS_REPLY_INTEGER) {
+		/* A grant on the shortest path answers its entry's id. */
+		if (r->type != REDIS_REPLY_STRING &&
+		    (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+		     r->element[0]->type != REDIS_REPLY_INTEGER)) {
 			fan_unexpected(&f, i, "acquire");
 			nfail++;
 			continue;
 		}
-		if (elem_ll(r, 0) == 1) {
+		if (r->type == REDIS_REPLY_STRING || elem_ll(r, 0) == 1) {
 			int recorded;
 
 			if (decode_grant(r, &got[i], &recorded) != 0) {

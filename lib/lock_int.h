@@ -25,6 +25,8 @@
 #define KEY_WAKE ":wake:"		/* + a waiter's id: its wake-up channel */
 #define KEY_LOG ":log"
 #define KEY_ONCE ":once"		/* the period done, for --once-per */
+#define KEY_GRANT ":grant"		/* the last exclusive grant's record */
+#define KEY_HOLD ":hold"		/* --min-hold's end, while it lasts */
 #define KEY_LAST ":log:last"		/* the last runs (the scripts name
 					 * it from the log's key) */
 
@@ -55,7 +57,7 @@ int64_t line_wait_ms(long long pttl, long long place, int in_line,
  * waiters' channels. */
 struct lock_names {
 	const char *key, *meta, *fence, *holders, *hmeta, *line, *lease,
-		   *who, *chan, *wake, *log, *once, *last;
+		   *who, *chan, *wake, *log, *once, *last, *grant, *hold;
 	int slot;
 };
 
@@ -69,6 +71,7 @@ struct lock_keys {
 	char who[RLOCK_KEY_MAX + 16], chan[RLOCK_KEY_MAX + 16];
 	char wake[RLOCK_KEY_MAX + 16], log[RLOCK_KEY_MAX + 16];
 	char once[RLOCK_KEY_MAX + 16], last[RLOCK_KEY_MAX + 16];
+	char grant[RLOCK_KEY_MAX + 16], hold[RLOCK_KEY_MAX + 16];
 	struct lock_names v;		/* the above, for the builders */
 };
 
@@ -136,6 +139,10 @@ struct request {
 	char num[11][24];		/* storage for numbers in argv */
 	char member[24 + LINE_ID_LEN];	/* "KIND:ID" of a waiter */
 	char label[RLOCK_LABEL_MAX + 1];
+	/* acquire: the holder's fields, the options (lib/scripts/acquire.lua);
+	 * release: its history entry, the options. */
+	char info[1400];
+	char opts[200];
 };
 
 /* Who asks for a lock, for the holder's metadata and the history. */

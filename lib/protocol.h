@@ -53,6 +53,11 @@
  * refused.  The server's clock in µs reaches it in the year 2255. */
 #define FENCE_LIMIT 9007199253692416
 
+/* The history the scripts keep when the caller says nothing of it:
+ * RLOCK_LOG_MAX_DEFAULT entries, RLOCK_LOG_DAYS_DEFAULT days (rlock.h). */
+#define HISTORY_MAX 1000
+#define HISTORY_TTL_MS 2592000000
+
 /* ---- the scripts' answers -------------------------------------------- */
 
 /*

@@ -12,6 +12,11 @@
 #include <strings.h>
 
 #include "lock_int.h"
+#include "protocol.h"
+
+_Static_assert(HISTORY_MAX == RLOCK_LOG_MAX_DEFAULT &&
+	       HISTORY_TTL_MS == RLOCK_LOG_DAYS_DEFAULT * 86400000LL,
+	       "the scripts' default history is the library's");
 
 /*
  * The keys of a lock, in the order every script takes them (each takes
@@ -100,10 +105,13 @@ void lock_keys_init(struct lock_keys *k, const char *prefix,
 	suffixed(k->log, k->key, len, KEY_LOG);
 	suffixed(k->once, k->key, len, KEY_ONCE);
 	suffixed(k->last, k->key, len, KEY_LAST);
+	suffixed(k->grant, k->key, len, KEY_GRANT);
+	suffixed(k->hold, k->key, len, KEY_HOLD);
 	k->v = (struct lock_names){ k->key, k->meta, k->fence, k->holders,
 				    k->hmeta, k->line, k->lease, k->who,
 				    k->chan, k->wake, k->log, k->once,
-				    k->last, key_slot(k->key, len) };
+				    k->last, k->grant, k->hold,
+				    key_slot(k->key, len) };
 }
 
 int64_t line_wait_ms(long long pttl, long long place, int in_line,
@@ -182,76 +190,149 @@ void req_add_key(struct request *q, const char *key)
 	q->nkeys++;
 }
 
-/* KEYS: the nine (and the period's record with --once-per).  ARGV:
- * token, ttl, host, pid, user, command, min-hold, details, kind, waiter,
- * join, wake-up prefix, note, waited, the history's length and ttl, and
- * only when one is asked for (the uncontended path does without):
- * priority, supersede, once-per. */
+/* Append the text s to dst at *at, within size (the fields are bounded
+ * by the callers: a checked host, user, note and label fit). */
+static void put(char *dst, size_t size, size_t *at, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (*at + n >= size)
+		n = size - 1 - *at;
+	memcpy(dst + *at, s, n);
+	*at += n;
+	dst[*at] = '\0';
+}
+
+/* The token's first 8 characters, which the history names a grant by. */
+static void put_prefix(char *dst, size_t size, size_t *at, const char *tok)
+{
+	char b[9];
+
+	rlock_strlcpy(b, tok, sizeof(b));
+	put(dst, size, at, b);
+}
+
+static void put_num(char *dst, size_t size, size_t *at, long long v)
+{
+	char b[24];
+
+	b[rlock_lltoa(b, v)] = '\0';
+	put(dst, size, at, b);
+}
+
+/* Whether h is the history the scripts keep when told nothing. */
+static int default_history(const struct history *h)
+{
+	return h != NULL && h->max == HISTORY_MAX &&
+	       h->ttl_ms == HISTORY_TTL_MS;
+}
+
+/*
+ * KEYS: the lock key.  ARGV: token, ttl, the holder's fields "KIND\n
+ * WAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND", and the options
+ * (lib/scripts/acquire.lua) unless every one is the default: then the
+ * script may grant a free lock on its shortest path.  A waiter's id and
+ * join ask for a place only when the lock is busy, and do not keep it off
+ * that path: FAST ('+') says so.
+ */
 void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
 		 const struct ask *a, const struct history *h)
 {
-	int policy = a->priority != 0 || a->supersede || a->once_ms > 0;
+	int fast = strcmp(a->kind, "x") == 0 && who->min_hold_ms == 0 &&
+		   a->once_ms == 0 && default_history(h);
+	size_t at = 0;
 
-	req_begin(q, RLOCK_SCRIPT_ACQUIRE, LOCK_NKEYS, n);
-	if (a->once_ms > 0)
-		req_add_key(q, n->once);
+	req_begin(q, RLOCK_SCRIPT_ACQUIRE, 1, n);
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
+	put(q->info, sizeof(q->info), &at, a->kind);
+	put(q->info, sizeof(q->info), &at, "\n");
+	put_num(q->info, sizeof(q->info), &at, who->waited_ms);
+	put(q->info, sizeof(q->info), &at, "\n");
+	put_prefix(q->info, sizeof(q->info), &at, token);
+	put(q->info, sizeof(q->info), &at, "\n");
+	put_num(q->info, sizeof(q->info), &at, who->pid);
+	put(q->info, sizeof(q->info), &at, "\n");
+	put(q->info, sizeof(q->info), &at, who->host);
+	put(q->info, sizeof(q->info), &at, "\n");
+	put(q->info, sizeof(q->info), &at, who->user);
+	put(q->info, sizeof(q->info), &at, "\n");
+	put(q->info, sizeof(q->info), &at, who->note != NULL ? who->note : "");
+	put(q->info, sizeof(q->info), &at, "\n");
 	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
 	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
 		      sizeof(q->label));
-	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
-	q->argv[q->argc++] = who->host;
-	q->argv[q->argc++] = req_num(q, 1, who->pid);
-	q->argv[q->argc++] = who->user;
-	q->argv[q->argc++] = q->label;
-	q->argv[q->argc++] = req_num(q, 2, who->min_hold_ms);
-	q->argv[q->argc++] = a->details ? "1" : "0";
-	q->argv[q->argc++] = a->kind;
-	q->argv[q->argc++] = a->waiter;
-	q->argv[q->argc++] = a->join ? "1" : "0";
-	q->argv[q->argc++] = n->wake;
-	q->argv[q->argc++] = who->note != NULL ? who->note : "";
-	q->argv[q->argc++] = req_num(q, 4, who->waited_ms);
-	req_history(q, 5, h);
-	if (!policy && a->baton_ms == 0 && a->arrival == 0)
+	put(q->info, sizeof(q->info), &at, q->label);
+	q->argv[q->argc++] = q->info;
+	if (fast && !a->details && a->waiter[0] == '\0' && !a->join &&
+	    a->priority == 0 && !a->supersede && a->baton_ms == 0 &&
+	    a->arrival == 0)
 		return;
-	q->argv[q->argc++] = req_num(q, 7, a->priority);
-	q->argv[q->argc++] = a->supersede ? "1" : "0";
-	q->argv[q->argc++] = req_num(q, 8, a->once_ms);
-	if (a->baton_ms == 0 && a->arrival == 0)
-		return;
-	q->argv[q->argc++] = a->baton_ms > 0 ? req_num(q, 3, a->baton_ms) : "0";
-	q->argv[q->argc++] = a->baton_ms > 0 ?
-			     req_num(q, 9, rlock_boot_ms()) : "0";
-	if (a->arrival > 0)
-		q->argv[q->argc++] = req_num(q, 10, a->arrival);
+	at = 0;
+	put(q->opts, sizeof(q->opts), &at, fast ? "+\n" : "-\n");
+	put(q->opts, sizeof(q->opts), &at, a->details ? "1\n" : "0\n");
+	put(q->opts, sizeof(q->opts), &at, a->waiter);
+	put(q->opts, sizeof(q->opts), &at, a->join ? "\n1\n" : "\n0\n");
+	put_num(q->opts, sizeof(q->opts), &at, who->min_hold_ms);
+	put(q->opts, sizeof(q->opts), &at, "\n");
+	put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->max : 0);
+	put(q->opts, sizeof(q->opts), &at, "\n");
+	put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->ttl_ms : 0);
+	put(q->opts, sizeof(q->opts), &at, "\n");
+	put_num(q->opts, sizeof(q->opts), &at, a->priority);
+	put(q->opts, sizeof(q->opts), &at, a->supersede ? "\n1\n" : "\n0\n");
+	put_num(q->opts, sizeof(q->opts), &at, a->once_ms);
+	put(q->opts, sizeof(q->opts), &at, "\n");
+	put_num(q->opts, sizeof(q->opts), &at, a->baton_ms);
+	put(q->opts, sizeof(q->opts), &at, "\n");
+	put_num(q->opts, sizeof(q->opts), &at,
+		a->baton_ms > 0 ? rlock_boot_ms() : 0);
+	put(q->opts, sizeof(q->opts), &at, "\n");
+	put_num(q->opts, sizeof(q->opts), &at, a->arrival);
+	q->argv[q->argc++] = q->opts;
 }
 
-/* KEYS: the nine (and the period's record).  ARGV: token, channel ('' not
- * to announce the release: with one server, waiters listen on channels of
- * their own), wake-up prefix, exit status, signal, the history's length
- * and ttl (and the period). */
+/*
+ * KEYS: the lock key.  ARGV: token, the release's history entry "TOKEN8\n
+ * EXIT\nSIGNAL" ('' not known; the signal "abandoned": a renewer released
+ * for a script that died holding the lock), and the options "ANNOUNCE\n
+ * HMAX\nHTTL\nONCE" unless the release ended well (no signal, exit 0 or
+ * not known), is not announced (with one server, waiters listen on
+ * channels of their own) and the history and once-per are the defaults.
+ */
 void req_release(struct request *q, const struct lock_names *n,
 		 const char *token, const struct history *h,
 		 const struct rlock_outcome *how, int64_t once_ms,
 		 int announce)
 {
-	req_begin(q, RLOCK_SCRIPT_RELEASE, LOCK_NKEYS, n);
-	if (once_ms > 0)
-		req_add_key(q, n->once);
+	const char *sig = how != NULL && how->abandoned ? "abandoned" :
+			  how != NULL && how->signal > 0 ?
+			  rlock_signame(how->signal, q->num[1],
+					sizeof(q->num[1])) : "";
+	long long ex = how != NULL ? how->exit : -1;
+	size_t at = 0;
+
+	req_begin(q, RLOCK_SCRIPT_RELEASE, 1, n);
 	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = announce ? n->chan : "";
-	q->argv[q->argc++] = n->wake;
-	q->argv[q->argc++] = how != NULL && how->exit >= 0 ?
-			     req_num(q, 0, how->exit) : "";
-	q->argv[q->argc++] = how != NULL && how->abandoned ? "abandoned" :
-			     how != NULL && how->signal > 0 ?
-			     rlock_signame(how->signal, q->num[1],
-					   sizeof(q->num[1])) : "";
-	req_history(q, 2, h);
-	if (once_ms > 0)
-		q->argv[q->argc++] = req_num(q, 4, once_ms);
+	put_prefix(q->info, sizeof(q->info), &at, token);
+	put(q->info, sizeof(q->info), &at, "\n");
+	if (ex >= 0)
+		put_num(q->info, sizeof(q->info), &at, ex);
+	put(q->info, sizeof(q->info), &at, "\n");
+	put(q->info, sizeof(q->info), &at, sig);
+	q->argv[q->argc++] = q->info;
+	if (!announce && sig[0] == '\0' && ex <= 0 && once_ms == 0 &&
+	    default_history(h))
+		return;
+	at = 0;
+	put(q->opts, sizeof(q->opts), &at, announce ? "1\n" : "0\n");
+	put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->max : 0);
+	put(q->opts, sizeof(q->opts), &at, "\n");
+	put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->ttl_ms : 0);
+	put(q->opts, sizeof(q->opts), &at, "\n");
+	put_num(q->opts, sizeof(q->opts), &at, once_ms);
+	q->argv[q->argc++] = q->opts;
 }
 
 /* KEYS: the nine and the period's record. */

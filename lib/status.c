@@ -895,11 +895,48 @@ static void event_held(struct rlock_event *ev)
 			      ev->time_ms - ev->since_ms : 0;
 }
 
+/*
+ * A packed entry (lib/scripts/entry.lua): one field, "a1" a grant with
+ * "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND" (the command
+ * runs to the end), "r1" a release with "TOKEN8\nEXIT\nSIGNAL".  Each
+ * value is checked as the field of its name would be; a value of the
+ * wrong shape marks the event as not rlock's.  Returns the fields seen.
+ */
+static unsigned unpack_entry(struct rlock_event *ev, int grant, const char *v,
+			     size_t n)
+{
+	static const int a1[] = { EV_KIND, EV_WAITED, EV_TOKEN, EV_PID,
+				  EV_HOST, EV_USER, EV_NOTE, EV_COMMAND };
+	static const int r1[] = { EV_TOKEN, EV_EXIT, EV_SIGNAL };
+	const int *order = grant ? a1 : r1;
+	size_t nf = grant ? 8 : 3, i;
+	const char *p = v, *end = v + n;
+	unsigned seen = 0;
+
+	set_field(ev, EV_EVENT, grant ? "acquired" : "released", 8);
+	for (i = 0; i < nf; i++) {
+		const char *nl = i + 1 < nf ? memchr(p, '\n', end - p) : NULL;
+		size_t len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (nl == NULL && i + 1 < nf)
+			break;
+		set_field(ev, order[i], p, len);
+		seen |= 1u << order[i];
+		p = nl != NULL ? nl + 1 : end;
+	}
+	if (i < nf) {
+		ev->bad |= 1u << EV_EVENT;
+		note_junk(ev->junk, sizeof(ev->junk), grant ? "a1" : "r1", v, n);
+	}
+	return seen;
+}
+
 int decode_entry(const redisReply *e, struct rlock_event *ev)
 {
 	const redisReply *fv;
 	unsigned long long seq;
 	unsigned seen = 0;
+	char packed = 0;
 
 	event_init(ev);
 	if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
@@ -929,8 +966,18 @@ int decode_entry(const redisReply *e, struct rlock_event *ev)
 		if (k < EV_NFIELDS) {
 			set_field(ev, k, v->str, v->len);
 			seen |= 1u << k;
+		} else if (f->len == 2 && (memcmp(f->str, "a1", 2) == 0 ||
+					   memcmp(f->str, "r1", 2) == 0)) {
+			seen |= unpack_entry(ev, f->str[0] == 'a', v->str,
+					     v->len);
+			packed = f->str[0];
 		}
 	}
+	/* A packed grant's fence is its entry's id, unless it says another
+	 * (a server that refused the stream's ids, several masters). */
+	if (packed == 'a' && !(seen & 1u << EV_FENCE) && seq <= 999 &&
+	    ev->time_ms >= 1000000000000LL && ev->time_ms <= 9007199253690LL)
+		ev->fence = (ev->time_ms + 1) * 1000 + (long long)seq;
 	event_held(ev);
 	/* A grant leaves out what is the common case, to spare the server
 	 * on the path every lock takes: an exclusive lock, no wait (a field

@@ -1,97 +1,127 @@
--- Acquire.  KEYS: the nine (lib/scripts.c).  ARGV: 1 token, 2 ttl, 3 host, 4 pid,
--- 5 user, 6 command, 7 min-hold, 8 details, 9 kind, 10 waiter id ('' for
--- none: several masters keep no line), 11 join ('1': take a place in line
--- when not let in, or keep it), 12 the wake-up channels' prefix, 13 note,
--- 14 ms waited, 15 and 16 the history's length and ttl (record.lua), and
--- only when one of them is not the default: 17 priority (-100..100), 18
--- supersede ('1'), 19 --once-per in ms ('0' none; when not, KEYS[10] is
--- the period's record), and for a waiter that takes the lock from the
--- release that frees it (a run, exclusive; see release): 20 its first
--- lease in ms, 21 its clock (CLOCK_BOOTTIME ms) as it sent this request
--- (each '0' when not such a waiter), and 22 a waiter's arrival in line
--- (its place's score) when it joined before: taking a place again (a new
--- master after a failover, whose line lacks it), it takes it there, not
--- at the end, but never earlier than its wait (ARGV[14]) allows.
--- Sixteen arguments on the common path, not seventeen: the server builds
--- ARGV by doubling a table, and the seventeenth would double it to 32.
+-- Acquire.  KEYS: the lock key P{N} alone; the script names the others
+-- from it (each P{N} and a suffix: one hash tag, one slot), in the layout
+-- of the other scripts, below.  ARGV: 1 token, 2 ttl, 3 the holder's
+-- fields "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND" (KIND x,
+-- s or the limit N of a semaphore, WAITED the ms waited, NOTE without
+-- newlines), which the grant records as they are (its history entry, the
+-- record P{N}:grant), and 4 the options, absent when all are the
+-- defaults: "FAST\nDETAILS\nWAITER\nJOIN\nMIN-HOLD\nHMAX\nHTTL\nPRIORITY\n
+-- SUPERSEDE\nONCE\nBATON-LEASE\nBATON-STAMP\nARRIVAL" (each below; FAST
+-- '+' when a free lock may be granted at once: exclusive, no --min-hold,
+-- no --once-per, the history's default length and ttl).
 --
--- Such a waiter keeps in who, under "^" and its member, "token\nlease\n
--- min-hold\nstamp\nat\nhistory length\nhistory ttl\nnote", stamp being
--- ARGV[21] of its last request and at the server's ms when it ran.
---
--- The line is ordered by priority, then arrival: a place's score is its
--- arrival in µs less priority times PRIO_STEP_US (115 days), exact in a
--- double for every priority, and above every score of its priority (the
--- same µs, a clock that went back), found with commands the documented
--- ACL rule allows (ZCOUNT, ZRANGEBYSCORE; not ZREVRANGEBYSCORE), once
--- per call: where the caller would stand, then where it takes its place.
---
--- A waiter with supersede that takes a place removes the one such waiter
--- already in line (there is at most one: each removed the one before),
--- leaves "!" and who did it under the removed one's member in who, and
--- wakes it: its next try answers {-2, who}.  A period already done
--- (--once-per: the record is of the same period length, and its until is
--- the end of this period of the server's clock) answers {-3, until, host,
--- user, pid, since, fence} before anything else, and gives up the
--- caller's place.
---
--- Granted: {1, fence, recorded} (recorded: 1, or 0 when the history was
--- refused, absent when not asked for).  A kind that disagrees with the
--- holders' (a semaphore of another limit, shared against a semaphore):
--- {-1, theirs}.  Otherwise {0, pttl, place (0 the head, -1 not in line),
--- waiting (-1 unless details), holders, joined (0, or the arrival of
--- the place taken: its score, µs), kind held ('' none)} and,
--- when asked, the (first) holder's host, pid, user, command, since,
--- fence, token prefix and the server's time.
---
--- pttl is the exclusive holder's PTTL (given only to the next in line, to
--- one not in line, or with details), or the time until the first shared
--- or semaphore lease ends.
---
--- Our own token already there means a grant we did not hear of: a retry
--- after a lost reply, or a grant a release made for us (the baton) that
--- we did not trust or have not heard of yet.  It is renewed and reported
--- again; when it is BATON_REFENCE_MS old on this server's clock (the
--- server stopped before it could answer), with a new fence, which the
--- holder's record takes: a failover meanwhile may have handed out a
--- higher one.
---
--- GET comes first so a key of another type is an error (SET NX alone
--- would answer nil and the caller would wait for ever).  The path of a
--- free exclusive lock with nobody in line and no shared holder costs one
--- EXISTS more than SET NX would.
-local k, tok = ARGV[9], ARGV[1]
-local cur = redis.call('GET', KEYS[1])
+-- The path every uncontended lock takes comes first and costs the server
+-- six commands and no Lua function (issue 34): nobody in line and no
+-- shared holder (EXISTS), the lock key set if free (SET NX GET PX, Redis
+-- 7), the grant's history entry, whose id is the fence (entry.lua), and
+-- the grant's record (SET GET, grant.lua), whose previous value says
+-- whether the history's expiry was set within the last 10^6 ms.  It
+-- answers the entry's id, "MS-SEQ", from which the caller takes the fence.
+-- One grant in sixteen (the token's last hex digit is 0: tokens are
+-- random) trims the stream to about HISTORY_MAX.  Anything else goes on to the whole script
+-- below, which answers as it always did.
+local lkey, tok, opt = KEYS[1], ARGV[1], ARGV[4]
+local taken, fid, prior
+if (not opt or string.byte(opt, 1) == 43) and
+   redis.call('EXISTS', lkey .. ':line', lkey .. ':holders') == 0 then
+  local cur = redis.pcall('SET', lkey, tok, 'NX', 'GET', 'PX', ARGV[2])
+  if not cur then
+    taken = true
+    local stream = lkey .. ':log'
+    if string.byte(tok, -1) == 48 then
+      fid = redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', '@HISTORY_MAX@', '*', 'a1',
+                       ARGV[3])
+    else
+      fid = redis.pcall('XADD', stream, 'NOMKSTREAM', '*', 'a1', ARGV[3])
+    end
+    if type(fid) == 'string' and #fid <= 17 and string.find(fid, '-', 14, true) == 14 and
+       fid < '9007199253691' then
+      prior = redis.call('SET', lkey .. ':grant', '2\n' .. fid .. '\n\n0\n' .. ARGV[3], 'GET')
+      if prior and string.sub(prior, 1, 9) == '2\n' .. string.sub(fid, 1, 7) then return fid end
+    elseif type(fid) == 'string' then
+      redis.pcall('XDEL', stream, fid)
+      fid = nil
+    else
+      fid = nil
+    end
+  elseif type(cur) == 'table' and string.find(cur.err or '', 'WRONGTYPE', 1, true) then
+    return cur
+  end
+end
+-- The whole script.  Its keys, and its arguments as it takes them:
+--   KEYS  1 lock, 2 owner (an older rlock's record), 3 holders, 4 hmeta,
+--         5 line, 6 lease, 7 who, 8 fence, 9 log, 10 once, 11 grant,
+--         12 hold (lib/lock_int.h)
+--   ARGV  1 token, 2 ttl, 3 host, 4 pid, 5 user, 6 command, 7 min-hold,
+--         8 details, 9 kind, 10 waiter id ('' none: several masters keep
+--         no line), 11 join, 12 the wake-up channels' prefix, 13 note,
+--         14 ms waited, 15 and 16 the history's length and ttl, 17
+--         priority, 18 supersede, 19 --once-per in ms, 20 and 21 a
+--         waiting run's baton lease and stamp, 22 its arrival
+local info = ARGV[3]
+local f8 = {string.match(info,
+  '^([^\n]*)\n([^\n]*)\n[^\n]*\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')}
+if not f8[7] then return redis.error_reply('BADARGS the holder fields') end
+local op = {}
+for v in string.gmatch((opt or '+\n0\n\n0\n0\n@HISTORY_MAX@\n@HISTORY_TTL_MS@\n0\n0\n0\n0\n0\n') ..
+                       '\n', '([^\n]*)\n') do
+  op[#op + 1] = v
+end
+if #op < 13 then return redis.error_reply('BADARGS the options') end
+local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
+              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
+              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
+local ARGV = {tok, ARGV[2], f8[4], f8[3], f8[5], f8[7], op[5], op[2], f8[1], op[3], op[4],
+              lkey .. ':wake:', f8[6], f8[2], op[6], op[7], op[8], op[9], op[10], op[11], op[12],
+              op[13]}
 --@include now.lua
 --@include next_fence.lua
+--@include unpack_meta.lua
+--@include holder_meta.lua
+--@include entry.lua
+--@include fresh_fence.lua
+--@include grant.lua
+--@include owner_record.lua
+-- The fast path set the lock: its entry's stream was missing, refused or
+-- gave an id that is no fence, or the record says the history's expiry is
+-- older than 10^6 ms, or it is new (the first grant of this rlock: the
+-- fence counter of an older one is the floor).
+if taken then
+  if fid and prior and string.sub(prior, 1, 2) == '2\n' then
+    redis.pcall('PEXPIRE', KEYS[9], ARGV[16])
+    redis.pcall('PEXPIRE', KEYS[9] .. ':last', ARGV[16])
+    return fid
+  end
+  if fid then redis.pcall('XDEL', KEYS[9], fid) end
+  if prior then redis.call('SET', KEYS[11], prior) else redis.call('DEL', KEYS[11]) end
+  return grant_x(tok, ARGV[2], info, '0', ARGV[15], ARGV[16], true)
+end
+local k = ARGV[9]
+local cur = redis.call('GET', KEYS[1])
 if cur == tok then
-  local v = redis.call('GET', KEYS[2]) or ''
-  local of, since, rest = string.match(v, '^(%d*)\n(%d*)(\n.*)$')
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  local held = rest and fence_of(of)
-  if held and now - (tonumber(since) or 0) < @BATON_REFENCE_MS@ then
+  local m = holder_meta(tok)
+  local held = m[1] and fence_of(m[1])
+  if held and now - (tonumber(m[2]) or 0) < @BATON_REFENCE_MS@ then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
     return {1, held}
   end
-  local f, fs = next_fence()
+  local f, fs = fresh_fence()
   if not f then return fs end
-  if rest then redis.call('SET', KEYS[2], fs .. '\n' .. since .. rest, 'PX', ARGV[2]) end
+  local g = redis.call('GET', KEYS[11]) or ''
+  local gid, grest = string.match(g, '^2\n([^\n]*)\n%d*(\n.*)$')
+  if grest and string.match(grest, '^\n[^\n]*\n[^\n]*\n[^\n]*\n([^\n]*)') == string.sub(tok, 1, 8) then
+    redis.call('SET', KEYS[11], '2\n' .. gid .. '\n' .. fs .. grest)
+  else
+    local v = redis.call('GET', KEYS[2]) or ''
+    local since, orest = string.match(v, '^%d*\n(%d*)(\n.*)$')
+    if orest then redis.call('SET', KEYS[2], fs .. '\n' .. since .. orest, 'PX', ARGV[2]) end
+  end
   return {1, f}
-end
---@include append.lua
---@include grant.lua
-local function grant_x()
-  local f, fs = next_fence()
-  if not f then return fs end
-  redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])
-  redis.call('SET', KEYS[2], owner_record(fs, ARGV[7], ARGV[4], ARGV[3], ARGV[5],
-             ARGV[13], ARGV[6]), 'PX', ARGV[2])
-  return {1, f, acquired_event(ARGV[15], ARGV[16], f, fs, tok, k, ARGV[4], ARGV[3],
-                               ARGV[5], ARGV[13], ARGV[6], ARGV[14])}
 end
 local once = ARGV[19] and ARGV[19] ~= '0'
 if not once and not cur and k == 'x' and redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then
-  return grant_x()
+  return grant_x(tok, ARGV[2], info, ARGV[7], ARGV[15], ARGV[16], false)
 end
 local ttl = tonumber(ARGV[2])
 local done
@@ -104,18 +134,17 @@ if once then
 end
 --@include holders.lua
 local function grant()
-  if k == 'x' then return grant_x() end
-  local f, fs = next_fence()
+  if k == 'x' then return grant_x(tok, ARGV[2], info, ARGV[7], ARGV[15], ARGV[16], false) end
+  local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info, false)
   if not f then return fs end
   redis.call('ZADD', KEYS[3], ms(now + ttl), tok)
   redis.call('HSET', KEYS[4], 'limit', k, tok, owner_record(fs, ARGV[7], ARGV[4],
              ARGV[3], ARGV[5], ARGV[13], ARGV[6]))
   holders_expire()
-  return {1, f, acquired_event(ARGV[15], ARGV[16], f, fs, tok, k, ARGV[4], ARGV[3],
-                               ARGV[5], ARGV[13], ARGV[6], ARGV[14])}
+  if ARGV[15] == '0' then rec = nil end
+  return {1, f, rec}
 end
 --@include line.lua
---@include unpack_meta.lua
 if k ~= 'x' then
   local sc = redis.call('ZSCORE', KEYS[3], tok)
   if sc and tonumber(sc) > now then
@@ -125,7 +154,7 @@ if k ~= 'x' then
     local of, rest = string.match(v, '^(%d*)(\n.*)$')
     local held = of and fence_of(of)
     if held then return {1, held} end
-    local f, fs = next_fence()
+    local f, fs = fresh_fence()
     if not f then return fs end
     if rest then redis.call('HSET', KEYS[4], tok, fs .. rest) end
     return {1, f}
@@ -257,13 +286,12 @@ end
 local r = {0, pttl, place or -1, detail and redis.call('ZCARD', KEYS[5]) or -1,
            hn, joined == 1 and arrival() or 0, hk or ''}
 if not detail or not hk then return r end
-local v, t8
+local f, t8
 if hk == 'x' then
-  v, t8 = redis.call('GET', KEYS[2]), string.sub(cur or '', 1, 8)
+  f, t8 = holder_meta(cur or ''), string.sub(cur or '', 1, 8)
 else
-  v, t8 = redis.call('HGET', KEYS[4], first[1]), string.sub(first[1], 1, 8)
+  f, t8 = unpack_meta(redis.call('HGET', KEYS[4], first[1]) or ''), string.sub(first[1], 1, 8)
 end
-local f = unpack_meta(v or '')
 local who = {f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '', f[1] or '', t8}
 for i = 1, 7 do r[#r + 1] = who[i] end
 r[#r + 1] = ms(now)

@@ -1,37 +1,35 @@
--- What every exclusive or held grant writes besides the lock, for acquire
--- and for release handing the lock to the next in line (after now.lua,
--- next_fence.lua and append.lua): owner_record is the holder's record,
--- "fence\nsince\nhold-until\npid\nhost\nuser\nnote\ncommand" (hold-until
--- '0' without --min-hold, hold the --min-hold ms); acquired_event appends
--- the history's acquired entry, the stream's expiry kept when the grant
--- before (prev) was in the same hour.  An exclusive grant that did not
--- wait leaves out kind ('x') and waited ('0'), which readers take as
--- those: two fields fewer on the path every uncontended lock takes.
-local function owner_record(fs, hold, pid, host, user, note, cmd)
-  local hu = hold == '0' and '0' or ms(now + tonumber(hold))
-  return fs .. '\n' .. ms(now) .. '\n' .. hu .. '\n' .. pid .. '\n' ..
-         host .. '\n' .. user .. '\n' .. note .. '\n' .. cmd
-end
-local function acquired_event(hmax, httl, f, fs, token, kind, pid, host, user,
-                              note, cmd, waited)
-  if hmax == '0' then return nil end
-  local id
-  local keep = prev and math.floor(prev / 3600000000) == math.floor(f / 3600000000)
-  if note == '' and kind == 'x' and waited == '0' then
-    id = append(KEYS[9], hmax, httl, keep, 'event', 'acquired',
-                'host', host, 'user', user, 'pid', pid, 'fence', fs,
-                'token', string.sub(token, 1, 8), 'command', cmd)
-  elseif note == '' then
-    id = append(KEYS[9], hmax, httl, keep, 'event', 'acquired',
-                'host', host, 'user', user, 'pid', pid, 'kind', kind,
-                'fence', fs, 'token', string.sub(token, 1, 8),
-                'waited', waited, 'command', cmd)
-  else
-    id = append(KEYS[9], hmax, httl, keep, 'event', 'acquired',
-                'host', host, 'user', user, 'pid', pid, 'kind', kind,
-                'fence', fs, 'token', string.sub(token, 1, 8),
-                'waited', waited, 'command', cmd, 'note', note)
+-- The record of the last exclusive grant, P{N}:grant (KEYS[11] in the
+-- scripts' layout), which never expires: "2\nID\nFENCE\nHOLD\n" and the
+-- holder's fields "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND"
+-- (the acquire script's ARGV[3]), ID its history entry's id ('' when the
+-- stream was refused), FENCE '' when it is the id's (entry.lua), HOLD the
+-- server's ms until which --min-hold keeps the lock ('0' none).  It is
+-- the holder's while the lock key holds a token that starts with
+-- TOKEN8; status and the busy answer read it then.  A lock held by an
+-- older rlock has its record in P{N}:owner (KEYS[2]) instead, "fence\n
+-- since\nhold\npid\nhost\nuser\nnote\ncommand" with the lock's expiry.
+--
+-- grant_x(holder, ttl, fields, hold, hmax, httl, taken): grant the
+-- exclusive lock to token holder for ttl ms (is_set: the lock key holds it
+-- already), with the holder's fields (the acquire script's ARGV[3]), record
+-- the grant (entry.lua) and write its record.  hold: --min-hold in ms
+-- ('0' none), kept also in P{N}:hold (KEYS[12]) until it ends, which the
+-- release looks for.  Returns {1, fence, recorded} (recorded nil when
+-- hmax is '0'), or the error reply.
+local function grant_x(holder, ttl, fields, hold, hmax, httl, is_set)
+  local last = redis.call('GET', KEYS[11])
+  local keep = last and string.sub(last, 1, 2) == '2\n' and
+               string.sub(last, 3, 9) == string.sub(ms(now), 1, 7)
+  local f, fs, eid, rec = grant_entry(hmax, httl, fields, keep)
+  if not f then return fs end
+  if not is_set then redis.call('SET', KEYS[1], holder, 'PX', ttl) end
+  local hu = '0'
+  if hold ~= '0' then
+    hu = ms(now + tonumber(hold))
+    redis.call('SET', KEYS[12], hu, 'PX', hold)
   end
-  if type(id) == 'string' then return 1 end
-  return id
+  redis.call('SET', KEYS[11], '2\n' .. (eid or '') .. '\n' .. (eid and '' or fs) .. '\n' ..
+             hu .. '\n' .. fields)
+  if hmax == '0' then rec = nil end
+  return {1, f, rec}
 end

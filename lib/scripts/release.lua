@@ -1,46 +1,46 @@
--- Release.  KEYS: the nine.  ARGV: token, release channel, wake-up
--- prefix, the exit status and the signal to record ('' not known; the
--- signal 'abandoned': a renewer released for a script that died holding
--- the lock, recorded as that event), the
--- history's length and ttl, and with --once-per its period in ms (then
--- KEYS[10] is the period's record): an exclusive holder that
--- exits 0 marks the period it was granted in as done, until its end.
--- The history's record names the grant it ends by its token, and has the
--- fence (from the holder's metadata: several masters raise it to the one
--- handed out, and a hand-off that came too late gets a new one) and the
--- exit status when it is known; who held it, the kind and when it was
--- granted (the time held is the entry's time less the grant's) are in the
--- grant's record, which readers join.  The record of the last runs
--- (P{N}:log:last) gets the release's entry id as 'ok' when it ended well
--- (no signal, exit 0 or not known: a plain release), else the whole run
--- as 'run'; one short field on the path every lock takes.  Each
--- value in a record costs the
--- server a field to read and one to write: this is the hot path.  Before
--- the holder's hold_until (--min-hold) the lease is cut to end then
--- instead of being removed: the server's clock decides, whichever
--- client releases.  Then the next in line is woken (or the next run of
--- shared waiters, or as many as a semaphore has free places); with nobody
--- in line, the release channel hears it when the caller names it (several
--- masters, whose waiters keep no line: ARGV[2] '' otherwise).  The
--- wake-up is a pcall: an ACL user without the channel (Redis 7 grants
--- none by default) has released once the DEL ran, and says so with 3,
--- not with an error that would make the caller believe it still holds
--- the lock.
+-- Release.  KEYS: the lock key P{N} alone (the others are named from it,
+-- as acquire.lua does).  ARGV: 1 token, 2 the release's history entry
+-- "TOKEN8\nEXIT\nSIGNAL" (EXIT and SIGNAL '' when not known; SIGNAL
+-- 'abandoned': a renewer released for a script that died holding the
+-- lock, recorded as that event), 3 the options, absent when all are the
+-- defaults (a release that ended well, not announced, the history's
+-- default length and ttl, no --once-per): "ANNOUNCE\nHMAX\nHTTL\nONCE"
+-- (ANNOUNCE '1': publish on P{N}:released when nobody is in line; ONCE
+-- the period in ms, '0' none).
 --
--- The baton: an exclusive release whose next in line left a baton (a
--- waiting run) grants the lock to that waiter itself, for the waiter's
--- first lease, with its metadata and history entry, and the wake-up that
--- follows carries the grant: "granted\nfence\nstamp\ndelta\nrecorded",
--- delta the server's ms since the request that left the stamp, so that
--- the waiter counts its lease from stamp + delta on its own clock.  The
--- plain 'wake' goes first and its count of receivers decides: PUBLISH
--- counts only this node's subscribers, and a waiter listening on another
--- (a cluster's slot that moved, a master turned replica) would still hear
--- a message published here, so "granted" is published only once the
--- grant is written, and a waiter nobody heard here is dropped, as wake()
--- drops it, and asks when it hears 'wake' elsewhere.
+-- The path of an exclusive holder's release with nobody in line and no
+-- --min-hold (P{N}:hold) comes first: the lock key deleted, the entry
+-- appended to a history that exists, its id recorded as the last that
+-- ended well.  Anything else goes on to the whole script below, which
+-- takes its arguments as it always did:
+--   KEYS  as acquire.lua's
+--   ARGV  1 token, 2 release channel ('' none), 3 wake-up prefix, 4 exit,
+--         5 signal, 6 and 7 the history's length and ttl, 8 --once-per
+local lkey, tok = KEYS[1], ARGV[1]
+if not ARGV[3] and redis.call('GET', lkey) == tok and
+   redis.call('EXISTS', lkey .. ':line', lkey .. ':hold') == 0 then
+  redis.call('DEL', lkey)
+  local stream = lkey .. ':log'
+  local rid = redis.pcall('XADD', stream, 'NOMKSTREAM', '*', 'r1', ARGV[2])
+  if type(rid) == 'string' then redis.pcall('HSET', stream .. ':last', 'ok', rid) end
+  return 1
+end
+local rex, rsig = string.match(ARGV[2], '^[^\n]*\n([^\n]*)\n([^\n]*)$')
+if not rex then return redis.error_reply('BADARGS the release entry') end
+local o = {}
+for v in string.gmatch((ARGV[3] or '0\n@HISTORY_MAX@\n@HISTORY_TTL_MS@\n0') .. '\n',
+                       '([^\n]*)\n') do
+  o[#o + 1] = v
+end
+if #o < 4 then return redis.error_reply('BADARGS the options') end
+local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
+              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
+              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
+local ARGV = {tok, o[1] == '1' and lkey .. ':released' or '', lkey .. ':wake:', rex, rsig,
+              o[2], o[3], o[4] ~= '0' and o[4] or nil}
 --@include append.lua
-local tok = ARGV[1]
+--@include unpack_meta.lua
+--@include holder_meta.lua
 local cur = redis.call('GET', KEYS[1])
 local function released(kind, v, fence)
   if ARGV[6] == '0' then return end
@@ -48,15 +48,11 @@ local function released(kind, v, fence)
   local id
   local rec, n = KEYS[9] .. ':last'
   if sig == 'abandoned' then ev, sig = sig, '' end
-  if sig == '' and ex == '' then
-    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'fence', fence or '',
-                'token', t8)
-  elseif sig == '' then
-    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'fence', fence or '',
-                'token', t8, 'exit', ex)
+  if ev == 'released' then
+    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'r1', t8 .. '\n' .. ex .. '\n' .. sig)
   else
     id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'fence', fence or '',
-                'token', t8, 'exit', ex, 'signal', sig)
+                'token', t8)
   end
   if type(id) ~= 'string' then return end
   if ev == 'released' and sig == '' and (ex == '0' or ex == '') then
@@ -68,11 +64,15 @@ local function released(kind, v, fence)
   if n == 1 then redis.pcall('PEXPIRE', rec, ARGV[7]) end
 end
 if cur == tok then
-  local v = redis.call('GET', KEYS[2]) or ''
-  local fence, since, hu = string.match(v, '^(%d*)\n(%d*)\n(%d*)')
+  local m = holder_meta(tok)
+  local fence, since, hu, pid, host, user = m[1], m[2], m[3], m[4], m[5], m[6]
+  local v = ''
+  if m[7] then
+    v = m[1] .. '\n' .. m[2] .. '\n' .. m[3] .. '\n' .. m[4] .. '\n' .. m[5] .. '\n' ..
+        m[6] .. '\n' .. (m[8] or '') .. '\n' .. m[7]
+  end
   if ARGV[8] and ARGV[4] == '0' and ARGV[5] == '' and tonumber(since or '') then
     local once = tonumber(ARGV[8])
-    local pid, host, user = string.match(v, '^%d*\n%d*\n%d*\n([^\n]*)\n([^\n]*)\n([^\n]*)')
     local t = redis.call('TIME')
     local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     local pend = (math.floor(tonumber(since) / once) + 1) * once
@@ -95,7 +95,7 @@ if cur == tok then
       return 2
     end
   end
-  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[12])
   released('x', v, fence)
 end
 local function announce()
@@ -107,10 +107,10 @@ end
 if cur == tok and redis.call('EXISTS', KEYS[5]) == 0 then return announce() end
 --@include now.lua
 --@include next_fence.lua
+--@include entry.lua
 --@include grant.lua
 --@include holders.lua
 --@include line.lua
---@include unpack_meta.lua
 local function baton()
   for _ = 1, 8 do
     local m = redis.call('ZRANGE', KEYS[5], 0, 0)[1]
@@ -128,13 +128,11 @@ local function baton()
     leave(m)
     if p > 0 then
       if redis.call('HGET', KEYS[7], '~sup') == m then redis.call('HDEL', KEYS[7], '~sup') end
-      local f, fs = next_fence()
-      if not f then return false end
-      redis.call('SET', KEYS[1], btok, 'PX', lease)
-      redis.call('SET', KEYS[2], owner_record(fs, hold, pid, host, user, note, cmd),
-                 'PX', lease)
-      local rec = acquired_event(hmax, httl, f, fs, btok, 'x', pid, host, user, note,
-                                 cmd, ms(now - tonumber(since)))
+      local g = grant_x(btok, lease, 'x\n' .. ms(now - tonumber(since)) .. '\n' ..
+                        string.sub(btok, 1, 8) .. '\n' .. pid .. '\n' .. host .. '\n' ..
+                        user .. '\n' .. note .. '\n' .. cmd, hold, hmax, httl, false)
+      if g.err then return false end
+      local fs, rec = ms(g[2]), g[3]
       redis.pcall('PUBLISH', ch, 'granted\n' .. fs .. '\n' .. stamp .. '\n' ..
                   ms(math.max(now - tonumber(at), 0)) .. '\n' .. (rec or ''))
       return true

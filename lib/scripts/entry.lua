@@ -1,0 +1,82 @@
+-- A grant's history entry and its fence (DESIGN section 3).  A grant is
+-- recorded by one entry, "a1" and the holder's fields (the acquire
+-- script's ARGV[3]), and the entry's id is the fence: the id MS-SEQ gives
+-- (MS + 1) * 1000 + SEQ.  A stream's ids never go back while it lives
+-- (XADD takes the server's clock, or the last id's MS and the next SEQ
+-- when the clock is behind it), and when it is gone (the history expired
+-- or was deleted) the clock starts it again above every fence handed out
+-- before, as long as the clock did not go back: the floor the fence
+-- counter gave, without a write of its own on the path every lock takes.
+-- The + 1 puts a fence above those an older rlock handed out (the clock in
+-- µs) up to the same millisecond.
+--
+-- fence_of_id(id): the fence of entry id, or nil when it gives none (MS
+-- not 13 digits, SEQ above 999, or a fence that would reach FENCE_LIMIT).
+local function fence_of_id(eid)
+  local m, q = string.match(eid, '^(%d+)%-(%d+)$')
+  if m and #m == 13 and #q <= 3 and m < '9007199253691' then
+    return (tonumber(m) + 1) * 1000 + tonumber(q)
+  end
+end
+-- xadd(stream, max, nomk, eid, ...): XADD with id eid, trimmed to about
+-- max entries, into a stream that exists only when nomk.  Max '0' keeps
+-- no entry: the caller deletes the one added (a stream that several
+-- masters' history is recorded in otherwise, by log.lua, is not trimmed
+-- to nothing).  A pcall: its error is the caller's to read.
+local function xadd(stream, max, nomk, eid, ...)
+  if max == '0' then
+    if nomk then return redis.pcall('XADD', stream, 'NOMKSTREAM', eid, ...) end
+    return redis.pcall('XADD', stream, eid, ...)
+  end
+  if nomk then return redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', max, eid, ...) end
+  return redis.pcall('XADD', stream, 'MAXLEN', '~', max, eid, ...)
+end
+-- grant_entry(hmax, httl, info, keep): append the grant's entry to the
+-- history (KEYS[9]) and return its fence, the fence's digits, the entry's
+-- id and 1.  keep: the stream's expiry stands (its last grant was in the
+-- same window of 10^6 ms, grant.lua); otherwise it is set again to httl,
+-- and a stream made now starts above the counter of an older rlock
+-- (KEYS[8]).  An id that gives no fence is replaced by the next
+-- millisecond's first.  A server that refuses the stream (an ACL without
+-- XADD: 0, a key of another type: 2, the fourth value) gets the fence from
+-- the counter (next_fence.lua) and no id.  Returns nil and an error reply
+-- when neither gives a fence.
+local function grant_entry(hmax, httl, fields, keep)
+  local stream = KEYS[9]
+  local eid = keep and xadd(stream, hmax, true, '*', 'a1', fields) or false
+  -- A server before 6.2 knows no NOMKSTREAM: the stream is made as new.
+  if type(eid) == 'table' and not string.find(eid.err or '', 'WRONGTYPE', 1, true) then
+    eid = false
+  end
+  if eid == false then
+    local c = redis.call('GET', KEYS[8])
+    local floor = c and fence_of(c)
+    if c and not floor then return nil, bad_fence(c) end
+    eid = xadd(stream, hmax, false, '*', 'a1', fields)
+    if floor and type(eid) == 'string' and (fence_of_id(eid) or 0) <= floor then
+      redis.pcall('XDEL', stream, eid)
+      eid = xadd(stream, hmax, false, ms(math.floor((floor + 1) / 1000) - 1) .. '-' ..
+                ms((floor + 1) % 1000), 'a1', fields)
+    end
+    redis.pcall('PEXPIRE', stream, httl)
+    redis.pcall('PEXPIRE', stream .. ':last', httl)
+  end
+  if type(eid) ~= 'string' then
+    local f, fs = next_fence()
+    if not f then return nil, fs end
+    return f, fs, nil, string.find(eid.err or '', 'WRONGTYPE', 1, true) and 2 or 0
+  end
+  local f = fence_of_id(eid)
+  if not f then
+    local was = eid
+    local m = string.match(eid, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d)%-%d+$')
+    redis.pcall('XDEL', stream, eid)
+    if m and m < '9007199253690' then
+      eid = xadd(stream, hmax, true, ms(tonumber(m) + 1) .. '-0', 'a1', fields)
+      f = type(eid) == 'string' and fence_of_id(eid)
+    end
+    if not f then return nil, redis.error_reply('BADSTREAM ' .. string.sub(was, 1, 64)) end
+  end
+  if hmax == '0' then redis.pcall('XDEL', stream, eid) end
+  return f, ms(f), eid, 1
+end
