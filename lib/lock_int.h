@@ -291,9 +291,10 @@ int script_source(const struct rlock_script *s, unsigned long line,
  * tail " script: SHA, on @user_script:N." left out, and each
  * "user_script:N" (line N of the body) of a script of rlock's, which the
  * reply names by its digest, written as the line of lib/scripts/ it
- * comes from, "release.lua:40".  An error that only the tail placed (one
- * redis.call raised) is followed by it, " (extend.lua:27)".  Writes a
- * string of at most len bytes to buf.
+ * comes from, "release.lua:40".  A plain ERR that only the tail placed
+ * (one redis.call raised) is followed by it, " (extend.lua:27)"; other
+ * codes (NOREPLICAS...) say what state the server is in, and get none.
+ * Writes a string of at most len bytes to buf.
  */
 void script_error_text(const char *s, size_t n, char *buf, size_t len);
 

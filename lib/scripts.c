@@ -628,8 +628,11 @@ void script_error_text(const char *s, size_t n, char *buf, size_t len)
 	}
 	buf[at] = '\0';
 	/* Redis 7 names the line only in the tail when redis.call raised the
-	 * error: "..., on @user_script:12.". */
-	if (!named && sc != NULL && tail != NULL &&
+	 * error: "..., on @user_script:12.".  Only for a plain ERR, a call
+	 * the script got wrong: a state of the server (NOREPLICAS, MISCONF,
+	 * OOM...) is no line's doing. */
+	if (!named && sc != NULL && tail != NULL && n > 4 &&
+	    memcmp(s, "ERR ", 4) == 0 &&
 	    (p = memmem(tail, (size_t)(s + n - tail), "@user_script:", 13)) !=
 		    NULL &&
 	    user_line(p + 1, s + n, &line) > 0 &&

@@ -125,6 +125,12 @@ void test_script_errors(void)
 	script_error_text(in, strlen(in), got, sizeof(got));
 	CHECK_STR(got, want);
 
+	/* A state of the server that a redis.call met is no line's doing. */
+	snprintf(in, sizeof(in), "NOREPLICAS Not enough good replicas to "
+		 "write. script: %s, on @user_script:%lu.", ext, le);
+	script_error_text(in, strlen(in), got, sizeof(got));
+	CHECK_STR(got, "NOREPLICAS Not enough good replicas to write.");
+
 	/* Redis 6: the digest in the function's name, the line twice. */
 	snprintf(in, sizeof(in), "ERR Error running script (call to f_%s): "
 		 "@user_script:%lu: user_script:%lu: attempt to compare "
