@@ -682,9 +682,29 @@ owner_field() {
 	fi
 }
 
-# meta NAME FIELD [SERVER]: a field of lock NAME's exclusive holder.
+# grant_meta RECORD: the record of a lock's last exclusive grant
+# (P{N}:grant, "2\nID\nFENCE\nHOLD\nKIND\nWAITED\nTOKEN8\nPID\nHOST\n
+# USER\nNOTE\nCOMMAND") in the layout owner_field reads: the fence (the
+# entry id's, (MS + 1) * 1000 + SEQ, unless the record gives one), since
+# (the id's MS), hold_until, pid, host, user, note and command.
+grant_meta() {
+	local -a f
+	local fence
+	mapfile -t f <<<"$1"
+	[[ ${f[0]-} == 2 ]] || return 0
+	fence=${f[2]}
+	if [[ -z $fence && ${f[1]} =~ ^([0-9]{13})-([0-9]{1,3})$ ]]; then
+		fence=$(((BASH_REMATCH[1] + 1) * 1000 + BASH_REMATCH[2]))
+	fi
+	printf '%s\n' "$fence" "${f[1]%%-*}" "${f[3]}" "${f[7]}" "${f[8]}" \
+		"${f[9]}" "${f[10]}"
+	(IFS=$'\n'; printf '%s\n' "${f[*]:11}")
+}
+
+# meta NAME FIELD [SERVER]: a field of lock NAME's exclusive holder (of
+# its last exclusive grant: the record stays after the release).
 meta() {
-	owner_field "$2" "$(rcli "${3:-R}" GET "$(key "$1"):owner")"
+	owner_field "$2" "$(grant_meta "$(rcli "${3:-R}" GET "$(key "$1"):grant")")"
 }
 
 # baton_grant SERVER NAME RLOCK_OPTION...: a run waiting in line for lock
@@ -963,7 +983,10 @@ time_us() {
 }
 
 assert_fence() {
-	local f=$1 lo=${2:-1} hi=${3:-}
+	# A grant's fence is its history entry's millisecond + 1, in µs, and
+	# the entry's sequence number (lib/scripts/entry.lua): up to 2 ms
+	# after the server's clock read after it.
+	local f=$1 lo=${2:-1} hi=${3:+$((${3} + 2000))}
 	[[ $f =~ ^[1-9][0-9]{0,15}$ ]] || {
 		fail "fence '$f' is not plain digits"
 		return 1

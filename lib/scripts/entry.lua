@@ -58,8 +58,12 @@ local function grant_entry(hmax, httl, fields, keep)
       eid = xadd(stream, hmax, false, ms(math.floor((floor + 1) / 1000) - 1) .. '-' ..
                 ms((floor + 1) % 1000), 'a1', fields)
     end
-    redis.pcall('PEXPIRE', stream, httl)
-    redis.pcall('PEXPIRE', stream .. ':last', httl)
+    -- ttl '0' (several masters, whose history log.lua writes): the
+    -- stream's expiry is that history's.
+    if httl ~= '0' then
+      redis.pcall('PEXPIRE', stream, httl)
+      redis.pcall('PEXPIRE', stream .. ':last', httl)
+    end
   end
   if type(eid) ~= 'string' then
     local f, fs = next_fence()

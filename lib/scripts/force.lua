@@ -1,4 +1,4 @@
--- Forced release.  KEYS: the first seven and the log.  ARGV: release
+-- Forced release.  KEYS: the lock key first (the others are named from it).  ARGV: release
 -- channel, wake-up prefix, who forced it (the record's reason), the
 -- history's length and ttl.  Removes the exclusive holder, or every shared
 -- or semaphore holder (recording each as forced), and wakes the line as
@@ -14,14 +14,19 @@
 -- nothing was held, else the holder layout of status ({1, 0, host, pid,
 -- user, command, since, fence, token prefix, 0}), how many were removed
 -- and junk, the number of keys of another type deleted.
+local lkey = KEYS[1]
+local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
+              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
+              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
 --@include now.lua
 --@include holders.lua
 --@include line.lua
 --@include unpack_meta.lua
+--@include holder_meta.lua
 --@include record.lua
 local function forced(hkind, host, user, pid, fence, tok, since, command)
   since = tonumber(since or '')
-  record(KEYS[8], ARGV[4], ARGV[5], 'event', 'forced', 'host', host or '',
+  record(KEYS[9], ARGV[4], ARGV[5], 'event', 'forced', 'host', host or '',
          'user', user or '', 'pid', pid or '', 'kind', hkind, 'fence', fence or '',
          'token', string.sub(tok, 1, 8), 'held', since and ms(now - since) or '',
          'reason', ARGV[3], 'command', command or '')
@@ -35,16 +40,16 @@ local function clear(k, ...)
   end
 end
 for i = 1, 2 do clear(KEYS[i], 'GET', KEYS[i]) end
-clear(KEYS[1] .. ':fence', 'GET', KEYS[1] .. ':fence')
+for _, i in ipairs({8, 11, 12}) do clear(KEYS[i], 'GET', KEYS[i]) end
 for _, i in ipairs({3, 5, 6}) do clear(KEYS[i], 'ZCARD', KEYS[i]) end
 for _, i in ipairs({4, 7}) do clear(KEYS[i], 'HGET', KEYS[i], 'limit') end
-clear(KEYS[8] .. ':last', 'HGET', KEYS[8] .. ':last', 'ok')
-clear(KEYS[8], 'XRANGE', KEYS[8], '+', '+', 'COUNT', 1)
+clear(KEYS[9] .. ':last', 'HGET', KEYS[9] .. ':last', 'ok')
+clear(KEYS[9], 'XRANGE', KEYS[9], '+', '+', 'COUNT', 1)
 local cur = redis.call('GET', KEYS[1])
 local r
 if cur then
-  local f = unpack_meta(redis.call('GET', KEYS[2]) or '')
-  redis.call('DEL', KEYS[1], KEYS[2])
+  local f = holder_meta(cur)
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[12])
   forced('x', f[5], f[6], f[4], f[1], cur, f[2], f[7])
   r = {1, 0, f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '',
        f[1] or '', string.sub(cur, 1, 8), '0', 1, junk}

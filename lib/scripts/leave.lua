@@ -1,15 +1,22 @@
--- Leave the line.  KEYS: the nine.  ARGV: member ("KIND:ID"), wake-up
+-- Leave the line.  KEYS: the lock key first (the others are named from it).  ARGV: member ("KIND:ID"), wake-up
 -- prefix, the waiter's token, the history's length and ttl.  A waiter
 -- that gives up (its wait ran out, a signal) leaves at once, and when it
 -- was the one let in next, the next after it is woken.  A release that
 -- handed it the lock as it gave up (the baton, in release) left the lock
 -- with its token: that grant is released here, and recorded so.
+local lkey = KEYS[1]
+local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
+              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
+              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
 --@include now.lua
 --@include line.lua
+--@include unpack_meta.lua
+--@include holder_meta.lua
 --@include append.lua
 if redis.call('GET', KEYS[1]) == ARGV[3] then
-  local fence, since = string.match(redis.call('GET', KEYS[2]) or '', '^(%d*)\n(%d*)')
-  redis.call('DEL', KEYS[1], KEYS[2])
+  local m = holder_meta(ARGV[3])
+  local fence, since = m[1], m[2]
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[12])
   append(KEYS[9], ARGV[4], ARGV[5], true, 'event', 'released', 'fence', fence or '',
          'token', string.sub(ARGV[3], 1, 8), 'since', since or '', 'exit', '',
          'reason', 'handed over as its wait ended')

@@ -1,4 +1,4 @@
--- Status.  KEYS: the eight.  Reads only (expired holders and waiters are
+-- Status.  KEYS: the lock key first (the others are named from it).  Reads only (expired holders and waiters are
 -- skipped, not removed).  {held, pttl, host, pid, user, command, since,
 -- fence, token prefix, now} as the acquire's busy answer lays out a
 -- holder (the exclusive one, or the shared or semaphore holder whose
@@ -11,22 +11,47 @@
 -- {} when not among them; {} none, or the stream refused: a read, so a
 -- pcall), and the period done ({until, host, user, pid, since, done,
 -- fence, per}, {} none).  KEYS: the nine and the period's record.
+local lkey = KEYS[1]
+local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
+              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
+              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
 --@include now.lua
 --@include unpack_meta.lua
+--@include holder_meta.lua
+-- An entry's event and token: a packed one's from its one field (a1 a
+-- grant, "KIND\nWAITED\nTOKEN8\n...", r1 a release, "TOKEN8\n...").
+local function event_of(e)
+  local f = e[2][1]
+  if f == 'a1' then return 'acquired' elseif f == 'r1' then return 'released' end
+  return e[2][2]
+end
 local function token_of(e)
+  local f = e[2][1]
+  if f == 'a1' then return string.match(e[2][2] or '', '^[^\n]*\n[^\n]*\n([^\n]*)') end
+  if f == 'r1' then return string.match(e[2][2] or '', '^([^\n]*)') end
   for i = 1, #e[2], 2 do
     if e[2][i] == 'token' then return e[2][i + 1] end
   end
+end
+-- The last fence handed out here: the last exclusive grant's (its
+-- record), or the counter's (shared holders, an older rlock), the higher.
+local function last_fence()
+  local c = tonumber(redis.call('GET', KEYS[8]) or '') or 0
+  local g = redis.call('GET', KEYS[11]) or ''
+  local gid, gf = string.match(g, '^2\n([^\n]*)\n(%d*)\n')
+  local m, q = string.match(gid or '', '^(%d+)%-(%d+)$')
+  local f = tonumber(gf or '') or (m and #m == 13 and #q <= 3 and (tonumber(m) + 1) * 1000 + tonumber(q)) or 0
+  return ms(math.max(c, f))
 end
 local function last_run()
   local es = redis.pcall('XREVRANGE', KEYS[9], '+', '-', 'COUNT', 50)
   if type(es) ~= 'table' or es.err then return {}, {} end
   for i, e in ipairs(es) do
-    local ev = e[2][2]
+    local ev = event_of(e)
     if ev == 'released' or ev == 'lost' then
       local tok = token_of(e)
       for j = i + 1, #es do
-        if es[j][2][2] == 'acquired' and token_of(es[j]) == tok then return e, es[j] end
+        if event_of(es[j]) == 'acquired' and token_of(es[j]) == tok then return e, es[j] end
       end
       return e, {}
     end
@@ -41,7 +66,7 @@ local function once()
 end
 local run, grant = last_run()
 local cur = redis.call('GET', KEYS[1])
-local f = redis.call('GET', KEYS[8]) or '0'
+local f = last_fence()
 local nline = redis.call('ZCOUNT', KEYS[6], '(' .. ms(now), '+inf')
 local head = ''
 if nline > 0 then
@@ -54,7 +79,7 @@ if nline > 0 then
   end
 end
 if cur then
-  local m = unpack_meta(redis.call('GET', KEYS[2]) or '')
+  local m = holder_meta(cur)
   return {1, redis.call('PTTL', KEYS[1]), m[5] or '', m[4] or '', m[6] or '',
           m[7] or '', m[2] or '', m[1] or f, string.sub(cur, 1, 8), ms(now),
           'x', 1, nline, head, {}, m[8] or '', run, grant, once()}
