@@ -13,8 +13,11 @@
 #				a field rlock knows that the entry does not
 #				have; a release's holder and kind from its
 #				grant, the acquired entry of its token, as rlock
-#				joins them), "_id" its ID and "_fields"
+#				joins them), "_id" its ID, "_fields"
 #				the names of the fields it has, in their order
+#				(["a1"] or ["r1"] for a packed grant or
+#				release), and "_has" those it stands for
+#				(test_helper's entry_fields)
 #	event_names NAME	the events, space-separated
 #	event_field NAME FIELD	that field of every entry, one a line
 #	log_matches_stream JSONL STREAM
@@ -52,19 +55,21 @@ events() {
 	else
 		out=$(log_cli "$1" --json XRANGE "$(logkey "$1")" - +)
 	fi
-	python3 -c '
-import json, sys
+	python3 -c "$_RL_UNPACK_PY"'
 out, grants = [], {}
 for eid, kv in json.loads(sys.argv[1] or "[]") or []:
     e = dict((f, "") for f in json.loads(sys.argv[2]))
-    e.update(zip(kv[0::2], kv[1::2]))
+    # A packed grant or release (entry_fields) in the fields it stands for.
+    ukv = unpack(eid, kv)
+    e.update(zip(ukv[0::2], ukv[1::2]))
     e["_id"] = eid
     e["_fields"] = kv[0::2]
+    e["_has"] = ukv[0::2]
     if e["event"] == "acquired":
         # A grant leaves out what is the common case.
-        if "kind" not in e["_fields"]:
+        if "kind" not in e["_has"]:
             e["kind"] = "x"
-        if "waited" not in e["_fields"]:
+        if "waited" not in e["_has"]:
             e["waited"] = "0"
         grants[e["token"]] = e
     elif e["event"] in ("released", "abandoned") and e["token"] in grants:
@@ -72,7 +77,7 @@ for eid, kv in json.loads(sys.argv[1] or "[]") or []:
         for f in ("host", "user", "pid", "kind", "fence"):
             e[f] = e[f] or g[f]
         # When it began is the id of its grant.
-        if "since" not in e["_fields"] and "held" not in e["_fields"]:
+        if "since" not in e["_has"] and "held" not in e["_has"]:
             e["since"] = g["_id"].split("-")[0]
     out.append(e)
 print(json.dumps(out))' "$out" "$HIST_FIELDS"

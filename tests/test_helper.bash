@@ -47,7 +47,8 @@
 #
 # The lock's history (the stream P{NAME}:log, LOCK HISTORY in the man page):
 #	hist_key NAME, hist_len NAME [SERVER] (XLEN),
-#	hist_names NAME [SERVER] (its events, oldest first, space-separated)
+#	hist_names NAME [SERVER] (its events, oldest first, space-separated),
+#	entry_fields (a filter: XRANGE's JSON with packed entries unpacked)
 #
 # Assertions on `run --separate-stderr`: assert_stderr, assert_stderr_line,
 # refute_stderr (as assert_output/assert_line/refute_output), and
@@ -745,7 +746,8 @@ baton_handoff() {
 	assert_equal "$BG_STATUS" 0
 	f=$(cat baton.fence)
 	((f >= BATON_FENCE)) || fail "fence $f below the grant's $BATON_FENCE"
-	assert_equal "$(rcli "$1" GET "$(key "$2"):fence")" "$f"
+	# The record of the last grant, which stays after the release, has it.
+	assert_equal "$(meta "$2" fence "$1")" "$f"
 	lock_free "$2" "$1"
 }
 
@@ -809,10 +811,57 @@ hist_len() {
 
 # hist_names NAME [SERVER]: the event of each entry, oldest first.
 hist_names() {
-	rcli "${2:-R}" --json XRANGE "$(hist_key "$1")" - + | python3 -c '
+	rcli "${2:-R}" --json XRANGE "$(hist_key "$1")" - + | entry_fields | python3 -c '
 import json, sys
 print(" ".join(dict(zip(kv[0::2], kv[1::2]))["event"] for _, kv in json.load(sys.stdin) or []))'
 }
+
+# entry_fields: a filter from `redis-cli --json XRANGE ...` (a list of
+# [ID, [FIELD, VALUE, ...]]) to the same list with each packed entry
+# (lib/scripts/entry.lua) in the layout of the others, which it stands
+# for: a grant, one field "a1" with "KIND\nWAITED\nTOKEN8\nPID\nHOST\n
+# USER\nNOTE\nCOMMAND", becomes event acquired, host, user, pid, kind,
+# fence (the id's, (MS + 1) * 1000 + SEQ, unless the entry has a "fence"
+# field), token, waited, command and note; a release, one field "r1" with
+# "TOKEN8\nEXIT\nSIGNAL", becomes event released, token, exit and signal.
+# A packed value of the wrong shape fails (status 1).  Other entries, and
+# other fields of a packed one, are passed as they are.
+entry_fields() {
+	python3 -c "$_RL_UNPACK_PY"'
+print(json.dumps([[eid, unpack(eid, kv)] for eid, kv in json.load(sys.stdin) or []]))'
+}
+
+_RL_UNPACK_PY='
+import json, sys
+def unpack(eid, kv):
+    fv = list(zip(kv[0::2], kv[1::2]))
+    names = [f for f, _ in fv]
+    out = []
+    for f, v in fv:
+        if f == "a1":
+            p = v.split("\n", 7)
+            if len(p) != 8:
+                sys.exit("a packed grant of %d fields: %r" % (len(p), v))
+            kind, waited, token, pid, host, user, note, command = p
+            if "fence" in names:
+                fence = dict(fv)["fence"]
+            else:
+                ms, seq = eid.split("-")
+                fence = str((int(ms) + 1) * 1000 + int(seq))
+            out += ["event", "acquired", "host", host, "user", user, "pid", pid,
+                    "kind", kind, "fence", fence, "token", token, "waited", waited,
+                    "command", command, "note", note]
+        elif f == "r1":
+            p = v.split("\n")
+            if len(p) != 3:
+                sys.exit("a packed release of %d fields: %r" % (len(p), v))
+            out += ["event", "released", "token", p[0], "exit", p[1], "signal", p[2]]
+        elif f == "fence" and "a1" in names:
+            pass
+        else:
+            out += [f, v]
+    return out
+'
 
 # ---- assertions on $stderr (run --separate-stderr) ------------------------
 
@@ -956,10 +1005,12 @@ evalsha_calls() {
 }
 
 # ---- fences ----------------------------------------------------------------
-# A grant's fence is the larger of the :fence counter plus one and the
-# server's clock in µs (lib/scripts/next_fence.lua): about 16 digits,
-# strictly increasing per name, below 2^53.  Tests compare fences with each
-# other, with the counter and meta, and with the server's TIME taken before
+# A grant's fence comes from the id of its history entry, "MS-SEQ" in
+# the stream P{NAME}:log: (MS + 1) * 1000 + SEQ (lib/scripts/entry.lua),
+# about the server's clock in µs; the :fence counter is only a floor for a
+# new stream and the fallback when the stream is refused.  About 16
+# digits, strictly increasing per name, below 2^53.  Tests compare fences with each
+# other, with meta, and with the server's TIME taken before
 # and after the grant, never with a count of acquisitions.
 #	time_us				TIME's two lines on stdin -> µs
 #	assert_fence F [LO [HI]]	F is plain digits (no sign, no exponent),
@@ -968,10 +1019,16 @@ evalsha_calls() {
 #	assert_status_row LINE NAME STATE FENCE
 #					status's table row starts with NAME,
 #					STATE and FENCE in their columns
-#	fence_ahead NAME [SERVER]	set NAME's counter 10^12 µs (11.6 days)
-#					ahead of the server's clock and print it:
-#					from there each grant adds exactly 1, so
-#					a test can count the grants
+#	fence_ahead NAME [SERVER]	put NAME's fences 10^12 µs (11.6 days)
+#					ahead of the server's clock and print
+#					that value, c: the counter when NAME has
+#					no stream yet (a new stream starts above
+#					it), else an entry with c's id added to
+#					the stream and deleted.  Every later
+#					fence is above c, and they increase (not
+#					by one a grant: releases and other
+#					entries take ids too)
+#	fence_of_id ID			the fence of a history entry's id
 
 FENCE_LIMIT=9007199254740992 # 2^53: exact in a double, in JSON, in bash
 
@@ -1028,8 +1085,29 @@ assert_status_row() {
 }
 
 fence_ahead() {
-	local c
+	local c k
 	c=$(($(server_us "${2:-R}") + 1000000000000))
-	rcli "${2:-R}" SET "$(key "$1"):fence" "$c" >/dev/null || return 1
+	k=$(key "$1")
+	if [[ $(rcli "${2:-R}" EXISTS "$k:log") == 1 ]]; then
+		# The stream's next id is above c's: an entry with c's id
+		# ((MS + 1) * 1000 + SEQ = c), added and removed at once.
+		local id
+		id=$(rcli "${2:-R}" XADD "$k:log" "$((c / 1000 - 1))-$((c % 1000))" f '') || return 1
+		[[ $id == "$((c / 1000 - 1))-$((c % 1000))" ]] || {
+			echo "fence_ahead: XADD gave '$id'" >&2
+			return 1
+		}
+		rcli "${2:-R}" XDEL "$k:log" "$id" >/dev/null || return 1
+	else
+		# A new stream starts above the counter.
+		rcli "${2:-R}" SET "$k:fence" "$c" >/dev/null || return 1
+	fi
 	echo "$c"
+}
+
+# fence_of_id ID: the fence of history entry ID ("MS-SEQ"): (MS + 1) *
+# 1000 + SEQ.
+fence_of_id() {
+	[[ $1 =~ ^([0-9]{13})-([0-9]{1,3})$ ]] || return 1
+	echo $(((BASH_REMATCH[1] + 1) * 1000 + BASH_REMATCH[2]))
 }
