@@ -1,14 +1,17 @@
 #!/usr/bin/env bats
-# fence.bats - the fence never goes back.  A grant's fence is the larger of
-# the lock's :fence counter plus one and the server's clock in µs
-# (lib/scripts/next_fence.lua), so a server that forgot the counter
-# still hands out a fence above every one before: a restart without
-# persistence, the key deleted, a replica promoted that missed the last
+# fence.bats - the fence never goes back.  A grant's fence is the id of
+# its entry in the lock's history, the stream P{N}:log: (MS + 1) * 1000 +
+# SEQ (lib/scripts/entry.lua), about the server's clock in µs; a new
+# stream starts above the :fence counter (an older rlock's, or the one
+# several masters raise) and at the clock.  So a server that forgot the
+# stream still hands out a fence above every one before: a restart without
+# persistence, the stream deleted, a replica promoted that missed the last
 # grants (by hand, by the sentinels, in a cluster), masters of a Redlock
 # restarted.  Each test takes fences, makes the server forget, shows that
-# it did forget (the counter is gone or behind), and compares the next
-# fence with every one before and with the server's TIME around it.  And a
-# fence is exact: the same digits, below 2^53, wherever rlock shows it.
+# it did forget (the record of the last grant, P{N}:grant, is gone or
+# behind), and compares the next fence with every one before and with the
+# server's TIME around it.  And a fence is exact: the same digits, below
+# 2^53, wherever rlock shows it.
 #
 # Started once for the file: a server R (the tests restart it), three
 # independent masters N1..N3, the Sentinel topology (M, RPL, S1..S3) and a
@@ -54,9 +57,22 @@ take_fence() {
 	"$RLOCK" "${@:1:$#-1}" run -w 10s "$name" -- sh -c 'echo "$RLOCK_FENCE"'
 }
 
-# counter NAME [SERVER]: lock NAME's fence counter (empty when none).
+# counter NAME [SERVER]: lock NAME's fence counter (empty when none): a
+# grant reads it only when it makes the stream; several masters raise it.
 counter() {
 	rcli "${2:-R}" GET "$(key "$1"):fence"
+}
+
+# gfence NAME [SERVER]: the fence of lock NAME's last exclusive grant, as
+# its record P{NAME}:grant has it (it stays after the release).
+gfence() {
+	meta "$1" fence "${2:-R}"
+}
+
+# last_fence NAME [SERVER]: the fence of the newest grant (exclusive,
+# shared or semaphore) in lock NAME's history: its entry's id's.
+last_fence() {
+	last_grant "$1" fence "${2:-R}"
 }
 
 # holder_fence NAME TOKEN [SERVER]: the fence in a shared or semaphore
@@ -97,7 +113,9 @@ no_replicas() {
 	json_check "$json" 'type(d["fence"]) is int' 'd["fence"] == int(a[0])' \
 		'd["fence"] < 2**53 and int(float(d["fence"])) == d["fence"]' -- "$f"
 	assert_equal "$(meta ex fence)" "$f"
-	assert_equal "$(counter ex)" "$f"
+	# The id of its history entry, and no counter written.
+	assert_equal "$(last_fence ex)" "$f"
+	assert_equal "$(counter ex)" ""
 	run -0 --separate-stderr "$RLOCK" status --json ex
 	assert_equal "$(grep -o '"fence":[^,}]*' <<<"$output" | sort -u)" "\"fence\":$f"
 	json_check "$output" 'd["locks"][0]["fence"] == int(a[0])' \
@@ -117,7 +135,8 @@ no_replicas() {
 	g=${output%% *}
 	assert_fence "$g" "$((RLOCK_FENCE + 1))"
 	assert_equal "${output#* }" "$(python3 -c 'import sys; print(int(sys.argv[1]) + 1)' "$g")"
-	assert_equal "$(counter ex)" "$g"
+	assert_equal "$(gfence ex)" "$g"
+	assert_equal "$(last_fence ex)" "$g"
 
 	# A shared holder's and a semaphore holder's metadata: digits too.
 	local name
@@ -129,7 +148,7 @@ no_replicas() {
 		fi
 		assert_fence "$RLOCK_FENCE"
 		assert_equal "$(holder_fence "$name" "$RLOCK_TOKEN")" "$RLOCK_FENCE"
-		assert_equal "$(counter "$name")" "$RLOCK_FENCE"
+		assert_equal "$(last_fence "$name")" "$RLOCK_FENCE"
 		run -0 "$RLOCK" status --json "$name"
 		json_check "$output" 'd["locks"][0]["holders"][0]["fence"] == int(a[0])' -- "$RLOCK_FENCE"
 	done
@@ -144,14 +163,15 @@ no_replicas() {
 	f[2]=$(meta rs fence)
 	assert_increasing "${f[@]}"
 	restart_redis R
-	assert_equal "$(rcli R EXISTS "$(key rs)" "$(key rs):owner" "$(key rs):fence")" 0
+	assert_equal "$(rcli R EXISTS "$(key rs)" "$(key rs):grant" "$(key rs):log" "$(key rs):fence")" 0
 	b=$(server_us)
 	f[3]=$(take_fence rs)
 	a=$(server_us)
 	assert_increasing "${f[@]}"
-	# From the clock, the counter being gone.
+	# From the clock, the stream being gone.
 	assert_fence "${f[3]}" "$b" "$a"
-	assert_equal "$(counter rs)" "${f[3]}"
+	assert_equal "$(gfence rs)" "${f[3]}"
+	assert_equal "$(last_fence rs)" "${f[3]}"
 	run -76 "$RLOCK" release rs "$t"
 }
 
@@ -163,38 +183,63 @@ no_replicas() {
 	a=$(server_us)
 	assert_fence "$f" "$b" "$a"
 	((f > 41))
-	assert_equal "$(counter up)" "$f"
+	assert_equal "$(gfence up)" "$f"
+	# Read as the new stream's floor, not written.
+	assert_equal "$(counter up)" 41
 }
 
-@test "a counter ahead of the clock goes on by exactly one a grant" {
-	local c f
+@test "a counter ahead of the clock is a new stream's floor, and a stream whose ids are ahead goes on from them: fences above, increasing, across a full millisecond" {
+	local c f g ms e h
 	c=$(($(server_us) + 1000000000))
 	rcli R SET "$(key ah):fence" "$c" >/dev/null
 	f=$(take_fence ah)
-	assert_equal "$f" $((c + 1))
-	assert_equal "$(counter ah)" $((c + 1))
+	# Above the counter, within the millisecond after it.
+	assert_fence "$f" $((c + 1))
+	((f <= c + 1000)) || fail "fence $f not within the millisecond after $c"
+	assert_equal "$(gfence ah)" "$f"
 	run -0 --separate-stderr "$RLOCK" acquire --json ah
-	json_check "$output" 'd["fence"] == int(a[0]) + 2' -- "$c"
-	assert_equal "$(meta ah fence)" $((c + 2))
-	assert_equal "$(counter ah)" $((c + 2))
+	g=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["fence"])' "$output")
+	assert_increasing "$c" "$f" "$g"
+	assert_equal "$(meta ah fence)" "$g"
+	# The counter was only read: the stream's ids go on.
+	assert_equal "$(counter ah)" "$c"
+	"$RLOCK" release ah "$(json_token "$output")"
+
+	# A stream whose last id is far ahead of the clock and one short of
+	# its millisecond's 1000 ids: the next grant takes the last of them,
+	# the one after the next millisecond's first.
+	ms=$(($(server_ms) + 86400000))
+	e=$(rcli R XADD "$(key ah):log" "$ms-998" event skipped reason x)
+	assert_equal "$e" "$ms-998"
+	f=$(take_fence ah)
+	h=$(take_fence ah)
+	assert_increasing "$g" "$f" "$h"
+	assert_equal "$f" $(((ms + 1) * 1000 + 999))
+	assert_fence "$h" $(((ms + 2) * 1000))
+	((h < (ms + 3) * 1000)) || fail "fence $h beyond the next millisecond"
+	assert_equal "$(gfence ah)" "$h"
+	assert_equal "$(last_fence ah)" "$h"
 }
 
-@test "the :fence key deleted by hand between two grants, or under a shared holder: the next fence is greater" {
+@test "the history stream (whose ids are the fences) deleted by hand between two grants, or under a shared holder: the next fence is greater" {
 	local f1 f2 b a s1 t1
 	f1=$(take_fence dl)
-	assert_equal "$(rcli R DEL "$(key dl):fence")" 1
+	# No counter to delete: the fences are the stream's.
+	assert_equal "$(rcli R EXISTS "$(key dl):fence")" 0
+	assert_equal "$(rcli R DEL "$(key dl):log")" 1
 	b=$(server_us)
 	f2=$(take_fence dl)
 	a=$(server_us)
 	assert_increasing "$f1" "$f2"
 	assert_fence "$f2" "$b" "$a"
-	assert_equal "$(counter dl)" "$f2"
+	assert_equal "$(gfence dl)" "$f2"
+	assert_equal "$(last_fence dl)" "$f2"
 
 	# A shared holder keeps its fence; the next one gets a greater one.
 	eval "$("$RLOCK" acquire -s --format env sd)"
 	s1=$RLOCK_FENCE
 	t1=$RLOCK_TOKEN
-	assert_equal "$(rcli R DEL "$(key sd):fence")" 1
+	assert_equal "$(rcli R DEL "$(key sd):log")" 1
 	eval "$("$RLOCK" acquire -s --format env sd)"
 	assert_increasing "$s1" "$RLOCK_FENCE"
 	assert_equal "$(holder_fence sd "$t1")" "$s1"
@@ -210,7 +255,7 @@ no_replicas() {
 		m[i]=$RLOCK_FENCE
 	done
 	restart_redis R
-	assert_equal "$(rcli R EXISTS "$(key sh):fence" "$(key sem):fence")" 0
+	assert_equal "$(rcli R EXISTS "$(key sh):fence" "$(key sem):fence" "$(key sh):log" "$(key sem):log")" 0
 	for i in 2 3 4; do
 		eval "$("$RLOCK" acquire -s -t 60s --format env sh)"
 		s[i]=$RLOCK_FENCE
@@ -223,18 +268,17 @@ no_replicas() {
 	holders_is sem 3
 	assert_increasing "${s[@]}"
 	assert_increasing "${m[@]}"
-	assert_equal "$(counter sh)" "${s[4]}"
-	assert_equal "$(counter sem)" "${m[4]}"
+	assert_equal "$(last_fence sh)" "${s[4]}"
+	assert_equal "$(last_fence sem)" "${m[4]}"
 }
 
 @test "a replica promoted by hand after its master handed out fences it never got: the next fence is above them all" {
-	local f=() b a k
+	local f=() b a
 	start_redis PM --repl-diskless-sync-delay 0
 	start_redis PR --replicaof 127.0.0.1 "$PM_PORT"
 	wait_until 10 replica_up PR "$PM_PORT"
-	k=$(key pr):fence
 	f[0]=$(RLOCK_URL=$PM_URL take_fence pr)
-	wait_until 5 eval '[[ $(rcli PR GET "$k") == "${f[0]}" ]]'
+	wait_until 5 eval '[[ $(gfence pr PR) == "${f[0]}" ]]'
 	# Frozen, with its link cut: what the master sent would otherwise wait
 	# in the frozen replica's socket and be applied when it thaws.
 	kill -STOP "$PR_PID"
@@ -251,13 +295,14 @@ no_replicas() {
 	kill -CONT "$PR_PID"
 	assert_equal "$(rcli PR REPLICAOF NO ONE)" OK
 	# It never got the last two.
-	assert_equal "$(rcli PR GET "$k")" "${f[0]}"
+	assert_equal "$(gfence pr PR)" "${f[0]}"
+	assert_equal "$(last_fence pr PR)" "${f[0]}"
 	b=$(server_us PR)
 	f[3]=$(RLOCK_URL=$PR_URL take_fence pr)
 	a=$(server_us PR)
 	assert_increasing "${f[@]}"
 	assert_fence "${f[3]}" "$b" "$a"
-	assert_equal "$(rcli PR GET "$k")" "${f[3]}"
+	assert_equal "$(gfence pr PR)" "${f[3]}"
 }
 
 # ---- several masters (Redlock) ---------------------------------------------------
@@ -326,7 +371,7 @@ no_replicas() {
 	f[1]=$(take_fence "${SU[@]}" sf)
 	old=$(ha_master)
 	new=$(ha_replica)
-	wait_until 5 eval '[[ $(counter sf "$new") == "${f[1]}" ]]'
+	wait_until 5 eval '[[ $(gfence sf "$new") == "${f[1]}" ]]'
 	sentinel_failover
 	assert_equal "$(ha_master)" "$new"
 	b=$(server_us "$new")
@@ -334,7 +379,7 @@ no_replicas() {
 	a=$(server_us "$new")
 	assert_increasing "${f[@]}"
 	assert_fence "${f[2]}" "$b" "$a"
-	assert_equal "$(counter sf "$new")" "${f[2]}"
+	assert_equal "$(gfence sf "$new")" "${f[2]}"
 }
 
 # sentinels_name NODE: every sentinel names NODE (M or RPL) the master, and
@@ -373,7 +418,7 @@ sentinel_failover_to() {
 	old=$(ha_master)
 	new=$(ha_replica)
 	f[0]=$(take_fence "${SU[@]}" sk)
-	wait_until 5 eval '[[ $(counter sk "$new") == "${f[0]}" ]]'
+	wait_until 5 eval '[[ $(gfence sk "$new") == "${f[0]}" ]]'
 	# The replica frozen, its link cut (see the hand promotion above).
 	kill -STOP "$(server_pid "$new")"
 	wait_until 5 pid_stopped "$(server_pid "$new")"
@@ -382,12 +427,12 @@ sentinel_failover_to() {
 	f[1]=$(take_fence "${SU[@]}" sk)
 	f[2]=$(take_fence "${SU[@]}" sk)
 	assert_increasing "${f[@]}"
-	assert_equal "$(counter sk "$old")" "${f[2]}"
+	assert_equal "$(gfence sk "$old")" "${f[2]}"
 	kill -KILL "$(server_pid "$old")"
 	wait_until 5 pid_gone "$(server_pid "$old")"
 	kill -CONT "$(server_pid "$new")"
 	sentinel_failover_to "$new"
-	assert_equal "$(counter sk "$new")" "${f[0]}"
+	assert_equal "$(gfence sk "$new")" "${f[0]}"
 	b=$(server_us "$new")
 	f[3]=$(take_fence "${SU[@]}" sk)
 	a=$(server_us "$new")
@@ -396,7 +441,7 @@ sentinel_failover_to() {
 	# The old master back (empty), made the new one's replica.
 	restart_redis "$old"
 	ha_wait 30 _ha_settled "$new" "$old"
-	wait_until 5 eval '[[ $(counter sk "$old") == "${f[3]}" ]]'
+	wait_until 5 eval '[[ $(gfence sk "$old") == "${f[3]}" ]]'
 }
 
 # ---- Cluster -----------------------------------------------------------------
@@ -411,10 +456,12 @@ cnode_us() {
 	ccli "$1" TIME | time_us
 }
 
-# ccounter NAME PORT: lock NAME's fence counter on the node on PORT, read
-# on a replica too.
+# ccounter NAME PORT: the fence of lock NAME's last exclusive grant (its
+# record P{NAME}:grant) on the node on PORT, read on a replica too.
 ccounter() {
-	printf 'READONLY\nGET %s\n' "$(key "$1"):fence" | ccli "$2" | sed -n 2p
+	local r
+	r=$(printf 'READONLY\nGET %s\n' "$(key "$1"):grant" | ccli "$2" | sed -n '2,$p')
+	owner_field fence "$(grant_meta "$r")"
 }
 
 # name_away_from PORT: a lock name whose slot's master and that master's

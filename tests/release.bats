@@ -15,8 +15,12 @@ load test_helper
 	assert_equal "$stderr" ""
 	lock_free r
 	[[ $(rcli R EXISTS "$(key r):owner") == 0 ]]
-	# the fence counter survives, at the fence the holder had
-	assert_equal "$(rcli R GET "$(key r):fence")" "$f"
+	# the record of the last grant survives, the holder's fence and
+	# token, no longer the holder's (the key is gone)
+	assert_equal "$(meta r fence)" "$f"
+	assert_equal "$(grant_tok r)" "${t:0:8}"
+	[[ $(rcli R PTTL "$(key r):grant") == -1 ]]
+	assert_equal "$(hist_names r)" "acquired released"
 }
 
 @test "release with a wrong token exits 76 and leaves the key" {
@@ -25,7 +29,9 @@ load test_helper
 	run -76 --separate-stderr "$RLOCK" release r 0123456789abcdef0123456789abcdef
 	assert_stderr "rlock: release: r: token does not hold the lock"
 	held_by r "$t"
-	[[ $(rcli R EXISTS "$(key r):owner") == 1 ]]
+	assert_equal "$(grant_tok r)" "${t:0:8}"
+	assert_fence "$(meta r fence)"
+	assert_equal "$(hist_names r)" "acquired"
 }
 
 @test "release of a free lock exits 76" {

@@ -68,9 +68,10 @@ file_exists() {
 	[[ -e $1 ]]
 }
 
-# fence NAME [SERVER]: lock NAME's fence counter (the last fence handed out).
+# fence NAME [SERVER]: the fence of lock NAME's last exclusive grant (its
+# record P{NAME}:grant, which stays after the release; empty when none).
 fence() {
-	rcli "${2:-R}" GET "$(key "$1"):fence"
+	meta "$1" fence "${2:-R}"
 }
 
 # lock_script FILE NAME END PREAMBLE [ACQUIRE-OPTION...]: a script, the same
@@ -256,8 +257,8 @@ follows_script() {
 }
 
 @test "a renewer the server turns away (maxclients 1): 69, nothing on stdout, the lock released" {
-	# With the counter ahead of the clock each grant adds exactly one.
-	local c
+	# With the fences ahead of the clock, a grant's is above c.
+	local c f
 	c=$(fence_ahead mc)
 	rcli R CONFIG GET maxclients | sed -n 2p >maxclients.was
 	assert_regex "$(cat maxclients.was)" '^[0-9]+$'
@@ -272,7 +273,9 @@ follows_script() {
 	wait_until 5 set_maxclients "$(cat maxclients.was)"
 	rm maxclients.was
 	# acquire took it (its connection was let in), once, then gave it back.
-	assert_equal "$(fence mc)" $((c + 1))
+	f=$(fence mc)
+	assert_fence "$f" $((c + 1))
+	assert_equal "$(hist_names mc)" "acquired released"
 	lock_free mc
 }
 
@@ -527,12 +530,14 @@ with open(sys.argv[2], "ab", buffering=0) as f:
 }
 
 @test "acquire --renew >/dev/full: 71, the lock free again, no renewer left" {
-	local c
+	local c f
 	c=$(fence_ahead full)
 	run -71 --separate-stderr sh -c '"$RLOCK" acquire --renew -t 30s full >/dev/full'
 	assert_stderr "rlock: acquire: full: cannot write the token: No space left on device; lock released"
 	# Taken once, then given back.
-	assert_equal "$(fence full)" $((c + 1))
+	f=$(fence full)
+	assert_fence "$f" $((c + 1))
+	assert_equal "$(hist_names full)" "acquired released"
 	lock_free full
 	no_rlock_pids
 }

@@ -50,11 +50,13 @@ renewed() {
 		assert_equal "$BG_STATUS" 0
 	done
 	t1=$(server_us)
-	# A fence each, from the server's clock then; the counter at the last.
+	# A fence each, from the server's clock then: the ids of their three
+	# history entries.
 	assert_equal "$(wc -l <fences)" 3
 	assert_equal "$(sort -n fences | uniq | wc -l)" 3
 	assert_increasing "$t0" $(sort -n fences) "$((t1 + 1))"
-	assert_equal "$(rcli R GET "$(key rd):fence")" "$(sort -n fences | tail -n 1)"
+	assert_equal "$(hist_count rd acquired)" 3
+	assert_equal "$(last_grant rd fence)" "$(sort -n fences | tail -n 1)"
 	assert_equal "$(rcli R EXISTS "$(key rd):holders" "$(hmeta rd)")" 0
 }
 
@@ -295,8 +297,9 @@ EOF
 	assert_equal "$(rcli R HGET "$(hmeta cs)" limit)" 3
 	holders_is cs 1
 	assert_equal "$(rcli R EXISTS "$(key cs):line")" 0
-	# Two grants; the refused callers took no fence.
-	assert_equal "$(rcli R GET "$(key cs):fence")" "$f2"
+	# Two grants; the refused callers took no fence (no grant entry).
+	assert_equal "$(hist_count cs acquired)" 2
+	assert_equal "$(last_grant cs fence)" "$f2"
 }
 
 @test "status shows the shared holders" {

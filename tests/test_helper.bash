@@ -25,7 +25,8 @@
 # a test are stopped by that test's teardown.  Persistence is off.
 #
 # Locks (under this test's prefix, on server R unless one is named):
-#	key NAME, holder NAME, pttl NAME, meta NAME FIELD, waiters NAME
+#	key NAME, holder NAME, pttl NAME, meta NAME FIELD, grant_tok NAME,
+#	waiters NAME
 #	lock_held NAME, lock_free NAME, held_by NAME TOKEN, has_waiters NAME N
 # Fences (clock-based, ~16 digits: see the section at the end):
 #	server_us [SERVER], assert_fence F [LO [HI]], assert_increasing F...,
@@ -48,7 +49,9 @@
 # The lock's history (the stream P{NAME}:log, LOCK HISTORY in the man page):
 #	hist_key NAME, hist_len NAME [SERVER] (XLEN),
 #	hist_names NAME [SERVER] (its events, oldest first, space-separated),
-#	entry_fields (a filter: XRANGE's JSON with packed entries unpacked)
+#	entry_fields (a filter: XRANGE's JSON with packed entries unpacked),
+#	last_grant NAME FIELD [SERVER] (of the newest acquired entry),
+#	hist_count NAME EVENT [SERVER] (how many entries of EVENT)
 #
 # Assertions on `run --separate-stderr`: assert_stderr, assert_stderr_line,
 # refute_stderr (as assert_output/assert_line/refute_output), and
@@ -708,6 +711,13 @@ meta() {
 	owner_field "$2" "$(grant_meta "$(rcli "${3:-R}" GET "$(key "$1"):grant")")"
 }
 
+# grant_tok NAME [SERVER]: the TOKEN8 of lock NAME's last exclusive grant
+# (its record P{NAME}:grant): the holder's while the lock key's token
+# starts with it.
+grant_tok() {
+	rcli "${2:-R}" GET "$(key "$1"):grant" | sed -n 7p
+}
+
 # baton_grant SERVER NAME RLOCK_OPTION...: a run waiting in line for lock
 # NAME (on SERVER, through the options; its command writes its fence to
 # baton.fence) is stopped as the holder releases, so that only the release
@@ -814,6 +824,26 @@ hist_names() {
 	rcli "${2:-R}" --json XRANGE "$(hist_key "$1")" - + | entry_fields | python3 -c '
 import json, sys
 print(" ".join(dict(zip(kv[0::2], kv[1::2]))["event"] for _, kv in json.load(sys.stdin) or []))'
+}
+
+# last_grant NAME FIELD [SERVER]: FIELD of the newest grant (exclusive,
+# shared or semaphore: an acquired event) in lock NAME's history, unpacked
+# (entry_fields); empty when there is none.
+last_grant() {
+	rcli "${3:-R}" --json XRANGE "$(hist_key "$1")" - + | entry_fields | python3 -c '
+import json, sys
+g = [dict(zip(kv[0::2], kv[1::2])) for _, kv in json.load(sys.stdin) or []]
+g = [e.get(sys.argv[1], "") for e in g if e.get("event") == "acquired"]
+print(g[-1] if g else "")' "$2"
+}
+
+# hist_count NAME EVENT [SERVER]: entries of EVENT in lock NAME's history.
+hist_count() {
+	local n=0 e
+	for e in $(hist_names "$1" "${3:-R}"); do
+		[[ $e == "$2" ]] && n=$((n + 1))
+	done
+	echo "$n"
 }
 
 # entry_fields: a filter from `redis-cli --json XRANGE ...` (a list of
