@@ -1163,7 +1163,7 @@ static void check_history(struct doc *x, struct server *s, struct probe *p)
 	freeReplyObject(r);
 }
 
-/* Delete what the probe may have left (the fence counter never expires)
+/* Delete what the probe may have left (its grant record never expires)
  * and check that nothing remains. */
 static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 {
@@ -1182,7 +1182,7 @@ static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
 		refused(x, s, "cleanup", RLOCK_CHECK_WARN, r, p->k.key,
-			"DEL refused: the probe's fence counter is left");
+			"DEL refused: the probe's grant record is left");
 		freeReplyObject(r);
 		return;
 	}
@@ -1305,8 +1305,8 @@ static void check_eviction(struct doc *x, struct server *s)
 	else if (strncmp(policy, "allkeys-", 8) == 0)
 		add(x, s->addr, "eviction", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_STRING, policy, "%s with maxmemory %s: any key "
-		    "can be evicted, a held lock's (two holders) or its :fence "
-		    "counter (fences repeat); set maxmemory-policy noeviction",
+		    "can be evicted, a held lock's (two holders) or its history, "
+		    "whose IDs are its fences; set maxmemory-policy noeviction",
 		    policy, max);
 	else
 		add(x, s->addr, "eviction", RLOCK_CHECK_WARN, 0,

@@ -70,7 +70,7 @@ keyspace() {
 	json=$output
 	[ "$(level "$json" eviction)" = warn ]
 	msg=$(message "$json" eviction)
-	[[ $msg == "allkeys-lru with maxmemory 100.00M: any key can be evicted, a held lock's (two holders) or its :fence counter (fences repeat); set maxmemory-policy noeviction" ]]
+	[[ $msg == "allkeys-lru with maxmemory 100.00M: any key can be evicted, a held lock's (two holders) or its history, whose IDs are its fences; set maxmemory-policy noeviction" ]]
 }
 
 @test "doctor: volatile-ttl with a maxmemory warns that it evicts exactly the keys of held locks" {

@@ -102,8 +102,147 @@ static void integers(void)
 	unit_context(NULL);
 }
 
+/* The shortest path's grant is its history entry's id, "MS-SEQ": the
+ * fence is (MS + 1) * 1000 + SEQ; any other string is no grant. */
+static void grant_ids(void)
+{
+	static const struct {
+		const char *resp;
+		int rc;
+		long long fence;
+	} t[] = {
+		{ "$15\r\n1795771430791-0\r\n", 0, 1795771430792000LL },
+		{ "$17\r\n1795771430791-999\r\n", 0, 1795771430792999LL },
+		{ "$17\r\n9007199253690-999\r\n", 0, 9007199253691999LL },
+		/* SEQ past 999, MS not 13 digits, signs, spaces, junk. */
+		{ "$18\r\n1795771430791-1000\r\n", -1, 0 },
+		{ "$14\r\n179577143079-1\r\n", -1, 0 },
+		{ "$16\r\n17957714307910-1\r\n", -1, 0 },
+		{ "$15\r\n9007199253691-0\r\n", -1, 0 },
+		{ "$14\r\n1795771430791-\r\n", -1, 0 },
+		{ "$16\r\n1795771430791-+1\r\n", -1, 0 },
+		{ "$16\r\n1795771430791- 1\r\n", -1, 0 },
+		{ "$15\r\n1795771430791_1\r\n", -1, 0 },
+		{ "$15\r\n+795771430791-1\r\n", -1, 0 },
+		{ "$0\r\n\r\n", -1, 0 },
+		{ "+1795771430791-0\r\n", -1, 0 },
+		/* The script's array, as before. */
+		{ "*3\r\n:1\r\n:1795771430791150\r\n:1\r\n", 0,
+		  1795771430791150LL },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = unit_reply(t[i].resp);
+		long long fence = 0;
+		int recorded = -5;
+
+		unit_context("grant id %zu", i);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		CHECK_INT(decode_grant(r, &fence, &recorded), t[i].rc);
+		if (t[i].rc == 0) {
+			CHECK_INT(fence, t[i].fence);
+			CHECK_INT(recorded, 1);
+		}
+		freeReplyObject(r);
+	}
+}
+
+/* A packed history entry: "a1" a grant whose fence is its id's, unless a
+ * "fence" field says another; "r1" a release.  A value of the wrong shape
+ * is marked as not rlock's. */
+static void packed_entries(void)
+{
+	redisReply *r;
+	struct rlock_event ev;
+
+	unit_context("packed grant");
+	r = unit_reply("*2\r\n$15\r\n1795771430791-7\r\n*2\r\n$2\r\na1\r\n"
+		       "$45\r\nx\n12\nabcdef01\n4321\nhost\nuser\nnote\ncmd\nwith nl\r\n");
+	CHECK(r != NULL);
+	if (r != NULL) {
+		CHECK_INT(decode_entry(r, &ev), 0);
+		CHECK_STR(ev.event, "acquired");
+		CHECK_STR(ev.kind, "x");
+		CHECK_INT(ev.waited_ms, 12);
+		CHECK_STR(ev.token, "abcdef01");
+		CHECK_INT(ev.pid, 4321);
+		CHECK_STR(ev.host, "host");
+		CHECK_STR(ev.user, "user");
+		CHECK_STR(ev.note, "note");
+		CHECK_STR(ev.command, "cmd\nwith nl");
+		CHECK_INT(ev.fence, 1795771430792007LL);
+		CHECK_INT(ev.bad, 0);
+		freeReplyObject(r);
+	}
+	unit_context("packed grant with a fence of its own");
+	r = unit_reply("*2\r\n$15\r\n1795771430791-7\r\n*4\r\n$2\r\na1\r\n"
+		       "$21\r\ns\n0\nabcdef01\n1\nh\nu\n\nc\r\n$5\r\nfence\r\n$2\r\n42\r\n");
+	CHECK(r != NULL);
+	if (r != NULL) {
+		CHECK_INT(decode_entry(r, &ev), 0);
+		CHECK_STR(ev.kind, "s");
+		CHECK_INT(ev.fence, 42);
+		freeReplyObject(r);
+	}
+	unit_context("packed release");
+	r = unit_reply("*2\r\n$15\r\n1795771430791-8\r\n*2\r\n$2\r\nr1\r\n"
+		       "$17\r\nabcdef01\n143\nTERM\r\n");
+	CHECK(r != NULL);
+	if (r != NULL) {
+		CHECK_INT(decode_entry(r, &ev), 0);
+		CHECK_STR(ev.event, "released");
+		CHECK_STR(ev.token, "abcdef01");
+		CHECK_INT(ev.exit, 143);
+		CHECK_STR(ev.signal, "TERM");
+		CHECK_INT(ev.fence, -1);
+		CHECK_INT(ev.bad, 0);
+		freeReplyObject(r);
+	}
+	unit_context("packed release, exit and signal not known");
+	r = unit_reply("*2\r\n$15\r\n1795771430791-8\r\n*2\r\n$2\r\nr1\r\n"
+		       "$10\r\nabcdef01\n\n\r\n");
+	CHECK(r != NULL);
+	if (r != NULL) {
+		CHECK_INT(decode_entry(r, &ev), 0);
+		CHECK_INT(ev.exit, -1);
+		CHECK_STR(ev.signal, "");
+		CHECK_INT(ev.bad, 0);
+		freeReplyObject(r);
+	}
+	unit_context("packed values of the wrong shape");
+	r = unit_reply("*2\r\n$15\r\n1795771430791-8\r\n*2\r\n$2\r\na1\r\n"
+		       "$5\r\nx\n0\nz\r\n");
+	CHECK(r != NULL);
+	if (r != NULL) {
+		decode_entry(r, &ev);
+		CHECK(ev.bad != 0);
+		freeReplyObject(r);
+	}
+	r = unit_reply("*2\r\n$15\r\n1795771430791-8\r\n*2\r\n$2\r\nr1\r\n"
+		       "$11\r\nabcdef01\nxx\r\n");
+	CHECK(r != NULL);
+	if (r != NULL) {
+		decode_entry(r, &ev);
+		CHECK(ev.bad != 0);
+		freeReplyObject(r);
+	}
+	/* A grant's id that gives no fence: none taken from it. */
+	r = unit_reply("*2\r\n$18\r\n1795771430791-1000\r\n*2\r\n$2\r\na1\r\n"
+		       "$21\r\nx\n0\nabcdef01\n1\nh\nu\n\nc\r\n");
+	CHECK(r != NULL);
+	if (r != NULL) {
+		CHECK_INT(decode_entry(r, &ev), 0);
+		CHECK_INT(ev.fence, -1);
+		freeReplyObject(r);
+	}
+}
+
 void test_decoders(void)
 {
+	grant_ids();
+	packed_entries();
 	force();
 	integers();
 }
