@@ -8,7 +8,7 @@ load test_helper
 @test "50 contending runs never overlap: no lost updates" {
 	local pids=() i pid bad=() c
 	echo 0 >counter
-	# With the counter ahead of the clock each grant adds exactly one.
+	# The fences ahead of the clock: every grant's is above c.
 	c=$(fence_ahead counter)
 	# Hold the lock until all 50 wait for it, so that they really contend.
 	bg_start h "$RLOCK" run -t 30s counter -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
@@ -26,8 +26,16 @@ load test_helper
 	done
 	assert_equal "${bad[*]}" ""
 	assert_equal "$(cat counter)" 50
-	# The holder and the 50: 51 grants, no more.
-	assert_equal "$(rcli R GET "$(key counter):fence")" $((c + 51))
+	# The holder and the 50: 51 grants, no more, each with its own
+	# fence above c, the last one's in the grant record.
+	assert_equal "$(hist_count counter acquired)" 51
+	assert_equal "$(rcli R --json XRANGE "$(hist_key counter)" - + | entry_fields |
+		python3 -c '
+import json, sys
+f = [int(dict(zip(kv[0::2], kv[1::2]))["fence"]) for _, kv in json.load(sys.stdin)
+     if dict(zip(kv[0::2], kv[1::2]))["event"] == "acquired"]
+print(len(f) == len(set(f)) and f == sorted(f) and f[0] > int(sys.argv[1]))' "$c")" True
+	assert_equal "$(meta counter fence)" "$(last_grant counter fence)"
 	lock_free counter
 }
 
@@ -49,7 +57,8 @@ load test_helper
 	# order of their grants: increasing, from the server's clock then.
 	assert_increasing "$t0" $(cat fences)
 	assert_fence "$(tail -n 1 fences)" "$t0" "$t1"
-	assert_equal "$(sort -n fences | tail -n 1)" "$(rcli R GET "$(key fences):fence")"
+	assert_equal "$(sort -n fences | tail -n 1)" "$(meta fences fence)"
+	assert_equal "$(hist_count fences acquired)" 20
 }
 
 @test "a waiter gets the lock as soon as the holder releases it" {
@@ -73,7 +82,7 @@ load test_helper
 	# was the last one.
 	assert_increasing "$hfence" "$(cat got)"
 	assert_fence "$(cat got)" "$go_us"
-	assert_equal "$(rcli R GET "$(key ho):fence")" "$(cat got)"
+	assert_equal "$(meta ho fence)" "$(cat got)"
 	# Not waiting out the holder's 20s lease: woken by the release.
 	((el < 5000)) || fail "hand-off took ${el}ms"
 }

@@ -35,10 +35,11 @@ wake_chan() {
 }
 
 @test "waiters are served in the order they arrived" {
-	local t i pid pids=() c
-	# With the counter ahead of the clock each grant adds exactly one.
+	local t i pid pids=() c h
+	# The fences ahead of the clock: every grant's is above c.
 	c=$(fence_ahead ord)
 	t=$("$RLOCK" acquire -t 30s ord)
+	h=$(meta ord fence)
 	# Each one starts only once the one before has its place.
 	for ((i = 1; i <= 4; i++)); do
 		bg_start "w$i" "$RLOCK" run -w 30s --label "w$i" ord -- \
@@ -55,8 +56,11 @@ wake_chan() {
 		bg_wait "$pid" 15
 		assert_equal "$BG_STATUS" 0
 	done
-	assert_equal "$(cat order)" "$(printf 'w1 %s\nw2 %s\nw3 %s\nw4 %s' \
-		$((c + 2)) $((c + 3)) $((c + 4)) $((c + 5)))"
+	# Served in their order, each with a fence above the one before.
+	assert_equal "$(cut -d' ' -f1 order | tr '\n' ' ')" "w1 w2 w3 w4 "
+	assert_increasing "$c" "$h" $(cut -d' ' -f2 order)
+	assert_equal "$(meta ord fence)" "$(sed -n 4p order | cut -d' ' -f2)"
+	assert_equal "$(hist_count ord acquired)" 5
 	lock_free ord
 	line_is ord 0
 }
@@ -88,9 +92,10 @@ wake_chan() {
 	after=$(evalsha_calls H)
 	used=$((after - before))
 	assert_equal "$(grep -c '^0$' statuses)" "$n"
-	# Each one took it once, in turn (the counter ahead of the clock adds
-	# exactly one a grant).
-	assert_equal "$(rcli H GET "$(key herd):fence")" $((c + n + 1))
+	# Each one took it once, in turn: n + 1 grants, the last one's
+	# fence above c.
+	assert_equal "$(hist_count herd acquired H)" $((n + 1))
+	assert_fence "$(meta herd fence H)" $((c + 1))
 	lock_free herd H
 	assert_equal "$(rcli H EXISTS "$(key herd):line")" 0
 	bound=$((12 * n))
@@ -249,7 +254,7 @@ pttl_below() {
 	local f
 	f=$(cat baton.fence)
 	((f > BATON_FENCE))
-	assert_equal "$(rcli R GET "$(key bs):fence")" "$f"
+	assert_equal "$(meta bs fence)" "$f"
 	lock_free bs
 	# One grant (the release's), renewed: not a second one.
 	assert_equal "$(last_events bs 2 fence)" \
@@ -270,7 +275,7 @@ pttl_below() {
 	bg_wait "$w" 20
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(bg_err w)" ""
-	assert_equal "$(cat wran)" "$(rcli R GET "$(key bk):fence")"
+	assert_equal "$(cat wran)" "$(meta bk fence)"
 	lock_free bk
 }
 
@@ -284,7 +289,8 @@ pttl_below() {
 	assert_equal "$BG_STATUS" 143
 	[[ ! -e baton.fence ]]
 	lock_free bq
-	assert_equal "$(rcli R EXISTS "$(key bq):owner")" 0
+	# The record of the grant stays, naming it: the key is gone.
+	assert_equal "$(meta bq pid)" "$w"
 	assert_equal "$(last_events bq 3 reason)" \
 		"acquired:$w:None released:$w:handed over as its wait ended skipped:$w:interrupted"
 }
@@ -513,14 +519,14 @@ pttl_below() {
 	[[ -x $HELPERS/scriptsha && $HELPERS/scriptsha -nt $RLOCK ]] ||
 		make -s -C "$REPO_DIR" tests/helpers/scriptsha >&2
 	now=$(server_us)
-	# ARGV: token, ttl, host, pid, user, command, min-hold, details, kind,
-	# waiter, join, wake prefix, note, waited (ms), history length and
-	# ttl, priority, supersede, once-per, baton lease and clock, arrival.
-	run -0 rcli R EVALSHA "$("$HELPERS/scriptsha" acquire)" 9 "$k" "$k:owner" \
-		"$k:holders" "$k:holders:meta" "$k:line" "$k:line:lease" \
-		"$k:line:who" "$k:fence" "$k:log" \
-		tok 60000 h 1 u c 0 0 x abcdef0123456789 1 "$k:wake:" "" 1000 \
-		1000 0 0 0 0 0 0 $((now - 86400000000))
+	# KEYS: the lock key alone.  ARGV: token, ttl, the holder's fields
+	# "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND" (waited
+	# 1000 ms), and the options "FAST\nDETAILS\nWAITER\nJOIN\nMIN-HOLD\n
+	# HMAX\nHTTL\nPRIORITY\nSUPERSEDE\nONCE\nBATON-LEASE\nBATON-STAMP\n
+	# ARRIVAL" (lib/scripts/acquire.lua).
+	run -0 rcli R EVALSHA "$("$HELPERS/scriptsha" acquire)" 1 "$k" \
+		tok 60000 $'x\n1000\ntok\n1\nh\nu\n\nc' \
+		$'-\n0\nabcdef0123456789\n1\n0\n1000\n0\n0\n0\n0\n0\n0\n'"$((now - 86400000000))"
 	score=$(rcli R ZSCORE "$(key early):line" x:abcdef0123456789)
 	((${score%.*} >= now - 1000000 - 100000)) || fail "placed at $score, now $now"
 	run -0 "$RLOCK" release early "$token"

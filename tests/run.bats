@@ -89,7 +89,7 @@ load test_helper
 		echo "token=$RLOCK_TOKEN"
 		echo "stored=$(redis-cli -p "$R_PORT" GET "$RLOCK_KEY")"
 		echo "fence=$RLOCK_FENCE"
-		echo "storedfence=$(redis-cli -p "$R_PORT" GET "$RLOCK_KEY:fence")"
+		echo "storedtok=$(redis-cli -p "$R_PORT" GET "$RLOCK_KEY:grant" | sed -n 7p)"
 		printf "%s\n" "$RLOCK_HELD" |
 			grep -qxF "$RLOCK_KEY	x	$PPID:$(cut -d" " -f22 /proc/$PPID/stat)" &&
 			echo held-ok'
@@ -97,15 +97,17 @@ load test_helper
 	assert_line "key=$(key envx)"
 	assert_line "ttl=5000"
 	assert_line held-ok
-	local token stored fence storedfence
+	local token stored fence storedtok
 	token=$(sed -n 's/^token=//p' <<<"$output")
 	stored=$(sed -n 's/^stored=//p' <<<"$output")
 	fence=$(sed -n 's/^fence=//p' <<<"$output")
-	storedfence=$(sed -n 's/^storedfence=//p' <<<"$output")
+	storedtok=$(sed -n 's/^storedtok=//p' <<<"$output")
 	assert_regex "$token" '^[0-9a-f]{32}$'
 	assert_equal "$stored" "$token"
 	assert_regex "$fence" '^[0-9]+$'
-	assert_equal "$storedfence" "$fence"
+	# The record of the grant, the holder's while it ran, has its fence.
+	assert_equal "$storedtok" "${token:0:8}"
+	assert_equal "$(meta envx fence)" "$fence"
 }
 
 @test "the fence increases with every run" {
@@ -117,8 +119,11 @@ load test_helper
 	t1=$(server_us)
 	assert_increasing "$t0" "$a" "$b" "$c"
 	assert_fence "$c" "$t0" "$t1"
-	# The counter is at the last fence handed out: no other grant.
-	assert_equal "$(rcli R GET "$(key fx):fence")" "$c"
+	# The last grant's record and history entry have the last fence
+	# handed out: three grants, no other.
+	assert_equal "$(meta fx fence)" "$c"
+	assert_equal "$(last_grant fx fence)" "$c"
+	assert_equal "$(hist_count fx acquired)" 3
 }
 
 @test "every run gets a fresh token" {
@@ -140,9 +145,9 @@ load test_helper
 	lock_free rel
 	run -143 "$RLOCK" run rel -- sh -c 'echo $RLOCK_FENCE >fence; kill $$'
 	lock_free rel
-	# the fence counter stays, at the last fence
+	# the record of the last grant stays, at the last fence
 	assert_fence "$(<fence)"
-	assert_equal "$(rcli R GET "$(key rel):fence")" "$(<fence)"
+	assert_equal "$(meta rel fence)" "$(<fence)"
 }
 
 # ---- busy -------------------------------------------------------------------
@@ -339,35 +344,39 @@ clients() {
 }
 
 @test "--label is what the lock's meta says the command is" {
-	run -0 "$RLOCK" run --label "nightly backup" lb -- sh -c 'redis-cli -p "$R_PORT" GET "$RLOCK_KEY:owner" | sed 1,7d'
+	run -0 "$RLOCK" run --label "nightly backup" lb -- sh -c 'redis-cli -p "$R_PORT" GET "$RLOCK_KEY:grant" | sed 1,11d'
 	assert_output "nightly backup"
-	run -0 "$RLOCK" run lb -- sh -c 'redis-cli -p "$R_PORT" GET "$RLOCK_KEY:owner" | sed 1,7d'
+	run -0 "$RLOCK" run lb -- sh -c 'redis-cli -p "$R_PORT" GET "$RLOCK_KEY:grant" | sed 1,11d'
 	assert_output --partial "sh -c"
 	# the default, the command line, is cut at 256 bytes
 	local long
 	long=$(printf 'x%.0s' {1..300})
-	run -0 "$RLOCK" run lb -- sh -c 'redis-cli -p "$R_PORT" GET "$RLOCK_KEY:owner" | sed 1,7d' "$long"
+	run -0 "$RLOCK" run lb -- sh -c 'redis-cli -p "$R_PORT" GET "$RLOCK_KEY:grant" | sed 1,11d' "$long"
 	((${#output} <= 256)) || fail "label of ${#output} bytes"
 	assert_regex "$output" '^sh -c '
 }
 
 @test "the holder's record names this host, rlock's pid and the user" {
 	run -0 "$RLOCK" run mx -- sh -c '
-		o=$(redis-cli -p "$R_PORT" GET "$RLOCK_KEY:owner")
-		echo "$o" | sed -n 4p
+		o=$(redis-cli -p "$R_PORT" GET "$RLOCK_KEY:grant")
+		echo "$o" | sed -n 8p
 		echo "$PPID"
-		echo "$o" | sed -n 6p
-		echo "$o" | sed -n 5p
-		echo "$o" | sed -n 2p'
+		echo "$o" | sed -n 10p
+		echo "$o" | sed -n 9p
+		echo "$o" | sed -n 2p
+		echo "$o" | sed -n 7p
+		echo "$RLOCK_TOKEN" | cut -c1-8'
 	assert_equal "${lines[0]}" "${lines[1]}"
 	assert_equal "${lines[2]}" "$(id -un)"
 	assert_regex "${lines[3]}" "^$(hostname -s)"
-	assert_regex "${lines[4]}" '^1[0-9]{12}$'
+	# Since: the id of the grant's history entry.
+	assert_regex "${lines[4]}" '^1[0-9]{12}-[0-9]+$'
+	assert_equal "${lines[5]}" "${lines[6]}"
 }
 
 # user_of NAME: the user field of lock NAME's holder record.
 user_of() {
-	rcli R GET "$(key "$1"):owner" | sed -n 6p
+	meta "$1" user
 }
 
 @test "the holder's user is \$USER, else \$LOGNAME, else the passwd name, else the uid" {
@@ -450,13 +459,14 @@ user_of() {
 		test "$(redis-cli -s "$U_SOCK" GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" && echo ok'
 	assert_output ok
 	local f1 f2
-	f1=$(rcli U GET "$(key ux):fence")
+	f1=$(meta ux fence U)
 	run -0 "$RLOCK" -u "unix://$U_SOCK" run ux -- sh -c 'echo $RLOCK_FENCE'
 	f2=$output
 	[[ $(rcli U EXISTS "$(key ux)") == 0 ]]
-	# Both runs were granted by U: its counter went on to the second fence.
+	# Both runs were granted by U: its record went on to the second fence.
 	assert_increasing "$f1" "$f2"
-	assert_equal "$(rcli U GET "$(key ux):fence")" "$f2"
+	assert_equal "$(meta ux fence U)" "$f2"
+	assert_equal "$(hist_count ux acquired U)" 2
 }
 
 @test "REDIS_URL is used without RLOCK_URL, and RLOCK_URL beats it" {
@@ -464,16 +474,17 @@ user_of() {
 	local fu fr1 fr2
 	fu=$(env -u RLOCK_URL REDIS_URL="$U_URL" "$RLOCK" run ru -- sh -c 'echo $RLOCK_FENCE')
 	assert_fence "$fu"
-	assert_equal "$(rcli U GET "$(key ru):fence")" "$fu"
-	assert_equal "$(rcli R EXISTS "$(key ru):fence")" 0
+	assert_equal "$(meta ru fence U)" "$fu"
+	assert_equal "$(rcli R EXISTS "$(key ru):grant" "$(key ru):log" "$(key ru):fence")" 0
 	fr1=$(REDIS_URL="$U_URL" "$RLOCK" run ru -- sh -c 'echo $RLOCK_FENCE')
 	assert_fence "$fr1"
-	assert_equal "$(rcli R GET "$(key ru):fence")" "$fr1"
+	assert_equal "$(meta ru fence)" "$fr1"
 	fr2=$(RLOCK_URL="$U_URL" "$RLOCK" -u "$R_URL" run ru -- sh -c 'echo $RLOCK_FENCE')
 	assert_increasing "$fr1" "$fr2"
-	assert_equal "$(rcli R GET "$(key ru):fence")" "$fr2"
+	assert_equal "$(meta ru fence)" "$fr2"
 	# U granted once only.
-	assert_equal "$(rcli U GET "$(key ru):fence")" "$fu"
+	assert_equal "$(meta ru fence U)" "$fu"
+	assert_equal "$(hist_count ru acquired U)" 1
 }
 
 @test "--prefix and RLOCK_PREFIX choose the key" {
