@@ -84,16 +84,18 @@ has() {
 }
 
 # hostile_owner NAME HOST USER NOTE COMMAND: rewrite the holder record of
-# exclusive lock NAME (held) with these fields, its fence, times and pid
+# exclusive lock NAME (held), the record of its grant P{NAME}:grant
+# ("2\nID\nFENCE\nHOLD\nKIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\n
+# COMMAND"), with these fields, its id, fence, hold, kind, token and pid
 # kept.
 hostile_owner() {
 	local rec
 	local -a f
-	rec=$(rcli R GET "$(key "$1"):owner")
+	rec=$(rcli R GET "$(key "$1"):grant")
 	mapfile -t f <<<"$rec"
-	rec=$(printf '%s\n' "${f[0]}" "${f[1]}" "${f[2]}" "${f[3]}" "$2" "$3" \
-		"$4" "$5")
-	rcli R SET "$(key "$1"):owner" "$rec" >/dev/null
+	[[ ${f[0]} == 2 ]] || fail "no grant record for $1: '$rec'"
+	rec=$(printf '%s\n' "${f[@]:0:8}" "$2" "$3" "$4" "$5")
+	rcli R SET "$(key "$1"):grant" "$rec" >/dev/null
 }
 
 # py_str BYTES: the text a JSON value holds for BYTES, each byte that is

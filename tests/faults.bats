@@ -197,9 +197,10 @@ frozen() {
 	local url="redis://127.0.0.1:$P_PORT"
 	run -69 --separate-stderr "$RLOCK" -u "redis://:wrong@127.0.0.1:$P_PORT" acquire pw
 	assert_stderr --regexp "^rlock: acquire: 127\.0\.0\.1:$P_PORT: authentication failed: WRONGPASS"
-	assert_equal "$(rcli P EXISTS "$(key pw):fence")" 0
+	assert_equal "$(rcli P EXISTS "$(key pw)" "$(key pw):grant" "$(key pw):log" "$(key pw):fence")" 0
 	# Seven runs below get the lock, the one with a wrong password none:
-	# with the counter ahead of the clock each grant adds exactly one.
+	# seven grants, each with a fence above c (the fences ahead of the
+	# clock), increasing.
 	local c
 	c=$(fence_ahead pw P)
 	local rec='echo $RLOCK_FENCE >>fences'
@@ -217,8 +218,10 @@ frozen() {
 	REDISCLI_AUTH=s3cret run -0 "$RLOCK" -u "redis://:wrong@127.0.0.1:$P_PORT" run pw -- sh -c "$rec"
 	printf 'wrong' >badfile
 	REDISCLI_AUTH=s3cret run -69 "$RLOCK" -u "$url" --password-file badfile run pw -- sh -c "$rec"
-	assert_equal "$(cat fences)" "$(seq $((c + 1)) $((c + 7)))"
-	assert_equal "$(rcli P GET "$(key pw):fence")" $((c + 7))
+	assert_equal "$(wc -l <fences)" 7
+	assert_increasing "$c" $(cat fences)
+	assert_equal "$(hist_count pw acquired P)" 7
+	assert_equal "$(meta pw fence P)" "$(tail -n 1 fences)"
 }
 
 @test "a password file that cannot be read is an error, not an empty password" {

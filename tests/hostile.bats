@@ -262,12 +262,15 @@ JUNK_COUNTERS=(9223372036854775807 9007199254740993 1795736700000000000 1e300 0x
 	' 12' abc -5 '')
 
 # junk_counters MODE...: for every junk counter, `rlock MODE... f` (MODE
-# starts with run or acquire) exits 70, runs nothing, leaves the counter as
-# it was and the lock free, and names the key and the value in one line.
+# starts with run or acquire) on a lock with no history yet (a grant reads
+# the counter only as the floor of the stream it makes) exits 70, runs
+# nothing, leaves the counter as it was, the lock free and no stream, and
+# names the key and the value in one line.
 junk_counters() {
 	local v k got
 	k="$(key f):fence"
 	for v in "${JUNK_COUNTERS[@]}"; do
+		rcli R DEL "$(key f):log" >/dev/null
 		rcli R SET "$k" "$v" >/dev/null
 		if [[ $1 == run ]]; then
 			run -70 --separate-stderr "$RLOCK" "$@" f -- touch ran
@@ -285,6 +288,7 @@ junk_counters() {
 		got=$(rcli R GET "$k")
 		[[ $got == "$v" ]] || fail "counter '$v' became '$got'"
 		nothing_held f || fail "the lock is not free after the counter '$v': $(prefix_keys)"
+		assert_equal "$(rcli R EXISTS "$(key f):log")" 0
 	done
 }
 
@@ -356,25 +360,98 @@ junk_counters() {
 		fail "the body's line or the digest shown: $stderr"
 }
 
-@test "a counter of plain digits still works: the fence is at least the server's clock, and goes in the counter" {
+@test "a counter of plain digits still works: the fence is at least the server's clock, and the counter is only read" {
 	local k f t0 mode
 	k="$(key f):fence"
 	for mode in "" -s "-l 3"; do
+		# A new stream each time: the counter is its floor.
+		rcli R DEL "$(key f):log" >/dev/null
 		rcli R SET "$k" 12 >/dev/null
 		t0=$(server_us)
 		# shellcheck disable=SC2086
 		run -0 --separate-stderr "$RLOCK" run $mode f -- sh -c 'echo "$RLOCK_FENCE"'
 		f=$output
 		assert_fence "$f" "$t0" "$(server_us)"
-		assert_equal "$(counter f)" "$f"
+		assert_equal "$(last_grant f fence)" "$f"
+		assert_equal "$(counter f)" 12
 		nothing_held f
 	done
+	rcli R DEL "$(key f):log" >/dev/null
 	rcli R SET "$k" 12 >/dev/null
 	t0=$(server_us)
 	run -0 --separate-stderr "$RLOCK" --json acquire f
 	f=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["fence"])' "$output")
 	assert_fence "$f" "$t0" "$(server_us)"
-	assert_equal "$(counter f)" "$f"
+	assert_equal "$(meta f fence)" "$f"
+	assert_equal "$(counter f)" 12
+}
+
+@test "beside a history the counter is not read: a junk counter does not stop the next grant, and is left as it was" {
+	local f g mode
+	for mode in "" -s "-l 3"; do
+		rcli R DEL "$(key j):log" "$(key j):fence" >/dev/null
+		# shellcheck disable=SC2086
+		f=$("$RLOCK" run $mode j -- sh -c 'echo "$RLOCK_FENCE"')
+		rcli R SET "$(key j):fence" abc >/dev/null
+		# shellcheck disable=SC2086
+		run -0 --separate-stderr "$RLOCK" run $mode j -- sh -c 'echo "$RLOCK_FENCE"'
+		g=$output
+		assert_increasing "$f" "$g"
+		assert_equal "$(last_grant j fence)" "$g"
+		assert_equal "$(counter j)" abc
+		nothing_held j
+	done
+}
+
+@test "a history whose ids are years ahead of the clock: the grants go on from them, increasing" {
+	local ms f=() i mode
+	for mode in "" -s "-l 3"; do
+		rcli R DEL "$(key y):log" >/dev/null
+		ms=$(($(server_ms) + 10 * 365 * 86400000))
+		assert_equal "$(rcli R XADD "$(key y):log" "$ms-0" event skipped reason x)" "$ms-0"
+		f=("$((ms * 1000 + 1000))")
+		for i in 1 2 3; do
+			# shellcheck disable=SC2086
+			f[i]=$("$RLOCK" run $mode y -- sh -c 'echo "$RLOCK_FENCE"')
+		done
+		assert_increasing "${f[@]}"
+		assert_equal "$(last_grant y fence)" "${f[3]}"
+		nothing_held y
+	done
+}
+
+@test "a history whose last id gives no fence (beyond 2^53): 70, no command, one line naming the id, the lock left free" {
+	local mode
+	for mode in "" -s "-l 3"; do
+		rcli R DEL "$(key b):log" >/dev/null
+		rcli R XADD "$(key b):log" 9999999999999-0 event skipped reason x >/dev/null
+		# shellcheck disable=SC2086
+		run -70 --separate-stderr "$RLOCK" run $mode b -- touch ran
+		[[ ! -e ran ]] || fail "the command ran ($mode)"
+		printf '%s\n' "$stderr" >err
+		one_line err "9999999999999-"
+		nothing_held b || fail "held after the refused grant ($mode): $(prefix_keys)"
+	done
+}
+
+@test "a history key of another type: the fence falls back to the counter, the history is said not kept, and log says whose key it is" {
+	local f=() t0 i
+	rcli R SET "$(key o):log" junk >/dev/null
+	t0=$(server_us)
+	for i in 0 1; do
+		run -0 --separate-stderr "$RLOCK" run o -- sh -c 'echo "$RLOCK_FENCE"'
+		f[i]=$output
+		assert_stderr_line --partial "$(key o):log is not a stream rlock wrote (another type): history is not kept"
+	done
+	assert_increasing "$t0" "${f[@]}"
+	assert_fence "${f[1]}" "$t0" "$(server_us)"
+	# The counter is the fence source now, at the last one.
+	assert_equal "$(counter o)" "${f[1]}"
+	assert_equal "$(meta o fence)" "${f[1]}"
+	assert_equal "$(rcli R GET "$(key o):log")" junk
+	run -70 --separate-stderr "$RLOCK" log o
+	assert_stderr "rlock: log: $(key o):log holds a string, not the stream rlock keeps there (another client's data): 'rlock release --force o' removes it"
+	nothing_held o
 }
 
 @test "junk fence counters on all three masters: 70, no command, every counter unchanged, nothing held" {

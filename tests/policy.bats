@@ -208,7 +208,8 @@ usage_first() {
 	herd_started
 	wait_until 20 line_is daily 19
 	read -r pid fence <runs
-	assert_equal "$fence" $((c + 1))
+	assert_fence "$fence" $((c + 1))
+	assert_equal "$(meta daily fence)" "$fence"
 	assert_equal "$(meta daily pid)" "$pid"
 	# The period is done when the run ends well, not before.
 	no_once daily
@@ -224,8 +225,9 @@ usage_first() {
 	assert_once daily "$pid" "$fence" "$t0" "$t1" "$P30"
 	want=$(done_line daily "$pid")
 	herd_said "$want"
-	# No skip took the lock: one grant, one fence.
-	assert_equal "$(rcli R GET "$(key daily):fence")" $((c + 1))
+	# No skip took the lock: one grant, one fence (the record of the last
+	# grant is still the run's).
+	assert_equal "$(meta daily fence)" "$fence"
 	assert_equal "$(event_counts daily acquired released skipped)" "1 1 19"
 	lock_free daily
 	line_is daily 0
@@ -233,7 +235,8 @@ usage_first() {
 	run -75 --separate-stderr "$RLOCK" run --once-per 30d -n daily -- touch late
 	assert_stderr "$want"
 	[[ ! -e late ]]
-	assert_equal "$(rcli R GET "$(key daily):fence")" $((c + 1))
+	assert_equal "$(meta daily fence)" "$fence"
+	assert_equal "$(event_counts daily acquired)" 1
 }
 
 @test "--once-per 30d: twenty runs, the first fails: the next in line runs it again, once, and the rest skip" {
@@ -257,13 +260,13 @@ usage_first() {
 	read -r word p2 f2 < <(sed -n 2p runs)
 	assert_equal "$word" ok
 	assert_not_equal "$p1" "$p2"
-	assert_equal "$f1 $f2" "$((c + 1)) $((c + 2))"
+	assert_increasing "$c" "$f1" "$f2"
 	assert_equal "$(herd_statuses)" "0 1$(printf ' 75%.0s' {1..18})"
 	# The record is the successful run's, and the skips name it.
 	assert_once nightly "$p2" "$f2" "$t0" "$t1" "$P30"
 	want=$(done_line nightly "$p2")
 	herd_said "$want"
-	assert_equal "$(rcli R GET "$(key nightly):fence")" $((c + 2))
+	assert_equal "$(meta nightly fence)" "$f2"
 	assert_equal "$(event_counts nightly acquired released skipped)" "2 2 18"
 	lock_free nightly
 	line_is nightly 0
@@ -300,11 +303,12 @@ usage_first() {
 }
 
 @test "--once-per: -E N is the code of a skip, -q says nothing, and a skip never holds the lock" {
-	local c pid want t0
+	local c pid want t0 f
 	c=$(fence_ahead e)
-	run -0 "$RLOCK" run --once-per 30d e -- sh -c 'echo "$PPID"'
-	pid=$output
-	assert_equal "$(rcli R GET "$(key e):fence")" $((c + 1))
+	run -0 "$RLOCK" run --once-per 30d e -- sh -c 'echo "$PPID $RLOCK_FENCE"'
+	read -r pid f <<<"$output"
+	assert_fence "$f" $((c + 1))
+	assert_equal "$(meta e fence)" "$f"
 	want=$(done_line e "$pid")
 	run -9 --separate-stderr "$RLOCK" run --once-per 30d -E 9 e -- touch ran
 	assert_stderr "$want"
@@ -324,8 +328,10 @@ usage_first() {
 	(($(now_ms) - t0 < 5000)) || fail "a skip with -w 1d took $(($(now_ms) - t0))ms"
 	assert_stderr "$want"
 	[[ ! -e ran ]]
-	# Six skips: no grant, no fence, the lock never held.
-	assert_equal "$(rcli R GET "$(key e):fence")" $((c + 1))
+	# Six skips: no grant, no fence, the lock never held (the record of
+	# the last grant is still the run's).
+	assert_equal "$(meta e fence)" "$f"
+	assert_equal "$(meta e pid)" "$pid"
 	assert_equal "$(event_counts e acquired skipped)" "1 6"
 	lock_free e
 	assert_equal "$(rcli R EXISTS "$(key e):owner")" 0
