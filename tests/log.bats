@@ -18,12 +18,16 @@ setup() {
 	as_tester
 }
 
-# The fields of a grant and of a release, in their order (an entry has the
-# fields it has a value for).
-# An uncontended exclusive grant leaves out kind x and waited 0; a release
-# names its grant by the token (who, the kind and when it began are there).
-ACQ_FIELDS='["event", "host", "user", "pid", "fence", "token", "command"]'
-REL_FIELDS='["event", "fence", "token", "exit"]'
+# The fields of a grant and of a release: each is packed in one field
+# (lib/scripts/entry.lua), "a1" with "KIND\nWAITED\nTOKEN8\nPID\nHOST\n
+# USER\nNOTE\nCOMMAND" (the fence is the entry id's), "r1" with "TOKEN8\n
+# EXIT\nSIGNAL"; events (history_helper) unpacks them into the fields they
+# stand for.  A release names its grant by the token (who, the kind, the
+# fence and when it began are there).
+ACQ_FIELDS='["a1"]'
+REL_FIELDS='["r1"]'
+ACQ_HAS='["event", "host", "user", "pid", "kind", "fence", "token", "waited", "command", "note"]'
+REL_HAS='["event", "token", "exit", "signal"]'
 
 # What rlock log --json and last --json have for every event.
 LOG_KEYS='{"event", "time_ms", "id", "host", "user", "pid", "kind", "fence", "token", "waited_ms", "held_ms", "exit", "signal", "reason", "command", "note"}'
@@ -36,6 +40,13 @@ log_cli() {
 # no_history NAME: lock NAME has no stream at all.
 no_history() {
 	[[ $(rcli R EXISTS "$(logkey "$1")") == 0 ]]
+}
+
+# empty_history NAME: lock NAME's stream is there (its grants took their
+# fences from its ids) and has no entry.
+empty_history() {
+	assert_equal "$(rcli R TYPE "$(logkey "$1")")" stream
+	assert_equal "$(rcli R XLEN "$(logkey "$1")")" 0
 }
 
 # old_event NAME AGO_MS EVENT [FIELD VALUE...]: append to lock NAME's stream
@@ -144,6 +155,8 @@ read_calls() {
 	assert_equal "$(event_names job)" "acquired released"
 	json_check "$(events job)" \
 		"d[0]['_fields'] == $ACQ_FIELDS and d[1]['_fields'] == $REL_FIELDS" \
+		"d[0]['_has'] == $ACQ_HAS and d[1]['_has'] == $REL_HAS" \
+		'int(d[0]["fence"]) == (int(d[0]["_id"].split("-")[0]) + 1) * 1000 + int(d[0]["_id"].split("-")[1])' \
 		'all(int(a[0]) <= int(e["_id"].split("-")[0]) <= int(a[1]) for e in d)' \
 		'int(d[0]["_id"].split("-")[0]) <= int(d[1]["_id"].split("-")[0])' \
 		'd[0]["host"] == a[2] and d[0]["user"] == "tester" and d[0]["kind"] == "x"' \
@@ -444,7 +457,7 @@ read_calls() {
 	no_history job
 }
 
-@test "--no-log and RLOCK_LOG=off record nothing: no stream at all" {
+@test "--no-log and RLOCK_LOG=off record nothing: no entry in the stream (kept, empty, for its ids)" {
 	local t
 	# Every kind of event, with the option after the subcommand ...
 	run -0 "$RLOCK" run --no-log job -- true
@@ -454,7 +467,7 @@ read_calls() {
 	run -0 "$RLOCK" --no-log release --force job
 	t=$("$RLOCK" --no-log acquire job)
 	run -0 "$RLOCK" --no-log release --status 0 job "$t"
-	no_history job
+	empty_history job
 	# ... before it, and from the environment.
 	run -0 "$RLOCK" --no-log run job -- true
 	RLOCK_LOG=off run -0 "$RLOCK" run job -- true
@@ -462,7 +475,7 @@ read_calls() {
 	t=$(RLOCK_LOG=off "$RLOCK" acquire job)
 	RLOCK_LOG=off run -75 "$RLOCK" run -n job -- true
 	RLOCK_LOG=off run -0 "$RLOCK" release job "$t"
-	no_history job
+	empty_history job
 	run -1 --separate-stderr "$RLOCK" log job
 	# RLOCK_LOG=on, and nothing: recorded.
 	RLOCK_LOG=on run -0 "$RLOCK" run job -- true
@@ -501,7 +514,7 @@ read_calls() {
 	assert_equal "$(event_names job ONE)" released
 }
 
-@test "RLOCK_LOG_DAYS: the history expires that many days after its last grant (default 30); the first grant of each hour moves it" {
+@test "RLOCK_LOG_DAYS: the history expires that many days after its last grant (default 30); the first grant of each 10^6 ms moves it" {
 	local p day=86400000 t
 	run -0 "$RLOCK" run job -- true
 	p=$(rcli R PTTL "$(logkey job)")
@@ -509,15 +522,20 @@ read_calls() {
 	RLOCK_LOG_DAYS=2 run -0 "$RLOCK" run job2 -- true
 	p=$(rcli R PTTL "$(logkey job2)")
 	((p > 2 * day - 60000 && p <= 2 * day)) || fail "RLOCK_LOG_DAYS=2: PTTL $p"
-	# Within the hour of the grant before, a grant and a release leave the
-	# expiry as it is (one command each instead of two).
+	# In the same 10^6 ms (about 17 minutes) as the grant before, a grant
+	# and a release leave the expiry as it is (one command each instead of
+	# two).
 	t=$(RLOCK_LOG_DAYS=3650 "$RLOCK" acquire job2)
 	RLOCK_LOG_DAYS=1 "$RLOCK" release job2 "$t"
 	p=$(rcli R PTTL "$(logkey job2)")
 	((p > 2 * day - 60000 && p <= 2 * day)) || fail "within the hour: PTTL $p"
-	# The fence counter holds the last grant's time (µs): set it two hours
-	# back, and the next grant is the first of its hour.
-	rcli R SET "$(key job2):fence" "$((($(server_ms) - 7200000) * 1000))" >/dev/null
+	# The record of the last grant has its entry's id (its time): set it
+	# two hours back, and the next grant is the first of its 10^6 ms.
+	local g
+	g=$(rcli R GET "$(key job2):grant")
+	[[ $g == 2$'\n'* ]] || fail "no grant record: $g"
+	g=$(sed "2s/.*/$(($(server_ms) - 7200000))-0/" <<<"$g")
+	rcli R SET "$(key job2):grant" "$g" >/dev/null
 	t=$(RLOCK_LOG_DAYS=3650 "$RLOCK" acquire job2)
 	p=$(rcli R PTTL "$(logkey job2)")
 	((p > 3650 * day - 60000 && p <= 3650 * day)) || fail "RLOCK_LOG_DAYS=3650: PTTL $p"
