@@ -315,20 +315,22 @@ no_replicas() {
 	f[2]=$(take_fence "${U3[@]}" rl)
 	assert_increasing "${f[@]}"
 	# Two restarted and the third down: the majority that grants has no
-	# counter at all.
+	# history, record or counter at all.
 	restart_redis N1
 	restart_redis N2
 	stop_redis N3
 	for m in N1 N2; do
-		assert_equal "$(counter rl "$m")" ""
+		assert_equal "$(rcli "$m" EXISTS "$(key rl):log" "$(key rl):grant" "$(key rl):fence")" 0
 	done
 	b=$(server_us N1)
 	f[3]=$(take_fence --connect-timeout 1s "${U3[@]}" rl)
 	a=$(server_us N1)
 	assert_increasing "${f[@]}"
 	assert_fence "${f[3]}" "$b" "$a"
-	assert_equal "$(counter rl N1)" "${f[3]}"
-	assert_equal "$(counter rl N2)" "${f[3]}"
+	# Both granting masters hold the fence handed out (the lower one
+	# raised to it): the record of the grant on each.
+	assert_equal "$(gfence rl N1)" "${f[3]}"
+	assert_equal "$(gfence rl N2)" "${f[3]}"
 	# The third back, empty: all three grant, above the last, and a
 	# majority keeps the fence handed out (none has more).
 	restart_redis N3
@@ -336,8 +338,9 @@ no_replicas() {
 	assert_increasing "${f[@]}"
 	local at=0 c
 	for m in N1 N2 N3; do
-		c=$(counter rl "$m")
+		c=$(gfence rl "$m")
 		assert_fence "$c" "${f[3]}" "${f[4]}"
+		((c <= f[4])) || fail "master $m at $c, above the fence ${f[4]}"
 		[[ $c == "${f[4]}" ]] && at=$((at + 1))
 	done
 	((at >= 2)) || fail "the fence ${f[4]} on $at of 3 masters"
@@ -350,11 +353,11 @@ no_replicas() {
 	f=${BASH_REMATCH[1]}
 	t=$(json_token "$output")
 	assert_fence "$f"
-	# Each master's counter and meta are plain digits, none above it.
+	# Each master's record of the grant has plain digits, none above it.
 	for m in N1 N2 N3; do
-		c=$(counter rj "$m")
+		c=$(meta rj fence "$m")
 		assert_fence "$c" 1 "$f"
-		assert_fence "$(meta rj fence "$m")" 1 "$f"
+		((c <= f)) || fail "master $m at $c, above the fence $f"
 		((c > hi)) && hi=$c
 	done
 	assert_equal "$hi" "$f"
