@@ -190,12 +190,14 @@ no_bench_keys() {
 	no_bench_keys
 }
 
-# del_lock_keys: delete the lock keys (not the fence counters) of the
+# del_lock_keys: delete the lock keys (not the records of the grants, the
+# histories whose ids are the fences, nor the fence counters) of the
 # running bench, as a careless "release --force" would.
 del_lock_keys() {
 	local k n=0
 	for k in $(rcli R --scan --pattern "${RLOCK_PREFIX}{bench-*}"); do
-		[[ $k == *:owner || $k == *:fence ]] && continue
+		[[ $k == *:owner || $k == *:fence || $k == *:grant || $k == *:log ||
+			$k == *:log:last ]] && continue
 		rcli R DEL "$k" >/dev/null
 		n=$((n + 1))
 	done

@@ -155,16 +155,18 @@ assert_a_ended_before_b() {
 
 @test "reset after the acquire request reached the server: the retry finds its own token, no phantom lock" {
 	proxy_cmd P cut "$(proxy_pattern_acquire)"
-	# With the counter ahead of the clock each grant adds exactly one.
+	# With the fences ahead of the clock, every grant's is above c.
 	local c
 	c=$(fence_ahead ph)
 	# Waiting out a phantom lock would take the whole 30s TTL: -w 20s
 	# turns that into exit 75.
 	run -0 --separate-stderr "$RLOCK" run -t 30s -w 20s ph -- sh -c 'echo "$RLOCK_FENCE" >fence'
 	assert_equal "$(proxy_stat P cuts)" 1
-	assert_equal "$(cat fence)" $((c + 1))
-	# The server granted once: one fence, and nothing left behind.
-	assert_equal "$(rcli R GET "$(key ph):fence")" $((c + 1))
+	assert_fence "$(cat fence)" $((c + 1))
+	# The server granted once: one fence, and nothing left behind but the
+	# record of that grant.
+	assert_equal "$(hist_count ph acquired)" 1
+	assert_equal "$(meta ph fence)" "$(cat fence)"
 	lock_free ph
 	assert_equal "$(rcli R EXISTS "$(key ph):owner")" 0
 }
@@ -175,8 +177,9 @@ assert_a_ended_before_b() {
 	c=$(fence_ahead dr)
 	run -0 --separate-stderr "$RLOCK" run -t 30s -w 20s dr -- sh -c 'echo "$RLOCK_FENCE" >fence'
 	assert_equal "$(proxy_stat P drops)" 1
-	assert_equal "$(cat fence)" $((c + 1))
-	assert_equal "$(rcli R GET "$(key dr):fence")" $((c + 1))
+	assert_fence "$(cat fence)" $((c + 1))
+	assert_equal "$(hist_count dr acquired)" 1
+	assert_equal "$(meta dr fence)" "$(cat fence)"
 	lock_free dr
 }
 

@@ -134,7 +134,9 @@ held_on() {
 	done
 }
 
-# gone_on NAME M...: neither lock NAME's key nor its holder's record on each master.
+# gone_on NAME M...: lock NAME's key is gone on each master (the record of
+# its last grant, P{NAME}:grant, stays and is no holder's then; no record
+# in the older P{NAME}:owner either).
 gone_on() {
 	local name=$1 m
 	shift
@@ -160,13 +162,13 @@ pttl_between() {
 	done
 }
 
-# meta_on NAME FIELD VALUE M...: a field of lock NAME's meta on each master.
+# meta_on NAME FIELD VALUE M...: a field of lock NAME's meta (the record of
+# its last grant) on each master.
 meta_on() {
 	local name=$1 field=$2 value=$3 m
 	shift 3
 	for m in "$@"; do
-		rq "$m" GET "$(key "$name"):owner" || return 1
-		RQ=$(owner_field "$field" "$RQ")
+		RQ=$(meta "$name" "$field" "$m") || return 1
 		[[ $RQ == "$value" ]] || {
 			echo "$name's $field on $m: '$RQ', not '$value'" >&2
 			return 1
@@ -174,67 +176,80 @@ meta_on() {
 	done
 }
 
-# fence_is NAME N M...: lock NAME's fence counter is N on each master.
+# fence_is NAME N M...: the record of lock NAME's last grant on each master
+# has fence N ("": no grant there).
 fence_is() {
 	local name=$1 n=$2 m
 	shift 2
 	for m in "$@"; do
-		rq "$m" GET "${RLOCK_PREFIX}{$name}:fence" || return 1
-		[[ $RQ == "$n" ]] || return 1
+		[[ $(meta "$name" fence "$m") == "$n" ]] || return 1
 	done
 }
 
-# fence_ahead_on NAME M...: set lock NAME's fence counter on each master to
-# one value 10^12 µs (11.6 days) ahead of the clock, and print it: from
-# there each grant on a master adds exactly one to its counter, and masters
-# that grant together hand out the same fence, so that a test can count
-# grants.  (From the clock, masters that grant together hand out different
-# fences, and rlock raises those below the highest to it, only until a
-# majority has it.)
+# grants_are NAME N M...: lock NAME's history on each master has N grants
+# (acquired entries).
+grants_are() {
+	local name=$1 n=$2 m
+	shift 2
+	for m in "$@"; do
+		[[ $(hist_count "$name" acquired "$m") == "$n" ]] || {
+			echo "$name on $m: $(hist_count "$name" acquired "$m") grants, not $n" >&2
+			return 1
+		}
+	done
+}
+
+# fence_ahead_on NAME M...: put lock NAME's fences on each master 10^12 µs
+# (11.6 days) ahead of the clock (test_helper's fence_ahead on each) and
+# print that value, c: every later grant's fence on those masters is above
+# c.  (Masters that grant together hand out fences of their own, and rlock
+# raises those below the highest to it, only until a majority has it.)
 fence_ahead_on() {
-	local name=$1 c m
+	local name=$1 c m k id
 	shift
 	c=$(($(server_us "$1") + 1000000000000))
+	k=$(key "$name")
+	id="$((c / 1000 - 1))-$((c % 1000))"
 	for m in "$@"; do
-		rq "$m" SET "${RLOCK_PREFIX}{$name}:fence" "$c" || return 1
+		rq "$m" EXISTS "$k:log" || return 1
+		if [[ $RQ == 1 ]]; then
+			rq "$m" XADD "$k:log" "$id" f '' || return 1
+			[[ $RQ == "$id" ]] || return 1
+			rq "$m" XDEL "$k:log" "$id" || return 1
+		else
+			rq "$m" SET "$k:fence" "$c" || return 1
+		fi
 	done
 	echo "$c"
 }
 
-# fence_max NAME M...: the highest of lock NAME's fence counters on the
-# masters, which is the last fence handed out (0: none).
+# fence_max NAME M...: the highest fence in the records of lock NAME's last
+# grants on the masters, which is the last fence handed out (0: none).
 fence_max() {
-	local name=$1 m max=0
+	local name=$1 m max=0 f
 	shift
 	for m in "$@"; do
-		rq "$m" GET "${RLOCK_PREFIX}{$name}:fence" || return 1
-		if [[ -n $RQ ]] && ((RQ > max)); then
-			max=$RQ
+		f=$(meta "$name" fence "$m") || return 1
+		if [[ -n $f ]] && ((f > max)); then
+			max=$f
 		fi
 	done
 	echo "$max"
 }
 
-# fence_on_majority NAME F M...: F is the highest of lock NAME's counters
-# on the masters, and a majority of them are at F (in their counters and,
-# where the lock is held, their meta), as rlock leaves a fence it handed
-# out.
+# fence_on_majority NAME F M...: F is the highest fence in the records of
+# lock NAME's last grant on the masters, and a majority of them are at F,
+# as rlock leaves a fence it handed out (raising those below it).
 fence_on_majority() {
-	local name=$1 f=$2 m at=0
+	local name=$1 f=$2 m at=0 g
 	shift 2
 	for m in "$@"; do
-		rq "$m" GET "${RLOCK_PREFIX}{$name}:fence" || return 1
-		((${RQ:-0} <= f)) || {
-			echo "$name's counter on $m: $RQ, above $f" >&2
+		g=$(meta "$name" fence "$m") || return 1
+		((${g:-0} <= f)) || {
+			echo "$name's record's fence on $m: $g, above $f" >&2
 			return 1
 		}
-		[[ $RQ == "$f" ]] || continue
-		rq "$m" GET "$(key "$name"):owner" || return 1
-		RQ=$(owner_field fence "$RQ")
-		[[ -z $RQ || $RQ == "$f" ]] || {
-			echo "$name's record's fence on $m: $RQ, not $f" >&2
-			return 1
-		}
+		[[ $g == "$f" ]] || continue
 		at=$((at + 1))
 	done
 	((at > $# / 2)) || {
@@ -319,24 +334,29 @@ start_run() {
 	c=$(fence_ahead_on tri M1 M2 M3)
 	start_run tri
 	assert_regex "$TOKEN" '^[0-9a-f]{32}$'
-	assert_equal "$(cat fence)" $((c + 1))
+	assert_fence "$(cat fence)" $((c + 1))
 	held_on tri "$TOKEN" M1 M2 M3
 	pttl_between tri 1 30000 M1 M2 M3
-	meta_on tri fence $((c + 1)) M1 M2 M3
+	fence_on_majority tri "$(cat fence)" M1 M2 M3
+	local m
+	for m in M1 M2 M3; do
+		assert_equal "$(grant_tok tri "$m")" "${TOKEN:0:8}"
+	done
 	meta_on tri pid "$RUN_PID" M1 M2 M3
 	touch go
 	bg_wait "$RUN_PID" 10
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(bg_err run)" ""
 	gone_on tri M1 M2 M3
-	# The fence counters never expire: one acquisition counted on each.
-	local m
+	# The records of the grant never expire, and still have the fence:
+	# one acquisition recorded on each.
+	fence_on_majority tri "$(cat fence)" M1 M2 M3
 	for m in M1 M2 M3; do
-		rq "$m" GET "$(key tri):fence"
-		assert_equal "$RQ" $((c + 1))
-		rq "$m" TTL "$(key tri):fence"
+		rq "$m" PTTL "$(key tri):grant"
 		assert_equal "$RQ" -1
+		assert_equal "$(grant_tok tri "$m")" "${TOKEN:0:8}"
 	done
+	grants_are tri 1 M1 M2 M3
 }
 
 @test "three masters: the fence increases, every run has a fresh token, the command's status is kept" {
@@ -426,7 +446,7 @@ start_run() {
 		sleep 0.1
 	done
 	for m in M1 M2 M3; do
-		rq "$m" GET "$(key rr):owner"
+		RQ=$(grant_meta "$(rcli "$m" GET "$(key rr):grant")")
 		assert_equal "$(owner_field pid "$RQ")" "$pid"
 	done
 	# Taken away on two of three: the renewer's next extend finds no
@@ -500,13 +520,16 @@ start_run() {
 }
 
 @test "two masters of three frozen: 69 within the timeouts, and no grant survives on any master once they thaw" {
-	# Counted from a value ahead of the clock, each grant adds one.
-	local c
+	# Grants counted in each master's history, their records kept.
+	local c g2 g3
 	c=$(fence_ahead_on frz M1 M2 M3)
 	# The scripts in the masters' cache (a restart empties it), so that
 	# the frozen masters run our EVALSHA when they thaw.
 	run -0 "$RLOCK" "${U3[@]}" run frz -- true
-	fence_is frz $((c + 1)) M1 M2 M3
+	grants_are frz 1 M1 M2 M3
+	g2=$(meta frz fence M2)
+	g3=$(meta frz fence M3)
+	assert_fence "$g2" $((c + 1))
 	kill_master STOP M2 M3
 	local t0 el
 	t0=$(now_ms)
@@ -523,7 +546,9 @@ start_run() {
 	# undo, and no grant is made there, none left to block the lock for
 	# its 30s.
 	wait_until 5 gone_on frz M1 M2 M3 2>/dev/null || gone_on frz M1 M2 M3
-	fence_is frz $((c + 1)) M2 M3
+	grants_are frz 1 M2 M3
+	fence_is frz "$g2" M2
+	fence_is frz "$g3" M3
 }
 
 @test "five masters: two down still make a quorum, three down is 69" {
@@ -695,19 +720,22 @@ start_run() {
 	start_proxy P2 "$M2_PORT"
 	proxy_cmd P1 delay down 300
 	proxy_cmd P2 delay down 300
-	# Counted from a value ahead of the clock, each grant adds one.
-	local c
+	# Grants counted in each master's history.
+	local c f1
 	c=$(fence_ahead_on late M1 M2 M3)
 	run -75 --separate-stderr timeout 20 "$RLOCK" -u "$P1_URL" -u "$P2_URL" -u "$M3_URL" \
 		run -n -t 200ms late -- touch ran
 	[[ ! -e ran ]] || fail "the command ran"
-	# All three granted it (each counted an acquisition) ...
-	wait_until 5 fence_is late $((c + 1)) M1 M2 M3
+	# All three granted it (each recorded an acquisition) ...
+	wait_until 5 grants_are late 1 M1 M2 M3
+	f1=$(fence_max late M1 M2 M3)
+	assert_fence "$f1" $((c + 1))
 	# ... and the next run, on time, takes it.
 	proxy_cmd P1 normal
 	proxy_cmd P2 normal
 	run -0 --separate-stderr "$RLOCK" -u "$P1_URL" -u "$P2_URL" -u "$M3_URL" run -n late -- sh -c 'echo "$RLOCK_FENCE"'
-	assert_output $((c + 2))
+	assert_increasing "$f1" "$output"
+	grants_are late 2 M1 M2 M3
 	gone_on late M1 M2 M3
 }
 
@@ -756,7 +784,7 @@ start_run() {
 	assert_regex "${lines[0]}" '^NAME +STATE +FENCE +AGE +TTL +WAITERS +HOLDER +COMMAND *$'
 	assert_status_row "${lines[1]}" st held "$f"
 	local who
-	rq M1 GET "$(key st):owner"
+	RQ=$(grant_meta "$(rcli M1 GET "$(key st):grant")")
 	who="$(owner_field user "$RQ")@$(owner_field host "$RQ"):$(owner_field pid "$RQ")"
 	assert_output --partial "$who"
 	run -0 "$RLOCK" "${U3[@]}" status --json st
@@ -927,7 +955,7 @@ master_line() {
 holder_of() {
 	rq "$2" GET "$(key "$1")"
 	local tok=${RQ:0:8}
-	rq "$2" GET "$(key "$1"):owner"
+	RQ=$(grant_meta "$(rcli "$2" GET "$(key "$1"):grant")")
 	echo "$tok $(owner_field user "$RQ")@$(owner_field host "$RQ"):$(owner_field pid "$RQ")"
 }
 
@@ -966,7 +994,7 @@ holder_of() {
 	local t pid
 	t=$("$RLOCK" "${U3[@]}" acquire -t 30s pj)
 	rq M2 DEL "$(key pj)"
-	rq M1 GET "$(key pj):owner"
+	RQ=$(grant_meta "$(rcli M1 GET "$(key pj):grant")")
 	pid=$(owner_field pid "$RQ")
 	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status --json pj
 	assert_equal "$stderr" ""
@@ -1039,8 +1067,8 @@ holder_of() {
 
 @test "the fence never goes backwards, though undone minority grants moved one master's counter" {
 	other_holds fb M1 M2
-	local f1 f2 c
-	# M3's counter ahead of the clock (it counted grants faster than time
+	local f1 f2 c g3
+	# M3's fences ahead of the clock (it counted grants faster than time
 	# went, or its clock was ahead), where the others' clocks are.
 	c=$(fence_ahead_on fb M3)
 	# (Not a loop over i: bats's run -N changes the caller's i.)
@@ -1049,31 +1077,35 @@ holder_of() {
 	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
 	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
 	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
-	# M3 granted and undid five times: its counter moved on five, the
-	# others have none.
-	fence_is fb $((c + 5)) M3
+	# M3 granted and undid five times: its fences moved on, above c; the
+	# others granted none.
+	g3=$(meta fb fence M3)
+	assert_fence "$g3" $((c + 1))
 	fence_is fb "" M1 M2
 	rq M1 DEL "${RLOCK_PREFIX}{fb}"
 	rq M2 DEL "${RLOCK_PREFIX}{fb}"
 	f1=$("$RLOCK" "${U3[@]}" run -n fb -- sh -c 'echo "$RLOCK_FENCE"')
-	assert_equal "$f1" $((c + 6))
+	assert_increasing "$c" "$g3" "$f1"
 	# The two masters below the fence handed out were raised to it ...
-	fence_is fb $((c + 6)) M1 M2 M3
+	fence_is fb "$f1" M1 M2 M3
 	# ... so a majority without M3 still counts above it.
 	other_holds fb M3
 	f2=$("$RLOCK" "${U3[@]}" run -n fb -- sh -c 'echo "$RLOCK_FENCE"')
 	assert_increasing "$f1" "$f2"
-	assert_equal "$f2" $((c + 7))
+	fence_on_majority fb "$f2" M1 M2 M3
 }
 
 @test "an acquire that failed on frozen masters leaves no dead token on them once they thaw" {
-	# Counted from a value ahead of the clock, each grant adds one.
-	local c
+	# Grants counted in each master's history, their records kept.
+	local c g2 g3
 	c=$(fence_ahead_on dead M1 M2 M3)
 	# The scripts in the masters' cache, so that a thawed master runs the
 	# queued EVALSHA; M1 answers busy, so no grant is counted anywhere.
 	run -0 "$RLOCK" "${U3[@]}" run dead -- true
-	fence_is dead $((c + 1)) M1 M2 M3
+	grants_are dead 1 M1 M2 M3
+	g2=$(meta dead fence M2)
+	g3=$(meta dead fence M3)
+	assert_fence "$g2" $((c + 1))
 	other_holds dead M1
 	kill_master STOP M2 M3
 	run -69 --separate-stderr timeout 20 "$RLOCK" "${U3[@]}" --connect-timeout 1s \
@@ -1083,7 +1115,9 @@ holder_of() {
 	# What they had queued ran: the first request (INFO), which they did
 	# not answer in time, so no acquire was sent them; no grant there.
 	wait_until 5 gone_on dead M1 M2 M3
-	fence_is dead $((c + 1)) M2 M3
+	grants_are dead 1 M2 M3
+	fence_is dead "$g2" M2
+	fence_is dead "$g3" M3
 	run -0 "$RLOCK" "${U3[@]}" run -n dead -- true
 }
 
@@ -1160,7 +1194,7 @@ log_xlen() {
 		"echo \"\$RLOCK_FENCE\" >fence; kill -KILL $(master_pid M3)"
 	assert_equal "$stderr" ""
 	f=$(cat fence)
-	assert_equal "$f" $((c + 1))
+	assert_fence "$f" $((c + 1))
 	servers_up M3
 	assert_equal "$(log_xlen job M1 M2 M3)" "2 2 0"
 	run -0 --separate-stderr "$RLOCK" "${U3[@]}" log job

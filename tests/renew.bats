@@ -275,7 +275,7 @@ follows_script() {
 	# acquire took it (its connection was let in), once, then gave it back.
 	f=$(fence mc)
 	assert_fence "$f" $((c + 1))
-	assert_equal "$(hist_names mc)" "acquired released"
+	assert_equal "$(hist_names mc)" "acquired abandoned"
 	lock_free mc
 }
 
@@ -537,7 +537,7 @@ with open(sys.argv[2], "ab", buffering=0) as f:
 	# Taken once, then given back.
 	f=$(fence full)
 	assert_fence "$f" $((c + 1))
-	assert_equal "$(hist_names full)" "acquired released"
+	assert_equal "$(hist_names full)" "acquired abandoned"
 	lock_free full
 	no_rlock_pids
 }

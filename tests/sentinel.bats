@@ -167,7 +167,7 @@ utc() {
 	assert_equal "$stderr" ""
 	[[ ! -e ran2 ]]
 	# The skips never held the lock.
-	assert_equal "$(rcli "$m" GET "$k:fence")" "$fence"
+	assert_equal "$(meta daily fence "$m")" "$fence"
 	lock_free daily "$m"
 	run -1 --separate-stderr "$RLOCK" "${SU[@]}" status --json daily
 	assert_equal "$stderr" ""
@@ -651,11 +651,12 @@ start_holder() {
 	track_pid "$CHILD"
 }
 
-# fence_intact NAME FENCE: the current master has FENCE in NAME's meta and
-# as its fence counter (the acquisition was not lost in the failover).
+# fence_intact NAME FENCE: the current master has FENCE in NAME's meta (the
+# record of its grant) and as the fence of the newest grant in its history
+# (the acquisition was not lost in the failover).
 fence_intact() {
 	assert_equal "$(meta "$1" fence "$(ha_master)")" "$2"
-	assert_equal "$(rcli "$(ha_master)" GET "$(key "$1"):fence")" "$2"
+	assert_equal "$(last_grant "$1" fence "$(ha_master)")" "$2"
 }
 
 @test "doctor through the sentinels: each sentinel names the master, they agree, and the master is probed" {
@@ -776,7 +777,7 @@ fence_intact() {
 	# fence, and the last one it handed out.
 	assert_increasing "$FENCE" "$wfence"
 	assert_fence "$wfence" "$go_us"
-	assert_equal "$(rcli "$new" GET "$(key hw):fence")" "$wfence"
+	assert_equal "$(meta hw fence "$new")" "$wfence"
 	[[ $wtoken != "$TOKEN" ]]
 	lock_free hw "$new"
 }

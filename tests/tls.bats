@@ -80,7 +80,7 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 }
 
 @test "RLOCK_CACERT, RLOCK_CERT and RLOCK_CERT_KEY stand in for the flags; a flag beats the variable" {
-	# Counted from ahead of the clock, each grant on M adds one.
+	# With the fences ahead of the clock, every grant on M is above c.
 	local c
 	c=$(fence_ahead e2 M)
 	RLOCK_CACERT=$CA run -0 "$RLOCK" run e1 -- true
@@ -100,8 +100,8 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 		--key "$CERTS/untrusted.key" run e2 -- true
 	assert_stderr --partial "TLS: the server rejected our client certificate"
 	# Three runs got the lock on M, the refused one none.
-	run -0 rcli M GET "$(key e2):fence"
-	assert_output $((c + 3))
+	assert_equal "$(hist_count e2 acquired M)" 3
+	assert_fence "$(meta e2 fence M)" $((c + 1))
 }
 
 @test "RLOCK_KEY, the lock's key that run gives its command, is not read as a TLS key" {
@@ -254,7 +254,7 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 # ---- passwords --------------------------------------------------------------
 
 @test "requirepass over TLS: from REDISCLI_AUTH or --password-file; a wrong one is 69" {
-	# Counted from ahead of the clock, each grant adds one.
+	# With the fences ahead of the clock, every grant is above c.
 	local c
 	c=$(fence_ahead pw P)
 	REDISCLI_AUTH=s3cret run -0 --separate-stderr "$RLOCK" --cacert "$CA" -u "$P_URL" run pw -- true
@@ -267,8 +267,8 @@ MTLS=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
 	run -69 --separate-stderr "$RLOCK" --cacert "$CA" -u "$P_URL" run pw -- true
 	assert_stderr --partial "localhost:$P_PORT"
 	# Three runs got the lock, the two refused ones none.
-	run -0 rcli P GET "$(key pw):fence"
-	assert_output $((c + 3))
+	assert_equal "$(hist_count pw acquired P)" 3
+	assert_fence "$(meta pw fence P)" $((c + 1))
 }
 
 @test "an ACL user and password in a rediss:// URL" {
@@ -555,7 +555,7 @@ assert all(l["held"] for l in d["locks"])
 	# The fence shown is the highest the masters have: the one handed out.
 	local f=0 g
 	for s in T B M; do
-		g=$(rcli "$s" GET "$(key rl):fence")
+		g=$(meta rl fence "$s")
 		assert_fence "$g"
 		((g > f)) && f=$g
 	done

@@ -50,9 +50,9 @@ freeze_replica() {
 	local f
 	f=$(meta wr fence M)
 	assert_fence "$f"
-	assert_equal "$(rcli M GET "$(key wr):fence")" "$f"
+	assert_equal "$(last_grant wr fence M)" "$f"
 	assert_equal "$(meta wr fence RPL)" "$f"
-	assert_equal "$(rcli RPL GET "$(key wr):fence")" "$f"
+	assert_equal "$(last_grant wr fence RPL)" "$f"
 	run -0 "$RLOCK" release wr "$token"
 	lock_free wr M
 }
@@ -83,9 +83,12 @@ freeze_replica() {
 	assert_stderr --partial "only 0 of 1 replicas acknowledged"
 	assert_equal "${#stderr_lines[@]}" 1
 	assert_equal "$output" ""
-	# Given back on the master: neither the lock nor its meta remain.
+	# Given back on the master: the lock is gone, the record of its grant
+	# stays (no longer a holder's), and the history says it was released.
 	lock_free wf M
 	assert_equal "$(rcli M EXISTS "$(key wf):owner")" 0
+	assert_fence "$(meta wf fence M)"
+	assert_equal "$(hist_names wf M)" "acquired released"
 	# And another client can take it at once.
 	run -0 "$RLOCK" acquire -n wf
 }

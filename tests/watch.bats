@@ -159,7 +159,7 @@ failover_story() {
 	wait_until 10 eval "[[ \$(rcli $new EXISTS '$k') == 1 ]]"
 	# The replica forgets the lock, as one that missed the grant would.
 	rcli "$new" CONFIG SET replica-read-only no >/dev/null
-	rcli "$new" DEL "$k" "$k:owner" >/dev/null
+	rcli "$new" DEL "$k" "$k:grant" >/dev/null
 	rcli "$new" CONFIG SET replica-read-only yes >/dev/null
 	synced=$(full_syncs "$old")
 	sentinel_failover
@@ -171,7 +171,7 @@ failover_story() {
 	# clients as a promotion does, so that the node promoted lacks it.
 	if (($(full_syncs "$old") > synced)) &&
 		[[ $(rcli "$new" EXISTS "$k") == 1 ]]; then
-		rcli "$new" DEL "$k" "$k:owner" >/dev/null
+		rcli "$new" DEL "$k" "$k:grant" >/dev/null
 		rcli "$new" CLIENT KILL TYPE normal >/dev/null
 	fi
 	# Should the holder not stop, say where each node stands.
