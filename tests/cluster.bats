@@ -66,11 +66,22 @@ elapsed_since() {
 	echo $(($(now_ms) - $1))
 }
 
-# cfence NAME: lock NAME's fence counter on its slot's owner.
+# cfence NAME: the fence of the newest grant in lock NAME's history (its
+# entry id's) on its slot's owner.
 cfence() {
 	local k
-	k="$(key "$1"):fence"
-	ccli "$(cluster_owner_port "$k")" GET "$k"
+	k="$(key "$1"):log"
+	ccli "$(cluster_owner_port "$k")" --json XRANGE "$k" - + | entry_fields | python3 -c '
+import json, sys
+g = [dict(zip(kv[0::2], kv[1::2])) for _, kv in json.load(sys.stdin) or []]
+g = [e["fence"] for e in g if e.get("event") == "acquired"]
+print(g[-1] if g else "")'
+}
+
+# grant_fence_on PORT NAME: the fence in the record of lock NAME's last
+# exclusive grant (P{NAME}:grant) on the node on PORT.
+grant_fence_on() {
+	owner_field fence "$(grant_meta "$(ccli "$1" GET "$(key "$2"):grant")")"
 }
 
 # cnode_us PORT: the clock (TIME) of the node on PORT, in µs.
@@ -78,23 +89,30 @@ cnode_us() {
 	ccli "$1" TIME | time_us
 }
 
-# cfence_ahead NAME: set lock NAME's fence counter on its slot's owner
-# 10^12 µs ahead of the clock and print it: from there each grant adds
-# exactly one, wherever the slot's keys go.
+# cfence_ahead NAME: put lock NAME's fences on its slot's owner 10^12 µs
+# ahead of the clock (as test_helper's fence_ahead) and print that value:
+# every later fence is above it, wherever the slot's keys go.
 cfence_ahead() {
-	local k p c
-	k="$(key "$1"):fence"
+	local k p c id
+	k="$(key "$1")"
 	p=$(cluster_owner_port "$k")
 	c=$(($(cnode_us "$p") + 1000000000000))
-	[[ $(ccli "$p" SET "$k" "$c") == OK ]] || return 1
+	if [[ $(ccli "$p" EXISTS "$k:log") == 1 ]]; then
+		id="$((c / 1000 - 1))-$((c % 1000))"
+		[[ $(ccli "$p" XADD "$k:log" "$id" f '') == "$id" ]] || return 1
+		ccli "$p" XDEL "$k:log" "$id" >/dev/null || return 1
+	else
+		[[ $(ccli "$p" SET "$k:fence" "$c") == OK ]] || return 1
+	fi
 	echo "$c"
 }
 
-# cmeta NAME FIELD
+# cmeta NAME FIELD: a field of the record of lock NAME's last exclusive
+# grant on its slot's owner.
 cmeta() {
 	local k
-	k="$(key "$1"):owner"
-	owner_field "$2" "$(ccli "$(cluster_owner_port "$k")" GET "$k")"
+	k="$(key "$1"):grant"
+	owner_field "$2" "$(grant_meta "$(ccli "$(cluster_owner_port "$k")" GET "$k")")"
 }
 
 # start_holder URL NAME [run options...]: `rlock -u URL run NAME` whose
@@ -539,12 +557,12 @@ utc() {
 	slot=$(cluster_slot "$k")
 	from=$(cluster_owner_port "$k")
 	to=$(cluster_other_port "$k")
-	# The counter ahead of the clock, so that the fences below show it
-	# went on from where it was: it moved with the slot.
+	# The fences ahead of the clock, so that the fences below show they
+	# went on from where they were: the history moved with the slot.
 	local c
 	c=$(cfence_ahead mg)
 	start_holder "$(node_url "$from")" mg -t 2s
-	assert_equal "$FENCE" $((c + 1))
+	assert_fence "$FENCE" $((c + 1))
 	# A second lock in the same slot, taken with acquire, for extend and
 	# release by token after the move.
 	local other token2
@@ -593,20 +611,22 @@ utc() {
 	(($(elapsed_since "$t0") < 3000)) || fail "the waiter took $(elapsed_since "$t0")ms"
 	local wfence wtoken
 	read -r wfence wtoken <got
-	assert_equal "$wfence" $((c + 2))
-	assert_equal "$(ccli "$to" GET "$k:fence")" $((c + 2))
+	assert_increasing "$c" "$FENCE" "$wfence"
+	assert_equal "$(grant_fence_on "$to" mg)" "$wfence"
 	assert_equal "$(ccli "$to" EXISTS "$k")" 0
 }
 
 @test "a free lock in a migrating slot is taken once the migration ends (TRYAGAIN is retried)" {
 	local k slot from to token
 	k=$(key tg)
-	# Taken and released once: the fence key stays, so the acquire script
-	# gets TRYAGAIN while the slot is split between two nodes.  Counted
-	# from ahead of the clock, the fences show the counter moved.
-	local c
+	# Taken and released once: the record of the grant and the history
+	# stay, so the acquire script gets TRYAGAIN while the slot is split
+	# between two nodes.  From ahead of the clock, the fences show the
+	# history moved.
+	local c f1
 	c=$(cfence_ahead tg)
 	token=$("$RLOCK" -u "$(owner_url tg)" acquire tg)
+	f1=$(cmeta tg fence)
 	"$RLOCK" -u "$(owner_url tg)" release tg "$token"
 	slot=$(cluster_slot "$k")
 	from=$(cluster_owner_port "$k")
@@ -620,8 +640,8 @@ utc() {
 	assert_equal "$BG_STATUS" 0
 	token=$(bg_out acq)
 	assert_equal "$(ccli "$to" GET "$k")" "$token"
-	assert_equal "$(ccli "$to" GET "$k:fence")" $((c + 2))
-	assert_equal "$(owner_field fence "$(ccli "$to" GET "$k:owner")")" $((c + 2))
+	assert_increasing "$c" "$f1" "$(grant_fence_on "$to" tg)"
+	assert_equal "$(ccli "$to" GET "$k:grant" | sed -n 7p)" "${token:0:8}"
 }
 
 # ---- history ------------------------------------------------------------------
@@ -849,8 +869,7 @@ same_owner_name() {
 		fi
 		sleep 0.25
 	done
-	assert_equal "$(ccli "$rep" GET "$k:fence")" "$wfence"
-	assert_equal "$(owner_field fence "$(ccli "$rep" GET "$k:owner")")" "$wfence"
+	assert_equal "$(grant_fence_on "$rep" fw)" "$wfence"
 	touch go-fw "go-$fn"
 	bg_wait "$wpid" 10
 	assert_equal "$BG_STATUS" 0
@@ -864,7 +883,7 @@ same_owner_name() {
 	else
 		assert_equal "$BG_STATUS" 0
 		[[ -e done-$fn ]]
-		assert_equal "$(ccli "$rep" GET "$kn:fence")" "$nfence"
+		assert_equal "$(grant_fence_on "$rep" "$fn")" "$nfence"
 	fi
 	assert_equal "$(ccli "$rep" EXISTS "$kn")" 0
 }
