@@ -187,17 +187,18 @@ keyspace() {
 @test "doctor: the keyspace is unchanged by a run, fences included, and a held lock is not touched" {
 	token=$("$RLOCK" acquire -t 60s held)
 	local fence
-	fence=$(rcli R GET "$(key held):fence")
+	fence=$(meta held fence)
 	assert_fence "$fence"
-	assert_equal "$(meta held fence)" "$fence"
+	assert_equal "$(last_grant held fence)" "$fence"
 	before=$(keyspace R)
-	[[ $before == *"$(key held):fence string"* ]]
+	[[ $before == *"$(key held):grant string"* ]]
+	[[ $before == *"$(key held):log stream"* ]]
 	run -1 --separate-stderr "$RLOCK" --json doctor held
 	json=$output
 	[[ $(python3 -c 'import json,sys; print([c["value"] for c in json.loads(sys.argv[1]) if c["check"] == "acquire"][0])' "$json") == held.doctor-* ]]
 	[ "$(keyspace R)" = "$before" ]
 	held_by held "$token"
-	[ "$(rcli R GET "$(key held):fence")" = "$fence" ]
+	[ "$(last_grant held fence)" = "$fence" ]
 	[ "$(meta held fence)" = "$fence" ]
 	run -1 --separate-stderr "$RLOCK" doctor
 	[ "$(keyspace R)" = "$before" ]

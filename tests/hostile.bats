@@ -435,14 +435,16 @@ junk_counters() {
 }
 
 @test "a history key of another type: the fence falls back to the counter, the history is said not kept, and log says whose key it is" {
-	local f=() t0 i
+	local f=() t0
 	rcli R SET "$(key o):log" junk >/dev/null
 	t0=$(server_us)
-	for i in 0 1; do
-		run -0 --separate-stderr "$RLOCK" run o -- sh -c 'echo "$RLOCK_FENCE"'
-		f[i]=$output
-		assert_stderr_line --partial "$(key o):log is not a stream rlock wrote (another type): history is not kept"
-	done
+	# (Not a loop over i: bats's run changes the caller's i.)
+	run -0 --separate-stderr "$RLOCK" run o -- sh -c 'echo "$RLOCK_FENCE"'
+	f[0]=$output
+	assert_stderr_line --partial "$(key o):log is not a stream rlock wrote (another type): history is not kept"
+	run -0 --separate-stderr "$RLOCK" run o -- sh -c 'echo "$RLOCK_FENCE"'
+	f[1]=$output
+	assert_stderr_line --partial "$(key o):log is not a stream rlock wrote (another type): history is not kept"
 	assert_increasing "$t0" "${f[@]}"
 	assert_fence "${f[1]}" "$t0" "$(server_us)"
 	# The counter is the fence source now, at the last one.
