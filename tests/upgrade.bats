@@ -39,8 +39,13 @@ old_hold() {
 	[[ ! -e ran ]]
 	run -0 "$RLOCK" release up "$t"
 	lock_free up
-	# Its record goes with the lock.
-	assert_equal "$(rcli R EXISTS "$(key up):owner")" 0
+	# Its record is no holder's any more (it expires with the lease it had).
+	run -1 --separate-stderr "$RLOCK" status --json up
+	json_check "$output" 'd["locks"][0]["held"] is False'
+	# This rlock's own grant shows its own record.
+	"$RLOCK" run up -- "$RLOCK" status --json up >st
+	json_check "$(<st)" 'd["locks"][0]["pid"] != 4242' \
+		'd["locks"][0]["host"] == a[0]' -- "$(uname -n)"
 }
 
 @test "the first grant after an older rlock's takes its counter as a floor, even one ahead of the clock" {
