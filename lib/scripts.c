@@ -673,6 +673,16 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "which is not a fence rlock wrote (digits, below "
 			 "2^53 - 2^20): no fence handed out, nothing granted",
 			 key, v);
+	} else if (starts_with(r, "BADSTREAM ")) {
+		char v[300];
+
+		res->rc = RLOCK_EPROTO;
+		snprintf(v, sizeof(v), "%.*s", n - 10, r->str + 10);
+		snprintf(res->err, sizeof(res->err), "%s:log gave the id '%s', "
+			 "which gives no fence (its ms must be 13 digits, "
+			 "before the year 2255): no fence handed out, nothing "
+			 "granted; deleting %s:log starts the history anew",
+			 key, v, key);
 	} else if ((bad = memmem(r->str, (size_t)n, "BADLINE ", 8)) != NULL) {
 		char v[300];
 

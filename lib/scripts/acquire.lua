@@ -94,7 +94,10 @@ if taken then
   end
   if fid then redis.pcall('XDEL', KEYS[9], fid) end
   if prior then redis.call('SET', KEYS[11], prior) else redis.call('DEL', KEYS[11]) end
-  return grant_x(tok, ARGV[2], info, '0', ARGV[15], ARGV[16], true)
+  local g = grant_x(tok, ARGV[2], info, '0', ARGV[15], ARGV[16], true)
+  -- No fence (a counter or a stream another client wrote): nothing granted.
+  if g.err then redis.call('DEL', KEYS[1]) end
+  return g
 end
 local k = ARGV[9]
 local cur = redis.call('GET', KEYS[1])
