@@ -8,7 +8,9 @@
 #              --no-ping", 2000 cycles; node-redlock's two scripts (taken
 #              from an installed redlock package) on a key of the same
 #              length as rlock bench's, through redis-cli, 2000 cycles;
-#   replica    the same with one replica attached (what propagation adds);
+#   replica    what one replica attached adds to the cycle: the server's
+#              instructions in processCommand (the command, its effects'
+#              propagation, its reply) with a replica less without one;
 #   contended  "rlock bench -c N -k 1" for N = 10 and 100: N clients on
 #              one lock, per completed cycle (a hand-off each).
 #
@@ -63,19 +65,25 @@ total() {
 		awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
 }
 
-# measured [--replica] DRIVER...: start a redis-server under callgrind
-# (counting inside the script commands only), run DRIVER PORT, stop the
-# server; print the instructions counted.
+# measured [--replica] [--commands] DRIVER...: start a redis-server under
+# callgrind (counting inside the script commands only, or with --commands
+# in processCommand, which propagation happens in), with a replica
+# attached with --replica, run DRIVER PORT, stop the server; print the
+# instructions counted.
 measured() {
-	local rep=0 p rp vp rpid ir
-	if [[ $1 == --replica ]]; then
-		rep=1
+	local rep=0 p rp vp rpid= ir
+	local -a toggle=(--toggle-collect=evalShaCommand
+		--toggle-collect=evalCommand --toggle-collect=fcallCommand)
+	while [[ $1 == --* ]]; do
+		case $1 in
+		--replica) rep=1 ;;
+		--commands) toggle=(--toggle-collect=processCommand) ;;
+		esac
 		shift
-	fi
+	done
 	p=$(free_port) || return 1
 	valgrind --tool=callgrind --callgrind-out-file="$tmp/s.out" \
-		--toggle-collect=evalShaCommand --toggle-collect=evalCommand \
-		--toggle-collect=fcallCommand \
+		"${toggle[@]}" \
 		redis-server --port "$p" --bind 127.0.0.1 --save '' \
 		--appendonly no --dir "$tmp" >/dev/null 2>&1 &
 	vp=$!
@@ -98,7 +106,7 @@ measured() {
 	"$@" "$p" >/dev/null || return 1
 	redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1
 	wait "$vp"
-	[[ -n ${rpid:-} ]] && kill "$rpid" 2>/dev/null && wait "$rpid" 2>/dev/null
+	[[ -n $rpid ]] && kill "$rpid" 2>/dev/null && wait "$rpid" 2>/dev/null
 	ir=$(total "$tmp/s.out")
 	echo "$ir"
 }
@@ -143,12 +151,13 @@ if command -v node >/dev/null && nr_scripts; then
 	nr=1
 fi
 
-echo "| server instructions | uncontended cycle | with a replica | per cycle, 10 clients on one lock | per cycle, 100 clients |"
+echo "| server instructions | uncontended cycle (scripts) | a replica adds (commands) | per cycle, 10 clients on one lock | per cycle, 100 clients |"
 echo "|---|---:|---:|---:|---:|"
 if ((nr)); then
 	a=$(measured nr_cycles) || die "node-redlock measure failed"
-	b=$(measured --replica nr_cycles) || die "node-redlock measure failed"
-	echo "| node-redlock (EXISTS + SET PX; GET + DEL) | $((a / 2000)) | $((b / 2000)) | | |"
+	p0=$(measured --commands nr_cycles) || die "node-redlock measure failed"
+	p1=$(measured --commands --replica nr_cycles) || die "node-redlock measure failed"
+	echo "| node-redlock (EXISTS + SET PX; GET + DEL) | $((a / 2000)) | $(((p1 - p0) / 2000)) | | |"
 fi
 for arg in "$@"; do
 	label=${arg%%=*}
@@ -157,8 +166,10 @@ for arg in "$@"; do
 	cp "$bin" "$tmp/bin-$label" || die "cannot copy $bin"
 	b="$tmp/bin-$label"
 	c=$(measured rlock_bench "$b" 1 2000) || die "measure failed for $label"
-	r=$(measured --replica rlock_bench "$b" 1 2000) || die "measure failed for $label"
+	p0=$(measured --commands rlock_bench "$b" 1 2000) || die "measure failed for $label"
+	p1=$(measured --commands --replica rlock_bench "$b" 1 2000) ||
+		die "measure failed for $label"
 	c10=$(measured rlock_bench "$b" 10 2000) || die "measure failed for $label"
 	c100=$(measured rlock_bench "$b" 100 2000) || die "measure failed for $label"
-	echo "| $label ($("$b" --version | head -1)) | $((c / 2000)) | $((r / 2000)) | $((c10 / 2000)) | $((c100 / 2000)) |"
+	echo "| $label ($("$b" --version | head -1)) | $((c / 2000)) | $(((p1 - p0) / 2000)) | $((c10 / 2000)) | $((c100 / 2000)) |"
 done
