@@ -235,14 +235,74 @@ static int default_history(const struct history *h)
  * join ask for a place only when the lock is busy, and do not keep it off
  * that path: FAST ('+') says so.
  */
+/*
+ * The whole script's layout, for a waiter that takes or keeps a place in
+ * line: it goes past the shortest path, so the script is spared naming
+ * and parsing what it is sent whole.  KEYS: the twelve (LOCK_NKEYS, the
+ * period's record, the grant's record, --min-hold's end).  ARGV: token,
+ * ttl, host, pid, user, command, min-hold, details, kind, waiter, join,
+ * wake-up prefix, note, waited, the history's length and ttl, and only
+ * when one is asked for (a table grows by doubling: sixteen, not
+ * seventeen): priority, supersede, once-per, the baton's lease and stamp,
+ * the arrival.
+ */
+static void req_acquire_whole(struct request *q, const struct lock_names *n,
+			      const char *token, int64_t ttl_ms,
+			      const struct acquirer *who, const struct ask *a,
+			      const struct history *h)
+{
+	int policy = a->priority != 0 || a->supersede || a->once_ms > 0;
+
+	req_begin(q, RLOCK_SCRIPT_ACQUIRE, LOCK_NKEYS, n);
+	/* The period's record is touched only with --once-per (bench's names
+	 * have none). */
+	req_add_key(q, n->once != NULL ? n->once : n->key);
+	req_add_key(q, n->grant);
+	req_add_key(q, n->hold);
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
+	q->argv[q->argc++] = who->host;
+	q->argv[q->argc++] = req_num(q, 1, who->pid);
+	q->argv[q->argc++] = who->user;
+	q->argv[q->argc++] = q->label;
+	q->argv[q->argc++] = req_num(q, 2, who->min_hold_ms);
+	q->argv[q->argc++] = a->details ? "1" : "0";
+	q->argv[q->argc++] = a->kind;
+	q->argv[q->argc++] = a->waiter;
+	q->argv[q->argc++] = a->join ? "1" : "0";
+	q->argv[q->argc++] = n->wake;
+	q->argv[q->argc++] = who->note != NULL ? who->note : "";
+	q->argv[q->argc++] = req_num(q, 4, who->waited_ms);
+	req_history(q, 5, h);
+	if (!policy && a->baton_ms == 0 && a->arrival == 0)
+		return;
+	q->argv[q->argc++] = req_num(q, 7, a->priority);
+	q->argv[q->argc++] = a->supersede ? "1" : "0";
+	q->argv[q->argc++] = req_num(q, 8, a->once_ms);
+	if (a->baton_ms == 0 && a->arrival == 0)
+		return;
+	q->argv[q->argc++] = a->baton_ms > 0 ? req_num(q, 3, a->baton_ms) : "0";
+	q->argv[q->argc++] = a->baton_ms > 0 ?
+			     req_num(q, 9, rlock_boot_ms()) : "0";
+	if (a->arrival > 0)
+		q->argv[q->argc++] = req_num(q, 10, a->arrival);
+}
+
 void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
 		 const struct ask *a, const struct history *h)
 {
 	int fast = strcmp(a->kind, "x") == 0 && who->min_hold_ms == 0 &&
-		   a->once_ms == 0 && default_history(h);
+		   a->once_ms == 0 && default_history(h) && !a->join;
 	size_t at = 0;
 
+	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
+	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
+		      sizeof(q->label));
+	if (a->join) {
+		req_acquire_whole(q, n, token, ttl_ms, who, a, h);
+		return;
+	}
 	req_begin(q, RLOCK_SCRIPT_ACQUIRE, 1, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
@@ -260,12 +320,9 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	put(q->info, sizeof(q->info), &at, "\n");
 	put(q->info, sizeof(q->info), &at, who->note != NULL ? who->note : "");
 	put(q->info, sizeof(q->info), &at, "\n");
-	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
-	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
-		      sizeof(q->label));
 	put(q->info, sizeof(q->info), &at, q->label);
 	q->argv[q->argc++] = q->info;
-	if (fast && !a->details && a->waiter[0] == '\0' && !a->join &&
+	if (fast && !a->details && a->waiter[0] == '\0' &&
 	    a->priority == 0 && !a->supersede && a->baton_ms == 0 &&
 	    a->arrival == 0)
 		return;
@@ -273,7 +330,7 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	put(q->opts, sizeof(q->opts), &at, fast ? "+\n" : "-\n");
 	put(q->opts, sizeof(q->opts), &at, a->details ? "1\n" : "0\n");
 	put(q->opts, sizeof(q->opts), &at, a->waiter);
-	put(q->opts, sizeof(q->opts), &at, a->join ? "\n1\n" : "\n0\n");
+	put(q->opts, sizeof(q->opts), &at, "\n0\n");
 	put_num(q->opts, sizeof(q->opts), &at, who->min_hold_ms);
 	put(q->opts, sizeof(q->opts), &at, "\n");
 	put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->max : 0);
@@ -673,6 +730,16 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "which is not a fence rlock wrote (digits, below "
 			 "2^53 - 2^20): no fence handed out, nothing granted",
 			 key, v);
+	} else if (starts_with(r, "BADSTREAM ")) {
+		char v[300];
+
+		res->rc = RLOCK_EPROTO;
+		snprintf(v, sizeof(v), "%.*s", n - 10, r->str + 10);
+		snprintf(res->err, sizeof(res->err), "%s:log gave the id '%s', "
+			 "which gives no fence (its ms must be 13 digits, "
+			 "before the year 2255): no fence handed out, nothing "
+			 "granted; deleting %s:log starts the history anew",
+			 key, v, key);
 	} else if ((bad = memmem(r->str, (size_t)n, "BADLINE ", 8)) != NULL) {
 		char v[300];
 

@@ -302,10 +302,14 @@ scan_rule() {
 
 # ---- the record key --------------------------------------------------------------
 
-@test "the record P{NAME}:log:last: 'ok' is the success's ID; it expires; release --force removes one of another type" {
+@test "the record P{NAME}:log:last: 'ok' is the success's ID once a failure follows it; it expires; release --force removes one of another type" {
 	run -0 "$RLOCK" run r -- true
 	local id v
 	id=$(newest_id r)
+	# A release on the shortest path leaves the record to the history...
+	assert_equal "$(rcli R HEXISTS "$(hist_key r):last" ok)" 0
+	# ...until a run that did not end well, which writes the success first.
+	run -1 "$RLOCK" run r -- false
 	v=$(rcli R HGET "$(hist_key r):last" ok)
 	assert_equal "$v" "$id"
 	local p
@@ -323,8 +327,9 @@ scan_rule() {
 	assert_stderr "rlock: release: r: removed 1 key of another type (another client's data)"
 	assert_equal "$(rcli R EXISTS "$(hist_key r):last")" 0
 	assert_equal "$(rcli R EXISTS "$(hist_key r)")" 1
-	# The next run writes the record anew.
+	# The next run that ends badly writes the record anew.
 	run -0 "$RLOCK" run r -- true
+	run -3 "$RLOCK" run r -- sh -c 'exit 3'
 	assert_equal "$(rcli R TYPE "$(hist_key r):last")" hash
 	success r
 

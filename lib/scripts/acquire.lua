@@ -18,37 +18,11 @@
 -- whether the history's expiry was set within the last 10^6 ms.  It
 -- answers the entry's id, "MS-SEQ", from which the caller takes the fence.
 -- One grant in sixteen (the token's last hex digit is 0: tokens are
--- random) trims the stream to about HISTORY_MAX.  Anything else goes on to the whole script
--- below, which answers as it always did.
-local lkey, tok, opt = KEYS[1], ARGV[1], ARGV[4]
-local taken, fid, prior
-if (not opt or string.byte(opt, 1) == 43) and
-   redis.call('EXISTS', lkey .. ':line', lkey .. ':holders') == 0 then
-  local cur = redis.pcall('SET', lkey, tok, 'NX', 'GET', 'PX', ARGV[2])
-  if not cur then
-    taken = true
-    local stream = lkey .. ':log'
-    if string.byte(tok, -1) == 48 then
-      fid = redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', '@HISTORY_MAX@', '*', 'a1',
-                       ARGV[3])
-    else
-      fid = redis.pcall('XADD', stream, 'NOMKSTREAM', '*', 'a1', ARGV[3])
-    end
-    if type(fid) == 'string' and #fid <= 17 and string.find(fid, '-', 14, true) == 14 and
-       fid < '9007199253691' then
-      prior = redis.call('SET', lkey .. ':grant', '2\n' .. fid .. '\n\n0\n' .. ARGV[3], 'GET')
-      if prior and string.sub(prior, 1, 9) == '2\n' .. string.sub(fid, 1, 7) then return fid end
-    elseif type(fid) == 'string' then
-      redis.pcall('XDEL', stream, fid)
-      fid = nil
-    else
-      fid = nil
-    end
-  elseif type(cur) == 'table' and string.find(cur.err or '', 'WRONGTYPE', 1, true) then
-    return cur
-  end
-end
--- The whole script.  Its keys, and its arguments as it takes them:
+-- random) trims the stream to about HISTORY_MAX.  Anything else goes on
+-- to the whole script below, which answers as it always did.
+-- The whole script.  Its keys, and its arguments as it takes them, which
+-- a waiter that keeps a place in line sends as they are (the short layout
+-- above is for a first try: named and parsed here):
 --   KEYS  1 lock, 2 owner (an older rlock's record), 3 holders, 4 hmeta,
 --         5 line, 6 lease, 7 who, 8 fence, 9 log, 10 once, 11 grant,
 --         12 hold (lib/lock_int.h)
@@ -58,22 +32,58 @@ end
 --         14 ms waited, 15 and 16 the history's length and ttl, 17
 --         priority, 18 supersede, 19 --once-per in ms, 20 and 21 a
 --         waiting run's baton lease and stamp, 22 its arrival
-local info = ARGV[3]
-local f8 = {string.match(info,
-  '^([^\n]*)\n([^\n]*)\n[^\n]*\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')}
-if not f8[7] then return redis.error_reply('BADARGS the holder fields') end
-local op = {}
-for v in string.gmatch((opt or '+\n0\n\n0\n0\n@HISTORY_MAX@\n@HISTORY_TTL_MS@\n0\n0\n0\n0\n0\n') ..
-                       '\n', '([^\n]*)\n') do
-  op[#op + 1] = v
+local lkey, tok = KEYS[1], ARGV[1]
+local taken, fid, prior, info
+local K, A = KEYS, ARGV
+if #KEYS == 1 then
+  local opt = ARGV[4]
+  if (not opt or string.byte(opt, 1) == 43) and
+     redis.call('EXISTS', lkey .. ':line', lkey .. ':holders') == 0 then
+    local cur = redis.pcall('SET', lkey, tok, 'NX', 'GET', 'PX', ARGV[2])
+    if not cur then
+      taken = true
+      local stream = lkey .. ':log'
+      if string.byte(tok, -1) == 48 then
+        fid = redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', '@HISTORY_MAX@', '*',
+                          'a1', ARGV[3])
+      else
+        fid = redis.pcall('XADD', stream, 'NOMKSTREAM', '*', 'a1', ARGV[3])
+      end
+      if type(fid) == 'string' and #fid <= 17 and string.find(fid, '-', 14, true) == 14 and
+         fid < '9007199253691' then
+        prior = redis.call('SET', lkey .. ':grant', '2\n' .. fid .. '\n\n0\n' .. ARGV[3], 'GET')
+        if prior and string.sub(prior, 1, 9) == '2\n' .. string.sub(fid, 1, 7) then return fid end
+      elseif type(fid) == 'string' then
+        redis.pcall('XDEL', stream, fid)
+        fid = nil
+      else
+        fid = nil
+      end
+    elseif type(cur) == 'table' and string.find(cur.err or '', 'WRONGTYPE', 1, true) then
+      return cur
+    end
+  end
+  info = ARGV[3]
+  local f8 = {string.match(info,
+    '^([^\n]*)\n([^\n]*)\n[^\n]*\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')}
+  if not f8[7] then return redis.error_reply('BADARGS the holder fields') end
+  local op = {}
+  for v in string.gmatch((opt or '+\n0\n\n0\n0\n@HISTORY_MAX@\n@HISTORY_TTL_MS@\n0\n0\n0\n0\n0\n') ..
+                         '\n', '([^\n]*)\n') do
+    op[#op + 1] = v
+  end
+  if #op < 13 then return redis.error_reply('BADARGS the options') end
+  K = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
+       lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
+       lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
+  A = {tok, ARGV[2], f8[4], f8[3], f8[5], f8[7], op[5], op[2], f8[1], op[3], op[4],
+       lkey .. ':wake:', f8[6], f8[2], op[6], op[7], op[8], op[9], op[10], op[11], op[12],
+       op[13]}
+else
+  info = ARGV[9] .. '\n' .. ARGV[14] .. '\n' .. string.sub(tok, 1, 8) .. '\n' .. ARGV[4] ..
+         '\n' .. ARGV[3] .. '\n' .. ARGV[5] .. '\n' .. ARGV[13] .. '\n' .. ARGV[6]
 end
-if #op < 13 then return redis.error_reply('BADARGS the options') end
-local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
-              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
-              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
-local ARGV = {tok, ARGV[2], f8[4], f8[3], f8[5], f8[7], op[5], op[2], f8[1], op[3], op[4],
-              lkey .. ':wake:', f8[6], f8[2], op[6], op[7], op[8], op[9], op[10], op[11], op[12],
-              op[13]}
+local KEYS, ARGV = K, A
 --@include now.lua
 --@include next_fence.lua
 --@include unpack_meta.lua
@@ -94,7 +104,10 @@ if taken then
   end
   if fid then redis.pcall('XDEL', KEYS[9], fid) end
   if prior then redis.call('SET', KEYS[11], prior) else redis.call('DEL', KEYS[11]) end
-  return grant_x(tok, ARGV[2], info, '0', ARGV[15], ARGV[16], true)
+  local g = grant_x(tok, ARGV[2], info, '0', ARGV[15], ARGV[16], true)
+  -- No fence (a counter or a stream another client wrote): nothing granted.
+  if g.err then redis.call('DEL', KEYS[1]) end
+  return g
 end
 local k = ARGV[9]
 local cur = redis.call('GET', KEYS[1])

@@ -3,10 +3,12 @@
 -- entry's field/value pairs: a run or acquire that gave up (skipped), a
 -- lease that was lost, which no other script is there to record.
 --@include record.lua
+--@include keep_ok.lua
 local id = record(KEYS[1], ARGV[1], ARGV[2], unpack(ARGV, 4))
 if type(id) ~= 'string' then return id end
 if ARGV[3] ~= '' then
   local rec = KEYS[1] .. ':last'
+  keep_ok(KEYS[1])
   local n = redis.pcall('HSET', rec, 'run', '1\n' .. id .. '\n' .. ARGV[3])
   if type(n) == 'number' and n > 0 then redis.pcall('PEXPIRE', rec, ARGV[2]) end
 end

@@ -10,8 +10,10 @@
 --
 -- The path of an exclusive holder's release with nobody in line and no
 -- --min-hold (P{N}:hold) comes first: the lock key deleted, the entry
--- appended to a history that exists, its id recorded as the last that
--- ended well.  Anything else goes on to the whole script below, which
+-- appended to a history that exists.  It leaves the record of the last
+-- runs alone: the history has the success, and the record is brought up
+-- to date before a run that did not end well is written there
+-- (keep_ok.lua).  Anything else goes on to the whole script below, which
 -- takes its arguments as it always did:
 --   KEYS  as acquire.lua's
 --   ARGV  1 token, 2 release channel ('' none), 3 wake-up prefix, 4 exit,
@@ -20,9 +22,7 @@ local lkey, tok = KEYS[1], ARGV[1]
 if not ARGV[3] and redis.call('GET', lkey) == tok and
    redis.call('EXISTS', lkey .. ':line', lkey .. ':hold') == 0 then
   redis.call('DEL', lkey)
-  local stream = lkey .. ':log'
-  local rid = redis.pcall('XADD', stream, 'NOMKSTREAM', '*', 'r1', ARGV[2])
-  if type(rid) == 'string' then redis.pcall('HSET', stream .. ':last', 'ok', rid) end
+  redis.pcall('XADD', lkey .. ':log', 'NOMKSTREAM', '*', 'r1', ARGV[2])
   return 1
 end
 local rex, rsig = string.match(ARGV[2], '^[^\n]*\n([^\n]*)\n([^\n]*)$')
@@ -39,6 +39,7 @@ local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta
 local ARGV = {tok, o[1] == '1' and lkey .. ':released' or '', lkey .. ':wake:', rex, rsig,
               o[2], o[3], o[4] ~= '0' and o[4] or nil}
 --@include append.lua
+--@include keep_ok.lua
 --@include unpack_meta.lua
 --@include holder_meta.lua
 local cur = redis.call('GET', KEYS[1])
@@ -58,6 +59,7 @@ local function released(kind, v, fence)
   if ev == 'released' and sig == '' and (ex == '0' or ex == '') then
     n = redis.pcall('HSET', rec, 'ok', id)
   else
+    keep_ok(KEYS[9])
     n = redis.pcall('HSET', rec, 'run', '1\n' .. id .. '\n' .. ev .. '\n' .. kind .. '\n' ..
                     ex .. '\n' .. sig .. '\n' .. t8 .. '\n\n' .. v)
   end
