@@ -420,7 +420,7 @@ junk_counters() {
 	done
 }
 
-@test "a history whose last id gives no fence (beyond 2^53): 70, no command, one line naming the id, the lock left free" {
+@test "a history whose last id gives no fence (beyond 2^53): 70, no command, one line naming the key and the id, the lock left free" {
 	local mode
 	for mode in "" -s "-l 3"; do
 		rcli R DEL "$(key b):log" >/dev/null
@@ -429,7 +429,7 @@ junk_counters() {
 		run -70 --separate-stderr "$RLOCK" run $mode b -- touch ran
 		[[ ! -e ran ]] || fail "the command ran ($mode)"
 		printf '%s\n' "$stderr" >err
-		one_line err "9999999999999-"
+		one_line err "$(key b):log" "'9999999999999-" "which gives no fence"
 		nothing_held b || fail "held after the refused grant ($mode): $(prefix_keys)"
 	done
 }
