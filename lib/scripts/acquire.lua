@@ -148,7 +148,7 @@ end
 --@include holders.lua
 local function grant()
   if k == 'x' then return grant_x(tok, ARGV[2], info, ARGV[7], ARGV[15], ARGV[16], false) end
-  local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info, false)
+  local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info, false, false)
   if not f then return fs end
   redis.call('ZADD', KEYS[3], ms(now + ttl), tok)
   redis.call('HSET', KEYS[4], 'limit', k, tok, owner_record(fs, ARGV[7], ARGV[4],

@@ -77,6 +77,9 @@ if cur == tok then
     local once = tonumber(ARGV[8])
     local t = redis.call('TIME')
     local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    -- The grant's time is its entry id's, which runs ahead of the clock
+    -- where the stream's ids do (a clock stepped back): not after now.
+    since = string.format('%d', math.min(tonumber(since), at))
     local pend = (math.floor(tonumber(since) / once) + 1) * once
     if pend > at then
       local ps = string.format('%d', pend)
