@@ -67,12 +67,13 @@ if #KEYS == 1 then
   local f8 = {string.match(info,
     '^([^\n]*)\n([^\n]*)\n[^\n]*\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')}
   if not f8[7] then return redis.error_reply('BADARGS the holder fields') end
-  local op = {}
-  for v in string.gmatch((opt or '+\n0\n\n0\n0\n@HISTORY_MAX@\n@HISTORY_TTL_MS@\n0\n0\n0\n0\n0\n') ..
-                         '\n', '([^\n]*)\n') do
-    op[#op + 1] = v
+  local op = {'+', '0', '', '0', '0', '@HISTORY_MAX@', '@HISTORY_TTL_MS@', '0', '0', '0', '0',
+              '0', ''}
+  if opt then
+    op = {}
+    for v in string.gmatch(opt .. '\n', '([^\n]*)\n') do op[#op + 1] = v end
+    if #op ~= 13 then return redis.error_reply('BADARGS the options') end
   end
-  if #op < 13 then return redis.error_reply('BADARGS the options') end
   K = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
        lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
        lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}

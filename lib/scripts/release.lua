@@ -27,12 +27,11 @@ if not ARGV[3] and redis.call('GET', lkey) == tok and
 end
 local rex, rsig = string.match(ARGV[2], '^[^\n]*\n([^\n]*)\n([^\n]*)$')
 if not rex then return redis.error_reply('BADARGS the release entry') end
-local o = {}
-for v in string.gmatch((ARGV[3] or '0\n@HISTORY_MAX@\n@HISTORY_TTL_MS@\n0') .. '\n',
-                       '([^\n]*)\n') do
-  o[#o + 1] = v
+local o = {'0', '@HISTORY_MAX@', '@HISTORY_TTL_MS@', '0'}
+if ARGV[3] then
+  o = {string.match(ARGV[3], '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$')}
+  if not o[4] then return redis.error_reply('BADARGS the options') end
 end
-if #o < 4 then return redis.error_reply('BADARGS the options') end
 local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
               lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
               lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
