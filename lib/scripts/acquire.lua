@@ -106,7 +106,7 @@ local k = ARGV[9]
 local cur = redis.call('GET', KEYS[1])
 if cur == tok then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  local m = holder_meta(tok)
+  local m = holder_meta(tok, 10)
   local held = m[1] and fence_of(m[1])
   if held and now - (tonumber(m[2]) or 0) < @BATON_REFENCE_MS@ then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
@@ -294,7 +294,7 @@ local r = {0, pttl, place or -1, detail and redis.call('ZCARD', KEYS[5]) or -1,
 if not detail or not hk then return r end
 local f, t8
 if hk == 'x' then
-  f, t8 = holder_meta(cur or ''), string.sub(cur or '', 1, 8)
+  f, t8 = holder_meta(cur or '', 1), string.sub(cur or '', 1, 8)
 else
   f, t8 = unpack_meta(redis.call('HGET', KEYS[4], first[1]) or ''), string.sub(first[1], 1, 8)
 end

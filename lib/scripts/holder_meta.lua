@@ -1,11 +1,12 @@
--- holder_meta(who): the exclusive holder who's (a token) record in
+-- holder_meta(who, pages): the exclusive holder who's (a token) record in
 -- unpack_meta's layout (fence, since, hold, pid, host, user, command,
 -- note): the grant's record (grant.lua) when it is who's; else who's grant
 -- entry in the history (a1, its fence the id's unless a fence field
--- follows), newest first, a page at a time: the shortest path writes no
--- record (acquire.lua), and a grant's entry is not trimmed while it holds
--- (log.lua); else an older rlock's P{N}:owner.  {} when none is its.
-local function holder_meta(who)
+-- follows), newest first, up to pages pages of 100: the shortest path
+-- writes no record (acquire.lua), and a grant's entry is not trimmed while
+-- it holds (log.lua); else an older rlock's P{N}:owner.  {} when none is
+-- its (another client's token: redis-py's Lock writes no record).
+local function holder_meta(who, pages)
   local t8 = string.sub(who, 1, 8)
   local g = redis.call('GET', KEYS[11])
   if g then
@@ -23,7 +24,7 @@ local function holder_meta(who)
     end
   end
   local top = '+'
-  for _ = 1, 10 do
+  for _ = 1, pages do
     local es = redis.pcall('XREVRANGE', KEYS[9], top, '-', 'COUNT', 100)
     if type(es) ~= 'table' or es.err or #es == 0 then break end
     for _, e in ipairs(es) do

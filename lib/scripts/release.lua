@@ -65,7 +65,7 @@ local function released(kind, v, fence)
   if n == 1 then redis.pcall('PEXPIRE', rec, ARGV[7]) end
 end
 if cur == tok then
-  local m = holder_meta(tok)
+  local m = holder_meta(tok, 10)
   local fence, since, hu, pid, host, user = m[1], m[2], m[3], m[4], m[5], m[6]
   local v = ''
   if m[7] then

@@ -93,7 +93,7 @@ if nline > 0 then
   end
 end
 if cur then
-  local m = holder_meta(cur)
+  local m = holder_meta(cur, 10)
   return {1, redis.call('PTTL', KEYS[1]), m[5] or '', m[4] or '', m[6] or '',
           m[7] or '', m[2] or '', m[1] or f, string.sub(cur, 1, 8), ms(now),
           'x', 1, nline, head, {}, m[8] or '', run, grant, once()}
