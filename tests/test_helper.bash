@@ -701,11 +701,11 @@ grant_meta() {
 	(IFS=$'\n'; printf '%s\n' "${f[*]:11}")
 }
 
-# last_grant NAME [SERVER]: the record of lock NAME's last exclusive grant,
+# grant_record NAME [SERVER]: the record of lock NAME's last exclusive grant,
 # in P{N}:grant's layout: P{N}:grant itself, or the newest exclusive grant
 # entry of the history ("a1", kind x) when that is newer (the shortest path
 # writes no record: its entry is the record).
-last_grant() {
+grant_record() {
 	local srv=${2:-R} rec
 	rec=$(rcli "$srv" GET "$(key "$1"):grant")
 	rcli "$srv" --json XREVRANGE "$(key "$1"):log" + - COUNT 200 | python3 -c '
@@ -729,7 +729,7 @@ sys.stdout.write(rec)
 # meta NAME FIELD [SERVER]: a field of lock NAME's exclusive holder (of
 # its last exclusive grant: the record stays after the release).
 meta() {
-	owner_field "$2" "$(grant_meta "$(last_grant "$1" "${3:-R}")")"
+	owner_field "$2" "$(grant_meta "$(grant_record "$1" "${3:-R}")")"
 }
 
 # baton_grant SERVER NAME RLOCK_OPTION...: a run waiting in line for lock
