@@ -1,14 +1,15 @@
--- Acquire.  KEYS: the lock key P{N} alone; the script names the others
--- from it (each P{N} and a suffix: one hash tag, one slot), in the layout
--- of the other scripts, below.  ARGV: 1 token, 2 ttl, 3 the holder's
--- fields "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND" (KIND x,
--- s or the limit N of a semaphore, WAITED the ms waited, NOTE without
--- newlines), which the grant records as they are (its history entry, the
--- record P{N}:grant), and 4 the options, absent when all are the
--- defaults: "FAST\nDETAILS\nWAITER\nJOIN\nMIN-HOLD\nHMAX\nHTTL\nPRIORITY\n
--- SUPERSEDE\nONCE\nBATON-LEASE\nBATON-STAMP\nARRIVAL" (each below; FAST
--- '+' when a free lock may be granted at once: exclusive, no --min-hold,
--- no --once-per, the history's default length and ttl).
+-- Acquire, in two layouts.  A first try sends KEYS: the lock key P{N}
+-- alone; the script names the others from it (each P{N} and a suffix: one
+-- hash tag, one slot).  ARGV: 1 token, 2 ttl, 3 the holder's fields
+-- "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND" (KIND x, s or the
+-- limit N of a semaphore, WAITED the ms waited, NOTE without newlines),
+-- which the grant records as they are (its history entry a1, and the
+-- record P{N}:grant off the shortest path), and 4 the options, absent
+-- when all are the defaults: "FAST\nDETAILS\nWAITER\nJOIN\nMIN-HOLD\n
+-- HMAX\nHTTL\nPRIORITY\nSUPERSEDE\nONCE\nBATON-LEASE\nBATON-STAMP\n
+-- ARRIVAL" (each below; FAST '+' when a free lock may be granted at once:
+-- exclusive, no --min-hold, no --once-per, the history's default length
+-- and ttl).
 --
 -- The path every uncontended lock takes comes first and costs the server
 -- five commands and no Lua function (issue 34): nobody in line, no shared
@@ -21,6 +22,7 @@
 -- One grant in sixteen (the token's last hex digit is 0: tokens are
 -- random) trims the stream to about HISTORY_MAX.  Anything else goes on
 -- to the whole script below, which answers as it always did.
+--
 -- The whole script.  Its keys, and its arguments as it takes them, which
 -- a waiter that keeps a place in line sends as they are (the short layout
 -- above is for a first try: named and parsed here):
