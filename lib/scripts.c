@@ -19,12 +19,14 @@ _Static_assert(HISTORY_MAX == RLOCK_LOG_MAX_DEFAULT &&
 	       "the scripts' default history is the library's");
 
 /*
- * The keys of a lock, in the order every script takes them (each takes
- * the first few it needs):
+ * The keys of a lock.  The scripts take the lock key as KEYS[1] and name
+ * the others from it (one hash tag: one slot), in this order, which a
+ * waiter in line sends whole to acquire.lua:
  *   1 lock      P{N}               string: the exclusive holder's token
- *   2 meta      P{N}:owner         string: the exclusive holder, "fence\n
- *                                  since\nhold_until\npid\nhost\nuser\nnote\n
- *                                  command" (as a shared holder's, below)
+ *   2 meta      P{N}:owner         string: an older rlock's exclusive
+ *                                  holder, "fence\nsince\nhold_until\n
+ *                                  pid\nhost\nuser\nnote\ncommand"; read,
+ *                                  renewed and released, not written
  *   3 holders   P{N}:holders       zset: shared or semaphore holders' tokens
  *                                  by lease deadline (server ms)
  *   4 hmeta     P{N}:holders:meta  hash: 'limit' ('s' shared, or N), and per
@@ -38,28 +40,27 @@ _Static_assert(HISTORY_MAX == RLOCK_LOG_MAX_DEFAULT &&
  *                                  -> the --supersede waiter in line;
  *                                  "^KIND:ID" -> a waiting run's baton
  *                                  (acquire.lua)
- *   8 fence     P{N}:fence         counter, never expires
- *   9 log       P{N}:log           stream: the history (record.lua)
+ *   8 fence     P{N}:fence         counter, never expires: an older
+ *                                  rlock's, the floor of a stream made
+ *                                  new, the fence where XADD is refused
+ *                                  (entry.lua)
+ *   9 log       P{N}:log           stream: the history, whose ids are the
+ *                                  fences (entry.lua)
  *     last      P{N}:log:last      hash: the last run that did not end
  *                                  well ('run': "1\nID\nEVENT\nKIND\n
  *                                  EXIT\nSIGNAL\nTOKEN8\nREASON\n" and
  *                                  the holder's record, as meta) and the
- *                                  last that did ('ok': its ID alone, one
- *                                  short field on the hot path), ID its
- *                                  history entry's; trimming the stream
- *                                  never reaches it.  Named from the log
- *                                  key (one slot), with its expiry
+ *                                  last that did ('ok': its ID alone,
+ *                                  brought up to date before a 'run' is
+ *                                  written: keep_ok.lua), ID its history
+ *                                  entry's; trimming the stream never
+ *                                  reaches it.  Named from the log key
  *  10 once      P{N}:once          hash: the period done (--once-per):
  *                                  until, host, user, pid, since, done,
- *                                  fence, per (its length); named
- *                                  only by the calls that use it
- *                                  (after the log)
- * The fence comes after the first seven: only the scripts that hand out
- * or read a fence name it (acquire, release, which may hand the lock to
- * the next in line, leave, status, and the fence script of several
- * masters).  Force takes the first seven and the log (its KEYS[8]).
- * KIND is x (exclusive), s (shared) or the limit N of a semaphore; ID is
- * 16 random hex digits, and the waiter's wake-up channel is P{N}:wake:ID.
+ *                                  fence, per (its length)
+ *  11 grant     P{N}:grant         string, never expires: the last
+ *                                  exclusive grant's record (grant.lua)
+ *  12 hold      P{N}:hold          string: --min-hold's end, while it lasts
  */
 
 const char *const ev_field[EV_NFIELDS] = {
@@ -228,14 +229,6 @@ static int default_history(const struct history *h)
 }
 
 /*
- * KEYS: the lock key.  ARGV: token, ttl, the holder's fields "KIND\n
- * WAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND", and the options
- * (lib/scripts/acquire.lua) unless every one is the default: then the
- * script may grant a free lock on its shortest path.  A waiter's id and
- * join ask for a place only when the lock is busy, and do not keep it off
- * that path: FAST ('+') says so.
- */
-/*
  * The whole script's layout, for a waiter that takes or keeps a place in
  * line: it goes past the shortest path, so the script is spared naming
  * and parsing what it is sent whole.  KEYS: the twelve (LOCK_NKEYS, the
@@ -288,6 +281,14 @@ static void req_acquire_whole(struct request *q, const struct lock_names *n,
 		q->argv[q->argc++] = req_num(q, 10, a->arrival);
 }
 
+/*
+ * KEYS: the lock key.  ARGV: token, ttl, the holder's fields "KIND\n
+ * WAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND", and the options
+ * (lib/scripts/acquire.lua) unless every one is the default: then the
+ * script may grant a free lock on its shortest path.  A first try that
+ * would wait sends its waiter id too (FAST '+': the shortest path may
+ * still grant it); one that joins the line sends the whole layout.
+ */
 void req_acquire(struct request *q, const struct lock_names *n,
 		 const char *token, int64_t ttl_ms, const struct acquirer *who,
 		 const struct ask *a, const struct history *h)

@@ -705,10 +705,35 @@ grant_meta() {
 	(IFS=$'\n'; printf '%s\n' "${f[*]:11}")
 }
 
+# grant_record NAME [SERVER]: the record of lock NAME's last exclusive grant,
+# in P{N}:grant's layout: P{N}:grant itself, or the newest exclusive grant
+# entry of the history ("a1", kind x) when that is newer (the shortest path
+# writes no record: its entry is the record).
+grant_record() {
+	local srv=${2:-R} rec
+	rec=$(rcli "$srv" GET "$(key "$1"):grant")
+	rcli "$srv" --json XREVRANGE "$(key "$1"):log" + - COUNT 200 | python3 -c '
+import json, sys
+rec = sys.argv[1]
+have = rec.split("\n")[1] if rec.startswith("2\n") else ""
+def idkey(i):
+    m, _, q = i.partition("-")
+    return (int(m), int(q or 0)) if m.isdigit() and (q or "0").isdigit() else (0, 0)
+for e in json.load(sys.stdin) or []:
+    f = e[1]
+    if f and f[0] == "a1" and f[1].split("\n")[0] == "x":
+        fence = f[3] if len(f) > 3 and f[2] == "fence" else ""
+        if idkey(e[0]) > idkey(have):
+            rec = "2\n%s\n%s\n0\n%s" % (e[0], fence, f[1])
+        break
+sys.stdout.write(rec)
+' "$rec"
+}
+
 # meta NAME FIELD [SERVER]: a field of lock NAME's exclusive holder (of
 # its last exclusive grant: the record stays after the release).
 meta() {
-	owner_field "$2" "$(grant_meta "$(rcli "${3:-R}" GET "$(key "$1"):grant")")"
+	owner_field "$2" "$(grant_meta "$(grant_record "$1" "${3:-R}")")"
 }
 
 # grant_tok NAME [SERVER]: the TOKEN8 of lock NAME's last exclusive grant

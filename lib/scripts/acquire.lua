@@ -1,25 +1,28 @@
--- Acquire.  KEYS: the lock key P{N} alone; the script names the others
--- from it (each P{N} and a suffix: one hash tag, one slot), in the layout
--- of the other scripts, below.  ARGV: 1 token, 2 ttl, 3 the holder's
--- fields "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND" (KIND x,
--- s or the limit N of a semaphore, WAITED the ms waited, NOTE without
--- newlines), which the grant records as they are (its history entry, the
--- record P{N}:grant), and 4 the options, absent when all are the
--- defaults: "FAST\nDETAILS\nWAITER\nJOIN\nMIN-HOLD\nHMAX\nHTTL\nPRIORITY\n
--- SUPERSEDE\nONCE\nBATON-LEASE\nBATON-STAMP\nARRIVAL" (each below; FAST
--- '+' when a free lock may be granted at once: exclusive, no --min-hold,
--- no --once-per, the history's default length and ttl).
+-- Acquire, in two layouts.  A first try sends KEYS: the lock key P{N}
+-- alone; the script names the others from it (each P{N} and a suffix: one
+-- hash tag, one slot).  ARGV: 1 token, 2 ttl, 3 the holder's fields
+-- "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND" (KIND x, s or the
+-- limit N of a semaphore, WAITED the ms waited, NOTE without newlines),
+-- which the grant records as they are (its history entry a1, and the
+-- record P{N}:grant off the shortest path), and 4 the options, absent
+-- when all are the defaults: "FAST\nDETAILS\nWAITER\nJOIN\nMIN-HOLD\n
+-- HMAX\nHTTL\nPRIORITY\nSUPERSEDE\nONCE\nBATON-LEASE\nBATON-STAMP\n
+-- ARRIVAL" (each below; FAST '+' when a free lock may be granted at once:
+-- exclusive, no --min-hold, no --once-per, the history's default length
+-- and ttl).
 --
 -- The path every uncontended lock takes comes first and costs the server
--- six commands and no Lua function (issue 34): nobody in line and no
--- shared holder (EXISTS), the lock key set if free (SET NX GET PX, Redis
--- 7), the grant's history entry, whose id is the fence (entry.lua), and
--- the grant's record (SET GET, grant.lua), whose previous value says
--- whether the history's expiry was set within the last 10^6 ms.  It
+-- five commands and no Lua function (issue 34): nobody in line, no shared
+-- holder and no fence counter of an older rlock (EXISTS), the lock key set
+-- if free (SET NX GET PX, Redis 7), the grant's history entry, whose id is
+-- the fence (entry.lua) and whose fields are the holder's record (status
+-- and the others find it there, holder_meta.lua), and the history's
+-- expiry set again when less than 10^6 ms of it has gone (PTTL).  It
 -- answers the entry's id, "MS-SEQ", from which the caller takes the fence.
 -- One grant in sixteen (the token's last hex digit is 0: tokens are
 -- random) trims the stream to about HISTORY_MAX.  Anything else goes on
 -- to the whole script below, which answers as it always did.
+--
 -- The whole script.  Its keys, and its arguments as it takes them, which
 -- a waiter that keeps a place in line sends as they are (the short layout
 -- above is for a first try: named and parsed here):
@@ -33,16 +36,16 @@
 --         priority, 18 supersede, 19 --once-per in ms, 20 and 21 a
 --         waiting run's baton lease and stamp, 22 its arrival
 local lkey, tok = KEYS[1], ARGV[1]
-local taken, fid, prior, info
+local taken, info
 local K, A = KEYS, ARGV
 if #KEYS == 1 then
   local opt = ARGV[4]
   if (not opt or string.byte(opt, 1) == 43) and
-     redis.call('EXISTS', lkey .. ':line', lkey .. ':holders') == 0 then
+     redis.call('EXISTS', lkey .. ':line', lkey .. ':holders', lkey .. ':fence') == 0 then
     local cur = redis.pcall('SET', lkey, tok, 'NX', 'GET', 'PX', ARGV[2])
     if not cur then
       taken = true
-      local stream = lkey .. ':log'
+      local stream, fid = lkey .. ':log'
       if string.byte(tok, -1) == 48 then
         fid = redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', '@HISTORY_MAX@', '*',
                           'a1', ARGV[3])
@@ -51,13 +54,13 @@ if #KEYS == 1 then
       end
       if type(fid) == 'string' and #fid <= 17 and string.find(fid, '-', 14, true) == 14 and
          fid < '9007199253691' then
-        prior = redis.call('SET', lkey .. ':grant', '2\n' .. fid .. '\n\n0\n' .. ARGV[3], 'GET')
-        if prior and string.sub(prior, 1, 9) == '2\n' .. string.sub(fid, 1, 7) then return fid end
+        if redis.call('PTTL', stream) < @HISTORY_TTL_MS@ - 1000000 then
+          redis.pcall('PEXPIRE', stream, '@HISTORY_TTL_MS@')
+          redis.pcall('PEXPIRE', stream .. ':last', '@HISTORY_TTL_MS@')
+        end
+        return fid
       elseif type(fid) == 'string' then
         redis.pcall('XDEL', stream, fid)
-        fid = nil
-      else
-        fid = nil
       end
     elseif type(cur) == 'table' and string.find(cur.err or '', 'WRONGTYPE', 1, true) then
       return cur
@@ -67,12 +70,13 @@ if #KEYS == 1 then
   local f8 = {string.match(info,
     '^([^\n]*)\n([^\n]*)\n[^\n]*\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')}
   if not f8[7] then return redis.error_reply('BADARGS the holder fields') end
-  local op = {}
-  for v in string.gmatch((opt or '+\n0\n\n0\n0\n@HISTORY_MAX@\n@HISTORY_TTL_MS@\n0\n0\n0\n0\n0\n') ..
-                         '\n', '([^\n]*)\n') do
-    op[#op + 1] = v
+  local op = {'+', '0', '', '0', '0', '@HISTORY_MAX@', '@HISTORY_TTL_MS@', '0', '0', '0', '0',
+              '0', ''}
+  if opt then
+    op = {}
+    for v in string.gmatch(opt .. '\n', '([^\n]*)\n') do op[#op + 1] = v end
+    if #op ~= 13 then return redis.error_reply('BADARGS the options') end
   end
-  if #op < 13 then return redis.error_reply('BADARGS the options') end
   K = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
        lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
        lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
@@ -92,18 +96,9 @@ local KEYS, ARGV = K, A
 --@include fresh_fence.lua
 --@include grant.lua
 --@include owner_record.lua
--- The fast path set the lock: its entry's stream was missing, refused or
--- gave an id that is no fence, or the record says the history's expiry is
--- older than 10^6 ms, or it is new (the first grant of this rlock: the
--- fence counter of an older one is the floor).
+-- The fast path set the lock, and its entry's stream was missing, refused
+-- or gave an id that is no fence.
 if taken then
-  if fid and prior and string.sub(prior, 1, 2) == '2\n' then
-    redis.pcall('PEXPIRE', KEYS[9], ARGV[16])
-    redis.pcall('PEXPIRE', KEYS[9] .. ':last', ARGV[16])
-    return fid
-  end
-  if fid then redis.pcall('XDEL', KEYS[9], fid) end
-  if prior then redis.call('SET', KEYS[11], prior) else redis.call('DEL', KEYS[11]) end
   local g = grant_x(tok, ARGV[2], info, '0', ARGV[15], ARGV[16], true)
   -- No fence (a counter or a stream another client wrote): nothing granted.
   if g.err then redis.call('DEL', KEYS[1]) end
@@ -113,7 +108,7 @@ local k = ARGV[9]
 local cur = redis.call('GET', KEYS[1])
 if cur == tok then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  local m = holder_meta(tok)
+  local m = holder_meta(tok, 10)
   local held = m[1] and fence_of(m[1])
   if held and now - (tonumber(m[2]) or 0) < @BATON_REFENCE_MS@ then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
@@ -148,7 +143,7 @@ end
 --@include holders.lua
 local function grant()
   if k == 'x' then return grant_x(tok, ARGV[2], info, ARGV[7], ARGV[15], ARGV[16], false) end
-  local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info, false)
+  local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info)
   if not f then return fs end
   redis.call('ZADD', KEYS[3], ms(now + ttl), tok)
   redis.call('HSET', KEYS[4], 'limit', k, tok, owner_record(fs, ARGV[7], ARGV[4],
@@ -301,7 +296,7 @@ local r = {0, pttl, place or -1, detail and redis.call('ZCARD', KEYS[5]) or -1,
 if not detail or not hk then return r end
 local f, t8
 if hk == 'x' then
-  f, t8 = holder_meta(cur or ''), string.sub(cur or '', 1, 8)
+  f, t8 = holder_meta(cur or '', 1), string.sub(cur or '', 1, 8)
 else
   f, t8 = unpack_meta(redis.call('HGET', KEYS[4], first[1]) or ''), string.sub(first[1], 1, 8)
 end

@@ -31,39 +31,29 @@ local function xadd(stream, max, nomk, eid, ...)
   if nomk then return redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', max, eid, ...) end
   return redis.pcall('XADD', stream, 'MAXLEN', '~', max, eid, ...)
 end
--- grant_entry(hmax, httl, info, keep): append the grant's entry to the
+-- grant_entry(hmax, httl, fields): append the grant's entry to the
 -- history (KEYS[9]) and return its fence, the fence's digits, the entry's
--- id and 1.  keep: the stream's expiry stands (its last grant was in the
--- same window of 10^6 ms, grant.lua); otherwise it is set again to httl,
--- and a stream made now starts above the counter of an older rlock
--- (KEYS[8]).  An id that gives no fence is replaced by the next
--- millisecond's first.  A server that refuses the stream (an ACL without
--- XADD: 0, a key of another type: 2, the fourth value) gets the fence from
--- the counter (next_fence.lua) and no id.  Returns nil and an error reply
--- when neither gives a fence.
-local function grant_entry(hmax, httl, fields, keep)
+-- id and 1.  An id that gives no fence (SEQ past 999) is replaced by the
+-- next millisecond's first.  The fence counter an older rlock left
+-- (KEYS[8]) is a floor: the entry's id is put above it, and the counter
+-- deleted (the shortest path, acquire.lua, is taken only without one); a
+-- counter rlock did not write is an error.  The stream's expiry is set
+-- again to httl when the stream is new or less than 10^6 ms of it has
+-- gone.  A server that refuses the stream (an ACL without XADD: 0, a key
+-- of another type: 2, the fourth value) gets the fence from the counter
+-- (next_fence.lua) and no id.  Returns nil and an error reply when
+-- neither gives a fence.
+local function grant_entry(hmax, httl, fields)
   local stream = KEYS[9]
-  local eid = keep and xadd(stream, hmax, true, '*', 'a1', fields) or false
+  local eid = xadd(stream, hmax, true, '*', 'a1', fields)
+  local made = false
   -- A server before 6.2 knows no NOMKSTREAM: the stream is made as new.
   if type(eid) == 'table' and not string.find(eid.err or '', 'WRONGTYPE', 1, true) then
     eid = false
   end
   if eid == false then
-    local c = redis.call('GET', KEYS[8])
-    local floor = c and fence_of(c)
-    if c and not floor then return nil, bad_fence(c) end
     eid = xadd(stream, hmax, false, '*', 'a1', fields)
-    if floor and type(eid) == 'string' and (fence_of_id(eid) or 0) <= floor then
-      redis.pcall('XDEL', stream, eid)
-      eid = xadd(stream, hmax, false, ms(math.floor((floor + 1) / 1000) - 1) .. '-' ..
-                ms((floor + 1) % 1000), 'a1', fields)
-    end
-    -- ttl '0' (several masters, whose history log.lua writes): the
-    -- stream's expiry is that history's.
-    if httl ~= '0' then
-      redis.pcall('PEXPIRE', stream, httl)
-      redis.pcall('PEXPIRE', stream .. ':last', httl)
-    end
+    made = true
   end
   if type(eid) ~= 'string' then
     local f, fs = next_fence()
@@ -80,6 +70,29 @@ local function grant_entry(hmax, httl, fields, keep)
       f = type(eid) == 'string' and fence_of_id(eid)
     end
     if not f then return nil, redis.error_reply('BADSTREAM ' .. string.sub(was, 1, 64)) end
+  end
+  local c = redis.call('GET', KEYS[8])
+  if c then
+    local floor = fence_of(c)
+    if not floor then
+      redis.pcall('XDEL', stream, eid)
+      return nil, bad_fence(c)
+    end
+    if f <= floor then
+      -- The floor's id is above the stream's last (this one): XADD takes it.
+      redis.pcall('XDEL', stream, eid)
+      eid = xadd(stream, hmax, true, ms(math.floor((floor + 1) / 1000) - 1) .. '-' ..
+                 ms((floor + 1) % 1000), 'a1', fields)
+      f = type(eid) == 'string' and fence_of_id(eid)
+      if not f then return nil, redis.error_reply('BADSTREAM ' .. tostring(eid.err or eid)) end
+    end
+    redis.call('DEL', KEYS[8])
+  end
+  -- ttl '0' (several masters, whose history log.lua writes): the
+  -- stream's expiry is that history's.
+  if httl ~= '0' and (made or redis.call('PTTL', stream) < tonumber(httl) - 1000000) then
+    redis.pcall('PEXPIRE', stream, httl)
+    redis.pcall('PEXPIRE', stream .. ':last', httl)
   end
   if hmax == '0' then redis.pcall('XDEL', stream, eid) end
   return f, ms(f), eid, 1

@@ -1,28 +1,32 @@
 -- Fence.  KEYS: the lock key first (the others are named from it).  ARGV: token, fence.
--- With several masters the fence handed out is the highest of the
--- majority's counters; raising the others to it (never lowering one)
--- makes every later majority, which shares a master with this one, count
--- above it.  A minority grant that was undone still moved its master's
--- counter, so without this the next fence could be lower than the last.
+-- With several masters the fence handed out is the highest the majority
+-- gave; raising the others to it (never lowering one) makes every later
+-- majority, which shares a master with this one, count above it.  A
+-- minority grant that was undone still moved its master's stream on, so
+-- without this the next fence could be lower than the last.
 local lkey = KEYS[1]
 local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
               lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
               lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
 --@include fence_of.lua
-local v = redis.call('GET', KEYS[8])
-local c = 0
-if v then
-  c = fence_of(v)
-  if not c then return bad_fence(v) end
-end
-if c < tonumber(ARGV[2]) then redis.call('SET', KEYS[8], ARGV[2]) end
 -- The stream's ids, which the next grants' fences come from: an entry
 -- with the id of this fence, added and removed at once, when it is above
--- the last (XADD refuses an id that is not; so is a fence it cannot be).
+-- the last (XADD refuses an id that is not).  With no stream, or one the
+-- server refuses, the counter is the floor (entry.lua).
 local F = tonumber(ARGV[2])
 local fid = string.format('%d-%d', math.floor(F / 1000) - 1, F % 1000)
 local e = redis.pcall('XADD', KEYS[9], 'NOMKSTREAM', fid, 'f', '')
-if type(e) == 'string' then redis.pcall('XDEL', KEYS[9], e) end
+if type(e) == 'string' then
+  redis.pcall('XDEL', KEYS[9], e)
+elseif not (type(e) == 'table' and string.find(e.err or '', 'smaller', 1, true)) then
+  local v = redis.call('GET', KEYS[8])
+  local c = 0
+  if v then
+    c = fence_of(v)
+    if not c then return bad_fence(v) end
+  end
+  if c < F then redis.call('SET', KEYS[8], ARGV[2]) end
+end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   local g = redis.call('GET', KEYS[11]) or ''
   local gid, rest = string.match(g, '^2\n([^\n]*)\n%d*(\n.*)$')

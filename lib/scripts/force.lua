@@ -48,7 +48,7 @@ clear(KEYS[9], 'XRANGE', KEYS[9], '+', '+', 'COUNT', 1)
 local cur = redis.call('GET', KEYS[1])
 local r
 if cur then
-  local f = holder_meta(cur)
+  local f = holder_meta(cur, 10)
   redis.call('DEL', KEYS[1], KEYS[2], KEYS[12])
   forced('x', f[5], f[6], f[4], f[1], cur, f[2], f[7])
   r = {1, 0, f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '',

@@ -17,10 +17,7 @@
 -- release looks for.  Returns {1, fence, recorded} (recorded nil when
 -- hmax is '0'), or the error reply.
 local function grant_x(holder, ttl, fields, hold, hmax, httl, is_set)
-  local last = redis.call('GET', KEYS[11])
-  local keep = last and string.sub(last, 1, 2) == '2\n' and
-               string.sub(last, 3, 9) == string.sub(ms(now), 1, 7)
-  local f, fs, eid, rec = grant_entry(hmax, httl, fields, keep)
+  local f, fs, eid, rec = grant_entry(hmax, httl, fields)
   if not f then return fs end
   if not is_set then redis.call('SET', KEYS[1], holder, 'PX', ttl) end
   local hu = '0'

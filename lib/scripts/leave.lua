@@ -14,7 +14,7 @@ local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta
 --@include holder_meta.lua
 --@include append.lua
 if redis.call('GET', KEYS[1]) == ARGV[3] then
-  local m = holder_meta(ARGV[3])
+  local m = holder_meta(ARGV[3], 10)
   local fence, since = m[1], m[2]
   redis.call('DEL', KEYS[1], KEYS[2], KEYS[12])
   append(KEYS[9], ARGV[4], ARGV[5], true, 'event', 'released', 'fence', fence or '',

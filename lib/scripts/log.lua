@@ -4,7 +4,14 @@
 -- lease that was lost, which no other script is there to record.
 --@include record.lua
 --@include keep_ok.lua
-local id = record(KEYS[1], ARGV[1], ARGV[2], unpack(ARGV, 4))
+-- While the lock is held its grant's entry, which holds the holder's
+-- record (holder_meta.lua), is not trimmed: about max entries once it is
+-- free again.
+local max = ARGV[1]
+if max ~= '0' and redis.call('EXISTS', string.sub(KEYS[1], 1, -5)) == 1 then
+  max = '1000000000'
+end
+local id = record(KEYS[1], max, ARGV[2], unpack(ARGV, 4))
 if type(id) ~= 'string' then return id end
 if ARGV[3] ~= '' then
   local rec = KEYS[1] .. ':last'

@@ -27,12 +27,11 @@ if not ARGV[3] and redis.call('GET', lkey) == tok and
 end
 local rex, rsig = string.match(ARGV[2], '^[^\n]*\n([^\n]*)\n([^\n]*)$')
 if not rex then return redis.error_reply('BADARGS the release entry') end
-local o = {}
-for v in string.gmatch((ARGV[3] or '0\n@HISTORY_MAX@\n@HISTORY_TTL_MS@\n0') .. '\n',
-                       '([^\n]*)\n') do
-  o[#o + 1] = v
+local o = {'0', '@HISTORY_MAX@', '@HISTORY_TTL_MS@', '0'}
+if ARGV[3] then
+  o = {string.match(ARGV[3], '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$')}
+  if not o[4] then return redis.error_reply('BADARGS the options') end
 end
-if #o < 4 then return redis.error_reply('BADARGS the options') end
 local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
               lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
               lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
@@ -66,7 +65,7 @@ local function released(kind, v, fence)
   if n == 1 then redis.pcall('PEXPIRE', rec, ARGV[7]) end
 end
 if cur == tok then
-  local m = holder_meta(tok)
+  local m = holder_meta(tok, 10)
   local fence, since, hu, pid, host, user = m[1], m[2], m[3], m[4], m[5], m[6]
   local v = ''
   if m[7] then
@@ -77,6 +76,9 @@ if cur == tok then
     local once = tonumber(ARGV[8])
     local t = redis.call('TIME')
     local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    -- The grant's time is its entry id's, which runs ahead of the clock
+    -- where the stream's ids do (a clock stepped back): not after now.
+    since = string.format('%d', math.min(tonumber(since), at))
     local pend = (math.floor(tonumber(since) / once) + 1) * once
     if pend > at then
       local ps = string.format('%d', pend)

@@ -33,15 +33,29 @@ local function token_of(e)
     if e[2][i] == 'token' then return e[2][i + 1] end
   end
 end
--- The last fence handed out here: the last exclusive grant's (its
--- record), or the counter's (shared holders, an older rlock), the higher.
+-- The last fence handed out here: the newest grant's in the history, the
+-- last exclusive grant's record, or the counter of an older rlock (or of
+-- grants the server refused the history), the highest.
 local function last_fence()
-  local c = tonumber(redis.call('GET', KEYS[8]) or '') or 0
-  local g = redis.call('GET', KEYS[11]) or ''
-  local gid, gf = string.match(g, '^2\n([^\n]*)\n(%d*)\n')
-  local m, q = string.match(gid or '', '^(%d+)%-(%d+)$')
-  local f = tonumber(gf or '') or (m and #m == 13 and #q <= 3 and (tonumber(m) + 1) * 1000 + tonumber(q)) or 0
-  return ms(math.max(c, f))
+  local best = tonumber(redis.call('GET', KEYS[8]) or '') or 0
+  local function of_id(eid, given)
+    local m, q = string.match(eid or '', '^(%d+)%-(%d+)$')
+    local f = tonumber(given or '') or (m and #m == 13 and #q <= 3 and
+                                        (tonumber(m) + 1) * 1000 + tonumber(q))
+    if f and f > best then best = f end
+  end
+  local gid, gf = string.match(redis.call('GET', KEYS[11]) or '', '^2\n([^\n]*)\n(%d*)\n')
+  of_id(gid, gf)
+  local es = redis.pcall('XREVRANGE', KEYS[9], '+', '-', 'COUNT', 20)
+  if type(es) == 'table' and not es.err then
+    for _, e in ipairs(es) do
+      if e[2][1] == 'a1' then
+        of_id(e[1], e[2][3] == 'fence' and e[2][4] or nil)
+        break
+      end
+    end
+  end
+  return ms(best)
 end
 local function last_run()
   local es = redis.pcall('XREVRANGE', KEYS[9], '+', '-', 'COUNT', 50)
@@ -79,7 +93,7 @@ if nline > 0 then
   end
 end
 if cur then
-  local m = holder_meta(cur)
+  local m = holder_meta(cur, 10)
   return {1, redis.call('PTTL', KEYS[1]), m[5] or '', m[4] or '', m[6] or '',
           m[7] or '', m[2] or '', m[1] or f, string.sub(cur, 1, 8), ms(now),
           'x', 1, nline, head, {}, m[8] or '', run, grant, once()}
