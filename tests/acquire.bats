@@ -15,11 +15,12 @@ load test_helper
 	local p
 	p=$(pttl a)
 	((p > 8000 && p <= 10000)) || fail "pttl $p"
-	# The record of the grant names it and never expires (it is the
-	# holder's while the key's token starts with its TOKEN8); no record
-	# in the older :owner, no counter.
+	# The record of the grant names it (it is the holder's while the key's
+	# token starts with its TOKEN8): P{a}:grant, which never expires, or
+	# the grant's entry in the history; no record in the older :owner, no
+	# counter.
 	assert_equal "$(grant_tok a)" "${output:0:8}"
-	[[ $(rcli R PTTL "$(key a):grant") == -1 ]]
+	[[ $(rcli R PTTL "$(key a):grant") == -[12] ]]
 	[[ $(rcli R EXISTS "$(key a):owner" "$(key a):fence") == 0 ]]
 }
 

@@ -81,7 +81,7 @@ print(g[-1] if g else "")'
 # grant_fence_on PORT NAME: the fence in the record of lock NAME's last
 # exclusive grant (P{NAME}:grant) on the node on PORT.
 grant_fence_on() {
-	owner_field fence "$(grant_meta "$(ccli "$1" GET "$(key "$2"):grant")")"
+	owner_field fence "$(grant_meta "$(cluster_grant_record "$1" "$2")")"
 }
 
 # cnode_us PORT: the clock (TIME) of the node on PORT, in µs.
@@ -110,9 +110,7 @@ cfence_ahead() {
 # cmeta NAME FIELD: a field of the record of lock NAME's last exclusive
 # grant on its slot's owner.
 cmeta() {
-	local k
-	k="$(key "$1"):grant"
-	owner_field "$2" "$(grant_meta "$(ccli "$(cluster_owner_port "$k")" GET "$k")")"
+	owner_field "$2" "$(grant_meta "$(cluster_grant_record "$(cluster_owner_port "$(key "$1")")" "$1")")"
 }
 
 # start_holder URL NAME [run options...]: `rlock -u URL run NAME` whose
@@ -641,7 +639,7 @@ utc() {
 	token=$(bg_out acq)
 	assert_equal "$(ccli "$to" GET "$k")" "$token"
 	assert_increasing "$c" "$f1" "$(grant_fence_on "$to" tg)"
-	assert_equal "$(ccli "$to" GET "$k:grant" | sed -n 7p)" "${token:0:8}"
+	assert_equal "$(cluster_grant_record "$to" tg | sed -n 7p)" "${token:0:8}"
 }
 
 # ---- history ------------------------------------------------------------------

@@ -84,14 +84,15 @@ has() {
 }
 
 # hostile_owner NAME HOST USER NOTE COMMAND: rewrite the holder record of
-# exclusive lock NAME (held), the record of its grant P{NAME}:grant
-# ("2\nID\nFENCE\nHOLD\nKIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\n
-# COMMAND"), with these fields, its id, fence, hold, kind, token and pid
-# kept.
+# exclusive lock NAME (held), the record of its grant (grant_record: its
+# history entry, or P{NAME}:grant; "2\nID\nFENCE\nHOLD\nKIND\nWAITED\n
+# TOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND"), with these fields, its id,
+# fence, hold, kind, token and pid kept, written to P{NAME}:grant (with the
+# entry's id, which makes it the record).
 hostile_owner() {
 	local rec
 	local -a f
-	rec=$(rcli R GET "$(key "$1"):grant")
+	rec=$(grant_record "$1")
 	mapfile -t f <<<"$rec"
 	[[ ${f[0]} == 2 ]] || fail "no grant record for $1: '$rec'"
 	rec=$(printf '%s\n' "${f[@]:0:8}" "$2" "$3" "$4" "$5")

@@ -462,9 +462,7 @@ cnode_us() {
 # ccounter NAME PORT: the fence of lock NAME's last exclusive grant (its
 # record P{NAME}:grant) on the node on PORT, read on a replica too.
 ccounter() {
-	local r
-	r=$(printf 'READONLY\nGET %s\n' "$(key "$1"):grant" | ccli "$2" | sed -n '2,$p')
-	owner_field fence "$(grant_meta "$r")"
+	owner_field fence "$(grant_meta "$(cluster_grant_record "$2" "$1")")"
 }
 
 # name_away_from PORT: a lock name whose slot's master and that master's

@@ -799,3 +799,15 @@ while True:
     n += 1
 EOF
 }
+
+# cluster_grant_record PORT NAME: the record of lock NAME's last exclusive
+# grant (test_helper's grant_record) as the node on PORT has it, read on a
+# replica too (READONLY).
+cluster_grant_record() {
+	local k out
+	k=$(key "$2")
+	out=$(printf 'READONLY\nGET %s\nXREVRANGE %s + - COUNT 200\n' "$k:grant" "$k:log" |
+		ccli "$1" --json)
+	sed -n 3p <<<"$out" | grant_record_pick "$(sed -n 2p <<<"$out" |
+		python3 -c 'import json, sys; sys.stdout.write(json.load(sys.stdin) or "")')"
+}

@@ -471,11 +471,12 @@ place_lapsed() {
 	# --limit 1 is the exclusive lock, Redlock's own.
 	run -0 "$RLOCK" -u "$R_URL" -u "$A_URL" -u "$B_URL" run -l 1 rl -- touch one
 	[[ -e one ]]
-	# Left: the record of the grant and the history (and the counter
-	# where the fence was raised to the one handed out).
+	# Left: the history and the record of the last runs (and the record
+	# of the grant, and the counter where the fence was raised to the one
+	# handed out); no lock key.
 	for s in R A B; do
-		assert_equal "$(rcli "$s" KEYS "${RLOCK_PREFIX}*" | grep -vxF "$(key rl):fence" | sort)" "$(key rl):grant
-$(key rl):log
+		assert_equal "$(rcli "$s" KEYS "${RLOCK_PREFIX}*" | grep -vxF -e "$(key rl):fence" -e "$(key rl):grant" | sort)" "$(key rl):log
 $(key rl):log:last"
+		assert_fence "$(meta rl fence "$s")"
 	done
 }

@@ -710,9 +710,16 @@ grant_meta() {
 # entry of the history ("a1", kind x) when that is newer (the shortest path
 # writes no record: its entry is the record).
 grant_record() {
-	local srv=${2:-R} rec
-	rec=$(rcli "$srv" GET "$(key "$1"):grant")
-	rcli "$srv" --json XREVRANGE "$(key "$1"):log" + - COUNT 200 | python3 -c '
+	local srv=${2:-R}
+	rcli "$srv" --json XREVRANGE "$(key "$1"):log" + - COUNT 200 |
+		grant_record_pick "$(rcli "$srv" GET "$(key "$1"):grant")"
+}
+
+# grant_record_pick REC: grant_record's choice, between REC (P{N}:grant's
+# value) and the newest exclusive grant in `redis-cli --json XREVRANGE
+# P{N}:log + - COUNT 200` on stdin (for servers that rcli does not name).
+grant_record_pick() {
+	python3 -c '
 import json, sys
 rec = sys.argv[1]
 have = rec.split("\n")[1] if rec.startswith("2\n") else ""
@@ -727,7 +734,7 @@ for e in json.load(sys.stdin) or []:
             rec = "2\n%s\n%s\n0\n%s" % (e[0], fence, f[1])
         break
 sys.stdout.write(rec)
-' "$rec"
+' "$1"
 }
 
 # meta NAME FIELD [SERVER]: a field of lock NAME's exclusive holder (of
@@ -737,10 +744,10 @@ meta() {
 }
 
 # grant_tok NAME [SERVER]: the TOKEN8 of lock NAME's last exclusive grant
-# (its record P{NAME}:grant): the holder's while the lock key's token
+# (its record, grant_record): the holder's while the lock key's token
 # starts with it.
 grant_tok() {
-	rcli "${2:-R}" GET "$(key "$1"):grant" | sed -n 7p
+	grant_record "$1" "${2:-R}" | sed -n 7p
 }
 
 # baton_grant SERVER NAME RLOCK_OPTION...: a run waiting in line for lock
