@@ -262,10 +262,10 @@ JUNK_COUNTERS=(9223372036854775807 9007199254740993 1795736700000000000 1e300 0x
 	' 12' abc -5 '')
 
 # junk_counters MODE...: for every junk counter, `rlock MODE... f` (MODE
-# starts with run or acquire) on a lock with no history yet (a grant reads
-# the counter only as the floor of the stream it makes) exits 70, runs
-# nothing, leaves the counter as it was, the lock free and no stream, and
-# names the key and the value in one line.
+# starts with run or acquire) on a lock with no history yet (a grant takes
+# a counter an older rlock left as the floor of its stream) exits 70, runs
+# nothing, leaves the counter as it was, the lock free and no grant in the
+# history, and names the key and the value in one line.
 junk_counters() {
 	local v k got
 	k="$(key f):fence"
@@ -288,7 +288,7 @@ junk_counters() {
 		got=$(rcli R GET "$k")
 		[[ $got == "$v" ]] || fail "counter '$v' became '$got'"
 		nothing_held f || fail "the lock is not free after the counter '$v': $(prefix_keys)"
-		assert_equal "$(rcli R EXISTS "$(key f):log")" 0
+		assert_equal "$(hist_count f acquired)" 0
 	done
 }
 
@@ -360,7 +360,7 @@ junk_counters() {
 		fail "the body's line or the digest shown: $stderr"
 }
 
-@test "a counter of plain digits still works: the fence is at least the server's clock, and the counter is only read" {
+@test "a counter of plain digits still works: the fence is at least the server's clock, and the counter, taken as the floor, is deleted" {
 	local k f t0 mode
 	k="$(key f):fence"
 	for mode in "" -s "-l 3"; do
@@ -373,7 +373,7 @@ junk_counters() {
 		f=$output
 		assert_fence "$f" "$t0" "$(server_us)"
 		assert_equal "$(last_grant f fence)" "$f"
-		assert_equal "$(counter f)" 12
+		assert_equal "$(rcli R EXISTS "$k")" 0
 		nothing_held f
 	done
 	rcli R DEL "$(key f):log" >/dev/null
@@ -383,22 +383,32 @@ junk_counters() {
 	f=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["fence"])' "$output")
 	assert_fence "$f" "$t0" "$(server_us)"
 	assert_equal "$(meta f fence)" "$f"
-	assert_equal "$(counter f)" 12
+	assert_equal "$(rcli R EXISTS "$k")" 0
 }
 
-@test "beside a history the counter is not read: a junk counter does not stop the next grant, and is left as it was" {
-	local f g mode
+@test "a counter beside a history: digits are the next grant's floor, then deleted; junk is refused (70) as on a new stream, left as it was" {
+	local f g c mode
 	for mode in "" -s "-l 3"; do
-		rcli R DEL "$(key j):log" "$(key j):fence" >/dev/null
+		rcli R DEL "$(key j):log" "$(key j):fence" "$(key j):grant" >/dev/null
 		# shellcheck disable=SC2086
 		f=$("$RLOCK" run $mode j -- sh -c 'echo "$RLOCK_FENCE"')
 		rcli R SET "$(key j):fence" abc >/dev/null
 		# shellcheck disable=SC2086
-		run -0 --separate-stderr "$RLOCK" run $mode j -- sh -c 'echo "$RLOCK_FENCE"'
-		g=$output
-		assert_increasing "$f" "$g"
-		assert_equal "$(last_grant j fence)" "$g"
+		run -70 --separate-stderr "$RLOCK" run $mode j -- touch ran
+		[[ ! -e ran ]] || fail "the command ran ($mode)"
+		printf '%s\n' "$stderr" >err
+		one_line err "$(key j):fence" "abc"
 		assert_equal "$(counter j)" abc
+		nothing_held j
+		assert_equal "$(hist_count j acquired)" 1
+		# Digits ahead of the history's ids: the floor, used once.
+		c=$(($(server_us) + 5000000000))
+		rcli R SET "$(key j):fence" "$c" >/dev/null
+		# shellcheck disable=SC2086
+		g=$("$RLOCK" run $mode j -- sh -c 'echo "$RLOCK_FENCE"')
+		assert_increasing "$f" "$c" "$g"
+		assert_equal "$(last_grant j fence)" "$g"
+		assert_equal "$(rcli R EXISTS "$(key j):fence")" 0
 		nothing_held j
 	done
 }

@@ -514,7 +514,7 @@ read_calls() {
 	assert_equal "$(event_names job ONE)" released
 }
 
-@test "RLOCK_LOG_DAYS: the history expires that many days after its last grant (default 30); the first grant of each 10^6 ms moves it" {
+@test "RLOCK_LOG_DAYS: the history expires that many days after its last grant (default 30); a grant moves it once 10^6 ms of it have gone" {
 	local p day=86400000 t
 	run -0 "$RLOCK" run job -- true
 	p=$(rcli R PTTL "$(logkey job)")
@@ -522,20 +522,21 @@ read_calls() {
 	RLOCK_LOG_DAYS=2 run -0 "$RLOCK" run job2 -- true
 	p=$(rcli R PTTL "$(logkey job2)")
 	((p > 2 * day - 60000 && p <= 2 * day)) || fail "RLOCK_LOG_DAYS=2: PTTL $p"
-	# In the same 10^6 ms (about 17 minutes) as the grant before, a grant
-	# and a release leave the expiry as it is (one command each instead of
-	# two).
-	t=$(RLOCK_LOG_DAYS=3650 "$RLOCK" acquire job2)
+	# Less than 10^6 ms (about 17 minutes) of the expiry gone (as if set
+	# 500s ago): a grant and a release leave it as it is (one command
+	# each instead of two).
+	rcli R PEXPIRE "$(logkey job2)" $((2 * day - 500000)) >/dev/null
+	t=$(RLOCK_LOG_DAYS=2 "$RLOCK" acquire job2)
 	RLOCK_LOG_DAYS=1 "$RLOCK" release job2 "$t"
 	p=$(rcli R PTTL "$(logkey job2)")
-	((p > 2 * day - 60000 && p <= 2 * day)) || fail "within the hour: PTTL $p"
-	# The record of the last grant has its entry's id (its time): set it
-	# two hours back, and the next grant is the first of its 10^6 ms.
-	local g
-	g=$(rcli R GET "$(key job2):grant")
-	[[ $g == 2$'\n'* ]] || fail "no grant record: $g"
-	g=$(sed "2s/.*/$(($(server_ms) - 7200000))-0/" <<<"$g")
-	rcli R SET "$(key job2):grant" "$g" >/dev/null
+	((p > 2 * day - 560000 && p <= 2 * day - 500000)) || fail "within 10^6 ms: PTTL $p"
+	# Two hours of it gone: the next grant sets it again.
+	rcli R PEXPIRE "$(logkey job2)" $((2 * day - 7200000)) >/dev/null
+	t=$(RLOCK_LOG_DAYS=2 "$RLOCK" acquire job2)
+	p=$(rcli R PTTL "$(logkey job2)")
+	((p > 2 * day - 60000 && p <= 2 * day)) || fail "two hours gone: PTTL $p"
+	"$RLOCK" release job2 "$t"
+	# A longer history than the stream's expiry: set at once.
 	t=$(RLOCK_LOG_DAYS=3650 "$RLOCK" acquire job2)
 	p=$(rcli R PTTL "$(logkey job2)")
 	((p > 3650 * day - 60000 && p <= 3650 * day)) || fail "RLOCK_LOG_DAYS=3650: PTTL $p"

@@ -726,7 +726,11 @@ have = rec.split("\n")[1] if rec.startswith("2\n") else ""
 def idkey(i):
     m, _, q = i.partition("-")
     return (int(m), int(q or 0)) if m.isdigit() and (q or "0").isdigit() else (0, 0)
-for e in json.load(sys.stdin) or []:
+try:
+    entries = json.load(sys.stdin) or []
+except ValueError:
+    entries = []  # no stream there (a key of another type: an error)
+for e in entries:
     f = e[1]
     if f and f[0] == "a1" and f[1].split("\n")[0] == "x":
         fence = f[3] if len(f) > 3 and f[2] == "fence" else ""
