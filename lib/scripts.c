@@ -309,6 +309,7 @@ void req_acquire(struct request *q, const struct lock_names *n,
 		   a->priority == 0 && !a->supersede && a->baton_ms == 0 &&
 		   a->arrival == 0 && !n->multislot;
 	size_t at = 0;
+	int whole_argc;
 
 	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
 	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
@@ -320,9 +321,10 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	/* The short layout, and the whole one for a server that turns out to
 	 * need every key declared (a cluster: node_declares_all). */
 	memcpy(q->wargv, q->argv, sizeof(q->argv));
-	q->wargc = q->argc;
+	whole_argc = q->argc;
 	q->wnkeys = q->nkeys;
 	req_begin(q, RLOCK_SCRIPT_ACQUIRE, 1, n);
+	q->wargc = whole_argc;
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
 	put(q->info, sizeof(q->info), &at, a->kind);
@@ -386,6 +388,7 @@ void req_release(struct request *q, const struct lock_names *n,
 					sizeof(q->num[1])) : "";
 	long long ex = how != NULL ? how->exit : -1;
 	size_t at = 0;
+	int whole_argc;
 
 	/* The whole layout: the twelve keys; token, channel, wake-up prefix,
 	 * exit, signal, the history's length and ttl (and the period). */
@@ -403,9 +406,10 @@ void req_release(struct request *q, const struct lock_names *n,
 	    !default_history(h) || n->multislot)
 		return;
 	memcpy(q->wargv, q->argv, sizeof(q->argv));
-	q->wargc = q->argc;
+	whole_argc = q->argc;
 	q->wnkeys = q->nkeys;
 	req_begin(q, RLOCK_SCRIPT_RELEASE, 1, n);
+	q->wargc = whole_argc;
 	q->argv[q->argc++] = token;
 	put_prefix(q->info, sizeof(q->info), &at, token);
 	put(q->info, sizeof(q->info), &at, "\n");
@@ -583,7 +587,8 @@ static const char *kept_type(const char *key)
 		{ "}" KEY_HMETA, "hash" }, { "}" KEY_LINE, "zset" },
 		{ "}" KEY_LEASE, "zset" }, { "}" KEY_WHO, "hash" },
 		{ "}" KEY_LOG, "stream" }, { "}" KEY_ONCE, "hash" },
-		{ "}" KEY_LAST, "hash" },
+		{ "}" KEY_LAST, "hash" }, { "}" KEY_GRANT, "string" },
+		{ "}" KEY_HOLD, "string" },
 	};
 	size_t len = strlen(key);
 
@@ -602,15 +607,24 @@ void explain_wrongtype(struct rlock_conn *c, const struct request *q,
 {
 	int first = q->script == REQ_COMMAND ? 1 : 0;
 	int last = q->script == REQ_COMMAND ? 2 : q->nkeys;
+	const char *const *keys = q->argv;
+	int nargs = q->argc;
 
-	for (int k = first; k < last && k < q->argc; k++) {
-		const char *argv[2] = { "TYPE", q->argv[k] }, *want;
+	/* A script in its short layout names its other keys itself: the
+	 * whole layout has them all. */
+	if (q->script != REQ_COMMAND && q->wargc > 0) {
+		keys = q->wargv;
+		last = q->wnkeys;
+		nargs = q->wargc;
+	}
+	for (int k = first; k < last && k < nargs; k++) {
+		const char *argv[2] = { "TYPE", keys[k] }, *want;
 		char vis[RLOCK_KEY_MAX * 4 + 1], name[RLOCK_KEY_MAX * 4 + 1];
 		const char *open, *close;
 		redisReply *r = NULL;
 		size_t plen = strlen(prefix);
 
-		want = kept_type(q->argv[k]);
+		want = kept_type(keys[k]);
 		if (want == NULL ||
 		    conn_call(c, deadline, -1, 2, argv, NULL, &r) != RLOCK_OK)
 			continue;
@@ -620,15 +634,15 @@ void explain_wrongtype(struct rlock_conn *c, const struct request *q,
 			continue;
 		}
 		/* prefix{NAME}suffix: the name, for the fix. */
-		open = q->argv[k] + plen;
-		close = strrchr(q->argv[k], '}');
-		if (strncmp(q->argv[k], prefix, plen) != 0 || *open != '{' ||
+		open = keys[k] + plen;
+		close = strrchr(keys[k], '}');
+		if (strncmp(keys[k], prefix, plen) != 0 || *open != '{' ||
 		    close == NULL || close <= open)
 			snprintf(name, sizeof(name), "NAME");
 		else
 			snprintf(name, sizeof(name), "%.*s",
 				 (int)(close - open - 1), open + 1);
-		snprintf(vis, sizeof(vis), "%s", q->argv[k]);
+		snprintf(vis, sizeof(vis), "%s", keys[k]);
 		snprintf(res->err, sizeof(res->err), "%.300s holds a %.32s, "
 			 "not the %s rlock keeps there (another client's "
 			 "data): 'rlock release --force %.200s' removes it",
