@@ -209,6 +209,8 @@ struct bench {
 	int *heap;
 	int nheap;
 	int active;			/* clients not CS_DONE */
+	int whole;			/* scripts in their whole layout (a
+					 * cluster: node_declares_all) */
 	int stopping;
 	int rc;				/* first fatal error, RLOCK_OK none */
 	enum rlock_bench_phase phase;
@@ -435,7 +437,8 @@ static void send_acquire(struct bench *b, struct bclient *c, int64_t now)
 	c->state = CS_ACQ;
 	c->op = OP_ACQ;
 	c->woken = 0;
-	if (req_send(c->cmd, &q, c->eval) != RLOCK_OK) {
+	if (req_send(c->cmd, &q, c->eval, b->whole ||
+		     node_declares_all(&b->rl->node[0])) != RLOCK_OK) {
 		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
 		return;
 	}
@@ -460,7 +463,8 @@ static void send_release(struct bench *b, struct bclient *c, int64_t now)
 	c->state = CS_REL;
 	c->op = OP_REL;
 	req_release(&q, &n->v, c->token, &b->rl->hist, NULL, 0, 0);
-	if (req_send(c->cmd, &q, c->eval) != RLOCK_OK) {
+	if (req_send(c->cmd, &q, c->eval, b->whole ||
+		     node_declares_all(&b->rl->node[0])) != RLOCK_OK) {
 		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
 		return;
 	}
@@ -650,6 +654,18 @@ static void on_busy(struct bench *b, struct bclient *c,
 					   jitter(b, 1000)) * NS_PER_MS);
 }
 
+/* A script met a key it had not declared where a slot moves: a cluster,
+ * whose scripts declare every key from now on (as fanout.c's on_reply). */
+static int undeclared(struct bench *b, const redisReply *r)
+{
+	if (b->whole || (memmem(r->str, r->len, "non local key", 13) == NULL &&
+			 memmem(r->str, r->len, "do not hash to the same slot",
+				28) == NULL))
+		return 0;
+	b->whole = 1;
+	return 1;
+}
+
 static void on_acquire_reply(struct bench *b, struct bclient *c,
 			     const redisReply *r, int64_t now)
 {
@@ -659,6 +675,10 @@ static void on_acquire_reply(struct bench *b, struct bclient *c,
 		if (starts_with(r, "NOSCRIPT") && !c->eval) {
 			b->res->noscript++;
 			c->eval = 1;
+			send_acquire(b, c, now);
+			return;
+		}
+		if (undeclared(b, r)) {
 			send_acquire(b, c, now);
 			return;
 		}
@@ -686,6 +706,10 @@ static void on_release_reply(struct bench *b, struct bclient *c,
 		if (starts_with(r, "NOSCRIPT") && !c->eval) {
 			b->res->noscript++;
 			c->eval = 1;
+			send_release(b, c, now);
+			return;
+		}
+		if (undeclared(b, r)) {
 			send_release(b, c, now);
 			return;
 		}

@@ -138,7 +138,7 @@ static int script(struct doc *x, struct rlock_conn *c,
 		  const struct request *q, redisReply **r)
 {
 	for (int use_eval = 0;; use_eval = 1) {
-		int rc = req_send(c, q, use_eval);
+		int rc = req_send(c, q, use_eval, 1);
 
 		if (rc == RLOCK_OK)
 			rc = conn_wait_reply(c, io_deadline(x), -1, r);

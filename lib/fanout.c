@@ -105,6 +105,20 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 		return;
 	}
 	s->answered = 1;
+	/* A script that met a key it had not declared where a slot moves (or
+	 * spans slots): this is a cluster, whose scripts declare every key;
+	 * nothing was written but housekeeping (the shortest paths read before
+	 * they write).  Once. */
+	if (r->type == REDIS_REPLY_ERROR && s->req->wargc > 0 && !s->whole &&
+	    (memmem(r->str, r->len, "non local key", 13) != NULL ||
+	     memmem(r->str, r->len, "do not hash to the same slot", 28) !=
+		     NULL)) {
+		freeReplyObject(r);
+		n->declare_all = 1;
+		s->whole = 1;
+		s->state = ST_SEND;
+		return;
+	}
 	/* NOSCRIPT (after SCRIPT FLUSH or a restart): EVAL loads it. */
 	if (r->type == REDIS_REPLY_ERROR && starts_with(r, "NOSCRIPT") &&
 	    s->req->script != REQ_COMMAND && !s->use_eval) {
@@ -193,7 +207,8 @@ static void send_slot(struct rlock *rl, struct rlock_node *n,
 		}
 		s->skip = 1;
 	}
-	if (req_send(n->cmd, s->req, s->use_eval) != RLOCK_OK) {
+	if (req_send(n->cmd, s->req, s->use_eval,
+		     s->whole || node_declares_all(n)) != RLOCK_OK) {
 		finish(s, RLOCK_ESYS, conn_errstr(n->cmd));
 		return;
 	}
@@ -247,6 +262,7 @@ void fan_run(struct rlock *rl, struct fan *f)
 		memset(&s->res, 0, sizeof(s->res));
 		s->state = s->req != NULL ? ST_SEND : ST_IDLE;
 		s->use_eval = 0;
+		s->whole = 0;
 		s->tries = 0;
 		s->dropped = 0;
 		s->answered = 0;

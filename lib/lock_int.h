@@ -59,6 +59,8 @@ struct lock_names {
 	const char *key, *meta, *fence, *holders, *hmeta, *line, *lease,
 		   *who, *chan, *wake, *log, *once, *last, *grant, *hold;
 	int slot;
+	int multislot;			/* its keys span slots (an empty hash
+					 * tag): declare them all */
 };
 
 /* The names of one lock with room for them (13 KB: one per call, not
@@ -143,6 +145,10 @@ struct request {
 	 * release: its history entry, the options. */
 	char info[1400];
 	char opts[200];
+	/* acquire and release: the script's whole layout, every key declared,
+	 * when argv holds the short one (wargc 0: argv is the whole). */
+	int wargc, wnkeys;
+	const char *wargv[RLOCK_REQ_MAXARGS];
 };
 
 /* Who asks for a lock, for the holder's metadata and the history. */
@@ -242,14 +248,17 @@ void req_begin(struct request *q, int script, int nkeys,
 const char *req_num(struct request *q, int slot, long long v);
 void req_history(struct request *q, int slot, const struct history *h);
 void req_add_key(struct request *q, const char *key);
+void req_begin_all(struct request *q, int script, const struct lock_names *n);
 
 /* A plain command of argc words, for slot (-1: keyless). */
 void req_command(struct request *q, int argc, const char *const *argv,
 		 int slot);
 
 /* Queue q on c as EVALSHA (EVAL with use_eval, after NOSCRIPT) or as the
- * command it is, without waiting.  Returns RLOCK_OK or RLOCK_ESYS. */
-int req_send(struct rlock_conn *c, const struct request *q, int use_eval);
+ * command it is, without waiting; with whole, in the script's whole
+ * layout when q has one.  Returns RLOCK_OK or RLOCK_ESYS. */
+int req_send(struct rlock_conn *c, const struct request *q, int use_eval,
+	     int whole);
 
 /* What one server answered to one request. */
 struct rlock_result {
@@ -358,6 +367,9 @@ struct rlock_node {
 	unsigned char *slots;		/* cluster: slot -> peer + 1; 0 unknown */
 	int ask;			/* ASK: the peer of the next send, -1 */
 	int asking;			/* the next send goes after ASKING */
+	int declare_all;		/* a script met a key it had not
+					 * declared in a moving slot: this is
+					 * a cluster, declare them all */
 	int failing_over;		/* a failover under way was seen: a
 					 * replica named master, READONLY,
 					 * CLUSTERDOWN...; set here, cleared
@@ -387,6 +399,9 @@ void node_free(struct rlock_node *n);
 
 /* Whether n is (known to be) a cluster node. */
 int node_is_cluster(const struct rlock_node *n);
+/* Whether requests to n go in the scripts' whole layout, every key
+ * declared: a cluster (a slot may move while a script runs). */
+int node_declares_all(const struct rlock_node *n);
 
 /* Point n->cmd at the connection for a request on slot (-1: keyless, the
  * connection used last). */
@@ -599,6 +614,7 @@ struct fan_slot {
 	const struct request *req;	/* NULL: not in this fan-out */
 	int state;
 	int use_eval;			/* NOSCRIPT came back: send EVAL */
+	int whole;			/* the script's whole layout (wargv) */
 	int tries;
 	int dropped;			/* sent again after a drop */
 	int answered;			/* the last send got a reply */

@@ -206,6 +206,11 @@ int node_is_cluster(const struct rlock_node *n)
 	return n->slots != NULL;
 }
 
+int node_declares_all(const struct rlock_node *n)
+{
+	return n->slots != NULL || n->declare_all;
+}
+
 const char *node_errstr(const struct rlock_node *n)
 {
 	return n->err[0] != '\0' ? n->err : conn_errstr(n->cmd);

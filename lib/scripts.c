@@ -112,7 +112,8 @@ void lock_keys_init(struct lock_keys *k, const char *prefix,
 				    k->hmeta, k->line, k->lease, k->who,
 				    k->chan, k->wake, k->log, k->once,
 				    k->last, k->grant, k->hold,
-				    key_slot(k->key, len) };
+				    key_slot(k->key, len), 0 };
+	k->v.multislot = key_slot(k->line, strlen(k->line)) != k->v.slot;
 }
 
 int64_t line_wait_ms(long long pttl, long long place, int in_line,
@@ -168,8 +169,23 @@ void req_begin(struct request *q, int script, int nkeys,
 	q->script = script;
 	q->slot = n->slot;
 	q->nkeys = nkeys;
+	q->wargc = 0;
 	for (q->argc = 0; q->argc < nkeys; q->argc++)
 		q->argv[q->argc] = keys[q->argc];
+}
+
+/* The twelve keys of a lock, in the scripts' order (the comment at the
+ * top), declared to the server: a cluster serves a script only the keys it
+ * declared while their slot moves, and refuses names whose keys would
+ * span slots (CROSSSLOT, explain_wrongtype's neighbour). */
+void req_begin_all(struct request *q, int script, const struct lock_names *n)
+{
+	req_begin(q, script, LOCK_NKEYS, n);
+	/* The period's record is touched only with --once-per (bench's names
+	 * have none). */
+	req_add_key(q, n->once != NULL ? n->once : n->key);
+	req_add_key(q, n->grant);
+	req_add_key(q, n->hold);
 }
 
 const char *req_num(struct request *q, int slot, long long v)
@@ -246,12 +262,7 @@ static void req_acquire_whole(struct request *q, const struct lock_names *n,
 {
 	int policy = a->priority != 0 || a->supersede || a->once_ms > 0;
 
-	req_begin(q, RLOCK_SCRIPT_ACQUIRE, LOCK_NKEYS, n);
-	/* The period's record is touched only with --once-per (bench's names
-	 * have none). */
-	req_add_key(q, n->once != NULL ? n->once : n->key);
-	req_add_key(q, n->grant);
-	req_add_key(q, n->hold);
+	req_begin_all(q, RLOCK_SCRIPT_ACQUIRE, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
 	q->argv[q->argc++] = who->host;
@@ -294,17 +305,26 @@ void req_acquire(struct request *q, const struct lock_names *n,
 		 const struct ask *a, const struct history *h)
 {
 	int fast = strcmp(a->kind, "x") == 0 && who->min_hold_ms == 0 &&
-		   a->once_ms == 0 && default_history(h) && !a->join;
+		   a->once_ms == 0 && default_history(h) && !a->join &&
+		   a->priority == 0 && !a->supersede && a->baton_ms == 0 &&
+		   a->arrival == 0 && !n->multislot;
 	size_t at = 0;
+	int whole_argc;
 
 	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
 	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
 		      sizeof(q->label));
-	if (a->join) {
-		req_acquire_whole(q, n, token, ttl_ms, who, a, h);
+	q->wargc = 0;
+	req_acquire_whole(q, n, token, ttl_ms, who, a, h);
+	if (!fast)
 		return;
-	}
+	/* The short layout, and the whole one for a server that turns out to
+	 * need every key declared (a cluster: node_declares_all). */
+	memcpy(q->wargv, q->argv, sizeof(q->argv));
+	whole_argc = q->argc;
+	q->wnkeys = q->nkeys;
 	req_begin(q, RLOCK_SCRIPT_ACQUIRE, 1, n);
+	q->wargc = whole_argc;
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
 	put(q->info, sizeof(q->info), &at, a->kind);
@@ -323,12 +343,10 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	put(q->info, sizeof(q->info), &at, "\n");
 	put(q->info, sizeof(q->info), &at, q->label);
 	q->argv[q->argc++] = q->info;
-	if (fast && !a->details && a->waiter[0] == '\0' &&
-	    a->priority == 0 && !a->supersede && a->baton_ms == 0 &&
-	    a->arrival == 0)
+	if (!a->details && a->waiter[0] == '\0')
 		return;
 	at = 0;
-	put(q->opts, sizeof(q->opts), &at, fast ? "+\n" : "-\n");
+	put(q->opts, sizeof(q->opts), &at, "+\n");
 	put(q->opts, sizeof(q->opts), &at, a->details ? "1\n" : "0\n");
 	put(q->opts, sizeof(q->opts), &at, a->waiter);
 	put(q->opts, sizeof(q->opts), &at, "\n0\n");
@@ -352,12 +370,12 @@ void req_acquire(struct request *q, const struct lock_names *n,
 }
 
 /*
- * KEYS: the lock key.  ARGV: token, the release's history entry "TOKEN8\n
- * EXIT\nSIGNAL" ('' not known; the signal "abandoned": a renewer released
- * for a script that died holding the lock), and the options "ANNOUNCE\n
- * HMAX\nHTTL\nONCE" unless the release ended well (no signal, exit 0 or
- * not known), is not announced (with one server, waiters listen on
- * channels of their own) and the history and once-per are the defaults.
+ * A release that ended well (no signal, exit 0 or not known), not
+ * announced (with one server, waiters listen on channels of their own),
+ * with the history's defaults and no --once-per has the short layout
+ * (lib/scripts/release.lua) too: KEYS the lock key, ARGV token and its
+ * history entry "TOKEN8\nEXIT\n" (no signal).  Any other, and any to a
+ * server that needs every key declared, has the whole layout.
  */
 void req_release(struct request *q, const struct lock_names *n,
 		 const char *token, const struct history *h,
@@ -370,39 +388,47 @@ void req_release(struct request *q, const struct lock_names *n,
 					sizeof(q->num[1])) : "";
 	long long ex = how != NULL ? how->exit : -1;
 	size_t at = 0;
+	int whole_argc;
 
+	/* The whole layout: the twelve keys; token, channel, wake-up prefix,
+	 * exit, signal, the history's length and ttl (and the period). */
+	req_begin_all(q, RLOCK_SCRIPT_RELEASE, n);
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = announce ? n->chan : "";
+	q->argv[q->argc++] = n->wake;
+	q->argv[q->argc++] = ex >= 0 ? req_num(q, 0, ex) : "";
+	q->argv[q->argc++] = sig;
+	req_history(q, 2, h);
+	if (once_ms > 0)
+		q->argv[q->argc++] = req_num(q, 4, once_ms);
+	q->wargc = 0;
+	if (announce || sig[0] != '\0' || ex > 0 || once_ms > 0 ||
+	    !default_history(h) || n->multislot)
+		return;
+	memcpy(q->wargv, q->argv, sizeof(q->argv));
+	whole_argc = q->argc;
+	q->wnkeys = q->nkeys;
 	req_begin(q, RLOCK_SCRIPT_RELEASE, 1, n);
+	q->wargc = whole_argc;
 	q->argv[q->argc++] = token;
 	put_prefix(q->info, sizeof(q->info), &at, token);
 	put(q->info, sizeof(q->info), &at, "\n");
 	if (ex >= 0)
 		put_num(q->info, sizeof(q->info), &at, ex);
 	put(q->info, sizeof(q->info), &at, "\n");
-	put(q->info, sizeof(q->info), &at, sig);
 	q->argv[q->argc++] = q->info;
-	if (!announce && sig[0] == '\0' && ex <= 0 && once_ms == 0 &&
-	    default_history(h))
-		return;
-	at = 0;
-	put(q->opts, sizeof(q->opts), &at, announce ? "1\n" : "0\n");
-	put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->max : 0);
-	put(q->opts, sizeof(q->opts), &at, "\n");
-	put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->ttl_ms : 0);
-	put(q->opts, sizeof(q->opts), &at, "\n");
-	put_num(q->opts, sizeof(q->opts), &at, once_ms);
-	q->argv[q->argc++] = q->opts;
 }
 
-/* KEYS: the nine and the period's record. */
+/* KEYS: the twelve. */
 void req_status(struct request *q, const struct lock_names *n)
 {
-	req_begin(q, RLOCK_SCRIPT_STATUS, LOCK_NKEYS, n);
-	req_add_key(q, n->once);
+	req_begin_all(q, RLOCK_SCRIPT_STATUS, n);
 }
 void req_command(struct request *q, int argc, const char *const *argv,
 		 int slot)
 {
 	q->script = REQ_COMMAND;
+	q->wargc = 0;
 	q->slot = slot;
 	q->nkeys = 0;
 	for (q->argc = 0; q->argc < argc && q->argc < RLOCK_REQ_MAXARGS;
@@ -410,22 +436,29 @@ void req_command(struct request *q, int argc, const char *const *argv,
 		q->argv[q->argc] = argv[q->argc];
 }
 
-int req_send(struct rlock_conn *c, const struct request *q, int use_eval)
+int req_send(struct rlock_conn *c, const struct request *q, int use_eval,
+	     int whole)
 {
 	const struct rlock_script *s;
 	const char *argv[3 + RLOCK_REQ_MAXARGS];
+	const char *const *v = q->argv;
 	char nk[24];
-	int argc = 0, i;
+	int argc = 0, i, n = q->argc, nkeys = q->nkeys;
 
 	if (q->script == REQ_COMMAND)
 		return conn_send(c, q->argc, q->argv, NULL);
+	if (whole && q->wargc > 0) {
+		v = q->wargv;
+		n = q->wargc;
+		nkeys = q->wnkeys;
+	}
 	s = &rlock_scripts[q->script];
-	nk[rlock_utoa(nk, (unsigned)q->nkeys)] = '\0';
+	nk[rlock_utoa(nk, (unsigned)nkeys)] = '\0';
 	argv[argc++] = use_eval ? "EVAL" : "EVALSHA";
 	argv[argc++] = use_eval ? s->body : s->sha;
 	argv[argc++] = nk;
-	for (i = 0; i < q->argc; i++)
-		argv[argc++] = q->argv[i];
+	for (i = 0; i < n; i++)
+		argv[argc++] = v[i];
 	return conn_send(c, argc, argv, NULL);
 }
 
@@ -554,7 +587,8 @@ static const char *kept_type(const char *key)
 		{ "}" KEY_HMETA, "hash" }, { "}" KEY_LINE, "zset" },
 		{ "}" KEY_LEASE, "zset" }, { "}" KEY_WHO, "hash" },
 		{ "}" KEY_LOG, "stream" }, { "}" KEY_ONCE, "hash" },
-		{ "}" KEY_LAST, "hash" },
+		{ "}" KEY_LAST, "hash" }, { "}" KEY_GRANT, "string" },
+		{ "}" KEY_HOLD, "string" },
 	};
 	size_t len = strlen(key);
 
@@ -573,15 +607,24 @@ void explain_wrongtype(struct rlock_conn *c, const struct request *q,
 {
 	int first = q->script == REQ_COMMAND ? 1 : 0;
 	int last = q->script == REQ_COMMAND ? 2 : q->nkeys;
+	const char *const *keys = q->argv;
+	int nargs = q->argc;
 
-	for (int k = first; k < last && k < q->argc; k++) {
-		const char *argv[2] = { "TYPE", q->argv[k] }, *want;
+	/* A script in its short layout names its other keys itself: the
+	 * whole layout has them all. */
+	if (q->script != REQ_COMMAND && q->wargc > 0) {
+		keys = q->wargv;
+		last = q->wnkeys;
+		nargs = q->wargc;
+	}
+	for (int k = first; k < last && k < nargs; k++) {
+		const char *argv[2] = { "TYPE", keys[k] }, *want;
 		char vis[RLOCK_KEY_MAX * 4 + 1], name[RLOCK_KEY_MAX * 4 + 1];
 		const char *open, *close;
 		redisReply *r = NULL;
 		size_t plen = strlen(prefix);
 
-		want = kept_type(q->argv[k]);
+		want = kept_type(keys[k]);
 		if (want == NULL ||
 		    conn_call(c, deadline, -1, 2, argv, NULL, &r) != RLOCK_OK)
 			continue;
@@ -591,15 +634,15 @@ void explain_wrongtype(struct rlock_conn *c, const struct request *q,
 			continue;
 		}
 		/* prefix{NAME}suffix: the name, for the fix. */
-		open = q->argv[k] + plen;
-		close = strrchr(q->argv[k], '}');
-		if (strncmp(q->argv[k], prefix, plen) != 0 || *open != '{' ||
+		open = keys[k] + plen;
+		close = strrchr(keys[k], '}');
+		if (strncmp(keys[k], prefix, plen) != 0 || *open != '{' ||
 		    close == NULL || close <= open)
 			snprintf(name, sizeof(name), "NAME");
 		else
 			snprintf(name, sizeof(name), "%.*s",
 				 (int)(close - open - 1), open + 1);
-		snprintf(vis, sizeof(vis), "%s", q->argv[k]);
+		snprintf(vis, sizeof(vis), "%s", keys[k]);
 		snprintf(res->err, sizeof(res->err), "%.300s holds a %.32s, "
 			 "not the %s rlock keeps there (another client's "
 			 "data): 'rlock release --force %.200s' removes it",

@@ -8,7 +8,7 @@
 void req_fence(struct request *q, const struct lock_names *n,
 	       const char *token, long long fence)
 {
-	req_begin(q, RLOCK_SCRIPT_FENCE, LOCK_NKEYS - 1, n);
+	req_begin_all(q, RLOCK_SCRIPT_FENCE, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = req_num(q, 0, fence);
 }

@@ -1,13 +1,9 @@
--- Fence.  KEYS: the lock key first (the others are named from it).  ARGV: token, fence.
+-- Fence.  KEYS: the twelve (lib/scripts.c).  ARGV: token, fence.
 -- With several masters the fence handed out is the highest the majority
 -- gave; raising the others to it (never lowering one) makes every later
 -- majority, which shares a master with this one, count above it.  A
 -- minority grant that was undone still moved its master's stream on, so
 -- without this the next fence could be lower than the last.
-local lkey = KEYS[1]
-local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
-              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
-              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
 --@include fence_of.lua
 -- The stream's ids, which the next grants' fences come from: an entry
 -- with the id of this fence, added and removed at once, when it is above

@@ -11,8 +11,7 @@
 void req_force(struct request *q, const struct lock_names *n,
 	       const char *by, const struct history *h)
 {
-	req_begin(q, RLOCK_SCRIPT_FORCE, LOCK_NKEYS - 2, n);
-	req_add_key(q, n->log);
+	req_begin_all(q, RLOCK_SCRIPT_FORCE, n);
 	q->argv[q->argc++] = n->chan;
 	q->argv[q->argc++] = n->wake;
 	q->argv[q->argc++] = by;
@@ -29,13 +28,13 @@ int decode_force(const redisReply *r, struct force_reply *out,
 	out->junk = 0;
 	if (elem_num(r, 0, 0, 1, &held) != 0)
 		return RLOCK_EPROTO;
-	/* At most nine keys of a lock can hold another type. */
+	/* At most twelve keys of a lock can hold another type. */
 	if (held == 0)
-		return r->elements == 2 && elem_num(r, 1, 0, 9, &out->junk) == 0 ?
+		return r->elements == 2 && elem_num(r, 1, 0, 12, &out->junk) == 0 ?
 		       RLOCK_OK : RLOCK_EPROTO;
 	if (r->elements != 12 || parse_holder(r, h) != 0 ||
 	    elem_num(r, 10, 1, LLONG_MAX, &out->holders) != 0 ||
-	    elem_num(r, 11, 0, 9, &out->junk) != 0)
+	    elem_num(r, 11, 0, 12, &out->junk) != 0)
 		return RLOCK_EPROTO;
 	out->held = 1;
 	return RLOCK_OK;

@@ -1,4 +1,4 @@
--- Forced release.  KEYS: the lock key first (the others are named from it).  ARGV: release
+-- Forced release.  KEYS: the twelve (lib/scripts.c).  ARGV: release
 -- channel, wake-up prefix, who forced it (the record's reason), the
 -- history's length and ttl.  Removes the exclusive holder, or every shared
 -- or semaphore holder (recording each as forced), and wakes the line as
@@ -14,10 +14,6 @@
 -- nothing was held, else the holder layout of status ({1, 0, host, pid,
 -- user, command, since, fence, token prefix, 0}), how many were removed
 -- and junk, the number of keys of another type deleted.
-local lkey = KEYS[1]
-local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
-              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
-              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
 --@include now.lua
 --@include holders.lua
 --@include line.lua

@@ -13,7 +13,7 @@ void req_leave(struct request *q, const struct lock_names *n,
 	       const char *kind, const char *waiter, const char *token,
 	       const struct history *h)
 {
-	req_begin(q, RLOCK_SCRIPT_LEAVE, LOCK_NKEYS, n);
+	req_begin_all(q, RLOCK_SCRIPT_LEAVE, n);
 	snprintf(q->member, sizeof(q->member), "%s:%s", kind, waiter);
 	q->argv[q->argc++] = q->member;
 	q->argv[q->argc++] = n->wake;

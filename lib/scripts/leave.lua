@@ -1,13 +1,9 @@
--- Leave the line.  KEYS: the lock key first (the others are named from it).  ARGV: member ("KIND:ID"), wake-up
+-- Leave the line.  KEYS: the twelve (lib/scripts.c).  ARGV: member ("KIND:ID"), wake-up
 -- prefix, the waiter's token, the history's length and ttl.  A waiter
 -- that gives up (its wait ran out, a signal) leaves at once, and when it
 -- was the one let in next, the next after it is woken.  A release that
 -- handed it the lock as it gave up (the baton, in release) left the lock
 -- with its token: that grant is released here, and recorded so.
-local lkey = KEYS[1]
-local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
-              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
-              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
 --@include now.lua
 --@include line.lua
 --@include unpack_meta.lua

@@ -5,13 +5,14 @@
  */
 #include "lock_int.h"
 
-/* KEYS: the log.  ARGV: the history's length and ttl, the field/value
+/* KEYS: the log, the lock.  ARGV: the history's length and ttl, the field/value
  * pairs of the values given. */
 void req_log(struct request *q, const struct lock_names *n,
 	     const struct history *h, const char *run, const char *const *v)
 {
 	req_begin(q, RLOCK_SCRIPT_LOG, 0, n);
 	req_add_key(q, n->log);
+	req_add_key(q, n->key);
 	req_history(q, 0, h);
 	q->argv[q->argc++] = run != NULL ? run : "";
 	for (int i = 0; i < EV_NFIELDS; i++) {

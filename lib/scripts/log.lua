@@ -1,4 +1,4 @@
--- Log.  KEYS: the log.  ARGV: the history's length and ttl, the run it
+-- Log.  KEYS: the log, the lock.  ARGV: the history's length and ttl, the run it
 -- ends for the record of the last runs ('' none: see release), then an
 -- entry's field/value pairs: a run or acquire that gave up (skipped), a
 -- lease that was lost, which no other script is there to record.
@@ -8,7 +8,7 @@
 -- record (holder_meta.lua), is not trimmed: about max entries once it is
 -- free again.
 local max = ARGV[1]
-if max ~= '0' and redis.call('EXISTS', string.sub(KEYS[1], 1, -5)) == 1 then
+if max ~= '0' and redis.call('EXISTS', KEYS[2]) == 1 then
   max = '1000000000'
 end
 local id = record(KEYS[1], max, ARGV[2], unpack(ARGV, 4))

@@ -1,42 +1,38 @@
--- Release.  KEYS: the lock key P{N} alone (the others are named from it,
--- as acquire.lua does).  ARGV: 1 token, 2 the release's history entry
--- "TOKEN8\nEXIT\nSIGNAL" (EXIT and SIGNAL '' when not known; SIGNAL
--- 'abandoned': a renewer released for a script that died holding the
--- lock, recorded as that event), 3 the options, absent when all are the
--- defaults (a release that ended well, not announced, the history's
--- default length and ttl, no --once-per): "ANNOUNCE\nHMAX\nHTTL\nONCE"
--- (ANNOUNCE '1': publish on P{N}:released when nobody is in line; ONCE
--- the period in ms, '0' none).
+-- Release, in two layouts.  A release that ended well, not announced,
+-- with the history's default length and ttl and no --once-per, sends
+-- KEYS: the lock key P{N} alone (the others are named from it, as
+-- acquire.lua does); ARGV: 1 token, 2 its history entry "TOKEN8\nEXIT\n"
+-- (EXIT '' when not known).  Any other sends the whole layout, every key
+-- declared:
+--   KEYS  the twelve (lib/scripts.c)
+--   ARGV  1 token, 2 release channel ('' none), 3 wake-up prefix, 4 exit,
+--         5 signal ('' none; 'abandoned': a renewer released for a script
+--         that died holding the lock, recorded as that event), 6 and 7 the
+--         history's length and ttl, 8 --once-per in ms (absent none)
 --
 -- The path of an exclusive holder's release with nobody in line and no
 -- --min-hold (P{N}:hold) comes first: the lock key deleted, the entry
 -- appended to a history that exists.  It leaves the record of the last
 -- runs alone: the history has the success, and the record is brought up
 -- to date before a run that did not end well is written there
--- (keep_ok.lua).  Anything else goes on to the whole script below, which
--- takes its arguments as it always did:
---   KEYS  as acquire.lua's
---   ARGV  1 token, 2 release channel ('' none), 3 wake-up prefix, 4 exit,
---         5 signal, 6 and 7 the history's length and ttl, 8 --once-per
+-- (keep_ok.lua).  Anything else goes on to the whole script below.
 local lkey, tok = KEYS[1], ARGV[1]
-if not ARGV[3] and redis.call('GET', lkey) == tok and
-   redis.call('EXISTS', lkey .. ':line', lkey .. ':hold') == 0 then
-  redis.call('DEL', lkey)
-  redis.pcall('XADD', lkey .. ':log', 'NOMKSTREAM', '*', 'r1', ARGV[2])
-  return 1
+local K, A = KEYS, ARGV
+if #KEYS == 1 then
+  if redis.call('GET', lkey) == tok and
+     redis.call('EXISTS', lkey .. ':line', lkey .. ':hold') == 0 then
+    redis.call('DEL', lkey)
+    redis.pcall('XADD', lkey .. ':log', 'NOMKSTREAM', '*', 'r1', ARGV[2])
+    return 1
+  end
+  local ex = string.match(ARGV[2], '^[^\n]*\n([^\n]*)\n$')
+  if not ex then return redis.error_reply('BADARGS the release entry') end
+  K = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
+       lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
+       lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
+  A = {tok, '', lkey .. ':wake:', ex, '', '@HISTORY_MAX@', '@HISTORY_TTL_MS@'}
 end
-local rex, rsig = string.match(ARGV[2], '^[^\n]*\n([^\n]*)\n([^\n]*)$')
-if not rex then return redis.error_reply('BADARGS the release entry') end
-local o = {'0', '@HISTORY_MAX@', '@HISTORY_TTL_MS@', '0'}
-if ARGV[3] then
-  o = {string.match(ARGV[3], '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$')}
-  if not o[4] then return redis.error_reply('BADARGS the options') end
-end
-local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
-              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
-              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
-local ARGV = {tok, o[1] == '1' and lkey .. ':released' or '', lkey .. ':wake:', rex, rsig,
-              o[2], o[3], o[4] ~= '0' and o[4] or nil}
+local KEYS, ARGV = K, A
 --@include append.lua
 --@include keep_ok.lua
 --@include unpack_meta.lua

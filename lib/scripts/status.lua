@@ -1,4 +1,4 @@
--- Status.  KEYS: the lock key first (the others are named from it).  Reads only (expired holders and waiters are
+-- Status.  KEYS: the twelve (lib/scripts.c).  Reads only (expired holders and waiters are
 -- skipped, not removed).  {held, pttl, host, pid, user, command, since,
 -- fence, token prefix, now} as the acquire's busy answer lays out a
 -- holder (the exclusive one, or the shared or semaphore holder whose
@@ -11,10 +11,6 @@
 -- {} when not among them; {} none, or the stream refused: a read, so a
 -- pcall), and the period done ({until, host, user, pid, since, done,
 -- fence, per}, {} none).  KEYS: the nine and the period's record.
-local lkey = KEYS[1]
-local KEYS = {lkey, lkey .. ':owner', lkey .. ':holders', lkey .. ':holders:meta',
-              lkey .. ':line', lkey .. ':line:lease', lkey .. ':line:who', lkey .. ':fence',
-              lkey .. ':log', lkey .. ':once', lkey .. ':grant', lkey .. ':hold'}
 --@include now.lua
 --@include unpack_meta.lua
 --@include holder_meta.lua

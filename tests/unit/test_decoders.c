@@ -31,7 +31,7 @@ static void force(void)
 		 * number out of range, a holder layout cut short. */
 		{ "*3\r\n:0\r\n:0\r\n:0\r\n", RLOCK_EPROTO, 0, 0, 0 },
 		{ "*2\r\n:2\r\n:0\r\n", RLOCK_EPROTO, 0, 0, 0 },
-		{ "*2\r\n:0\r\n:10\r\n", RLOCK_EPROTO, 0, 0, 0 },
+		{ "*2\r\n:0\r\n:13\r\n", RLOCK_EPROTO, 0, 0, 0 },
 		{ "*2\r\n:0\r\n$1\r\nx\r\n", RLOCK_EPROTO, 0, 0, 0 },
 		{ "*12\r\n:1\r\n:0\r\n" HOLDER ":0\r\n:0\r\n", RLOCK_EPROTO,
 		  0, 0, 0 },

@@ -492,7 +492,8 @@ static const struct lock_names job = {
 	"rlock:{job}", "rlock:{job}:owner", "rlock:{job}:fence",
 	"rlock:{job}:holders", "rlock:{job}:holders:meta", "rlock:{job}:line",
 	"rlock:{job}:line:lease", "rlock:{job}:line:who",
-	"rlock:{job}:released", "rlock:{job}:wake:", "rlock:{job}:log", 0
+	"rlock:{job}:released", "rlock:{job}:wake:", "rlock:{job}:log", 0,
+	"rlock:{job}:log:last", "rlock:{job}:grant", "rlock:{job}:hold", 0, 0
 };
 
 static void acquire_req(struct request *q)
