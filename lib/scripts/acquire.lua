@@ -40,17 +40,34 @@ local taken, info
 local K, A = KEYS, ARGV
 if #KEYS == 1 then
   local opt = ARGV[4]
-  if (not opt or string.byte(opt, 1) == 43) and
+  local o1 = opt and string.byte(opt, 1)
+  if (not opt or o1 == 43 or o1 == 117) and
      redis.call('EXISTS', lkey .. ':line', lkey .. ':holders', lkey .. ':fence') == 0 then
     local cur = redis.pcall('SET', lkey, tok, 'NX', 'GET', 'PX', ARGV[2])
     if not cur then
       taken = true
       local stream, fid = lkey .. ':log'
-      if string.byte(tok, -1) == 48 then
-        fid = redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', '@HISTORY_MAX@', '*',
-                          'a1', ARGV[3])
-      else
-        fid = redis.pcall('XADD', stream, 'NOMKSTREAM', '*', 'a1', ARGV[3])
+      local want, trim = '*', string.byte(tok, -1) == 48
+      if o1 == 117 then
+        -- u: the id MS-µs, so that fences order to the server's µs
+        -- across masters a failover put side by side.
+        local t = redis.call('TIME')
+        local u = tonumber(t[2])
+        want = t[1] .. string.format('%03d-%d', math.floor(u / 1000), u % 1000)
+      end
+      for _ = 1, 2 do
+        if trim then
+          fid = redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', '@HISTORY_MAX@', want,
+                            'a1', ARGV[3])
+        else
+          fid = redis.pcall('XADD', stream, 'NOMKSTREAM', want, 'a1', ARGV[3])
+        end
+        -- An id not above the stream's last: the next one the server gives.
+        if want == '*' or type(fid) ~= 'table' or
+           not string.find(fid.err or '', 'smaller', 1, true) then
+          break
+        end
+        want = '*'
       end
       if type(fid) == 'string' and #fid <= 17 and string.find(fid, '-', 14, true) == 14 and
          fid < '9007199253691' then
@@ -72,7 +89,7 @@ if #KEYS == 1 then
   if not f8[7] then return redis.error_reply('BADARGS the holder fields') end
   local op = {'+', '0', '', '0', '0', '@HISTORY_MAX@', '@HISTORY_TTL_MS@', '0', '0', '0', '0',
               '0', ''}
-  if opt then
+  if opt and opt ~= 'u' then
     op = {}
     for v in string.gmatch(opt .. '\n', '([^\n]*)\n') do op[#op + 1] = v end
     if #op ~= 13 then return redis.error_reply('BADARGS the options') end
