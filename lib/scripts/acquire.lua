@@ -79,7 +79,10 @@ if #KEYS == 1 then
       elseif type(fid) == 'string' then
         redis.pcall('XDEL', stream, fid)
       end
-    elseif type(cur) == 'table' and string.find(cur.err or '', 'WRONGTYPE', 1, true) then
+    elseif type(cur) == 'table' and not string.find(cur.err or '', 'syntax', 1, true) then
+      -- Refused before anything was written (OOM, WRONGTYPE, READONLY,
+      -- NOREPLICAS...): as it is.  A syntax error is a server before 7.0
+      -- (no NX with GET): the whole script.
       return cur
     end
   end
@@ -133,6 +136,9 @@ if cur == tok then
   end
   local f, fs = fresh_fence()
   if not f then return fs end
+  -- Its release goes the whole way (P{N}:hold), which writes this fence
+  -- in its history entry: the grant's entry has the first.
+  if not redis.call('GET', KEYS[12]) then redis.call('SET', KEYS[12], '0') end
   local g = redis.call('GET', KEYS[11]) or ''
   local gid, grest = string.match(g, '^2\n([^\n]*)\n%d*(\n.*)$')
   if grest and string.match(grest, '^\n[^\n]*\n[^\n]*\n[^\n]*\n([^\n]*)') == string.sub(tok, 1, 8) then

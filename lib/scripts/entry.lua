@@ -65,9 +65,16 @@ local function grant_entry(hmax, httl, fields)
     made = true
   end
   if type(eid) ~= 'string' then
+    local wrongtype = string.find(eid.err or '', 'WRONGTYPE', 1, true)
+    -- Only a refusal of the history (an ACL without XADD, a key of
+    -- another type) leaves the fence to the counter: the server's state
+    -- (OOM, NOREPLICAS...) is the caller's error.
+    if not wrongtype and not string.find(eid.err or '', 'NOPERM', 1, true) then
+      return nil, eid
+    end
     local f, fs = next_fence()
     if not f then return nil, fs end
-    return f, fs, nil, string.find(eid.err or '', 'WRONGTYPE', 1, true) and 2 or 0
+    return f, fs, nil, wrongtype and 2 or 0
   end
   local f = fence_of_id(eid)
   if not f then
