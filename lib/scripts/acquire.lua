@@ -7,12 +7,13 @@
 -- record P{N}:grant off the shortest path), and 4 the options, absent
 -- when all are the defaults: "FAST\nDETAILS\nWAITER\nJOIN\nMIN-HOLD\n
 -- HMAX\nHTTL\nPRIORITY\nSUPERSEDE\nONCE\nBATON-LEASE\nBATON-STAMP\n
--- ARRIVAL" (each below; FAST '+' when a free lock may be granted at once:
--- exclusive, no --min-hold, no --once-per, the history's default length
--- and ttl).
+-- ARRIVAL" (each below; FAST '+' or 'u' when a free lock may be granted
+-- at once: exclusive, no --min-hold, no --once-per, the history's default
+-- length and ttl; 'u' alone when nothing else is asked).
 --
 -- The path every uncontended lock takes comes first and costs the server
--- five commands and no Lua function (issue 34): nobody in line, no shared
+-- five commands (six with FAST 'u': TIME, for an id to the µs) and no Lua
+-- function (issue 34): nobody in line, no shared
 -- holder and no fence counter of an older rlock (EXISTS), the lock key set
 -- if free (SET NX GET PX, Redis 7), the grant's history entry, whose id is
 -- the fence (entry.lua) and whose fields are the holder's record (status
