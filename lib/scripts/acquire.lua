@@ -13,12 +13,12 @@
 --
 -- The path every uncontended lock takes comes first and costs the server
 -- five commands (six with FAST 'u': TIME, for an id to the µs) and no Lua
--- function (issue 34): nobody in line, no shared
--- holder and no fence counter of an older rlock (EXISTS), the lock key set
--- if free (SET NX GET PX, Redis 7), the grant's history entry, whose id is
--- the fence (entry.lua) and whose fields are the holder's record (status
--- and the others find it there, holder_meta.lua), and the history's
--- expiry set again when less than 10^6 ms of it has gone (PTTL).  It
+-- function (issue 34): nobody in line, no shared holder and no fence
+-- counter of an older rlock (EXISTS), the lock key set if free (SET NX
+-- GET PX, Redis 7), the grant's history entry, whose id is the fence
+-- (entry.lua) and whose fields are the holder's record (status and the
+-- others find it there, holder_meta.lua), and the history's expiry set
+-- again when less than 10^6 ms of it has gone (PTTL).  It
 -- answers the entry's id, "MS-SEQ", from which the caller takes the fence.
 -- One grant in sixteen (the token's last hex digit is 0: tokens are
 -- random) trims the stream to about HISTORY_MAX.  Anything else goes on
