@@ -1483,6 +1483,9 @@ static int acq_init(struct rlock *rl, const char *name,
 	q->chan = q->n.k.chan;
 	q->a = (struct ask){ q->kind, rl->nnode == 1 ? "new" : "", 0, 1,
 			     o->priority, o->supersede, o->once_per_ms, 0 };
+	for (size_t i = 0; i < rl->nnode; i++)
+		q->a.micro |= rl->node[i].sent != NULL ||
+			      node_is_cluster(&rl->node[i]);
 	q->skip[0] = '\0';
 	q->hint = 0;
 	return RLOCK_OK;

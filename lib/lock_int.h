@@ -199,6 +199,9 @@ struct ask {
 	int64_t baton_ms;
 	long long arrival;		/* a waiter's place's score when it
 					 * joined before (0 not yet) */
+	int micro;			/* fences ordered to the server's µs
+					 * (a failover can put two masters
+					 * side by side: Sentinel, Cluster) */
 };
 
 void req_acquire(struct request *q, const struct lock_names *n,

@@ -343,10 +343,14 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	put(q->info, sizeof(q->info), &at, "\n");
 	put(q->info, sizeof(q->info), &at, q->label);
 	q->argv[q->argc++] = q->info;
-	if (!a->details && a->waiter[0] == '\0')
+	/* FAST: '+', or 'u' for fences ordered to the server's µs. */
+	if (!a->details && a->waiter[0] == '\0') {
+		if (a->micro)
+			q->argv[q->argc++] = "u";
 		return;
+	}
 	at = 0;
-	put(q->opts, sizeof(q->opts), &at, "+\n");
+	put(q->opts, sizeof(q->opts), &at, a->micro ? "u\n" : "+\n");
 	put(q->opts, sizeof(q->opts), &at, a->details ? "1\n" : "0\n");
 	put(q->opts, sizeof(q->opts), &at, a->waiter);
 	put(q->opts, sizeof(q->opts), &at, "\n0\n");

@@ -1621,6 +1621,17 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 			free(l.ev);
 			break;
 		}
+		/* A record whose entry the pages hold is that entry: the
+		 * history's event (several masters: its earliest record,
+		 * counted once) stands for it, whatever the record's time. */
+		for (i = 0; i < l.n; i++) {
+			if (rec_run && strcmp(l.ev[i].id, last->id) == 0 &&
+			    (l.ev[i].from & last->from) != 0)
+				rec_run = 0;
+			if (rec_ok && strcmp(l.ev[i].id, ok->id) == 0 &&
+			    (l.ev[i].from & ok->from) != 0)
+				rec_ok = 0;
+		}
 		merge(&l, rl->nnode > 1);
 		join_grants(l.ev, l.n);
 		for (i = l.n; i-- > 0;) {

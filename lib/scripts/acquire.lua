@@ -7,17 +7,18 @@
 -- record P{N}:grant off the shortest path), and 4 the options, absent
 -- when all are the defaults: "FAST\nDETAILS\nWAITER\nJOIN\nMIN-HOLD\n
 -- HMAX\nHTTL\nPRIORITY\nSUPERSEDE\nONCE\nBATON-LEASE\nBATON-STAMP\n
--- ARRIVAL" (each below; FAST '+' when a free lock may be granted at once:
--- exclusive, no --min-hold, no --once-per, the history's default length
--- and ttl).
+-- ARRIVAL" (each below; FAST '+' or 'u' when a free lock may be granted
+-- at once: exclusive, no --min-hold, no --once-per, the history's default
+-- length and ttl; 'u' alone when nothing else is asked).
 --
 -- The path every uncontended lock takes comes first and costs the server
--- five commands and no Lua function (issue 34): nobody in line, no shared
--- holder and no fence counter of an older rlock (EXISTS), the lock key set
--- if free (SET NX GET PX, Redis 7), the grant's history entry, whose id is
--- the fence (entry.lua) and whose fields are the holder's record (status
--- and the others find it there, holder_meta.lua), and the history's
--- expiry set again when less than 10^6 ms of it has gone (PTTL).  It
+-- five commands (six with FAST 'u': TIME, for an id to the µs) and no Lua
+-- function (issue 34): nobody in line, no shared holder and no fence
+-- counter of an older rlock (EXISTS), the lock key set if free (SET NX
+-- GET PX, Redis 7), the grant's history entry, whose id is the fence
+-- (entry.lua) and whose fields are the holder's record (status and the
+-- others find it there, holder_meta.lua), and the history's expiry set
+-- again when less than 10^6 ms of it has gone (PTTL).  It
 -- answers the entry's id, "MS-SEQ", from which the caller takes the fence.
 -- One grant in sixteen (the token's last hex digit is 0: tokens are
 -- random) trims the stream to about HISTORY_MAX.  Anything else goes on
@@ -40,17 +41,34 @@ local taken, info
 local K, A = KEYS, ARGV
 if #KEYS == 1 then
   local opt = ARGV[4]
-  if (not opt or string.byte(opt, 1) == 43) and
+  local o1 = opt and string.byte(opt, 1)
+  if (not opt or o1 == 43 or o1 == 117) and
      redis.call('EXISTS', lkey .. ':line', lkey .. ':holders', lkey .. ':fence') == 0 then
     local cur = redis.pcall('SET', lkey, tok, 'NX', 'GET', 'PX', ARGV[2])
     if not cur then
       taken = true
       local stream, fid = lkey .. ':log'
-      if string.byte(tok, -1) == 48 then
-        fid = redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', '@HISTORY_MAX@', '*',
-                          'a1', ARGV[3])
-      else
-        fid = redis.pcall('XADD', stream, 'NOMKSTREAM', '*', 'a1', ARGV[3])
+      local want, trim = '*', string.byte(tok, -1) == 48
+      if o1 == 117 then
+        -- u: the id MS-µs, so that fences order to the server's µs
+        -- across masters a failover put side by side.
+        local t = redis.call('TIME')
+        local u = tonumber(t[2])
+        want = t[1] .. string.format('%03d-%d', math.floor(u / 1000), u % 1000)
+      end
+      for _ = 1, 2 do
+        if trim then
+          fid = redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', '@HISTORY_MAX@', want,
+                            'a1', ARGV[3])
+        else
+          fid = redis.pcall('XADD', stream, 'NOMKSTREAM', want, 'a1', ARGV[3])
+        end
+        -- An id not above the stream's last: the next one the server gives.
+        if want == '*' or type(fid) ~= 'table' or
+           not string.find(fid.err or '', 'smaller', 1, true) then
+          break
+        end
+        want = '*'
       end
       if type(fid) == 'string' and #fid <= 17 and string.find(fid, '-', 14, true) == 14 and
          fid < '9007199253691' then
@@ -62,7 +80,10 @@ if #KEYS == 1 then
       elseif type(fid) == 'string' then
         redis.pcall('XDEL', stream, fid)
       end
-    elseif type(cur) == 'table' and string.find(cur.err or '', 'WRONGTYPE', 1, true) then
+    elseif type(cur) == 'table' and not string.find(cur.err or '', 'syntax', 1, true) then
+      -- Refused before anything was written (OOM, WRONGTYPE, READONLY,
+      -- NOREPLICAS...): as it is.  A syntax error is a server before 7.0
+      -- (no NX with GET): the whole script.
       return cur
     end
   end
@@ -72,7 +93,7 @@ if #KEYS == 1 then
   if not f8[7] then return redis.error_reply('BADARGS the holder fields') end
   local op = {'+', '0', '', '0', '0', '@HISTORY_MAX@', '@HISTORY_TTL_MS@', '0', '0', '0', '0',
               '0', ''}
-  if opt then
+  if opt and opt ~= 'u' then
     op = {}
     for v in string.gmatch(opt .. '\n', '([^\n]*)\n') do op[#op + 1] = v end
     if #op ~= 13 then return redis.error_reply('BADARGS the options') end
@@ -116,6 +137,9 @@ if cur == tok then
   end
   local f, fs = fresh_fence()
   if not f then return fs end
+  -- Its release goes the whole way (P{N}:hold), which writes this fence
+  -- in its history entry: the grant's entry has the first.
+  if not redis.call('GET', KEYS[12]) then redis.call('SET', KEYS[12], '0') end
   local g = redis.call('GET', KEYS[11]) or ''
   local gid, grest = string.match(g, '^2\n([^\n]*)\n%d*(\n.*)$')
   if grest and string.match(grest, '^\n[^\n]*\n[^\n]*\n[^\n]*\n([^\n]*)') == string.sub(tok, 1, 8) then

@@ -32,8 +32,9 @@ local function xadd(stream, max, nomk, eid, ...)
   return redis.pcall('XADD', stream, 'MAXLEN', '~', max, eid, ...)
 end
 -- grant_entry(hmax, httl, fields): append the grant's entry to the
--- history (KEYS[9]) and return its fence, the fence's digits, the entry's
--- id and 1.  An id that gives no fence (SEQ past 999) is replaced by the
+-- history (KEYS[9]), its id the server's clock to the µs (MS and, as SEQ,
+-- the µs within it), and return its fence, the fence's digits, the
+-- entry's id and 1.  An id that gives no fence (SEQ past 999) is replaced by the
 -- next millisecond's first.  The fence counter an older rlock left
 -- (KEYS[8]) is a floor: the entry's id is put above it, and the counter
 -- deleted (the shortest path, acquire.lua, is taken only without one); a
@@ -45,20 +46,35 @@ end
 -- neither gives a fence.
 local function grant_entry(hmax, httl, fields)
   local stream = KEYS[9]
-  local eid = xadd(stream, hmax, true, '*', 'a1', fields)
+  -- The id MS-µs of the server's clock: fences order to the µs across
+  -- masters a failover put side by side; one not above the stream's last
+  -- gives way to the next the server gives.
+  local want = ms(now) .. '-' .. ms(usec % 1000)
+  local eid = xadd(stream, hmax, true, want, 'a1', fields)
+  if type(eid) == 'table' and string.find(eid.err or '', 'smaller', 1, true) then
+    want = '*'
+    eid = xadd(stream, hmax, true, want, 'a1', fields)
+  end
   local made = false
   -- A server before 6.2 knows no NOMKSTREAM: the stream is made as new.
   if type(eid) == 'table' and not string.find(eid.err or '', 'WRONGTYPE', 1, true) then
     eid = false
   end
   if eid == false then
-    eid = xadd(stream, hmax, false, '*', 'a1', fields)
+    eid = xadd(stream, hmax, false, want, 'a1', fields)
     made = true
   end
   if type(eid) ~= 'string' then
+    local wrongtype = string.find(eid.err or '', 'WRONGTYPE', 1, true)
+    -- Only a refusal of the history (an ACL without XADD, a key of
+    -- another type) leaves the fence to the counter: the server's state
+    -- (OOM, NOREPLICAS...) is the caller's error.
+    if not wrongtype and not string.find(eid.err or '', 'NOPERM', 1, true) then
+      return nil, eid
+    end
     local f, fs = next_fence()
     if not f then return nil, fs end
-    return f, fs, nil, string.find(eid.err or '', 'WRONGTYPE', 1, true) and 2 or 0
+    return f, fs, nil, wrongtype and 2 or 0
   end
   local f = fence_of_id(eid)
   if not f then

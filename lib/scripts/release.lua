@@ -44,7 +44,12 @@ local function released(kind, v, fence)
   local id
   local rec, n = KEYS[9] .. ':last'
   if sig == 'abandoned' then ev, sig = sig, '' end
-  if ev == 'released' then
+  if ev == 'released' and fence and fence ~= '' then
+    -- The fence the holder had: its grant's entry may say another (a
+    -- grant fenced again, too late to trust, acquire.lua).
+    id = append(KEYS[9], ARGV[6], ARGV[7], true, 'r1', t8 .. '\n' .. ex .. '\n' .. sig,
+                'fence', fence)
+  elseif ev == 'released' then
     id = append(KEYS[9], ARGV[6], ARGV[7], true, 'r1', t8 .. '\n' .. ex .. '\n' .. sig)
   else
     id = append(KEYS[9], ARGV[6], ARGV[7], true, 'event', ev, 'fence', fence or '',
@@ -63,10 +68,13 @@ end
 if cur == tok then
   local m = holder_meta(tok, 10)
   local fence, since, hu, pid, host, user = m[1], m[2], m[3], m[4], m[5], m[6]
+  -- The holder's record in the layout of the record of the last runs; ''
+  -- when none is found (its entry gone with the history, another client's).
   local v = ''
-  if m[7] then
-    v = m[1] .. '\n' .. m[2] .. '\n' .. m[3] .. '\n' .. m[4] .. '\n' .. m[5] .. '\n' ..
-        m[6] .. '\n' .. (m[8] or '') .. '\n' .. m[7]
+  if m[1] then
+    v = m[1] .. '\n' .. (m[2] or '') .. '\n' .. (m[3] or '') .. '\n' .. (m[4] or '') ..
+        '\n' .. (m[5] or '') .. '\n' .. (m[6] or '') .. '\n' .. (m[8] or '') .. '\n' ..
+        (m[7] or '')
   end
   if ARGV[8] and ARGV[4] == '0' and ARGV[5] == '' and tonumber(since or '') then
     local once = tonumber(ARGV[8])
