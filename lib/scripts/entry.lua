@@ -69,7 +69,9 @@ local function grant_entry(hmax, httl, fields)
     -- Only a refusal of the history (an ACL without XADD, a key of
     -- another type) leaves the fence to the counter: the server's state
     -- (OOM, NOREPLICAS...) is the caller's error.
-    if not wrongtype and not string.find(eid.err or '', 'NOPERM', 1, true) then
+    local e = eid.err or ''
+    if not wrongtype and not string.find(e, 'NOPERM', 1, true) and
+       not string.find(e, "can't run this command", 1, true) then
       return nil, eid
     end
     local f, fs = next_fence()
