@@ -1070,7 +1070,8 @@ static int bench_names(struct bench *b)
 					    n->s[3], n->s[4], n->s[5],
 					    n->s[6], n->s[7], n->s[9],
 					    n->s[10], n->s[8], NULL, n->s[11],
-					    n->s[12], n->s[13], key_slot(n->s[0], strlen(n->s[0])) };
+					    n->s[12], n->s[13],
+					    key_slot(n->s[0], strlen(n->s[0])) };
 		n->holder = -1;
 		n->releaser = -1;
 	}
@@ -1414,7 +1415,8 @@ static void cleanup_keys(struct bench *b)
 			argv[1 + LOCK_NKEYS] = b->nm[i].v.last;
 			argv[2 + LOCK_NKEYS] = b->nm[i].v.grant;
 			argv[3 + LOCK_NKEYS] = b->nm[i].v.hold;
-			if (conn_send(c, 4 + LOCK_NKEYS, argv, NULL) == RLOCK_OK)
+			if (conn_send(c, 4 + LOCK_NKEYS, argv, NULL) ==
+			    RLOCK_OK)
 				sent++;
 		}
 		while (sent-- > 0) {

@@ -25,7 +25,7 @@
 #define KEY_WAKE ":wake:"		/* + a waiter's id: its wake-up channel */
 #define KEY_LOG ":log"
 #define KEY_ONCE ":once"		/* the period done, for --once-per */
-#define KEY_GRANT ":grant"		/* the last exclusive grant's record */
+#define KEY_GRANT ":grant"		/* an exclusive grant's record */
 #define KEY_HOLD ":hold"		/* --min-hold's end, while it lasts */
 #define KEY_LAST ":log:last"		/* the last runs (the scripts name
 					 * it from the log's key) */
@@ -59,8 +59,8 @@ struct lock_names {
 	const char *key, *meta, *fence, *holders, *hmeta, *line, *lease,
 		   *who, *chan, *wake, *log, *once, *last, *grant, *hold;
 	int slot;
-	int multislot;			/* its keys span slots (an empty hash
-					 * tag): declare them all */
+	int multislot;			/* its keys span slots (an empty
+					 * hash tag): declare them all */
 };
 
 /* The names of one lock with room for them (13 KB: one per call, not
@@ -617,7 +617,7 @@ struct fan_slot {
 	const struct request *req;	/* NULL: not in this fan-out */
 	int state;
 	int use_eval;			/* NOSCRIPT came back: send EVAL */
-	int whole;			/* the script's whole layout (wargv) */
+	int whole;			/* the whole layout (wargv) */
 	int tries;
 	int dropped;			/* sent again after a drop */
 	int answered;			/* the last send got a reply */
