@@ -1078,8 +1078,8 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 		return 0;
 	}
 	/* A grant, {1, fence, recorded} or its entry's id: anything else
-	 * (a busy answer for
-	 * a name no one else has) is not what the probe can work with. */
+	 * (a busy answer for a name no one else has) is not what the probe
+	 * can work with. */
 	if ((r->type != REDIS_REPLY_STRING &&
 	     elem_num(r, 0, 1, 1, &flag) != 0) ||
 	    decode_grant(r, &fence, &p->recorded) != 0) {
