@@ -843,50 +843,6 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 	return 0;
 }
 
-/*
- * A grant, {1, fence} or {1, fence, recorded}: the fence a positive
- * integer below 2^53, recorded 1 or 0 (the history refused it), absent
- * when not asked for (*recorded -1); or the shortest path's answer, its
- * history entry's id "MS-SEQ" (lib/scripts/entry.lua), MS 13 digits and
- * SEQ at most 3, whose fence is (MS + 1) * 1000 + SEQ (recorded 1).
- * Returns 0, or -1 for anything else: a fence of 0, a negative one, one
- * a double cannot hold, any other string.
- */
-int decode_grant(const redisReply *r, long long *fence, int *recorded)
-{
-	const redisReply *f, *h;
-
-	if (r->type == REDIS_REPLY_STRING) {
-		const char *dash = memchr(r->str, '-', r->len);
-		long long ms, seq;
-
-		if (dash == NULL || dash - r->str != 13 ||
-		    rlock_parse_ll(r->str, 13, 1, 9007199253690LL, &ms) != 0 ||
-		    r->len - 14 < 1 || r->len - 14 > 3 ||
-		    rlock_parse_ll(dash + 1, r->len - 14, 0, 999, &seq) != 0)
-			return -1;
-		*fence = (ms + 1) * 1000 + seq;
-		*recorded = 1;
-		return 0;
-	}
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-	    r->elements > 3)
-		return -1;
-	f = r->element[1];
-	if (f->type != REDIS_REPLY_INTEGER || f->integer < 1 ||
-	    f->integer >= (1LL << 53))
-		return -1;
-	*fence = f->integer;
-	*recorded = -1;
-	if (r->elements == 3) {
-		h = r->element[2];
-		if (h->type != REDIS_REPLY_INTEGER || h->integer < 0 ||
-		    h->integer > 2)
-			return -1;
-		*recorded = (int)h->integer;
-	}
-	return 0;
-}
 
 /* A grant's reply said the server would not record the history: 0, a
  * user without +xadd; 2, the history's key holds another type (another

@@ -252,6 +252,13 @@ const char *req_num(struct request *q, int slot, long long v);
 void req_history(struct request *q, int slot, const struct history *h);
 void req_add_key(struct request *q, const char *key);
 void req_begin_all(struct request *q, int script, const struct lock_names *n);
+/* The request builders' writers of packed arguments (lib/scripts.c):
+ * text, the token's first 8 characters, a number, each appended at *at
+ * within size; and whether h is the history the scripts keep by default. */
+void req_put(char *dst, size_t size, size_t *at, const char *s);
+void req_put_prefix(char *dst, size_t size, size_t *at, const char *tok);
+void req_put_num(char *dst, size_t size, size_t *at, long long v);
+int req_default_history(const struct history *h);
 
 /* A plain command of argc words, for slot (-1: keyless). */
 void req_command(struct request *q, int argc, const char *const *argv,

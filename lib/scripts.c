@@ -207,221 +207,6 @@ void req_add_key(struct request *q, const char *key)
 	q->nkeys++;
 }
 
-/* Append the text s to dst at *at, within size (the fields are bounded
- * by the callers: a checked host, user, note and label fit). */
-static void put(char *dst, size_t size, size_t *at, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (*at + n >= size)
-		n = size - 1 - *at;
-	memcpy(dst + *at, s, n);
-	*at += n;
-	dst[*at] = '\0';
-}
-
-/* The token's first 8 characters, which the history names a grant by. */
-static void put_prefix(char *dst, size_t size, size_t *at, const char *tok)
-{
-	char b[9];
-
-	rlock_strlcpy(b, tok, sizeof(b));
-	put(dst, size, at, b);
-}
-
-static void put_num(char *dst, size_t size, size_t *at, long long v)
-{
-	char b[24];
-
-	b[rlock_lltoa(b, v)] = '\0';
-	put(dst, size, at, b);
-}
-
-/* Whether h is the history the scripts keep when told nothing. */
-static int default_history(const struct history *h)
-{
-	return h != NULL && h->max == HISTORY_MAX &&
-	       h->ttl_ms == HISTORY_TTL_MS;
-}
-
-/*
- * The whole script's layout, for a waiter that takes or keeps a place in
- * line: it goes past the shortest path, so the script is spared naming
- * and parsing what it is sent whole.  KEYS: the twelve (LOCK_NKEYS, the
- * period's record, the grant's record, --min-hold's end).  ARGV: token,
- * ttl, host, pid, user, command, min-hold, details, kind, waiter, join,
- * wake-up prefix, note, waited, the history's length and ttl, and only
- * when one is asked for (a table grows by doubling: sixteen, not
- * seventeen): priority, supersede, once-per, the baton's lease and stamp,
- * the arrival.
- */
-static void req_acquire_whole(struct request *q, const struct lock_names *n,
-			      const char *token, int64_t ttl_ms,
-			      const struct acquirer *who, const struct ask *a,
-			      const struct history *h)
-{
-	int policy = a->priority != 0 || a->supersede || a->once_ms > 0;
-
-	req_begin_all(q, RLOCK_SCRIPT_ACQUIRE, n);
-	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
-	q->argv[q->argc++] = who->host;
-	q->argv[q->argc++] = req_num(q, 1, who->pid);
-	q->argv[q->argc++] = who->user;
-	q->argv[q->argc++] = q->label;
-	q->argv[q->argc++] = req_num(q, 2, who->min_hold_ms);
-	q->argv[q->argc++] = a->details ? "1" : "0";
-	q->argv[q->argc++] = a->kind;
-	q->argv[q->argc++] = a->waiter;
-	q->argv[q->argc++] = a->join ? "1" : "0";
-	q->argv[q->argc++] = n->wake;
-	q->argv[q->argc++] = who->note != NULL ? who->note : "";
-	q->argv[q->argc++] = req_num(q, 4, who->waited_ms);
-	req_history(q, 5, h);
-	if (!policy && a->baton_ms == 0 && a->arrival == 0)
-		return;
-	q->argv[q->argc++] = req_num(q, 7, a->priority);
-	q->argv[q->argc++] = a->supersede ? "1" : "0";
-	q->argv[q->argc++] = req_num(q, 8, a->once_ms);
-	if (a->baton_ms == 0 && a->arrival == 0)
-		return;
-	q->argv[q->argc++] = a->baton_ms > 0 ? req_num(q, 3, a->baton_ms) : "0";
-	q->argv[q->argc++] = a->baton_ms > 0 ?
-			     req_num(q, 9, rlock_boot_ms()) : "0";
-	if (a->arrival > 0)
-		q->argv[q->argc++] = req_num(q, 10, a->arrival);
-}
-
-/*
- * KEYS: the lock key.  ARGV: token, ttl, the holder's fields "KIND\n
- * WAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND", and the options
- * (lib/scripts/acquire.lua) unless every one is the default: then the
- * script may grant a free lock on its shortest path.  A first try that
- * would wait sends its waiter id too (FAST '+': the shortest path may
- * still grant it); one that joins the line sends the whole layout.
- */
-void req_acquire(struct request *q, const struct lock_names *n,
-		 const char *token, int64_t ttl_ms, const struct acquirer *who,
-		 const struct ask *a, const struct history *h)
-{
-	int fast = strcmp(a->kind, "x") == 0 && who->min_hold_ms == 0 &&
-		   a->once_ms == 0 && default_history(h) && !a->join &&
-		   a->priority == 0 && !a->supersede && a->baton_ms == 0 &&
-		   a->arrival == 0 && !n->multislot;
-	size_t at = 0;
-	int whole_argc;
-
-	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
-	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
-		      sizeof(q->label));
-	q->wargc = 0;
-	req_acquire_whole(q, n, token, ttl_ms, who, a, h);
-	if (!fast)
-		return;
-	/* The short layout, and the whole one for a server that turns out to
-	 * need every key declared (a cluster: node_declares_all). */
-	memcpy(q->wargv, q->argv, sizeof(q->argv));
-	whole_argc = q->argc;
-	q->wnkeys = q->nkeys;
-	req_begin(q, RLOCK_SCRIPT_ACQUIRE, 1, n);
-	q->wargc = whole_argc;
-	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
-	put(q->info, sizeof(q->info), &at, a->kind);
-	put(q->info, sizeof(q->info), &at, "\n");
-	put_num(q->info, sizeof(q->info), &at, who->waited_ms);
-	put(q->info, sizeof(q->info), &at, "\n");
-	put_prefix(q->info, sizeof(q->info), &at, token);
-	put(q->info, sizeof(q->info), &at, "\n");
-	put_num(q->info, sizeof(q->info), &at, who->pid);
-	put(q->info, sizeof(q->info), &at, "\n");
-	put(q->info, sizeof(q->info), &at, who->host);
-	put(q->info, sizeof(q->info), &at, "\n");
-	put(q->info, sizeof(q->info), &at, who->user);
-	put(q->info, sizeof(q->info), &at, "\n");
-	put(q->info, sizeof(q->info), &at, who->note != NULL ? who->note : "");
-	put(q->info, sizeof(q->info), &at, "\n");
-	put(q->info, sizeof(q->info), &at, q->label);
-	q->argv[q->argc++] = q->info;
-	/* FAST: '+', or 'u' for fences ordered to the server's µs. */
-	if (!a->details && a->waiter[0] == '\0') {
-		if (a->micro)
-			q->argv[q->argc++] = "u";
-		return;
-	}
-	at = 0;
-	put(q->opts, sizeof(q->opts), &at, a->micro ? "u\n" : "+\n");
-	put(q->opts, sizeof(q->opts), &at, a->details ? "1\n" : "0\n");
-	put(q->opts, sizeof(q->opts), &at, a->waiter);
-	put(q->opts, sizeof(q->opts), &at, "\n0\n");
-	put_num(q->opts, sizeof(q->opts), &at, who->min_hold_ms);
-	put(q->opts, sizeof(q->opts), &at, "\n");
-	put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->max : 0);
-	put(q->opts, sizeof(q->opts), &at, "\n");
-	put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->ttl_ms : 0);
-	put(q->opts, sizeof(q->opts), &at, "\n");
-	put_num(q->opts, sizeof(q->opts), &at, a->priority);
-	put(q->opts, sizeof(q->opts), &at, a->supersede ? "\n1\n" : "\n0\n");
-	put_num(q->opts, sizeof(q->opts), &at, a->once_ms);
-	put(q->opts, sizeof(q->opts), &at, "\n");
-	put_num(q->opts, sizeof(q->opts), &at, a->baton_ms);
-	put(q->opts, sizeof(q->opts), &at, "\n");
-	put_num(q->opts, sizeof(q->opts), &at,
-		a->baton_ms > 0 ? rlock_boot_ms() : 0);
-	put(q->opts, sizeof(q->opts), &at, "\n");
-	put_num(q->opts, sizeof(q->opts), &at, a->arrival);
-	q->argv[q->argc++] = q->opts;
-}
-
-/*
- * A release that ended well (no signal, exit 0 or not known), not
- * announced (with one server, waiters listen on channels of their own),
- * with the history's defaults and no --once-per has the short layout
- * (lib/scripts/release.lua) too: KEYS the lock key, ARGV token and its
- * history entry "TOKEN8\nEXIT\n" (no signal).  Any other, and any to a
- * server that needs every key declared, has the whole layout.
- */
-void req_release(struct request *q, const struct lock_names *n,
-		 const char *token, const struct history *h,
-		 const struct rlock_outcome *how, int64_t once_ms,
-		 int announce)
-{
-	const char *sig = how != NULL && how->abandoned ? "abandoned" :
-			  how != NULL && how->signal > 0 ?
-			  rlock_signame(how->signal, q->num[1],
-					sizeof(q->num[1])) : "";
-	long long ex = how != NULL ? how->exit : -1;
-	size_t at = 0;
-	int whole_argc;
-
-	/* The whole layout: the twelve keys; token, channel, wake-up prefix,
-	 * exit, signal, the history's length and ttl (and the period). */
-	req_begin_all(q, RLOCK_SCRIPT_RELEASE, n);
-	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = announce ? n->chan : "";
-	q->argv[q->argc++] = n->wake;
-	q->argv[q->argc++] = ex >= 0 ? req_num(q, 0, ex) : "";
-	q->argv[q->argc++] = sig;
-	req_history(q, 2, h);
-	if (once_ms > 0)
-		q->argv[q->argc++] = req_num(q, 4, once_ms);
-	q->wargc = 0;
-	if (announce || sig[0] != '\0' || ex > 0 || once_ms > 0 ||
-	    !default_history(h) || n->multislot)
-		return;
-	memcpy(q->wargv, q->argv, sizeof(q->argv));
-	whole_argc = q->argc;
-	q->wnkeys = q->nkeys;
-	req_begin(q, RLOCK_SCRIPT_RELEASE, 1, n);
-	q->wargc = whole_argc;
-	q->argv[q->argc++] = token;
-	put_prefix(q->info, sizeof(q->info), &at, token);
-	put(q->info, sizeof(q->info), &at, "\n");
-	if (ex >= 0)
-		put_num(q->info, sizeof(q->info), &at, ex);
-	put(q->info, sizeof(q->info), &at, "\n");
-	q->argv[q->argc++] = q->info;
-}
 
 /* KEYS: the twelve. */
 void req_status(struct request *q, const struct lock_names *n)
@@ -464,6 +249,43 @@ int req_send(struct rlock_conn *c, const struct request *q, int use_eval,
 	for (i = 0; i < n; i++)
 		argv[argc++] = v[i];
 	return conn_send(c, argc, argv, NULL);
+}
+
+/* Append the text s to dst at *at, within size (the fields are bounded
+ * by the callers: a checked host, user, note and label fit). */
+void req_put(char *dst, size_t size, size_t *at, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (*at + n >= size)
+		n = size - 1 - *at;
+	memcpy(dst + *at, s, n);
+	*at += n;
+	dst[*at] = '\0';
+}
+
+/* The token's first 8 characters, which the history names a grant by. */
+void req_put_prefix(char *dst, size_t size, size_t *at, const char *tok)
+{
+	char b[9];
+
+	rlock_strlcpy(b, tok, sizeof(b));
+	req_put(dst, size, at, b);
+}
+
+void req_put_num(char *dst, size_t size, size_t *at, long long v)
+{
+	char b[24];
+
+	b[rlock_lltoa(b, v)] = '\0';
+	req_put(dst, size, at, b);
+}
+
+/* Whether h is the history the scripts keep when told nothing. */
+int req_default_history(const struct history *h)
+{
+	return h != NULL && h->max == HISTORY_MAX &&
+	       h->ttl_ms == HISTORY_TTL_MS;
 }
 
 /* ---- error replies ---------------------------------------------------- */

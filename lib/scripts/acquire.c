@@ -1,0 +1,183 @@
+/*
+ * acquire.c - the acquire script (acquire.lua): its arguments, in its two
+ * layouts, and its grant's answer.  The busy answer is read by parse_busy
+ * (lib/lock.c).
+ */
+#include <string.h>
+
+#include "lock_int.h"
+#include "protocol.h"
+
+/*
+ * The whole script's layout, for a waiter that takes or keeps a place in
+ * line: it goes past the shortest path, so the script is spared naming
+ * and parsing what it is sent whole.  KEYS: the twelve (LOCK_NKEYS, the
+ * period's record, the grant's record, --min-hold's end).  ARGV: token,
+ * ttl, host, pid, user, command, min-hold, details, kind, waiter, join,
+ * wake-up prefix, note, waited, the history's length and ttl, and only
+ * when one is asked for (a table grows by doubling: sixteen, not
+ * seventeen): priority, supersede, once-per, the baton's lease and stamp,
+ * the arrival.
+ */
+static void req_acquire_whole(struct request *q, const struct lock_names *n,
+			      const char *token, int64_t ttl_ms,
+			      const struct acquirer *who, const struct ask *a,
+			      const struct history *h)
+{
+	int policy = a->priority != 0 || a->supersede || a->once_ms > 0;
+
+	req_begin_all(q, RLOCK_SCRIPT_ACQUIRE, n);
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
+	q->argv[q->argc++] = who->host;
+	q->argv[q->argc++] = req_num(q, 1, who->pid);
+	q->argv[q->argc++] = who->user;
+	q->argv[q->argc++] = q->label;
+	q->argv[q->argc++] = req_num(q, 2, who->min_hold_ms);
+	q->argv[q->argc++] = a->details ? "1" : "0";
+	q->argv[q->argc++] = a->kind;
+	q->argv[q->argc++] = a->waiter;
+	q->argv[q->argc++] = a->join ? "1" : "0";
+	q->argv[q->argc++] = n->wake;
+	q->argv[q->argc++] = who->note != NULL ? who->note : "";
+	q->argv[q->argc++] = req_num(q, 4, who->waited_ms);
+	req_history(q, 5, h);
+	if (!policy && a->baton_ms == 0 && a->arrival == 0)
+		return;
+	q->argv[q->argc++] = req_num(q, 7, a->priority);
+	q->argv[q->argc++] = a->supersede ? "1" : "0";
+	q->argv[q->argc++] = req_num(q, 8, a->once_ms);
+	if (a->baton_ms == 0 && a->arrival == 0)
+		return;
+	q->argv[q->argc++] = a->baton_ms > 0 ? req_num(q, 3, a->baton_ms) : "0";
+	q->argv[q->argc++] = a->baton_ms > 0 ?
+			     req_num(q, 9, rlock_boot_ms()) : "0";
+	if (a->arrival > 0)
+		q->argv[q->argc++] = req_num(q, 10, a->arrival);
+}
+
+/*
+ * KEYS: the lock key.  ARGV: token, ttl, the holder's fields "KIND\n
+ * WAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND", and the options
+ * (lib/scripts/acquire.lua) unless every one is the default: then the
+ * script may grant a free lock on its shortest path.  A first try that
+ * would wait sends its waiter id too (FAST '+': the shortest path may
+ * still grant it); one that joins the line sends the whole layout.
+ */
+void req_acquire(struct request *q, const struct lock_names *n,
+		 const char *token, int64_t ttl_ms, const struct acquirer *who,
+		 const struct ask *a, const struct history *h)
+{
+	int fast = strcmp(a->kind, "x") == 0 && who->min_hold_ms == 0 &&
+		   a->once_ms == 0 && req_default_history(h) && !a->join &&
+		   a->priority == 0 && !a->supersede && a->baton_ms == 0 &&
+		   a->arrival == 0 && !n->multislot;
+	size_t at = 0;
+	int whole_argc;
+
+	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
+	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
+		      sizeof(q->label));
+	q->wargc = 0;
+	req_acquire_whole(q, n, token, ttl_ms, who, a, h);
+	if (!fast)
+		return;
+	/* The short layout, and the whole one for a server that turns out to
+	 * need every key declared (a cluster: node_declares_all). */
+	memcpy(q->wargv, q->argv, sizeof(q->argv));
+	whole_argc = q->argc;
+	q->wnkeys = q->nkeys;
+	req_begin(q, RLOCK_SCRIPT_ACQUIRE, 1, n);
+	q->wargc = whole_argc;
+	q->argv[q->argc++] = token;
+	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
+	req_put(q->info, sizeof(q->info), &at, a->kind);
+	req_put(q->info, sizeof(q->info), &at, "\n");
+	req_put_num(q->info, sizeof(q->info), &at, who->waited_ms);
+	req_put(q->info, sizeof(q->info), &at, "\n");
+	req_put_prefix(q->info, sizeof(q->info), &at, token);
+	req_put(q->info, sizeof(q->info), &at, "\n");
+	req_put_num(q->info, sizeof(q->info), &at, who->pid);
+	req_put(q->info, sizeof(q->info), &at, "\n");
+	req_put(q->info, sizeof(q->info), &at, who->host);
+	req_put(q->info, sizeof(q->info), &at, "\n");
+	req_put(q->info, sizeof(q->info), &at, who->user);
+	req_put(q->info, sizeof(q->info), &at, "\n");
+	req_put(q->info, sizeof(q->info), &at, who->note != NULL ? who->note : "");
+	req_put(q->info, sizeof(q->info), &at, "\n");
+	req_put(q->info, sizeof(q->info), &at, q->label);
+	q->argv[q->argc++] = q->info;
+	/* FAST: '+', or 'u' for fences ordered to the server's µs. */
+	if (!a->details && a->waiter[0] == '\0') {
+		if (a->micro)
+			q->argv[q->argc++] = "u";
+		return;
+	}
+	at = 0;
+	req_put(q->opts, sizeof(q->opts), &at, a->micro ? "u\n" : "+\n");
+	req_put(q->opts, sizeof(q->opts), &at, a->details ? "1\n" : "0\n");
+	req_put(q->opts, sizeof(q->opts), &at, a->waiter);
+	req_put(q->opts, sizeof(q->opts), &at, "\n0\n");
+	req_put_num(q->opts, sizeof(q->opts), &at, who->min_hold_ms);
+	req_put(q->opts, sizeof(q->opts), &at, "\n");
+	req_put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->max : 0);
+	req_put(q->opts, sizeof(q->opts), &at, "\n");
+	req_put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->ttl_ms : 0);
+	req_put(q->opts, sizeof(q->opts), &at, "\n");
+	req_put_num(q->opts, sizeof(q->opts), &at, a->priority);
+	req_put(q->opts, sizeof(q->opts), &at, a->supersede ? "\n1\n" : "\n0\n");
+	req_put_num(q->opts, sizeof(q->opts), &at, a->once_ms);
+	req_put(q->opts, sizeof(q->opts), &at, "\n");
+	req_put_num(q->opts, sizeof(q->opts), &at, a->baton_ms);
+	req_put(q->opts, sizeof(q->opts), &at, "\n");
+	req_put_num(q->opts, sizeof(q->opts), &at,
+		a->baton_ms > 0 ? rlock_boot_ms() : 0);
+	req_put(q->opts, sizeof(q->opts), &at, "\n");
+	req_put_num(q->opts, sizeof(q->opts), &at, a->arrival);
+	q->argv[q->argc++] = q->opts;
+}
+
+/*
+ * A grant, {1, fence} or {1, fence, recorded}: the fence a positive
+ * integer below 2^53, recorded 1 or 0 (the history refused it), absent
+ * when not asked for (*recorded -1); or the shortest path's answer, its
+ * history entry's id "MS-SEQ" (lib/scripts/entry.lua), MS 13 digits and
+ * SEQ at most 3, whose fence is (MS + 1) * 1000 + SEQ (recorded 1).
+ * Returns 0, or -1 for anything else: a fence of 0, a negative one, one
+ * a double cannot hold, any other string.
+ */
+int decode_grant(const redisReply *r, long long *fence, int *recorded)
+{
+	const redisReply *f, *h;
+
+	if (r->type == REDIS_REPLY_STRING) {
+		const char *dash = memchr(r->str, '-', r->len);
+		long long ms, seq;
+
+		if (dash == NULL || dash - r->str != 13 ||
+		    rlock_parse_ll(r->str, 13, 1, 9007199253690LL, &ms) != 0 ||
+		    r->len - 14 < 1 || r->len - 14 > 3 ||
+		    rlock_parse_ll(dash + 1, r->len - 14, 0, 999, &seq) != 0)
+			return -1;
+		*fence = (ms + 1) * 1000 + seq;
+		*recorded = 1;
+		return 0;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+	    r->elements > 3)
+		return -1;
+	f = r->element[1];
+	if (f->type != REDIS_REPLY_INTEGER || f->integer < 1 ||
+	    f->integer >= (1LL << 53))
+		return -1;
+	*fence = f->integer;
+	*recorded = -1;
+	if (r->elements == 3) {
+		h = r->element[2];
+		if (h->type != REDIS_REPLY_INTEGER || h->integer < 0 ||
+		    h->integer > 2)
+			return -1;
+		*recorded = (int)h->integer;
+	}
+	return 0;
+}
