@@ -252,6 +252,8 @@ const char *req_num(struct request *q, int slot, long long v);
 void req_history(struct request *q, int slot, const struct history *h);
 void req_add_key(struct request *q, const char *key);
 void req_begin_all(struct request *q, int script, const struct lock_names *n);
+void req_begin_short(struct request *q, int script,
+		     const struct lock_names *n);
 /* The request builders' writers of packed arguments (lib/scripts.c):
  * text, the token's first 8 characters, a number, each appended at *at
  * within size; and whether h is the history the scripts keep by default. */

@@ -188,6 +188,19 @@ void req_begin_all(struct request *q, int script, const struct lock_names *n)
 	req_add_key(q, n->hold);
 }
 
+/* Keep the whole layout q holds (wargv) and begin the short one, the lock
+ * key alone: for a server that turns out to need every key declared (a
+ * cluster: node_declares_all), the whole one goes instead. */
+void req_begin_short(struct request *q, int script, const struct lock_names *n)
+{
+	int whole_argc = q->argc;
+
+	memcpy(q->wargv, q->argv, sizeof(q->argv));
+	q->wnkeys = q->nkeys;
+	req_begin(q, script, 1, n);
+	q->wargc = whole_argc;
+}
+
 const char *req_num(struct request *q, int slot, long long v)
 {
 	q->num[slot][rlock_lltoa(q->num[slot], v)] = '\0';

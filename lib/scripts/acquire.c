@@ -73,7 +73,6 @@ void req_acquire(struct request *q, const struct lock_names *n,
 		   a->priority == 0 && !a->supersede && a->baton_ms == 0 &&
 		   a->arrival == 0 && !n->multislot;
 	size_t at = 0;
-	int whole_argc;
 
 	/* The label is cut at RLOCK_LABEL_MAX bytes, as status shows it. */
 	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
@@ -82,13 +81,7 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	req_acquire_whole(q, n, token, ttl_ms, who, a, h);
 	if (!fast)
 		return;
-	/* The short layout, and the whole one for a server that turns out to
-	 * need every key declared (a cluster: node_declares_all). */
-	memcpy(q->wargv, q->argv, sizeof(q->argv));
-	whole_argc = q->argc;
-	q->wnkeys = q->nkeys;
-	req_begin(q, RLOCK_SCRIPT_ACQUIRE, 1, n);
-	q->wargc = whole_argc;
+	req_begin_short(q, RLOCK_SCRIPT_ACQUIRE, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
 	req_put(q->info, sizeof(q->info), &at, a->kind);

@@ -28,7 +28,6 @@ void req_release(struct request *q, const struct lock_names *n,
 					sizeof(q->num[1])) : "";
 	long long ex = how != NULL ? how->exit : -1;
 	size_t at = 0;
-	int whole_argc;
 
 	/* The whole layout: the twelve keys; token, channel, wake-up prefix,
 	 * exit, signal, the history's length and ttl (and the period). */
@@ -45,11 +44,7 @@ void req_release(struct request *q, const struct lock_names *n,
 	if (announce || sig[0] != '\0' || ex > 0 || once_ms > 0 ||
 	    !req_default_history(h) || n->multislot)
 		return;
-	memcpy(q->wargv, q->argv, sizeof(q->argv));
-	whole_argc = q->argc;
-	q->wnkeys = q->nkeys;
-	req_begin(q, RLOCK_SCRIPT_RELEASE, 1, n);
-	q->wargc = whole_argc;
+	req_begin_short(q, RLOCK_SCRIPT_RELEASE, n);
 	q->argv[q->argc++] = token;
 	req_put_prefix(q->info, sizeof(q->info), &at, token);
 	req_put(q->info, sizeof(q->info), &at, "\n");
