@@ -41,7 +41,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+who=lean.sh
+# shellcheck source=bench/private-redis.sh
+. "$ROOT/bench/private-redis.sh"
 free_port() {
 	local p i
 	for ((i = 0; i < 50; i++)); do
@@ -50,20 +52,7 @@ free_port() {
 	done
 	return 1
 }
-up() {
-	local i
-	for ((i = 0; i < 3000; i++)); do
-		redis-cli -p "$1" PING >/dev/null 2>&1 && return 0
-		sleep 0.01
-	done
-	return 1
-}
-
-# total FILE: the instructions callgrind counted.
-total() {
-	callgrind_annotate "$1" 2>/dev/null |
-		awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
-}
+up() { poll 30 redis-cli -p "$1" PING >/dev/null 2>&1; }
 
 # measured [--replica] [--commands] DRIVER...: start a redis-server under
 # callgrind (counting inside the script commands only, or with --commands
@@ -107,7 +96,7 @@ measured() {
 	redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1
 	wait "$vp"
 	[[ -n $rpid ]] && kill "$rpid" 2>/dev/null && wait "$rpid" 2>/dev/null
-	ir=$(total "$tmp/s.out")
+	ir=$(callgrind_total "$tmp/s.out")
 	echo "$ir"
 }
 

@@ -31,12 +31,6 @@ who=perf.sh
 trap 'stop_server' EXIT
 start_server || die "redis-server did not start"
 
-# total FILE: the instructions callgrind counted.
-total() {
-	callgrind_annotate "$1" 2>/dev/null |
-		awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
-}
-
 # client BIN: instructions per cycle in the rlock process.
 client() {
 	local n a b
@@ -45,8 +39,8 @@ client() {
 			"$1" -u "redis://127.0.0.1:$port" bench -c 1 -k 1 \
 			-n "$n" --no-ping >/dev/null 2>&1 || return 1
 	done
-	a=$(total "$tmp/c.2000")
-	b=$(total "$tmp/c.4000")
+	a=$(callgrind_total "$tmp/c.2000")
+	b=$(callgrind_total "$tmp/c.4000")
 	echo $(((b - a) / 2000))
 }
 
@@ -67,7 +61,7 @@ server() {
 		>/dev/null || return 1
 	redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1
 	wait "$vp"
-	ir=$(total "$tmp/s.out")
+	ir=$(callgrind_total "$tmp/s.out")
 	echo $((ir / 2000))
 }
 

@@ -63,3 +63,10 @@ script_stats() {
 	redis-cli -p "$port" INFO commandstats | tr -d '\r' |
 		awk -F'[:,=]' '/^cmdstat_eval(sha)?:/ { c += $3; u += $5 } END { print c + 0, u + 0 }'
 }
+
+# callgrind_total FILE: the instructions callgrind counted (bench/perf.sh,
+# bench/lean.sh).
+callgrind_total() {
+	callgrind_annotate "$1" 2>/dev/null |
+		awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+}
