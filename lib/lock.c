@@ -338,75 +338,6 @@ long long num_field(const char *v, size_t n, long long min, long long max,
 	return unk;
 }
 
-/* Element i of r, a string or an integer, as n bytes at *v (an integer
- * written into buf).  Returns 0, or -1 for another type. */
-static int elem_text(const redisReply *r, size_t i, char *buf, size_t len,
-		     const char **v, size_t *n)
-{
-	const redisReply *e = r->element[i];
-
-	if (e->type == REDIS_REPLY_STRING) {
-		*v = e->str;
-		*n = e->len;
-		return 0;
-	}
-	if (e->type == REDIS_REPLY_INTEGER) {
-		*n = (size_t)snprintf(buf, len, "%lld", e->integer);
-		*v = buf;
-		return 0;
-	}
-	return -1;
-}
-
-/* A holder's fields at off in r: host, pid, user, command, since, fence,
- * token prefix and the server's time; the flag and pttl first in r.
- * Returns -1 for a reply of the wrong shape (an element of another type);
- * a value rlock did not write (another client's, in the holder's record)
- * is unknown, and noted in h->junk. */
-static int parse_holder_at(const redisReply *r, size_t off,
-			   struct rlock_holder *h)
-{
-	const char *v[8];
-	size_t n[8];
-	char buf[8][24];
-	long long held, now;
-
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < off + 8 ||
-	    elem_num(r, 0, LLONG_MIN, LLONG_MAX, &held) != 0 ||
-	    elem_num(r, 1, LLONG_MIN, LLONG_MAX, &h->ttl_ms) != 0)
-		return -1;
-	for (size_t i = 0; i < 8; i++)
-		if (elem_text(r, off + i, buf[i], sizeof(buf[i]), &v[i],
-			      &n[i]) != 0)
-			return -1;
-	h->held = held != 0;
-	snprintf(h->host, sizeof(h->host), "%.*s", (int)n[0], v[0]);
-	h->pid = num_field(v[1], n[1], 1, INT_MAX, 0, "pid", h->junk,
-			   sizeof(h->junk));
-	snprintf(h->user, sizeof(h->user), "%.*s", (int)n[2], v[2]);
-	snprintf(h->command, sizeof(h->command), "%.*s", (int)n[3], v[3]);
-	h->since_ms = num_field(v[4], n[4], 1, FENCE_LIMIT, 0, "since",
-				h->junk, sizeof(h->junk));
-	h->fence = num_field(v[5], n[5], 0, FENCE_LIMIT, -1, "fence", h->junk,
-			     sizeof(h->junk));
-	snprintf(h->token_prefix, sizeof(h->token_prefix), "%.*s",
-		 (int)(n[6] < 8 ? n[6] : 8), v[6]);
-	now = num_field(v[7], n[7], 0, LLONG_MAX, 0, "time", h->junk,
-			sizeof(h->junk));
-	h->age_ms = h->since_ms > 0 && now >= h->since_ms ?
-		    now - h->since_ms : 0;
-	return 0;
-}
-
-/* Holder layout shared by the force and status scripts:
- * {flag, pttl, host, pid, user, command, since, fence, token8, now}. */
-int parse_holder(const redisReply *r, struct rlock_holder *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->limit = 1;
-	h->place = -1;
-	return parse_holder_at(r, 2, h);
-}
 
 int parse_kind(const char *k, int *shared, int *limit)
 {
@@ -798,50 +729,6 @@ static int conflict(struct rlock *rl, const struct names *n,
 	return RLOCK_EUSAGE;
 }
 
-/* What a busy answer says: {0, pttl, place, waiting, holders, joined,
- * kind held} and, when asked for, the holder's details. */
-int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
-	       long long *arrival)
-{
-	long long pttl, place, waiting, nholders, join, limit;
-	const redisReply *k;
-
-	/* The counts the wait is timed by, each within what the script
-	 * can say: a lease left (a PTTL, or a shared holder's), a place
-	 * (-1 none), a count of waiters (-1 not asked), of holders, and
-	 * whether this try joined the line. */
-	if ((r->elements != 7 && r->elements != 15) ||
-	    elem_num(r, 1, LLONG_MIN, LLONG_MAX, &pttl) != 0 ||
-	    elem_num(r, 2, -1, LLONG_MAX, &place) != 0 ||
-	    elem_num(r, 3, -1, LLONG_MAX, &waiting) != 0 ||
-	    elem_num(r, 4, 0, LLONG_MAX, &nholders) != 0 ||
-	    elem_num(r, 5, 0, FENCE_LIMIT, &join) != 0)
-		return -1;
-	/* The kind held: '' none (free, with others in line first), x, s,
-	 * or a semaphore's limit. */
-	k = r->element[6];
-	if (k->type != REDIS_REPLY_STRING ||
-	    (k->len != 0 && strcmp(k->str, "x") != 0 &&
-	     strcmp(k->str, "s") != 0 &&
-	     rlock_parse_ll(k->str, k->len, 2, RLOCK_LIMIT_MAX, &limit) != 0))
-		return -1;
-	if (r->elements == 15 && parse_holder_at(r, 7, h) != 0)
-		return -1;
-	/* Without details: only the lease left; the details are those of
-	 * the last detailed answer. */
-	h->held = k->len != 0;
-	h->ttl_ms = pttl;
-	h->place = place;
-	if (waiting >= 0)
-		h->waiters = waiting;
-	h->nholders = nholders;
-	*joined |= join != 0;
-	if (join != 0 && arrival != NULL)
-		*arrival = join;
-	if (k->len != 0)
-		parse_kind(k->str, &h->shared, &h->limit);
-	return 0;
-}
 
 
 /* A grant's reply said the server would not record the history: 0, a
@@ -1172,30 +1059,6 @@ static void unsubscribe(struct rlock *rl)
 	}
 }
 
-/*
- * What a baton's wake-up says of the history, "granted\nFENCE\n...\n
- * RECORDED": the fence of a grant whose history entry was refused
- * (RECORDED "0"), else 0.  Only a hint: it is used once the server
- * confirmed a grant of that very fence, and only to warn.
- */
-long long history_hint(const redisReply *r)
-{
-	const redisReply *m;
-	const char *nl, *last;
-	long long f;
-
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-	    r->element[2]->type != REDIS_REPLY_STRING)
-		return 0;
-	m = r->element[2];
-	if (m->len < 10 || memcmp(m->str, "granted\n", 8) != 0 ||
-	    (nl = memchr(m->str + 8, '\n', m->len - 8)) == NULL ||
-	    rlock_parse_ll(m->str + 8, (size_t)(nl - m->str - 8), 1,
-			   FENCE_LIMIT, &f) != 0)
-		return 0;
-	last = memrchr(m->str, '\n', m->len);
-	return m->str + m->len - last == 2 && last[1] == '0' ? f : 0;
-}
 
 /* The sentinels' +switch-master connections (node_watch) into p, marked
  * ready (*ready) when input waits inside the transport.  Returns how

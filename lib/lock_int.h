@@ -587,6 +587,8 @@ int decode_status(const redisReply *r, struct rlock_holder *h,
 /* A run of the record of the last runs (release.lua), "1\nID\n
  * EVENT\n...", into ev.  Returns 0, or -1. */
 int decode_run(const char *s, size_t n, struct rlock_event *ev);
+/* acquire.lua's busy answer into h (lib/scripts/acquire.c), and the
+ * history's hint in a grant's wake-up. */
 int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 	       long long *arrival);
 long long history_hint(const redisReply *r);
@@ -597,6 +599,8 @@ void elem_str(const redisReply *r, size_t i, char *buf, size_t len);
 /* The holder layout of the force and status scripts: {flag, pttl, host,
  * pid, user, command, since, fence, token8, now}.  Returns 0 or -1. */
 int parse_holder(const redisReply *r, struct rlock_holder *h);
+/* The same fields at off in r, the flag and pttl first in r. */
+int parse_holder_at(const redisReply *r, size_t off, struct rlock_holder *h);
 /* A kind as the scripts write it ("x", "s", '' or a limit 2 to
  * RLOCK_LIMIT_MAX).  Returns 0, or -1 for anything else (*limit 0). */
 int parse_kind(const char *k, int *shared, int *limit);

@@ -221,11 +221,6 @@ void req_add_key(struct request *q, const char *key)
 }
 
 
-/* KEYS: the twelve. */
-void req_status(struct request *q, const struct lock_names *n)
-{
-	req_begin_all(q, RLOCK_SCRIPT_STATUS, n);
-}
 void req_command(struct request *q, int argc, const char *const *argv,
 		 int slot)
 {

@@ -1,8 +1,9 @@
 /*
  * acquire.c - the acquire script (acquire.lua): its arguments, in its two
- * layouts, and its grant's answer.  The busy answer is read by parse_busy
- * (lib/lock.c).
+ * layouts, and the strict decoders of its answers: a grant, a busy
+ * answer, and the wake-up a grant publishes to the next in line.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "lock_int.h"
@@ -173,4 +174,74 @@ int decode_grant(const redisReply *r, long long *fence, int *recorded)
 		*recorded = (int)h->integer;
 	}
 	return 0;
+}
+
+/* What a busy answer says: {0, pttl, place, waiting, holders, joined,
+ * kind held} and, when asked for, the holder's details. */
+int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
+	       long long *arrival)
+{
+	long long pttl, place, waiting, nholders, join, limit;
+	const redisReply *k;
+
+	/* The counts the wait is timed by, each within what the script
+	 * can say: a lease left (a PTTL, or a shared holder's), a place
+	 * (-1 none), a count of waiters (-1 not asked), of holders, and
+	 * whether this try joined the line. */
+	if ((r->elements != 7 && r->elements != 15) ||
+	    elem_num(r, 1, LLONG_MIN, LLONG_MAX, &pttl) != 0 ||
+	    elem_num(r, 2, -1, LLONG_MAX, &place) != 0 ||
+	    elem_num(r, 3, -1, LLONG_MAX, &waiting) != 0 ||
+	    elem_num(r, 4, 0, LLONG_MAX, &nholders) != 0 ||
+	    elem_num(r, 5, 0, FENCE_LIMIT, &join) != 0)
+		return -1;
+	/* The kind held: '' none (free, with others in line first), x, s,
+	 * or a semaphore's limit. */
+	k = r->element[6];
+	if (k->type != REDIS_REPLY_STRING ||
+	    (k->len != 0 && strcmp(k->str, "x") != 0 &&
+	     strcmp(k->str, "s") != 0 &&
+	     rlock_parse_ll(k->str, k->len, 2, RLOCK_LIMIT_MAX, &limit) != 0))
+		return -1;
+	if (r->elements == 15 && parse_holder_at(r, 7, h) != 0)
+		return -1;
+	/* Without details: only the lease left; the details are those of
+	 * the last detailed answer. */
+	h->held = k->len != 0;
+	h->ttl_ms = pttl;
+	h->place = place;
+	if (waiting >= 0)
+		h->waiters = waiting;
+	h->nholders = nholders;
+	*joined |= join != 0;
+	if (join != 0 && arrival != NULL)
+		*arrival = join;
+	if (k->len != 0)
+		parse_kind(k->str, &h->shared, &h->limit);
+	return 0;
+}
+
+/*
+ * What a baton's wake-up says of the history, "granted\nFENCE\n...\n
+ * RECORDED": the fence of a grant whose history entry was refused
+ * (RECORDED "0"), else 0.  Only a hint: it is used once the server
+ * confirmed a grant of that very fence, and only to warn.
+ */
+long long history_hint(const redisReply *r)
+{
+	const redisReply *m;
+	const char *nl, *last;
+	long long f;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+	    r->element[2]->type != REDIS_REPLY_STRING)
+		return 0;
+	m = r->element[2];
+	if (m->len < 10 || memcmp(m->str, "granted\n", 8) != 0 ||
+	    (nl = memchr(m->str + 8, '\n', m->len - 8)) == NULL ||
+	    rlock_parse_ll(m->str + 8, (size_t)(nl - m->str - 8), 1,
+			   FENCE_LIMIT, &f) != 0)
+		return 0;
+	last = memrchr(m->str, '\n', m->len);
+	return m->str + m->len - last == 2 && last[1] == '0' ? f : 0;
 }
