@@ -1546,6 +1546,19 @@ static int switched_meanwhile(struct rlock *rl)
 	return watch_heard(rl, p, nw);
 }
 
+/* Whether the sentinels of each Sentinel server still name the master
+ * that answered (node_confirm): a slow grant may come from one they
+ * replaced while the request was out, which did not hear of it. */
+static int confirmed(struct rlock *rl)
+{
+	int ok = 1;
+
+	for (size_t i = 0; i < rl->nnode; i++)
+		ok &= node_confirm(&rl->node[i], rlock_mono_ms() +
+				   rl->copts.connect_timeout_ms);
+	return ok;
+}
+
 /* Whether a server of rl was seen failing over by the last request. */
 static int failing_over(const struct rlock *rl)
 {
@@ -1563,9 +1576,10 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	struct rlock_holder h;
 	struct acq q;
 	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
-	int64_t backoff = 0, retry_until, retry_end, hard;
+	int64_t backoff = 0, retry_until, retry_end, hard, tried;
 	char why[sizeof(rl->err)];
 	int rc, subscribed = 0, seen_busy = 0, attempts = 0, in_line = 0;
+	int detailed = 0;
 	int joined, undid;
 
 	rl->err[0] = '\0';
@@ -1583,7 +1597,11 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	if (o->wait_ms >= 0 && retry_until < deadline)
 		retry_until = deadline;
 	for (;;) {
-		q.a.details = attempts++ == 0 || o->wait_cb != NULL;
+		/* The holder's details until a busy answer gave them (a
+		 * first answer may be a failover's), then only for the
+		 * wait's line. */
+		q.a.details = !detailed || o->wait_cb != NULL;
+		attempts++;
 		for (size_t i = 0; i < rl->nnode; i++)
 			rl->node[i].failing_over = 0;
 		/* Asking again through a failover: within what is left of
@@ -1595,21 +1613,29 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		/* The first try waited for nothing, whatever the clock's
 		 * millisecond turned meanwhile: its entry says so by
 		 * leaving "waited" out. */
+		tried = rlock_mono_ms();
 		rc = try_acquire(rl, name, &q, o, lease, holder, &joined,
 				 attempts == 1 ? 0 : rlock_mono_ms() - start,
 				 &undid);
 		rl->hard_deadline = hard;
+		detailed |= rc == RLOCK_BUSY && q.a.details;
 		/* A last try that the wait's end cut short says only that
 		 * time ran out: the try before it says why. */
 		if (rc == RLOCK_EUNAVAIL && backoff > 0 &&
 		    rlock_mono_ms() >= retry_end && why[0] != '\0')
 			memcpy(rl->err, why, sizeof(why));
-		if (rc == RLOCK_OK && switched_meanwhile(rl)) {
+		if (rc == RLOCK_OK && (switched_meanwhile(rl) ||
+				       (rlock_mono_ms() - tried >= CONFIRM_MS &&
+					!confirmed(rl)))) {
 			/* Granted by a master the sentinels replaced while
 			 * the request was out (one frozen past a failover
-			 * answers when it thaws): give it back, and ask the
-			 * new master. */
+			 * answers when it thaws), as they said on the watch
+			 * or when asked after a slow grant: give it back,
+			 * and ask them for the new master. */
 			fan_undo(rl, &q.n.v, q.token);
+			for (size_t i = 0; i < rl->nnode; i++)
+				if (rl->node[i].failing_over)
+					node_drop(&rl->node[i]);
 			set_error(rl->err, sizeof(rl->err), "%s: granted by a "
 				  "master the sentinels had just replaced; "
 				  "given back", name);

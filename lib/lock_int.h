@@ -38,6 +38,12 @@
  * time, and no wait (-n) within the I/O timeout. */
 #define FAILOVER_GRACE_MS 60000
 
+/* A grant through Sentinel whose try took this long or longer is checked
+ * with the sentinels before it is kept: a master frozen past a failover
+ * grants, as it thaws, what was asked of it before (a failover takes at
+ * least down-after-milliseconds, far above this). */
+#define CONFIRM_MS 250
+
 #define LINE_ID_LEN 16			/* hex digits of a waiter's id */
 
 /*
@@ -477,6 +483,12 @@ const char *node_errstr(const struct rlock_node *n);
  * (the one the sentinels name), not yet subscribed.  NULL when out of
  * memory or the master cannot be found (node_errstr). */
 struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard);
+
+/* Sentinel: 0 when a sentinel that answers names another master than the
+ * one n's requests go to (n->failing_over set), else 1.  Others: 1. */
+int node_confirm(struct rlock_node *n, int64_t hard);
+/* Close n's connections: the next request asks the sentinels again. */
+void node_drop(struct rlock_node *n);
 
 /*
  * The masters of n: for a cluster every master serving slots (CLUSTER

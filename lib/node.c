@@ -515,6 +515,36 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 	return a;
 }
 
+/*
+ * Whether the sentinels still name the master of n's requests: 0 when one
+ * that answers names another (a master frozen past a failover answers,
+ * as it thaws, what was sent to it before), 1 when every one that
+ * answered names it, or none answered (nothing says otherwise).  Every
+ * sentinel is asked: one that has not yet heard of a failover names the
+ * old master.
+ */
+int node_confirm(struct rlock_node *n, int64_t hard)
+{
+	const struct rlock_url *u;
+	char host[256], why[520];
+	int port;
+
+	if (n->sent == NULL)
+		return 1;
+	u = &n->peer[n->cur]->url;
+	for (size_t i = 0; i < n->sent->url.nhosts; i++) {
+		if (ask_sentinel(n, i, hard, host, sizeof(host), &port, why,
+				 sizeof(why)) != ASKED_MASTER)
+			continue;
+		if (port != u->hosts[0].port ||
+		    strcmp(host, u->hosts[0].host) != 0) {
+			n->failing_over = 1;
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* "a:1, b:2, c:3" for the messages. */
 static void sentinel_list(const struct rlock_node *n, char *buf, size_t len)
 {
@@ -726,11 +756,16 @@ int node_watch_check(struct rlock_node *n, short revents)
 	}
 	if (moved) {
 		n->failing_over = 1;
-		conn_close(n->cmd);
-		if (n->sub != NULL)
-			conn_close(n->sub);
+		node_drop(n);
 	}
 	return moved;
+}
+
+void node_drop(struct rlock_node *n)
+{
+	conn_close(n->cmd);
+	if (n->sub != NULL)
+		conn_close(n->sub);
 }
 
 void node_watch_close(struct rlock_node *n)

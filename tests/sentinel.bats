@@ -436,6 +436,39 @@ failed_over() {
 	assert_equal "$(cat seen)" "$(cat tok)"
 }
 
+@test "a first try answered by a master the sentinels replaced meanwhile is given back: the new master's holder stays alone" {
+	# The run connects to a frozen master (the sentinels still name it),
+	# which answers only when it thaws, after the failover and after
+	# another client took the lock on the new master.  It is not demoted
+	# (REPLICAOF renamed), so it grants; the slow grant is checked with
+	# the sentinels, who name the new master: given back, asked there,
+	# busy (75), and the command never runs.
+	start_redis ZM --rename-command REPLICAOF zm-replicaof \
+		--rename-command SLAVEOF zm-slaveof
+	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
+	start_sentinel ZS "$ZM_PORT" --master-name first --quorum 1
+	local url="redis-sentinel://127.0.0.1:$ZS_PORT#first" pid zm st=0
+	# Connected once, so that the sentinel knows the replica.
+	run -0 "$RLOCK" -u "$url" run -n first -- true
+	zm=$(server_pid ZM)
+	kill -STOP "$zm"
+	"$RLOCK" -u "$url" --connect-timeout 30s --io-timeout 30s run -n first \
+		-- touch ran 2>err &
+	pid=$!
+	wait_until 30 failed_over ZS first "$ZR_PORT"
+	run -0 "$RLOCK" -u "redis://127.0.0.1:$ZR_PORT" acquire -t 60s first
+	local token=$output
+	kill -CONT "$zm"
+	wait "$pid" || st=$?
+	assert_equal "$st" 75
+	[[ ! -e ran ]] || fail "the command ran beside the new master's holder"
+	assert_equal "$(rcli ZR GET "$(key first)")" "$token"
+	assert_equal "$(rcli ZM EXISTS "$(key first)")" 0
+	# Busy on the new master, with its holder's details.
+	run cat err
+	assert_output --regexp "^rlock: run: first: held by [^ ]+ pid [0-9]+ \(rlock acquire\)$"
+}
+
 @test "a run whose master is frozen waits for the failover within -w, not one connect timeout" {
 	start_redis ZM
 	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
