@@ -164,7 +164,8 @@ static void lost(const char *name, const struct rlock_lease *l, int rc,
 		[LOST_KILL] = "; sent SIGKILL to the process it followed",
 		[LOST_IGNORE] = "",
 	};
-	char when[64], text[900];
+	char when[64], text[900], vname[CLI_VIS(RLOCK_NAME_MAX)];
+	char vwhy[CLI_VIS(600)];
 	struct timespec now;
 	struct tm tm;
 
@@ -179,8 +180,12 @@ static void lost(const char *name, const struct rlock_lease *l, int rc,
 	if (on_lost != LOST_IGNORE)
 		syscall(SYS_pidfd_send_signal, pfd,
 			on_lost == LOST_KILL ? SIGKILL : SIGTERM, NULL, 0);
+	/* Escaped: the name is the user's, the reason may quote a
+	 * server's words, and a log reader shows what syslog kept. */
 	openlog("rlock", LOG_PID, LOG_USER);
-	syslog(LOG_WARNING, "%s: lock lost at %s: %s (%s)%s", name, when, why,
+	syslog(LOG_WARNING, "%s: lock lost at %s: %s (%s)%s",
+	       cli_vis(vname, sizeof(vname), name), when,
+	       cli_vis(vwhy, sizeof(vwhy), why),
 	       rc == RLOCK_NOTOURS ? "renewal refused" :
 	       "lease ran out unconfirmed", done[on_lost]);
 	closelog();
