@@ -38,6 +38,7 @@ struct run {
 	char me[48];			/* "PID:START" for RLOCK_HELD */
 	int signal;			/* the signal that ended the command */
 	struct cli_waitline line;	/* the live line while waiting */
+	struct cli_progress progress;	/* or a line every --progress */
 };
 
 /* Signals forwarded to the command.  WINCH is not in the wait set: its
@@ -692,13 +693,9 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 	/* The release that frees the lock grants it to us; we start only
 	 * once the server confirmed it (rlock_acquire). */
 	r->ao.baton = 1;
-	r->line.name = r->name;
-	if (cli_live_ok(r->g)) {
-		r->ao.wait_cb = cli_wait_line;
-		r->ao.wait_arg = &r->line;
-	}
+	cli_wait_setup(r->g, r->name, &r->ao, &r->line, &r->progress);
 	rc = rlock_acquire(rl, r->name, &r->ao, lease, &holder);
-	cli_wait_line_end(&r->line);
+	cli_wait_end(&r->line, &r->progress);
 	if (rc == RLOCK_CANCELED) {
 		struct signalfd_siginfo si;
 

@@ -1567,6 +1567,9 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	char why[sizeof(rl->err)];
 	int rc, subscribed = 0, seen_busy = 0, attempts = 0, in_line = 0;
 	int joined, undid;
+	/* A live line is drawn about once a second (a wake-up a little
+	 * early draws it too); a line every wait_cb_ms never early. */
+	int64_t cb_due = o->wait_cb_ms > 0 ? o->wait_cb_ms : 900;
 
 	rl->err[0] = '\0';
 	if (holder == NULL)
@@ -1709,13 +1712,16 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			if (now >= deadline)
 				continue;
 		}
-		if (o->wait_cb != NULL && now - last_cb >= 900) {
+		if (o->wait_cb != NULL && now - last_cb >= cb_due) {
 			o->wait_cb(holder, now - start, o->wait_arg);
 			last_cb = now;
 		}
 		wake = next_try(holder, in_line, subscribed, now);
-		if ((o->wait_cb != NULL || undid) && wake > now + 1000)
+		if ((o->wait_cb != NULL || undid) && wake > now + 1000 &&
+		    (o->wait_cb_ms == 0 || undid))
 			wake = now + 1000;
+		if (o->wait_cb_ms > 0 && wake > last_cb + o->wait_cb_ms)
+			wake = last_cb + o->wait_cb_ms;
 		if (wake > deadline)
 			wake = deadline;
 		rc = wait_release(rl, wake, o->cancel_fd, &q.hint);
