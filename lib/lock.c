@@ -1586,7 +1586,12 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	if (o->wait_ms >= 0 && retry_until < deadline)
 		retry_until = deadline;
 	for (;;) {
-		q.a.details = attempts++ == 0 || o->wait_cb != NULL;
+		/* The holder's details for the live line on every try; for
+		 * a line every wait_cb_ms, on the try it is due at. */
+		q.a.details = attempts++ == 0 ||
+			      (o->wait_cb != NULL &&
+			       (o->wait_cb_ms == 0 ||
+				rlock_mono_ms() - last_cb >= cb_due));
 		for (size_t i = 0; i < rl->nnode; i++)
 			rl->node[i].failing_over = 0;
 		/* Asking again through a failover: within what is left of

@@ -179,9 +179,10 @@ struct rlock_acquire_opts {
 	rlock_wait_cb wait_cb;
 	void *wait_arg;
 	/* How often to call wait_cb, in ms: 0 about once a second (a live
-	 * line); more, never sooner than that after its last call and the
-	 * wait wakes for it no more often (a line in a CI log every 30s
-	 * costs no try a second). */
+	 * line, the holder's details asked on every try); more, never sooner
+	 * than that after its last call, the wait woken for it no more often
+	 * and the details asked only on the try it is due at (a line in a CI
+	 * log every 30s costs no try a second). */
 	int64_t wait_cb_ms;
 	/* Let the release that frees the lock grant it to us when we are
 	 * first in line (one server, exclusive, no --once-per or
