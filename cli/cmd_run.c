@@ -529,8 +529,8 @@ static void forward(const struct run *r, pid_t pid, int sig, int *stops)
 		return;
 	if ((sig == SIGINT || sig == SIGTERM) && (*stops)++ > 0) {
 		if (*stops == 2 && r->g->verbose >= 0)
-			cli_warn(r->g, "%s: second %s: killing the command", r->name,
-				 sig == SIGINT ? "SIGINT" : "SIGTERM");
+			cli_warn(r->g, "%s: second %s: killing the command",
+				 r->name, sig == SIGINT ? "SIGINT" : "SIGTERM");
 		signal_group(pid, SIGKILL);
 		return;
 	}

@@ -1725,7 +1725,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		if ((o->wait_cb != NULL || undid) && wake > now + 1000 &&
 		    (o->wait_cb_ms == 0 || undid))
 			wake = now + 1000;
-		if (o->wait_cb_ms > 0 && wake > last_cb + o->wait_cb_ms)
+		if (o->wait_cb_ms > 0 && last_cb > 0 &&
+		    wake > last_cb + o->wait_cb_ms)
 			wake = last_cb + o->wait_cb_ms;
 		if (wake > deadline)
 			wake = deadline;
