@@ -168,3 +168,13 @@ progress_re() {
 	# A plain number is seconds, as for -w; after the operands too.
 	run -0 "$RLOCK" run x --progress 2 -- true
 }
+
+@test "shared holders are one named and N more; a key another client set is no rlock metadata" {
+	"$RLOCK" acquire -t 60s -s --note n1 sh >/dev/null
+	"$RLOCK" acquire -t 60s -s sh >/dev/null
+	run -75 --separate-stderr "$RLOCK" run --progress 1s -w 2500ms sh -- true
+	assert_regex "${stderr_lines[0]}" "^rlock: run: waiting [0-9]+s for sh: held [0-9]+s by $ME \(pid [0-9]+, note \"n1\"\) and 1 more, 0 ahead, no estimate$"
+	rcli R SET "$(key other)" foreign PX 60000 >/dev/null
+	run -75 --separate-stderr "$RLOCK" run --progress 1s -w 2500ms other -- true
+	assert_regex "${stderr_lines[0]}" '^rlock: run: waiting [0-9]+s for other: held by another client \(no rlock metadata\), 0 ahead, no estimate$'
+}
