@@ -55,6 +55,7 @@ enum {
 	OPT_SENTINEL_PASSWORD_FILE,
 	OPT_WAIT_REPLICAS,
 	OPT_NOTE,
+	OPT_PROGRESS,
 	OPT_NO_LOG,
 	OPT_STATUS,
 	OPT_SINCE,
@@ -178,6 +179,7 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 	{ "label", required_argument, NULL, OPT_LABEL },                  \
 	{ "wait-replicas", required_argument, NULL, OPT_WAIT_REPLICAS },  \
 	{ "note", required_argument, NULL, OPT_NOTE },                    \
+	{ "progress", required_argument, NULL, OPT_PROGRESS },            \
 	{ "supersede", no_argument, NULL, OPT_SUPERSEDE },                \
 	{ "priority", required_argument, NULL, OPT_PRIORITY }
 
@@ -355,6 +357,41 @@ int cli_live_ok(const struct cli *g);
 /* An rlock_wait_cb drawing "waiting for NAME: held by ... for ...;
  * waited ..." over itself; arg is a struct cli_waitline. */
 void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg);
+
+/* ---- a wait's lines where no live line is drawn (progress.c) ---- */
+
+#define CLI_PROGRESS_DEFAULT_MS 30000
+#define CLI_PROGRESS_HOLDS 20	/* the holds the estimate is the median of */
+
+/* The state of the lines of one wait. */
+struct cli_progress {
+	struct cli *g;
+	const char *name;
+	int64_t every_ms;		/* --progress */
+	struct rlock *side;		/* status and history, opened at the
+					 * first line */
+	int side_failed;
+	int estimated;			/* the history was read (once) */
+	int holds;			/* holds the median is of, 0 none */
+	long long median_ms;
+};
+
+/* An rlock_wait_cb printing, every --progress DUR of a wait, one line
+ * "waiting W for NAME: held A by USER@HOST (pid N, note "..."), K ahead,
+ * estimate E (median of H holds)" (man page, --progress); arg is a struct
+ * cli_progress. */
+void cli_progress_line(const struct rlock_holder *h, int64_t waited,
+		       void *arg);
+
+/* Set up how the wait of ao on name shows itself: the live line when
+ * cli_live_ok, else (unless -q) a progress line every ao->wait_cb_ms
+ * (--progress; 0 for the default 30s); ao's callback is set to match. */
+void cli_wait_setup(struct cli *g, const char *name,
+		    struct rlock_acquire_opts *ao, struct cli_waitline *line,
+		    struct cli_progress *p);
+
+/* After the wait: erase the live line, close the progress's handle. */
+void cli_wait_end(struct cli_waitline *line, struct cli_progress *p);
 
 /* n as "1st", "2nd", "3rd", "11th"... into buf. */
 const char *cli_ordinal(long long n, char *buf, size_t len);

@@ -347,6 +347,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	const struct rlock_outcome undone = { -1, 0, 1 };
 	struct rlock_holder h;
 	struct cli_waitline line = { NULL, 0 };
+	struct cli_progress progress;
 	struct rlock *rl;
 	enum format fmt = FMT_TOKEN;
 	enum on_lost on_lost = LOST_IGNORE;
@@ -419,13 +420,9 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	if (ao.label == NULL)
 		ao.label = renew ? "rlock acquire --renew" : "rlock acquire";
 	ao.pid = pid;
-	line.name = name;
-	if (cli_live_ok(g)) {
-		ao.wait_cb = cli_wait_line;
-		ao.wait_arg = &line;
-	}
+	cli_wait_setup(g, name, &ao, &line, &progress);
 	rc = rlock_acquire(rl, name, &ao, &lease, &h);
-	cli_wait_line_end(&line);
+	cli_wait_end(&line, &progress);
 	if (rc != RLOCK_OK) {
 		cli_report_acquire(g, name, rc, rl, &h, ao.wait_ms);
 		rlock_free(rl);

@@ -38,6 +38,7 @@ struct run {
 	char me[48];			/* "PID:START" for RLOCK_HELD */
 	int signal;			/* the signal that ended the command */
 	struct cli_waitline line;	/* the live line while waiting */
+	struct cli_progress progress;	/* or a line every --progress */
 };
 
 /* Signals forwarded to the command.  WINCH is not in the wait set: its
@@ -513,6 +514,30 @@ static int keeper_check(struct run *r, struct keeper *k, pid_t pid,
 }
 
 /*
+ * A signal sent to us, to the command, once: a terminal's Ctrl-C reaches
+ * the foreground group directly and never passes through here.  A second
+ * INT or TERM after one was forwarded (*stops counts them) kills the
+ * command's whole group at once instead, so that the lock is released
+ * now: a CI's cancel (GitHub Actions sends SIGINT, SIGTERM 7.5s later,
+ * SIGKILL 2.5s after that) or a user's second Ctrl-C to rlock must not
+ * leave the lock to its lease.  The other signals are a daemon's reload
+ * or a report: forwarded as sent, every time.
+ */
+static void forward(const struct run *r, pid_t pid, int sig, int *stops)
+{
+	if (sig == SIGCHLD)
+		return;
+	if ((sig == SIGINT || sig == SIGTERM) && (*stops)++ > 0) {
+		if (*stops == 2 && r->g->verbose >= 0)
+			cli_warn(r->g, "%s: second %s: killing the command",
+				 r->name, sig == SIGINT ? "SIGINT" : "SIGTERM");
+		signal_group(pid, SIGKILL);
+		return;
+	}
+	kill(pid, sig);
+}
+
+/*
  * Wait for the child while forwarding signals, keeping the lease and
  * watching the --max-time deadline.  Returns the wait status; *lost tells
  * whether the renewal thread reported a loss.
@@ -521,7 +546,7 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 		     struct keeper *k, int *lost)
 {
 	int64_t max_at = INT64_MAX, kill_at = INT64_MAX, now;
-	int status = 0;
+	int status = 0, stops = 0;
 	struct signalfd_siginfo si;
 	struct pollfd p[1 + RLOCK_MAX_SERVERS];
 	char tb[32];
@@ -569,15 +594,8 @@ static int supervise(struct run *r, pid_t pid, int sfd, int tty,
 				signal_group(pid, SIGKILL);
 			}
 		}
-		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-			int sig = (int)si.ssi_signo;
-
-			/* To the command, once: a terminal's Ctrl-C reaches
-			 * the foreground group directly and never passes
-			 * through here. */
-			if (sig != SIGCHLD)
-				kill(pid, sig);
-		}
+		while (read(sfd, &si, sizeof(si)) == sizeof(si))
+			forward(r, pid, (int)si.ssi_signo, &stops);
 		if (reap(pid, tty, &status))
 			break;
 	}
@@ -675,13 +693,9 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 	/* The release that frees the lock grants it to us; we start only
 	 * once the server confirmed it (rlock_acquire). */
 	r->ao.baton = 1;
-	r->line.name = r->name;
-	if (cli_live_ok(r->g)) {
-		r->ao.wait_cb = cli_wait_line;
-		r->ao.wait_arg = &r->line;
-	}
+	cli_wait_setup(r->g, r->name, &r->ao, &r->line, &r->progress);
 	rc = rlock_acquire(rl, r->name, &r->ao, lease, &holder);
-	cli_wait_line_end(&r->line);
+	cli_wait_end(&r->line, &r->progress);
 	if (rc == RLOCK_CANCELED) {
 		struct signalfd_siginfo si;
 

@@ -217,6 +217,14 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		check_note(g, "--note", arg);
 		ao->note = arg;
 		return 1;
+	case OPT_PROGRESS:
+		/* Kept where the wait reads how often to call back; see
+		 * cli_wait_setup. */
+		ao->wait_cb_ms = cli_duration(g, "--progress", arg, 0, 0);
+		if (ao->wait_cb_ms < 1000 || ao->wait_cb_ms > RLOCK_TTL_MAX_MS)
+			cli_usage_error(g, "invalid --progress '%s': must be "
+					"between 1s and 30d", arg);
+		return 1;
 	case OPT_SUPERSEDE:
 		ao->supersede = 1;
 		return 1;

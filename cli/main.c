@@ -27,6 +27,9 @@
 	"      --wait-replicas N          after taking the lock, wait until N replicas\n" \
 	"                                 have it (within the I/O timeout) or give it up\n" \
 	"      --priority N               -100..100: the line serves higher first (default 0)\n" \
+	"      --progress DUR             where stderr is no terminal, a line every DUR of\n" \
+	"                                 a wait: who holds it, how long, place, estimate\n" \
+	"                                 (default 30s; -q: none)\n" \
 	"      --supersede                newest wins: take the place of the waiter in\n" \
 	"                                 line that also gave --supersede (it exits\n" \
 	"                                 with the conflict status)\n"

@@ -94,6 +94,7 @@ complete -c rlock -n '__rlock_using run acquire' -l label -x -d 'What status sho
 complete -c rlock -n '__rlock_using run acquire' -l note -x -d 'A note that status shows and the history keeps'
 complete -c rlock -n '__rlock_using run acquire' -l wait-replicas -x -d 'Wait until this many replicas have the lock'
 complete -c rlock -n '__rlock_using run acquire' -l priority -x -d 'The line serves higher priority first (-100..100)'
+complete -c rlock -n '__rlock_using run acquire' -l progress -x -d 'Without a terminal, a line every DUR of a wait'
 complete -c rlock -n '__rlock_using run acquire' -l supersede -d 'Newest wins: take the place of the waiter that also gave it'
 
 # run

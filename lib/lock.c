@@ -1581,6 +1581,9 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	int rc, subscribed = 0, seen_busy = 0, attempts = 0, in_line = 0;
 	int detailed = 0;
 	int joined, undid;
+	/* A live line is drawn about once a second (a wake-up a little
+	 * early draws it too); a line every wait_cb_ms never early. */
+	int64_t cb_due = o->wait_cb_ms > 0 ? o->wait_cb_ms : 900;
 
 	rl->err[0] = '\0';
 	if (holder == NULL)
@@ -1598,9 +1601,13 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		retry_until = deadline;
 	for (;;) {
 		/* The holder's details until a busy answer gave them (a
-		 * first answer may be a failover's), then only for the
-		 * wait's line. */
-		q.a.details = !detailed || o->wait_cb != NULL;
+		 * first answer may be a failover's); then for the live line
+		 * on every try, and for a line every wait_cb_ms on the try
+		 * it is due at. */
+		q.a.details = !detailed ||
+			      (o->wait_cb != NULL &&
+			       (o->wait_cb_ms == 0 ||
+				rlock_mono_ms() - last_cb >= cb_due));
 		attempts++;
 		for (size_t i = 0; i < rl->nnode; i++)
 			rl->node[i].failing_over = 0;
@@ -1735,13 +1742,17 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			if (now >= deadline)
 				continue;
 		}
-		if (o->wait_cb != NULL && now - last_cb >= 900) {
+		if (o->wait_cb != NULL && now - last_cb >= cb_due) {
 			o->wait_cb(holder, now - start, o->wait_arg);
 			last_cb = now;
 		}
 		wake = next_try(holder, in_line, subscribed, now);
-		if ((o->wait_cb != NULL || undid) && wake > now + 1000)
+		if ((o->wait_cb != NULL || undid) && wake > now + 1000 &&
+		    (o->wait_cb_ms == 0 || undid))
 			wake = now + 1000;
+		if (o->wait_cb_ms > 0 && last_cb > 0 &&
+		    wake > last_cb + o->wait_cb_ms)
+			wake = last_cb + o->wait_cb_ms;
 		if (wake > deadline)
 			wake = deadline;
 		rc = wait_release(rl, wake, o->cancel_fd, &q.hint);

@@ -149,8 +149,9 @@ struct rlock_outcome {
 					 * renewer): never a success */
 };
 
-/* Called by a waiting acquire about once a second and when the holder
- * changes, so that the caller can show a status line. */
+/* Called by a waiting acquire about once a second (or every wait_cb_ms
+ * of the options) and when the holder changes, so that the caller can
+ * show a status line. */
 typedef void (*rlock_wait_cb)(const struct rlock_holder *holder,
 			      int64_t waited_ms, void *arg);
 
@@ -177,6 +178,12 @@ struct rlock_acquire_opts {
 	int64_t once_per_ms;
 	rlock_wait_cb wait_cb;
 	void *wait_arg;
+	/* How often to call wait_cb, in ms: 0 about once a second (a live
+	 * line, the holder's details asked on every try); more, never sooner
+	 * than that after its last call, the wait woken for it no more often
+	 * and the details asked only on the try it is due at (a line in a CI
+	 * log every 30s costs no try a second). */
+	int64_t wait_cb_ms;
 	/* Let the release that frees the lock grant it to us when we are
 	 * first in line (one server, exclusive, no --once-per or
 	 * wait_replicas): nobody barges in between, and the request its

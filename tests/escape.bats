@@ -314,3 +314,14 @@ rest = t.replace("\x1b[K", "").replace("\r", "").replace("\n", "")
 bad = [c for c in rest if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f]
 sys.exit("raw %r in %r" % (bad, t) if bad else 0)' tty.out
 }
+
+@test "the progress line escapes the holder and its note in a CI log" {
+	"$RLOCK" acquire -t 60s ex >/dev/null
+	hostile_owner ex "h$OSC$FF" "u$CSI" "n$CLS$CUT" "c$CLS"
+	capture w "$RLOCK" run --progress 1s -w 2500ms ex -- true
+	assert_equal "$STATUS" 75
+	clean w.err
+	has w.err "s for ex: held "
+	has w.err " by u$V_CSI@h$V_OSC$V_FF (pid "
+	has w.err ", note \"n$V_CLS$V_CUT\"), 0 ahead, no estimate"
+}

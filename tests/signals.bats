@@ -27,22 +27,115 @@ forward() {
 @test "SIGUSR2 is forwarded to the command" { forward USR2; }
 @test "SIGWINCH is forwarded to the command" { forward WINCH; }
 
+# Changed with issue 35: a second INT or TERM kills the command (below),
+# so this sends each of the others twice and ends with the one INT.
 @test "every signal is forwarded, as often as it is sent" {
-	bg_start r "$RLOCK" run -t 10s many -- "$SIGCOUNT" "$BATS_TEST_TMPDIR/got" TERM 20 7
+	bg_start r "$RLOCK" run -t 10s many -- "$SIGCOUNT" "$BATS_TEST_TMPDIR/got" INT 20 7
 	local pid=$BG_PID sig
 	wait_until 5 file_has got ready
-	for sig in HUP INT QUIT USR1 USR2 WINCH HUP INT; do
+	for sig in HUP QUIT USR1 USR2 WINCH HUP QUIT USR1 USR2 WINCH; do
 		local n
 		n=$(grep -cx "$sig" got || true)
 		kill -s "$sig" "$pid"
 		wait_until 5 eval "[[ \$(grep -cx $sig got) -gt $n ]]"
 	done
-	kill -TERM "$pid"
+	kill -INT "$pid"
 	bg_wait "$pid" 10
 	assert_equal "$BG_STATUS" 7
 	run cat got
-	assert_output "$(printf '%s\n' ready HUP INT QUIT USR1 USR2 WINCH HUP INT TERM)"
+	assert_output "$(printf '%s\n' ready HUP QUIT USR1 USR2 WINCH HUP QUIT USR1 USR2 WINCH INT)"
 	lock_free many
+}
+
+@test "SIGHUP sent twice reaches the command twice, which goes on" {
+	bg_start r "$RLOCK" run -t 10s hup2 -- "$SIGCOUNT" "$BATS_TEST_TMPDIR/got" USR1 20 5
+	local pid=$BG_PID
+	wait_until 5 file_has got ready
+	kill -HUP "$pid"
+	wait_until 5 file_has got HUP
+	kill -HUP "$pid"
+	wait_until 5 eval '[[ $(grep -cx HUP got) == 2 ]]'
+	pid_alive "$pid"
+	lock_held hup2
+	kill -USR1 "$pid"
+	bg_wait "$pid" 10
+	assert_equal "$BG_STATUS" 5
+	run cat got
+	assert_output "$(printf '%s\n' ready HUP HUP USR1)"
+	lock_free hup2
+}
+
+# second FIRST THEN: the command records FIRST and goes on (it stops only on
+# USR1, never sent); THEN, the second INT or TERM, is not forwarded but
+# kills the command's group at once: 137, the lock free, said on stderr.
+second() {
+	local first=$1 then=$2 pid
+	bg_start r "$RLOCK" run -t 10s "two-$first-$then" -- "$SIGCOUNT" "$BATS_TEST_TMPDIR/got" USR1 20 5
+	pid=$BG_PID
+	wait_until 5 file_has got ready
+	kill -s "$first" "$pid"
+	wait_until 5 file_has got "$first"
+	lock_held "two-$first-$then"
+	kill -s "$then" "$pid"
+	bg_wait "$pid" 10
+	assert_equal "$BG_STATUS" 137
+	run cat got
+	assert_output "$(printf '%s\n' ready "$first")"
+	lock_free "two-$first-$then"
+	run bg_err r
+	assert_output "rlock: run: two-$first-$then: second SIG$then: killing the command"
+}
+
+@test "a second SIGINT kills the command at once and releases" { second INT INT; }
+@test "SIGTERM after SIGINT kills the command at once and releases" { second INT TERM; }
+@test "SIGINT after SIGTERM kills the command at once and releases" { second TERM INT; }
+
+@test "a second SIGTERM kills the command's whole group, -q says nothing" {
+	bg_start r "$RLOCK" -q run -t 10s grp -c 'trap "echo TERM >>got" TERM; sleep 60 & echo $! >kid; while :; do wait; done'
+	local pid=$BG_PID kid
+	wait_until 5 file_nonempty kid
+	kid=$(cat kid)
+	track_pid "$kid"
+	kill -TERM "$pid"
+	wait_until 5 file_has got TERM
+	pid_alive "$kid"
+	kill -TERM "$pid"
+	bg_wait "$pid" 10
+	assert_equal "$BG_STATUS" 137
+	wait_until 5 pid_gone "$kid"
+	lock_free grp
+	run bg_err r
+	assert_output ""
+}
+
+# GitHub Actions cancels a step with SIGINT, SIGTERM 7.5s later and SIGKILL
+# 2.5s after that.  A command that ignores INT and TERM outlives the first
+# two; the lock must be free before the SIGKILL would come.
+@test "the GitHub Actions cancel sequence frees the lock before its SIGKILL" {
+	bg_start r "$RLOCK" run -t 30s gha -c 'trap "" INT TERM; echo ready >ready; sleep 60 & echo $! >kid; wait'
+	local pid=$BG_PID kid t0
+	wait_until 5 file_nonempty kid
+	kid=$(cat kid)
+	track_pid "$kid"
+	lock_held gha
+	kill -INT "$pid"
+	# The step's own timing, not a synchronisation: 7.5s of a command
+	# that ignores SIGINT, still holding the lock.
+	sleep 7.5
+	pid_alive "$pid"
+	pid_alive "$kid"
+	lock_held gha
+	t0=$(now_ms)
+	kill -TERM "$pid"
+	wait_until 2.5 lock_free gha
+	run "$RLOCK" status gha
+	assert_failure 1
+	bg_wait "$pid" 2.5
+	(($(now_ms) - t0 < 2500)) || fail "rlock still ran 2.5s after SIGTERM"
+	assert_equal "$BG_STATUS" 137
+	pid_gone "$kid"
+	run bg_err r
+	assert_output "rlock: run: gha: second SIGTERM: killing the command"
 }
 
 @test "a command that dies of a forwarded signal gives 128+N" {
