@@ -49,8 +49,11 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 		cli_json_str(stdout, key);
 		fputs(",\"token\":", stdout);
 		cli_json_str(stdout, l->token);
-		printf(",\"fence\":%lld,\"ttl_ms\":%lld}\n", l->fence,
-		       (long long)l->ttl_ms);
+		printf(",\"fence\":%lld", l->fence);
+		/* A semaphore's slot; no member for other kinds. */
+		if (l->slot >= 0)
+			printf(",\"slot\":%d", l->slot);
+		printf(",\"ttl_ms\":%lld}\n", (long long)l->ttl_ms);
 		break;
 	case FMT_ENV:
 		fputs("RLOCK_NAME=", stdout);
@@ -60,6 +63,9 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 		printf("; export RLOCK_KEY\nRLOCK_TOKEN='%s'; export RLOCK_TOKEN\n",
 		       l->token);
 		printf("RLOCK_FENCE='%lld'; export RLOCK_FENCE\n", l->fence);
+		if (l->slot >= 0)
+			printf("RLOCK_SLOT='%d'; export RLOCK_SLOT\n",
+			       l->slot);
 		printf("RLOCK_TTL_MS='%lld'; export RLOCK_TTL_MS\n",
 		       (long long)l->ttl_ms);
 		break;

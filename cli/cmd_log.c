@@ -42,6 +42,7 @@ void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 	fputs(",\"kind\":", f);
 	cli_json_str(f, e->kind);
 	json_num(f, "fence", e->fence);
+	json_num(f, "slot", e->slot);
 	fputs(",\"token\":", f);
 	cli_json_str(f, e->token);
 	json_num(f, "waited_ms", e->waited_ms);
@@ -161,6 +162,8 @@ static void print_event(FILE *f, const struct rlock_event *e, int servers)
 	} while (0)
 	if (e->fence >= 0)
 		ADD("  fence %lld", e->fence);
+	if (e->slot >= 0)
+		ADD("  slot %lld", e->slot);
 	if (e->waited_ms >= 0)
 		ADD("  waited %s", rlock_fmt_ms(e->waited_ms, d, sizeof(d)));
 	if (e->held_ms >= 0)

@@ -169,6 +169,13 @@ static void set_child_env(struct run *r, const struct rlock_lease *lease)
 	setenv("RLOCK_FENCE", num, 1);
 	num[rlock_lltoa(num, lease->ttl_ms)] = '\0';
 	setenv("RLOCK_TTL_MS", num, 1);
+	/* A semaphore's slot; an outer lock's is not this one's. */
+	if (lease->slot >= 0) {
+		num[rlock_lltoa(num, lease->slot)] = '\0';
+		setenv("RLOCK_SLOT", num, 1);
+	} else {
+		unsetenv("RLOCK_SLOT");
+	}
 	/* One line per hold, "KEY\tKIND\tPID:START": this process, which
 	 * holds it, and when it started (pid reuse), for held_as.  Names
 	 * have no control characters. */
@@ -695,11 +702,13 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 		return cli_exit_code(rc, r->conflict);
 	}
 	if (r->g->verbose > 0) {
-		char tb[32];
+		char tb[32], sl[32] = "";
 
-		cli_warn(r->g, "%s: acquired (fence %lld, ttl %s)", r->name,
-			 lease->fence, rlock_fmt_ms(lease->ttl_ms, tb,
-						    sizeof(tb)));
+		if (lease->slot >= 0)
+			snprintf(sl, sizeof(sl), ", slot %d", lease->slot);
+		cli_warn(r->g, "%s: acquired (fence %lld%s, ttl %s)", r->name,
+			 lease->fence, sl, rlock_fmt_ms(lease->ttl_ms, tb,
+							sizeof(tb)));
 	}
 	cli_history_warn(r->g, rl);
 	return -1;

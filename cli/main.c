@@ -19,7 +19,8 @@
 	"  -s, --shared                   a shared lock: any number of shared holders\n" \
 	"  -x, --exclusive                an exclusive lock: one holder (the default)\n" \
 	"  -l, --limit N                  a semaphore: up to N holders (all users of\n" \
-	"                                 NAME must give the same N)\n" \
+	"                                 NAME must give the same N), each with the\n" \
+	"                                 lowest free slot 0..N-1 ($RLOCK_SLOT)\n" \
 	"      --min-hold DUR             keep the lock at least DUR after taking it\n" \
 	"      --label TEXT               what status shows as the holder's command\n" \
 	"      --note TEXT                a note for status and the history, such as a\n" \

@@ -252,6 +252,31 @@ static void lease_init(struct rlock_lease *l, const char *token,
 	l->once_ms = o->once_per_ms;
 	l->kind = strcmp(kind, "x") == 0 ? 'x' : 'h';
 	l->pid = pid;
+	l->slot = -1;
+}
+
+/*
+ * A semaphore's slot, from the slots each granting server gave (-1 none,
+ * got 0: not granted there).  Each server gives a slot no other live
+ * holder has there; with several masters only a slot a majority gave is
+ * one no other holder can have too (two majorities share a server), so
+ * the slot is the one that quorum servers agree on, else none (-1).
+ */
+static int agreed_slot(const int *slot, const long long *got, size_t n,
+		       size_t quorum)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t same = 0;
+
+		if (got[i] == 0 || slot[i] < 0)
+			continue;
+		for (size_t j = 0; j < n; j++)
+			if (got[j] != 0 && slot[j] == slot[i])
+				same++;
+		if (same >= quorum)
+			return slot[i];
+	}
+	return -1;
 }
 
 /* When the lease may have run out, by our clock (its safety margin off). */
@@ -842,6 +867,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	struct fan f;
 	size_t i, ngrant = 0, nbusy = 0, nfail = 0, unsure = 0;
 	long long fence = 0, got[RLOCK_MAX_SERVERS] = { 0 }, arrival = 0;
+	int slot[RLOCK_MAX_SERVERS] = { 0 };
 	char theirs[24] = "";
 	int64_t t0, elapsed;
 	int rc, differs = 0;
@@ -898,7 +924,8 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 		if (r->type == REDIS_REPLY_STRING || elem_ll(r, 0) == 1) {
 			int recorded;
 
-			if (decode_grant(r, &got[i], &recorded) != 0) {
+			if (decode_grant(r, &got[i], &recorded,
+					 &slot[i]) != 0) {
 				/* Granted or not, no fence we can hand on:
 				 * undone with the rest. */
 				got[i] = 0;
@@ -963,6 +990,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	elapsed = rlock_boot_ms() - t0;
 	if (ngrant >= rl->quorum && lease_valid(o->ttl_ms, elapsed)) {
 		lease_init(lease, token, fence, o, a->kind, who.pid, t0);
+		lease->slot = agreed_slot(slot, got, f.n, rl->quorum);
 		if (rl->nnode > 1)
 			record_grant(rl, n, &who, a->kind, lease);
 		rc = RLOCK_OK;
@@ -1374,7 +1402,7 @@ static void record_grant(struct rlock *rl, const struct names *n,
 			 const struct rlock_lease *lease)
 {
 	const char *v[EV_NFIELDS] = { 0 };
-	char pid[24], fence[24], waited[24], tok[9];
+	char pid[24], fence[24], waited[24], tok[9], slot[24];
 	char label[RLOCK_LABEL_MAX + 1];
 
 	snprintf(pid, sizeof(pid), "%lld", who->pid);
@@ -1394,6 +1422,10 @@ static void record_grant(struct rlock *rl, const struct names *n,
 	v[EV_WAITED] = waited;
 	v[EV_COMMAND] = label;
 	v[EV_NOTE] = who->note;
+	if (lease->slot >= 0) {
+		snprintf(slot, sizeof(slot), "%d", lease->slot);
+		v[EV_SLOT] = slot;
+	}
 	record(rl, n, NULL, v);
 }
 

@@ -172,7 +172,7 @@ struct history {
 enum {
 	EV_EVENT, EV_HOST, EV_USER, EV_PID, EV_KIND, EV_FENCE, EV_TOKEN,
 	EV_WAITED, EV_SINCE, EV_HELD, EV_EXIT, EV_SIGNAL, EV_REASON,
-	EV_COMMAND, EV_NOTE, EV_NFIELDS
+	EV_COMMAND, EV_NOTE, EV_SLOT, EV_NFIELDS
 };
 extern const char *const ev_field[EV_NFIELDS];
 
@@ -554,12 +554,14 @@ int decode_slot_range(const redisReply *e, struct peer_addr *to);
 int decode_master_addr(const redisReply *r, struct peer_addr *to);
 
 /* The acquire script's replies (lock.c), each strict: a grant, {1,
- * fence[, recorded]}: returns 0 with a fence in 1..2^53-1 and recorded 1,
- * 0 or -1 (not asked), else -1.  A busy answer, {0, pttl, place,
+ * fence[, recorded[, slot]]}: returns 0 with a fence in 1..2^53-1,
+ * recorded 1, 0 or -1 (not asked) and, when slot is not NULL, a
+ * semaphore's slot in 0..RLOCK_LIMIT_MAX-1 (-1 none), else -1.  A busy answer, {0, pttl, place,
  * waiting, holders, joined, kind} and perhaps the holder's details, into
  * h: returns 0 or -1.  The fence of a baton's wake-up message (a
  * subscriber's array) whose grant the history refused, else 0: a hint. */
-int decode_grant(const redisReply *r, long long *fence, int *recorded);
+int decode_grant(const redisReply *r, long long *fence, int *recorded,
+		 int *slot);
 /* A stream id "MS-SEQ" (each below 2^63).  Returns 0, or -1. */
 int decode_id(const char *s, size_t n, long long *ms,
 	      unsigned long long *seq);

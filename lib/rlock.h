@@ -93,6 +93,9 @@ struct rlock_holder {
 	long long nholders;		/* holders (shared, semaphore) */
 	long long place;		/* a waiter's own place in line: 0
 					 * next, -1 not in line */
+	int slot;			/* status's list of holders: a
+					 * semaphore holder's slot, -1 none or
+					 * unknown (junk says) */
 	int skip;			/* why a busy answer is final (enum
 					 * rlock_skip), 0 none */
 	long long junk_keys;		/* release --force: keys of another
@@ -138,6 +141,8 @@ struct rlock_lease {
 	int kind;			/* 'x' exclusive, 'h' a shared or
 					 * semaphore holder; 0 unknown */
 	long long pid;			/* the holder's pid as recorded */
+	int slot;			/* a semaphore's slot 0..limit-1
+					 * (RLOCK_SLOT), -1 none */
 };
 
 /* How the work done under a lock ended, for the history. */
@@ -348,6 +353,8 @@ struct rlock_event {
 	long long pid;			/* -1: not known */
 	char kind[24];			/* "x", "s" or a semaphore's limit */
 	long long fence;		/* -1: not known */
+	long long slot;			/* a semaphore's slot, -1 none or not
+					 * known */
 	char token[9];			/* the holder's token prefix */
 	long long waited_ms, held_ms;	/* -1: not known */
 	long long since_ms;		/* when the lock was taken, -1 unknown */

@@ -66,6 +66,7 @@ _Static_assert(HISTORY_MAX == RLOCK_LOG_MAX_DEFAULT &&
 const char *const ev_field[EV_NFIELDS] = {
 	"event", "host", "user", "pid", "kind", "fence", "token", "waited",
 	"since", "held", "exit", "signal", "reason", "command", "note",
+	"slot",
 };
 
 /* ---- key names and argument builders ---------------------------------- */
@@ -608,6 +609,15 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "which is not a fence rlock wrote (digits, below "
 			 "2^53 - 2^20): no fence handed out, nothing granted",
 			 key, v);
+	} else if (starts_with(r, "BADSLOT ")) {
+		char v[300];
+
+		/* A semaphore holder's slot (lib/scripts/slot.lua). */
+		res->rc = RLOCK_EPROTO;
+		snprintf(v, sizeof(v), "%.*s", n - 8, r->str + 8);
+		snprintf(res->err, sizeof(res->err), "%s:holders:meta holds "
+			 "the slot '%s', which is not a slot rlock wrote "
+			 "(digits, below the limit): nothing granted", key, v);
 	} else if (starts_with(r, "BADSTREAM ")) {
 		char v[300];
 

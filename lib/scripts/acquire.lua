@@ -165,16 +165,29 @@ if once then
   end
 end
 --@include holders.lua
+--@include slot.lua
 local function grant()
   if k == 'x' then return grant_x(tok, ARGV[2], info, ARGV[7], ARGV[15], ARGV[16], false) end
-  local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info)
+  if k == 's' then
+    local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info)
+    if not f then return fs end
+    redis.call('ZADD', KEYS[3], ms(now + ttl), tok)
+    redis.call('HSET', KEYS[4], 'limit', k, tok, owner_record(fs, ARGV[7], ARGV[4],
+               ARGV[3], ARGV[5], ARGV[13], ARGV[6]))
+    holders_expire()
+    if ARGV[15] == '0' then rec = nil end
+    return {1, f, rec}
+  end
+  -- A semaphore's place comes with its slot (slot.lua), in its entry.
+  local sl, se = slot_free(tok, tonumber(k))
+  if not sl then return se end
+  local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info, 'slot', sl)
   if not f then return fs end
   redis.call('ZADD', KEYS[3], ms(now + ttl), tok)
   redis.call('HSET', KEYS[4], 'limit', k, tok, owner_record(fs, ARGV[7], ARGV[4],
-             ARGV[3], ARGV[5], ARGV[13], ARGV[6]))
+             ARGV[3], ARGV[5], ARGV[13], ARGV[6]), '#' .. tok, sl)
   holders_expire()
-  if ARGV[15] == '0' then rec = nil end
-  return {1, f, rec}
+  return {1, f, ARGV[15] == '0' and -1 or rec, tonumber(sl)}
 end
 --@include line.lua
 if k ~= 'x' then
@@ -185,11 +198,17 @@ if k ~= 'x' then
     local v = redis.call('HGET', KEYS[4], tok) or ''
     local of, rest = string.match(v, '^(%d*)(\n.*)$')
     local held = of and fence_of(of)
-    if held then return {1, held} end
+    -- Its slot, as it was granted (none: an older rlock's grant).
+    local sl, se
+    if k ~= 's' then
+      sl, se = slot_of(tok, tonumber(k))
+      if se then return se end
+    end
+    if held then return {1, held, -1, sl and tonumber(sl)} end
     local f, fs = fresh_fence()
     if not f then return fs end
     if rest then redis.call('HSET', KEYS[4], tok, fs .. rest) end
-    return {1, f}
+    return {1, f, -1, sl and tonumber(sl)}
   end
 end
 local hk, hn = 'x', 1

@@ -162,7 +162,7 @@ if cur ~= tok then
     return 2
   end
   redis.call('ZREM', KEYS[3], tok)
-  redis.call('HDEL', KEYS[4], tok)
+  redis.call('HDEL', KEYS[4], tok, '#' .. tok)
   holders_expire()
   if redis.call('EXISTS', KEYS[5]) == 0 then return announce() end
 end

@@ -85,10 +85,26 @@ static int parse_once(const redisReply *r, struct rlock_once *o, char *junk,
 	return 0;
 }
 
+/* A semaphore holder's slot, the n bytes at v: digits below the limit;
+ * anything else is unknown (-1) and noted in junk, never slot 0. */
+static int parse_slot(const char *v, size_t n, int limit, char *junk,
+		      size_t jlen)
+{
+	long long s;
+
+	if ((n > 1 && v[0] == '0') ||
+	    rlock_parse_ll(v, n, 0, (limit > 1 ? limit : RLOCK_LIMIT_MAX) - 1,
+			   &s) != 0) {
+		note_junk(junk, jlen, "slot", v, n);
+		return -1;
+	}
+	return (int)s;
+}
+
 /* The holders of a shared lock or a semaphore: up to 100 of {token
- * prefix, ttl, metadata}, into *list.  Returns 0, or -1 for a reply of the
- * wrong shape. */
-static int parse_holders(const redisReply *l, const struct rlock_holder *h,
+ * prefix, ttl, metadata[, slot]}, into *list (no slot: a shared holder, or
+ * an older rlock's grant); a slot that is not rlock's is noted in h->junk.  Returns 0, or -1 for a reply of the wrong shape. */
+static int parse_holders(const redisReply *l, struct rlock_holder *h,
 			 long long now, struct rlock_holder **list,
 			 size_t *nlist)
 {
@@ -97,9 +113,12 @@ static int parse_holders(const redisReply *l, const struct rlock_holder *h,
 	for (size_t i = 0; i < l->elements; i++) {
 		const redisReply *e = l->element[i];
 
-		if (e->type != REDIS_REPLY_ARRAY || e->elements != 3 ||
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+		    e->elements > 4 ||
 		    e->element[0]->type != REDIS_REPLY_STRING ||
 		    e->element[2]->type != REDIS_REPLY_STRING ||
+		    (e->elements == 4 &&
+		     e->element[3]->type != REDIS_REPLY_STRING) ||
 		    (e->element[1]->type != REDIS_REPLY_STRING &&
 		     e->element[1]->type != REDIS_REPLY_INTEGER))
 			return -1;
@@ -127,6 +146,9 @@ static int parse_holders(const redisReply *l, const struct rlock_holder *h,
 		if (meta != NULL)
 			parse_meta(meta, now, x);
 		free(meta);
+		x->slot = e->elements < 4 ? -1 :
+			  parse_slot(e->element[3]->str, e->element[3]->len,
+				     h->limit, h->junk, sizeof(h->junk));
 	}
 	return 0;
 }

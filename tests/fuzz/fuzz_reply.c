@@ -51,12 +51,13 @@ static void decode(const redisReply *r)
 	struct rlock_holder h;
 	struct force_reply fr;
 	long long fence, v, arrival;
-	int recorded, joined = 0;
+	int recorded, joined = 0, slot;
 
 	walk(r, 1);
-	if (decode_grant(r, &fence, &recorded) == 0) {
+	if (decode_grant(r, &fence, &recorded, &slot) == 0) {
 		REQUIRE(fence >= 1 && fence < (1LL << 53));
 		REQUIRE(recorded >= -1 && recorded <= 2);
+		REQUIRE(slot >= -1 && slot < RLOCK_LIMIT_MAX);
 	}
 	memset(&h, 0, sizeof(h));
 	arrival = 0;

@@ -140,13 +140,57 @@ static void grant_ids(void)
 		CHECK(r != NULL);
 		if (r == NULL)
 			continue;
-		CHECK_INT(decode_grant(r, &fence, &recorded), t[i].rc);
+		CHECK_INT(decode_grant(r, &fence, &recorded, NULL), t[i].rc);
 		if (t[i].rc == 0) {
 			CHECK_INT(fence, t[i].fence);
 			CHECK_INT(recorded, 1);
 		}
 		freeReplyObject(r);
 	}
+}
+
+/* A semaphore's grant, {1, fence, recorded, slot}: recorded -1 when the
+ * history was not asked, the slot 0..RLOCK_LIMIT_MAX-1; a slot of another
+ * type or out of range is no grant, never slot 0. */
+static void grant_slots(void)
+{
+	static const struct {
+		const char *resp;
+		int rc, recorded, slot;
+	} t[] = {
+		{ "*4\r\n:1\r\n:17957714307911\r\n:1\r\n:0\r\n", 0, 1, 0 },
+		{ "*4\r\n:1\r\n:17957714307911\r\n:-1\r\n:99999\r\n", 0, -1,
+		  99999 },
+		{ "*3\r\n:1\r\n:17957714307911\r\n:-1\r\n", 0, -1, -1 },
+		{ "*2\r\n:1\r\n:17957714307911\r\n", 0, -1, -1 },
+		{ "*4\r\n:1\r\n:17957714307911\r\n:1\r\n:100000\r\n", -1, 0,
+		  0 },
+		{ "*4\r\n:1\r\n:17957714307911\r\n:1\r\n:-1\r\n", -1, 0, 0 },
+		{ "*4\r\n:1\r\n:17957714307911\r\n:1\r\n$1\r\n0\r\n", -1, 0,
+		  0 },
+		{ "*4\r\n:1\r\n:17957714307911\r\n:-2\r\n:0\r\n", -1, 0, 0 },
+		{ "*5\r\n:1\r\n:17957714307911\r\n:1\r\n:0\r\n:0\r\n", -1, 0,
+		  0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = unit_reply(t[i].resp);
+		long long fence = 0;
+		int recorded = -5, slot = -5;
+
+		unit_context("grant slot %zu", i);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		CHECK_INT(decode_grant(r, &fence, &recorded, &slot), t[i].rc);
+		if (t[i].rc == 0) {
+			CHECK_INT(fence, 17957714307911LL);
+			CHECK_INT(recorded, t[i].recorded);
+			CHECK_INT(slot, t[i].slot);
+		}
+		freeReplyObject(r);
+	}
+	unit_context(NULL);
 }
 
 /* A packed history entry: "a1" a grant whose fence is its id's, unless a
@@ -242,6 +286,7 @@ static void packed_entries(void)
 void test_decoders(void)
 {
 	grant_ids();
+	grant_slots();
 	packed_entries();
 	force();
 	integers();
