@@ -100,7 +100,8 @@ static void print_views(const struct status *s)
 static const char *kind_name(const struct rlock_holder *h)
 {
 	/* limit 0: a kind another client wrote (h->junk says which). */
-	return h->shared ? "shared" : h->limit > 1 ? "semaphore" :
+	return h->pool ? "pool" : h->shared ? "shared" :
+	       h->limit > 1 ? "semaphore" :
 	       h->limit == 0 ? "unknown" : "exclusive";
 }
 
@@ -144,6 +145,25 @@ static void json_holder(FILE *f, const struct rlock_holder *h, int list)
 		fprintf(f, ",\"slot\":%d", h->slot);
 	else
 		fputs(",\"slot\":null", f);
+	/* A pool holder's members, one a line. */
+	if (list && h->pool) {
+		const char *p = h->members;
+		char name[RLOCK_MEMBER_MAX + 1];
+
+		fputs(",\"members\":[", f);
+		while (*p != '\0') {
+			size_t l = strcspn(p, "\n");
+
+			snprintf(name, sizeof(name), "%.*s", (int)l, p);
+			if (p != h->members)
+				fputc(',', f);
+			cli_json_str(f, name);
+			p += l + (p[l] == '\n');
+		}
+		fputc(']', f);
+	} else {
+		fputs(",\"members\":null", f);
+	}
 	json_since(f, h);
 	fprintf(f, ",\"ttl_ms\":%lld}", h->ttl_ms);
 }
@@ -252,11 +272,17 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 	size_t n = rlock_status_holders(s->rl, &list);
 	char who[400], ttl[32], age[32], vwho[CLI_VIS(sizeof(who))];
 	char cmd[CLI_VIS(RLOCK_LABEL_MAX)], note[CLI_VIS(RLOCK_NOTE_MAX)];
-	char tp[CLI_VIS(sizeof(h->token_prefix))], slot[24];
+	char tp[CLI_VIS(sizeof(h->token_prefix))];
+	char slot[CLI_VIS(RLOCK_MEMBERS_MAX) + 16];
+	char mem[CLI_VIS(RLOCK_MEMBERS_MAX)];
 
 	if (h->held && h->limit > 1)
 		fprintf(s->out, "  semaphore: %lld of %d places held\n",
 			h->nholders, h->limit);
+	else if (h->held && h->pool)
+		fprintf(s->out, "  pool: %lld holder%s (rlock pool NAME lists "
+			"its members)\n", h->nholders,
+			h->nholders == 1 ? "" : "s");
 	else if (h->held && h->shared)
 		fprintf(s->out, "  shared: %lld holder%s\n", h->nholders,
 			h->nholders == 1 ? "" : "s");
@@ -274,6 +300,16 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 			snprintf(slot, sizeof(slot), "slot %-5d ", x->slot);
 		else if (h->limit > 1)
 			snprintf(slot, sizeof(slot), "slot %-5s ", "-");
+		if (h->pool) {
+			char ms[RLOCK_MEMBERS_MAX + 1];
+
+			snprintf(ms, sizeof(ms), "%s", x->members);
+			for (char *p = ms; *p != '\0'; p++)
+				if (*p == '\n')
+					*p = ',';
+			cli_vis(mem, sizeof(mem), ms);
+			snprintf(slot, sizeof(slot), "members %s ", mem);
+		}
 		fprintf(s->out, "    %-*s %sfence %-16lld age %-7s ttl %-7s "
 			"%-*s %s\n", cli_cols(tp, 8), tp, slot, x->fence,
 			rlock_fmt_ms(x->age_ms, age, sizeof(age)),

@@ -28,6 +28,9 @@
 	"      --wait-replicas N          after taking the lock, wait until N replicas\n" \
 	"                                 have it (within the I/O timeout) or give it up\n" \
 	"      --priority N               -100..100: the line serves higher first (default 0)\n" \
+	"      --pool NAME                take free members of pool NAME (the lock NAME;\n" \
+	"                                 see rlock pool): $RLOCK_RESOURCE...\n" \
+	"      --count K                  with --pool: take K members (default 1)\n" \
 	"      --supersede                newest wins: take the place of the waiter in\n" \
 	"                                 line that also gave --supersede (it exits\n" \
 	"                                 with the conflict status)\n"
@@ -107,6 +110,19 @@ const struct cmd cli_cmds[] = {
 	  "Options:\n"
 	  "      --max-age DUR              exit 1 unless each lock succeeded within DUR\n"
 	  "      --prometheus               print node_exporter textfile metrics\n" },
+	{ "pool", cmd_pool, "define a pool's members, or list who holds each",
+	  "Usage: rlock pool [options] NAME [add MEMBER [KEY=VALUE...] | rm MEMBER]\n"
+	  "\n"
+	  "List the members of pool NAME, their properties and who holds each; add a\n"
+	  "member (or set its properties again), or remove one (its holder keeps it\n"
+	  "until it releases it).  'rlock run --pool NAME [--count K]' takes K free\n"
+	  "members and gives the command RLOCK_RESOURCE (the first), RLOCK_RESOURCE_0\n"
+	  "to _K-1, and each property KEY=VALUE as RLOCK_RESOURCE_KEY (the first's) and\n"
+	  "RLOCK_RESOURCE_0_KEY..., KEY upper-cased: letters, digits and '_', not\n"
+	  "starting with a digit.\n"
+	  "\n"
+	  "Options:\n"
+	  "      --json                     the members as one JSON document\n" },
 	{ "bench", cmd_bench, "measure lock throughput, latency and exclusion",
 	  "Usage: rlock bench [options]\n"
 	  "\n"

@@ -189,6 +189,7 @@ void rlock_free(struct rlock *rl)
 		node_free(&rl->node[i]);
 	free(rl->node);
 	free(rl->holders);
+	free(rl->granted);
 	tls_ctx_put(rl->copts.tls);
 	explicit_bzero(rl->password, sizeof(rl->password));
 	free(rl);
@@ -253,6 +254,30 @@ static void lease_init(struct rlock_lease *l, const char *token,
 	l->kind = strcmp(kind, "x") == 0 ? 'x' : 'h';
 	l->pid = pid;
 	l->slot = -1;
+}
+
+/*
+ * A pool's grant, {1, fence, recorded, {member, properties, ...}}: its
+ * members into rl->granted (one server: a pool has no other).  Returns 0
+ * (none for another grant), or -1 for members rlock did not write.
+ */
+static int granted_members(struct rlock *rl, const redisReply *r)
+{
+	const char *why;
+	int n;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
+	    r->element[3]->type != REDIS_REPLY_ARRAY)
+		return 0;
+	if (rl->granted == NULL &&
+	    (rl->granted = calloc(RLOCK_COUNT_MAX,
+				  sizeof(*rl->granted))) == NULL)
+		return -1;
+	n = decode_members(r->element[3], rl->granted, RLOCK_COUNT_MAX, &why);
+	if (n <= 0)
+		return -1;
+	rl->ngranted = (size_t)n;
+	return 0;
 }
 
 /*
@@ -370,7 +395,8 @@ int parse_kind(const char *k, int *shared, int *limit)
 
 	*shared = strcmp(k, "s") == 0;
 	*limit = 1;
-	if (*shared || strcmp(k, "x") == 0 || k[0] == '\0')
+	/* A pool's (pool_kind) is neither shared nor a semaphore. */
+	if (*shared || strcmp(k, "x") == 0 || k[0] == '\0' || pool_kind(k))
 		return 0;
 	if (rlock_parse_ll(k, strlen(k), 2, RLOCK_LIMIT_MAX, &l) != 0) {
 		*limit = 0;
@@ -431,6 +457,7 @@ void parse_waiter(const char *v, long long now, struct rlock_waiter *w,
 	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(f[0], ":\n"), f[0]);
 	if (parse_kind(kind, &w->shared, &w->limit) != 0)
 		note_junk(junk, jlen, "waiter's kind", kind, strlen(kind));
+	w->pool = pool_kind(kind);
 	since = num_field(f[1], flen(f[1]), 0, FENCE_LIMIT, -1,
 			  "waiter's arrival", junk, jlen);
 	w->waited_ms = since >= 0 && now >= since ? now - since : 0;
@@ -725,6 +752,7 @@ static int conflict(struct rlock *rl, const struct names *n,
 	/* The holders' kind as rlock writes it, "x", "s" or a limit of 2
 	 * or more; anything else in the field is no kind. */
 	if (strcmp(theirs, "x") != 0 && strcmp(theirs, "s") != 0 &&
+	    strcmp(theirs, "p") != 0 &&
 	    rlock_parse_ll(theirs, strlen(theirs), 2, RLOCK_LIMIT_MAX,
 			   &lim) != 0) {
 		set_error(rl->err, sizeof(rl->err), "%s: its holders' limit in "
@@ -733,7 +761,9 @@ static int conflict(struct rlock *rl, const struct names *n,
 		return RLOCK_EPROTO;
 	}
 	parse_kind(ours, &s, &l);
-	if (s)
+	if (pool_kind(ours))
+		snprintf(want, sizeof(want), "a pool (--pool)");
+	else if (s)
 		snprintf(want, sizeof(want), "a shared lock (-s)");
 	else if (l > 1)
 		snprintf(want, sizeof(want), "a semaphore of %d (--limit %d)",
@@ -741,7 +771,9 @@ static int conflict(struct rlock *rl, const struct names *n,
 	else
 		snprintf(want, sizeof(want), "an exclusive lock");
 	parse_kind(theirs, &s, &l);
-	if (s)
+	if (pool_kind(theirs))
+		snprintf(have, sizeof(have), "a pool held with --pool");
+	else if (s)
 		snprintf(have, sizeof(have), "held shared (-s)");
 	else if (l > 1)
 		snprintf(have, sizeof(have), "a semaphore of %d holders "
@@ -932,6 +964,14 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 				fan_unexpected(&f, i, "acquire (a grant "
 					       "whose fence is not a positive "
 					       "integer below 2^53)");
+				unsure++;
+				nfail++;
+				continue;
+			}
+			if (granted_members(rl, r) != 0) {
+				fan_unexpected(&f, i, "acquire (a pool's "
+					       "member or property that rlock "
+					       "did not write)");
 				unsure++;
 				nfail++;
 				continue;
@@ -1262,7 +1302,12 @@ const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,
 	const char *k = o->shared ? "s" : "x";
 	char n[24];
 
-	if (!o->shared && o->limit > 1) {
+	/* A pool's holder asks as "pK" for K members. */
+	if (o->count > 0) {
+		n[0] = 'p';
+		n[1 + rlock_lltoa(n + 1, o->count)] = '\0';
+		k = n;
+	} else if (!o->shared && o->limit > 1) {
 		n[rlock_lltoa(n, o->limit)] = '\0';
 		k = n;
 	}
@@ -1601,6 +1646,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	int joined, undid;
 
 	rl->err[0] = '\0';
+	rl->ngranted = 0;
 	if (holder == NULL)
 		holder = &h;
 	memset(holder, 0, sizeof(*holder));

@@ -103,6 +103,7 @@ enum rlock_script_id {
 	RLOCK_SCRIPT_STATUS,
 	RLOCK_SCRIPT_LEAVE,
 	RLOCK_SCRIPT_LOG,
+	RLOCK_SCRIPT_MEMBERS,
 	RLOCK_SCRIPT_COUNT
 };
 
@@ -172,7 +173,7 @@ struct history {
 enum {
 	EV_EVENT, EV_HOST, EV_USER, EV_PID, EV_KIND, EV_FENCE, EV_TOKEN,
 	EV_WAITED, EV_SINCE, EV_HELD, EV_EXIT, EV_SIGNAL, EV_REASON,
-	EV_COMMAND, EV_NOTE, EV_SLOT, EV_NFIELDS
+	EV_COMMAND, EV_NOTE, EV_SLOT, EV_MEMBERS, EV_NFIELDS
 };
 extern const char *const ev_field[EV_NFIELDS];
 
@@ -507,6 +508,8 @@ struct rlock {
 	char keybuf[RLOCK_KEY_MAX];
 	struct rlock_holder *holders;	/* rlock_status's list */
 	size_t nholders;
+	struct rlock_member *granted;	/* rlock_granted's members */
+	size_t ngranted;
 	struct rlock_event last;	/* rlock_status's last run */
 	int has_last;
 	struct history hist;
@@ -606,6 +609,21 @@ int parse_holder_at(const redisReply *r, size_t off, struct rlock_holder *h);
 /* A kind as the scripts write it ("x", "s", '' or a limit 2 to
  * RLOCK_LIMIT_MAX).  Returns 0, or -1 for anything else (*limit 0). */
 int parse_kind(const char *k, int *shared, int *limit);
+/* A kind of a pool: "p", a pool's holders, or "pK", a waiter for K
+ * members.  Returns K, 1 for "p", or 0 for anything else. */
+int pool_kind(const char *k);
+/* A pool's members as a grant or the members script gives them: {name,
+ * properties, ...}, up to max, each checked (rlock_check_member,
+ * rlock_check_prop), into out.  Returns how many, or -1 for anything
+ * else, with what in why. */
+int decode_members(const redisReply *r, struct rlock_member *out,
+		   size_t max, const char **why);
+/* Whether the n bytes at v are a member's properties: "KEY=VALUE" lines
+ * (rlock_check_prop), "" none. */
+int props_ok(const char *v, size_t n);
+/* The members script (lib/scripts/members.lua). */
+void req_members(struct request *q, const struct lock_names *n,
+		 const char *what, const char *member, const char *props);
 /* A waiter's "KIND:ID\nsince\npid\nhost\nuser\n[priority\n]command"
  * into w; what does not decode is unknown, noted in junk. */
 void parse_waiter(const char *v, long long now, struct rlock_waiter *w,

@@ -610,6 +610,13 @@ static int kind_ok(const char *v, size_t n)
 {
 	long long l;
 
+	char k[8];
+
+	if (n > 0 && n < sizeof(k) && v[0] == 'p') {
+		memcpy(k, v, n);
+		k[n] = '\0';
+		return pool_kind(k) != 0;
+	}
 	return (n == 1 && (v[0] == 'x' || v[0] == 's')) ||
 	       rlock_parse_ll(v, n, 2, RLOCK_LIMIT_MAX, &l) == 0;
 }
@@ -674,6 +681,16 @@ static void set_field(struct rlock_event *ev, int i, const char *v, size_t n)
 	case EV_REASON: COPY(ev->reason); break;
 	case EV_COMMAND: COPY(ev->command); break;
 	case EV_NOTE: COPY(ev->note); break;
+	case EV_MEMBERS:
+		/* Names, one a line: no other control character. */
+		for (size_t j = 0; j < n && ok; j++)
+			ok = ((unsigned char)v[j] >= 0x20 &&
+			      (unsigned char)v[j] != 0x7f) || v[j] == '\n';
+		/* Cut to its room, as the command is. */
+		ok = ok && n > 0;
+		if (ok)
+			COPY(ev->members);
+		break;
 	case EV_KIND:
 		ok = n == 0 || kind_ok(v, n);
 		if (ok)
@@ -917,6 +934,8 @@ static void join_grant(struct rlock_event *e, const struct rlock_event *g)
 		e->fence = g->fence;
 	if (e->slot < 0)
 		e->slot = g->slot;
+	if (e->members[0] == '\0')
+		snprintf(e->members, sizeof(e->members), "%s", g->members);
 	/* A release says when it ended; its grant's entry, when it began
 	 * (a release of an older rlock said since itself). */
 	if (e->since_ms < 0 && e->held_ms < 0) {

@@ -132,8 +132,9 @@ void req_acquire(struct request *q, const struct lock_names *n,
 }
 
 /*
- * A grant, {1, fence}, {1, fence, recorded} or a semaphore's {1, fence,
- * recorded, slot}: the fence a positive integer below 2^53, recorded 1 or
+ * A grant, {1, fence}, {1, fence, recorded}, a semaphore's {1, fence,
+ * recorded, slot} or a pool's {1, fence, recorded, {members}} (read by
+ * decode_members): the fence a positive integer below 2^53, recorded 1 or
  * 0 (the history refused it), absent or -1 when not asked for (*recorded
  * -1), the slot 0..RLOCK_LIMIT_MAX-1 (absent: none, *slot -1; a grant an
  * older rlock made has none); or the shortest path's answer, its
@@ -180,6 +181,9 @@ int decode_grant(const redisReply *r, long long *fence, int *recorded,
 	}
 	if (r->elements == 4) {
 		s = r->element[3];
+		/* A pool's members: decode_members reads them. */
+		if (s->type == REDIS_REPLY_ARRAY)
+			return 0;
 		if (s->type != REDIS_REPLY_INTEGER || s->integer < 0 ||
 		    s->integer >= RLOCK_LIMIT_MAX)
 			return -1;
@@ -213,7 +217,7 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 	k = r->element[6];
 	if (k->type != REDIS_REPLY_STRING ||
 	    (k->len != 0 && strcmp(k->str, "x") != 0 &&
-	     strcmp(k->str, "s") != 0 &&
+	     strcmp(k->str, "s") != 0 && strcmp(k->str, "p") != 0 &&
 	     rlock_parse_ll(k->str, k->len, 2, RLOCK_LIMIT_MAX, &limit) != 0))
 		return -1;
 	if (r->elements == 15 && parse_holder_at(r, 7, h) != 0)
@@ -229,8 +233,10 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 	*joined |= join != 0;
 	if (join != 0 && arrival != NULL)
 		*arrival = join;
-	if (k->len != 0)
+	if (k->len != 0) {
 		parse_kind(k->str, &h->shared, &h->limit);
+		h->pool = pool_kind(k->str) != 0;
+	}
 	return 0;
 }
 

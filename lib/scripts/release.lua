@@ -118,6 +118,7 @@ if cur == tok and redis.call('EXISTS', KEYS[5]) == 0 then return announce() end
 --@include entry.lua
 --@include grant.lua
 --@include holders.lua
+--@include pool.lua
 --@include line.lua
 local function baton()
   for _ = 1, 8 do

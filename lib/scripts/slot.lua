@@ -61,3 +61,15 @@ local function slot_free(who, limit)
   end
   return nil, redis.error_reply('BADSLOT none free of ' .. ms(limit))
 end
+-- pool_props(names): a pool's members names (pool.lua) and their
+-- properties, {name, properties, ...} ('' for a member removed since).
+local function pool_props(names)
+  local r = {}
+  if #names == 0 then return r end
+  local v = redis.call('HMGET', KEYS[1] .. ':members', unpack(names))
+  for i, m in ipairs(names) do
+    r[#r + 1] = m
+    r[#r + 1] = v[i] or ''
+  end
+  return r
+end

@@ -101,6 +101,36 @@ static int parse_slot(const char *v, size_t n, int limit, char *junk,
 	return (int)s;
 }
 
+/* A pool holder's members, the n bytes at v: names (rlock_check_member)
+ * one a line, into out (cut to its room); anything else is unknown ("")
+ * and noted in junk. */
+static void parse_members(const char *v, size_t n, char *out, size_t len,
+			  char *junk, size_t jlen)
+{
+	char name[RLOCK_MEMBER_MAX + 1];
+	const char *p = v, *end = v + n, *why;
+
+	out[0] = '\0';
+	while (p <= end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (l > RLOCK_MEMBER_MAX || memchr(p, '\0', l) != NULL)
+			goto bad;
+		memcpy(name, p, l);
+		name[l] = '\0';
+		if (rlock_check_member(name, &why) != RLOCK_OK)
+			goto bad;
+		if (nl == NULL)
+			break;
+		p = nl + 1;
+	}
+	snprintf(out, len, "%.*s", (int)n, v);
+	return;
+bad:
+	note_junk(junk, jlen, "members", v, n);
+}
+
 /* The holders of a shared lock or a semaphore: up to 100 of {token
  * prefix, ttl, metadata[, slot]}, into *list (no slot: a shared holder, or
  * an older rlock's grant); a slot that is not rlock's is noted in h->junk.  Returns 0, or -1 for a reply of the wrong shape. */
@@ -146,9 +176,16 @@ static int parse_holders(const redisReply *l, struct rlock_holder *h,
 		if (meta != NULL)
 			parse_meta(meta, now, x);
 		free(meta);
-		x->slot = e->elements < 4 ? -1 :
-			  parse_slot(e->element[3]->str, e->element[3]->len,
-				     h->limit, h->junk, sizeof(h->junk));
+		x->slot = -1;
+		x->pool = h->pool;
+		if (e->elements == 4 && h->pool)
+			parse_members(e->element[3]->str, e->element[3]->len,
+				      x->members, sizeof(x->members), h->junk,
+				      sizeof(h->junk));
+		else if (e->elements == 4)
+			x->slot = parse_slot(e->element[3]->str,
+					     e->element[3]->len, h->limit,
+					     h->junk, sizeof(h->junk));
 	}
 	return 0;
 }
@@ -181,6 +218,7 @@ static int parse_status(const redisReply *r, struct rlock_holder *h,
 	snprintf(k, sizeof(k), "%.*s", (int)(n < sizeof(k) ? n : 0), v);
 	if (n >= sizeof(k) || parse_kind(k, &h->shared, &h->limit) != 0)
 		note_junk(h->junk, sizeof(h->junk), "limit", v, n);
+	h->pool = strcmp(k, "p") == 0;
 	if (r->element[11]->integer < 0 || r->element[12]->integer < 0)
 		return -1;
 	h->nholders = r->element[11]->integer;

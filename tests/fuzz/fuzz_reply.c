@@ -59,6 +59,16 @@ static void decode(const redisReply *r)
 		REQUIRE(recorded >= -1 && recorded <= 2);
 		REQUIRE(slot >= -1 && slot < RLOCK_LIMIT_MAX);
 	}
+	if (r->type == REDIS_REPLY_ARRAY) {
+		static struct rlock_member m[RLOCK_COUNT_MAX];
+		const char *why;
+		int n = decode_members(r, m, RLOCK_COUNT_MAX, &why);
+
+		REQUIRE(n >= -1 && n <= RLOCK_COUNT_MAX);
+		for (int i = 0; i < n; i++)
+			REQUIRE(m[i].name[0] != '\0' &&
+				strchr(m[i].name, '\n') == NULL);
+	}
 	memset(&h, 0, sizeof(h));
 	arrival = 0;
 	if (r->type == REDIS_REPLY_ARRAY &&

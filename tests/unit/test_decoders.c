@@ -193,6 +193,60 @@ static void grant_slots(void)
 	unit_context(NULL);
 }
 
+/* A pool's grant, {1, fence, recorded, {member, properties, ...}}: the
+ * members and their KEY=VALUE lines, checked as rlock writes them; a
+ * member or property another client wrote is no grant. */
+static void pool_members(void)
+{
+	static const struct {
+		const char *resp;
+		int n;
+	} t[] = {
+		{ "*4\r\n$5\r\nenv-a\r\n$7\r\nurl=x y\r\n$5\r\nenv-b\r\n"
+		  "$0\r\n\r\n", 2 },
+		{ "*2\r\n$1\r\na\r\n$10\r\nurl=1\n_k9=\r\n", 1 },
+		{ "*0\r\n", 0 },
+		/* An odd count, a name empty or with a control character,
+		 * properties that are not KEY=VALUE lines. */
+		{ "*3\r\n$1\r\na\r\n$0\r\n\r\n$1\r\nb\r\n", -1 },
+		{ "*2\r\n$0\r\n\r\n$0\r\n\r\n", -1 },
+		{ "*2\r\n$3\r\na\nb\r\n$0\r\n\r\n", -1 },
+		{ "*2\r\n$1\r\na\r\n$3\r\nurl\r\n", -1 },
+		{ "*2\r\n$1\r\na\r\n$5\r\nurl=\n\r\n", -1 },
+		{ "*2\r\n$1\r\na\r\n$4\r\n1u=x\r\n", -1 },
+		{ "*2\r\n$1\r\na\r\n$5\r\nu-r=x\r\n", -1 },
+		{ "*2\r\n$1\r\na\r\n$5\r\nu=a\tb\r\n", -1 },
+		{ "*2\r\n:1\r\n$0\r\n\r\n", -1 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = unit_reply(t[i].resp);
+		struct rlock_member m[4];
+		const char *why = NULL;
+
+		unit_context("pool members %zu", i);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		CHECK_INT(decode_members(r, m, 4, &why), t[i].n);
+		if (t[i].n == 2) {
+			CHECK(strcmp(m[0].name, "env-a") == 0);
+			CHECK(strcmp(m[0].props, "url=x y") == 0);
+			CHECK(strcmp(m[1].props, "") == 0);
+		}
+		freeReplyObject(r);
+	}
+	unit_context("pool kinds");
+	CHECK_INT(pool_kind("p"), 1);
+	CHECK_INT(pool_kind("p2"), 2);
+	CHECK_INT(pool_kind("p64"), 64);
+	CHECK_INT(pool_kind("p65"), 0);
+	CHECK_INT(pool_kind("p0"), 0);
+	CHECK_INT(pool_kind("px"), 0);
+	CHECK_INT(pool_kind("3"), 0);
+	unit_context(NULL);
+}
+
 /* A packed history entry: "a1" a grant whose fence is its id's, unless a
  * "fence" field says another; "r1" a release.  A value of the wrong shape
  * is marked as not rlock's. */
@@ -287,6 +341,7 @@ void test_decoders(void)
 {
 	grant_ids();
 	grant_slots();
+	pool_members();
 	packed_entries();
 	force();
 	integers();
