@@ -39,9 +39,10 @@ const struct cmd cli_cmds[] = {
 	{ "run", cmd_run, "run a command while holding a lock",
 	  "Usage: rlock run [options] NAME [--] COMMAND [ARG...]\n"
 	  "       rlock run [options] NAME -c 'SHELL COMMAND'\n"
+	  "       rlock run [options] --pool POOL [--count K] [--] COMMAND [ARG...]\n"
 	  "\n"
-	  "Take lock NAME, run COMMAND while renewing the lease, release the lock\n"
-	  "when COMMAND ends and exit with its status.\n"
+	  "Take lock NAME (or K free members of POOL), run COMMAND while renewing the\n"
+	  "lease, release the lock when COMMAND ends and exit with its status.\n"
 	  "\n"
 	  "Options:\n" LOCK_OPTS
 	  "  -c, --command STRING           run STRING with $SHELL -c (fallback /bin/sh)\n"
@@ -53,8 +54,10 @@ const struct cmd cli_cmds[] = {
 	  "                                 a done period exit with the conflict status\n" },
 	{ "acquire", cmd_acquire, "take a lock and print its token",
 	  "Usage: rlock acquire [options] NAME\n"
+	  "       rlock acquire [options] --pool POOL [--count K]\n"
 	  "\n"
-	  "Take lock NAME and print its token for a later 'rlock release'.\n"
+	  "Take lock NAME (or K free members of POOL) and print its token for a later\n"
+	  "'rlock release' (with POOL as NAME).\n"
 	  "\n"
 	  "Options:\n" LOCK_OPTS
 	  "      --renew                    leave a background renewer until release\n"
