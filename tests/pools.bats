@@ -110,7 +110,7 @@ RLOCK_RESOURCE_URL=https://a.example"
 }
 
 @test "a SIGKILLed holder's members come back once its lease ends, not before" {
-	local k w end since wtok
+	local k w end since wtok a b
 	three envs
 	bg_start k "$RLOCK" run --pool envs --count 3 -t 2s -- sh -c 'echo "$RLOCK_TOKEN" > tok.tmp; mv tok.tmp tok; exec sleep 60'
 	k=$BG_PID
@@ -127,11 +127,12 @@ RLOCK_RESOURCE_URL=https://a.example"
 	assert_equal "$BG_STATUS" 0
 	read -r wtok a b <w
 	assert_equal "$a $b" "env-a env-b"
-	since=$(last_grant envs token)
-	assert_equal "$since" "${wtok:0:8}"
+	assert_equal "$(last_grant envs token)" "${wtok:0:8}"
 	# Its grant came after the dead holder's lease.
 	run -0 "$RLOCK" log --json envs
-	since=$(sed -n '$p' <<<"$output" | python3 -c 'import json,sys; print(json.load(sys.stdin)["time_ms"])')
+	since=$(python3 -c '
+import json, sys
+print([e for e in map(json.loads, sys.stdin) if e["event"] == "acquired" and e["token"] == sys.argv[1]][0]["time_ms"])' "${wtok:0:8}" <<<"$output")
 	((since >= end)) || fail "members given back $((end - since))ms before the lease ended"
 }
 
