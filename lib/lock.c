@@ -1320,6 +1320,13 @@ int rlock_check_acquire(struct rlock *rl, const struct rlock_acquire_opts *o)
 	char kind[24];
 
 	rlock_kind(o, kind, sizeof(kind));
+	if (rl->nnode > 1 && o->count > 0) {
+		set_error(rl->err, sizeof(rl->err), "pools need one server "
+			  "(or one Sentinel or Cluster URL): on several "
+			  "independent masters a quorum could give a member "
+			  "to two holders");
+		return RLOCK_EUSAGE;
+	}
 	if (rl->nnode > 1 && strcmp(kind, "x") != 0) {
 		set_error(rl->err, sizeof(rl->err), "shared locks and "
 			  "semaphores need one server (or one Sentinel or "

@@ -278,3 +278,20 @@ print(" ".join(e["kind"] for e in map(json.loads, sys.stdin) if e["event"] == "a
 	run -0 --separate-stderr "$RLOCK" status envs
 	assert_stderr "rlock: status: envs: members 'env-a\\x0a' is not what rlock writes (another client's data): shown as unknown"
 }
+
+@test "a pool needs one server: with several masters --pool and pool exit 64, nothing written" {
+	local s msg
+	start_redis A
+	start_redis B
+	msg="pools need one server (or one Sentinel or Cluster URL): on several independent masters a quorum could give a member to two holders"
+	run -64 --separate-stderr "$RLOCK" -u "$R_URL" -u "$A_URL" -u "$B_URL" run --pool envs -- touch ran
+	assert_usage run "rlock: run: $msg"
+	run -64 --separate-stderr "$RLOCK" -u "$R_URL" -u "$A_URL" -u "$B_URL" acquire --pool envs
+	assert_usage acquire "rlock: acquire: $msg"
+	run -64 --separate-stderr "$RLOCK" -u "$R_URL" -u "$A_URL" -u "$B_URL" pool envs add m
+	assert_stderr "rlock: pool: $msg"
+	[[ ! -e ran ]]
+	for s in R A B; do
+		assert_equal "$(rcli "$s" KEYS "${RLOCK_PREFIX}*")" ""
+	done
+}
