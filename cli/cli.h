@@ -64,6 +64,8 @@ enum {
 	OPT_SUPERSEDE,
 	OPT_PRIORITY,
 	OPT_ONCE_PER,
+	OPT_POOL,
+	OPT_COUNT,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -138,6 +140,7 @@ int cmd_bench(int argc, char **argv, struct cli *g);
 int cmd_doctor(int argc, char **argv, struct cli *g);
 int cmd_log(int argc, char **argv, struct cli *g);
 int cmd_last(int argc, char **argv, struct cli *g);
+int cmd_pool(int argc, char **argv, struct cli *g);
 int cmd_help(int argc, char **argv, struct cli *g);
 
 /*
@@ -181,11 +184,16 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 	{ "note", required_argument, NULL, OPT_NOTE },                    \
 	{ "progress", required_argument, NULL, OPT_PROGRESS },            \
 	{ "supersede", no_argument, NULL, OPT_SUPERSEDE },                \
-	{ "priority", required_argument, NULL, OPT_PRIORITY }
+	{ "priority", required_argument, NULL, OPT_PRIORITY },            \
+	{ "pool", required_argument, NULL, OPT_POOL },                    \
+	{ "count", required_argument, NULL, OPT_COUNT }
+
+/* The pool --pool named (the lock NAME run and acquire take), or NULL. */
+const char *cli_pool(void);
 
 /* After the options: refuse a lock kind that contradicts itself (-s or
- * -x with --limit N > 1); take the note from RLOCK_NOTE when --note was
- * not given. */
+ * -x with --limit N > 1, --pool with -s or --limit, --count without
+ * --pool); take the note from RLOCK_NOTE when --note was not given. */
 void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao);
 
 /*

@@ -4,6 +4,7 @@
  * lease until release, until the calling process exits, or until the lock
  * is lost.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -35,9 +36,94 @@ static void sh_quote(const char *s)
 	putchar('\'');
 }
 
-static void print_lease(enum format fmt, const char *name, const char *key,
-			const struct rlock_lease *l)
+/* A property's key as its variable's name has it: upper case. */
+static void put_upper(const char *k, size_t n)
 {
+	for (size_t i = 0; i < n; i++)
+		putchar(toupper((unsigned char)k[i]));
+}
+
+/* A pool's members as JSON: ',"resources":[{"name":...,"properties":
+ * {KEY:VALUE...}}...]'. */
+static void json_members(const struct rlock_member *m, size_t n)
+{
+	char buf[RLOCK_PROPS_MAX + 1];
+
+	fputs(",\"resources\":[", stdout);
+	for (size_t i = 0; i < n; i++) {
+		const char *p = m[i].props;
+
+		fputs(i > 0 ? ",{\"name\":" : "{\"name\":", stdout);
+		cli_json_str(stdout, m[i].name);
+		fputs(",\"properties\":{", stdout);
+		while (*p != '\0') {
+			const char *eq = strchr(p, '='), *nl = strchr(p, '\n');
+			size_t vl = nl != NULL ? (size_t)(nl - eq - 1) :
+				    strlen(eq + 1);
+
+			if (p != m[i].props)
+				putchar(',');
+			snprintf(buf, sizeof(buf), "%.*s", (int)(eq - p), p);
+			cli_json_str(stdout, buf);
+			putchar(':');
+			snprintf(buf, sizeof(buf), "%.*s", (int)vl, eq + 1);
+			cli_json_str(stdout, buf);
+			p = nl != NULL ? nl + 1 : eq + 1 + vl;
+		}
+		fputs("}}", stdout);
+	}
+	putchar(']');
+}
+
+/* A pool's members as shell assignments, as run gives them. */
+static void env_members(const struct rlock_member *m, size_t n)
+{
+	char buf[RLOCK_PROPS_MAX + 1];
+
+	if (n > 0) {
+		fputs("RLOCK_RESOURCE=", stdout);
+		sh_quote(m[0].name);
+		fputs("; export RLOCK_RESOURCE\n", stdout);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *p = m[i].props;
+
+		printf("RLOCK_RESOURCE_%zu=", i);
+		sh_quote(m[i].name);
+		printf("; export RLOCK_RESOURCE_%zu\n", i);
+		while (*p != '\0') {
+			const char *eq = strchr(p, '='), *nl = strchr(p, '\n');
+			size_t vl = nl != NULL ? (size_t)(nl - eq - 1) :
+				    strlen(eq + 1);
+
+			snprintf(buf, sizeof(buf), "%.*s", (int)vl, eq + 1);
+			for (int first = i == 0; first >= 0; first--) {
+				if (first)
+					fputs("RLOCK_RESOURCE_", stdout);
+				else
+					printf("RLOCK_RESOURCE_%zu_", i);
+				put_upper(p, (size_t)(eq - p));
+				putchar('=');
+				sh_quote(buf);
+				fputs("; export ", stdout);
+				if (first)
+					fputs("RLOCK_RESOURCE_", stdout);
+				else
+					printf("RLOCK_RESOURCE_%zu_", i);
+				put_upper(p, (size_t)(eq - p));
+				putchar('\n');
+			}
+			p = nl != NULL ? nl + 1 : eq + 1 + vl;
+		}
+	}
+}
+
+static void print_lease(enum format fmt, const char *name, const char *key,
+			const struct rlock_lease *l, struct rlock *rl)
+{
+	const struct rlock_member *m;
+	size_t nm = rlock_granted(rl, &m);
+
 	switch (fmt) {
 	case FMT_TOKEN:
 		printf("%s\n", l->token);
@@ -49,8 +135,13 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 		cli_json_str(stdout, key);
 		fputs(",\"token\":", stdout);
 		cli_json_str(stdout, l->token);
-		printf(",\"fence\":%lld,\"ttl_ms\":%lld}\n", l->fence,
-		       (long long)l->ttl_ms);
+		printf(",\"fence\":%lld", l->fence);
+		/* A semaphore's slot; no member for other kinds. */
+		if (l->slot >= 0)
+			printf(",\"slot\":%d", l->slot);
+		if (nm > 0)
+			json_members(m, nm);
+		printf(",\"ttl_ms\":%lld}\n", (long long)l->ttl_ms);
 		break;
 	case FMT_ENV:
 		fputs("RLOCK_NAME=", stdout);
@@ -60,8 +151,12 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 		printf("; export RLOCK_KEY\nRLOCK_TOKEN='%s'; export RLOCK_TOKEN\n",
 		       l->token);
 		printf("RLOCK_FENCE='%lld'; export RLOCK_FENCE\n", l->fence);
+		if (l->slot >= 0)
+			printf("RLOCK_SLOT='%d'; export RLOCK_SLOT\n",
+			       l->slot);
 		printf("RLOCK_TTL_MS='%lld'; export RLOCK_TTL_MS\n",
 		       (long long)l->ttl_ms);
+		env_members(m, nm);
 		break;
 	}
 }
@@ -400,7 +495,9 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	}
 	if (g->json && !fmt_set)
 		fmt = FMT_JSON;
-	name = cli_one_name(g, argc, argv);
+	if (cli_pool() != NULL && optind < argc)
+		cli_usage_error(g, "give --pool NAME or a lock NAME, not both");
+	name = cli_pool() != NULL ? cli_pool() : cli_one_name(g, argc, argv);
 	cli_lock_check(g, &ao);
 	if (pid != 0 && !renew)
 		cli_usage_error(g, "--pid needs --renew");
@@ -444,7 +541,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 			return cli_exit_code(rc, conflict);
 		}
 	}
-	print_lease(fmt, name, key, &lease);
+	print_lease(fmt, name, key, &lease, rl);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		/* Nobody has the token (a reader that went away, a full
 		 * disk): do not leave the lock behind. */

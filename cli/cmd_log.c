@@ -42,6 +42,26 @@ void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 	fputs(",\"kind\":", f);
 	cli_json_str(f, e->kind);
 	json_num(f, "fence", e->fence);
+	json_num(f, "slot", e->slot);
+	/* A pool holder's members, one a line: an array, null none. */
+	if (e->members[0] != '\0') {
+		const char *p = e->members;
+		char name[sizeof(e->members)];
+
+		fputs(",\"members\":[", f);
+		while (*p != '\0') {
+			size_t l = strcspn(p, "\n");
+
+			snprintf(name, sizeof(name), "%.*s", (int)l, p);
+			if (p != e->members)
+				fputc(',', f);
+			cli_json_str(f, name);
+			p += l + (p[l] == '\n');
+		}
+		fputc(']', f);
+	} else {
+		fputs(",\"members\":null", f);
+	}
 	fputs(",\"token\":", f);
 	cli_json_str(f, e->token);
 	json_num(f, "waited_ms", e->waited_ms);
@@ -161,6 +181,13 @@ static void print_event(FILE *f, const struct rlock_event *e, int servers)
 	} while (0)
 	if (e->fence >= 0)
 		ADD("  fence %lld", e->fence);
+	if (e->slot >= 0)
+		ADD("  slot %lld", e->slot);
+	if (e->members[0] != '\0') {
+		ADD("  members ");
+		for (const char *p = e->members; *p != '\0'; p++)
+			ADD("%c", *p == '\n' ? ',' : *p);
+	}
 	if (e->waited_ms >= 0)
 		ADD("  waited %s", rlock_fmt_ms(e->waited_ms, d, sizeof(d)));
 	if (e->held_ms >= 0)

@@ -7,6 +7,7 @@
  * the signals it cares about are blocked and read from a signalfd, next to
  * the pipe on which the renewal thread reports a loss.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -71,7 +72,8 @@ static void parse(struct run *r, int argc, char **argv)
 			/* NAME may come before the options, as in flock's
 			 * "flock FILE -c CMD": take it and go on, unless a
 			 * "--" before it ended the options. */
-			if (have_name || optind >= argc)
+			if (have_name || cli_pool() != NULL ||
+			    optind >= argc)
 				break;
 			r->name = argv[optind++];
 			have_name = 1;
@@ -114,6 +116,13 @@ static void parse(struct run *r, int argc, char **argv)
 			cli_bad_option(g, c, argv);
 		}
 	}
+	/* --pool names the lock: the operands are the command. */
+	if (have_name && cli_pool() != NULL)
+		cli_usage_error(g, "give --pool NAME or a lock NAME, not both");
+	if (cli_pool() != NULL) {
+		r->name = cli_pool();
+		have_name = 1;
+	}
 	if (!have_name)
 		cli_usage_error(g, "missing lock NAME");
 	cli_check_name(g, r->name);
@@ -154,7 +163,55 @@ static void set_me(struct run *r)
 	*p = '\0';
 }
 
-static void set_child_env(struct run *r, const struct rlock_lease *lease)
+/*
+ * A pool's members (--pool): RLOCK_RESOURCE the first, RLOCK_RESOURCE_I
+ * each (0..K-1), and each property KEY=VALUE as RLOCK_RESOURCE_I_KEY and,
+ * the first's, RLOCK_RESOURCE_KEY, KEY in upper case (rlock_check_prop:
+ * ASCII letters, digits and '_', not starting with a digit, so that no
+ * name is another's).
+ */
+static void set_pool_env(struct rlock *rl)
+{
+	const struct rlock_member *m;
+	size_t n = rlock_granted(rl, &m);
+	char var[32 + RLOCK_PROP_KEY_MAX], val[RLOCK_PROPS_MAX + 1];
+
+	if (n > 0)
+		setenv("RLOCK_RESOURCE", m[0].name, 1);
+	for (size_t i = 0; i < n; i++) {
+		const char *p = m[i].props;
+
+		snprintf(var, sizeof(var), "RLOCK_RESOURCE_%zu", i);
+		setenv(var, m[i].name, 1);
+		while (*p != '\0') {
+			const char *eq = strchr(p, '=');
+			const char *nl = strchr(p, '\n');
+			size_t vlen = nl != NULL ? (size_t)(nl - eq - 1) :
+				      strlen(eq + 1);
+			int at = snprintf(var, sizeof(var),
+					  "RLOCK_RESOURCE_%zu_", i);
+
+			for (const char *k = p; k < eq; k++)
+				var[at++] = (char)toupper((unsigned char)*k);
+			var[at] = '\0';
+			snprintf(val, sizeof(val), "%.*s", (int)vlen, eq + 1);
+			setenv(var, val, 1);
+			if (i == 0) {
+				snprintf(var, sizeof(var), "RLOCK_RESOURCE_");
+				at = 15;
+				for (const char *k = p; k < eq; k++)
+					var[at++] =
+						(char)toupper((unsigned char)*k);
+				var[at] = '\0';
+				setenv(var, val, 1);
+			}
+			p = nl != NULL ? nl + 1 : eq + 1 + vlen;
+		}
+	}
+}
+
+static void set_child_env(struct run *r, struct rlock *rl,
+			  const struct rlock_lease *lease)
 {
 	char num[24];
 	const char *held = getenv("RLOCK_HELD");
@@ -170,6 +227,14 @@ static void set_child_env(struct run *r, const struct rlock_lease *lease)
 	setenv("RLOCK_FENCE", num, 1);
 	num[rlock_lltoa(num, lease->ttl_ms)] = '\0';
 	setenv("RLOCK_TTL_MS", num, 1);
+	/* A semaphore's slot; an outer lock's is not this one's. */
+	if (lease->slot >= 0) {
+		num[rlock_lltoa(num, lease->slot)] = '\0';
+		setenv("RLOCK_SLOT", num, 1);
+	} else {
+		unsetenv("RLOCK_SLOT");
+	}
+	set_pool_env(rl);
 	/* One line per hold, "KEY\tKIND\tPID:START": this process, which
 	 * holds it, and when it started (pid reuse), for held_as.  Names
 	 * have no control characters. */
@@ -253,6 +318,9 @@ static const char *kind_words(const char *k, char *buf, size_t len)
 		snprintf(buf, len, "shared (-s)");
 	else if (strcmp(k, "x") == 0)
 		snprintf(buf, len, "exclusively");
+	else if (k[0] == 'p')
+		snprintf(buf, len, "as %s of its pool's members (--count %s)",
+			 k + 1, k + 1);
 	else
 		snprintf(buf, len, "as a semaphore of %s (--limit %s)", k, k);
 	return buf;
@@ -709,11 +777,13 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 		return cli_exit_code(rc, r->conflict);
 	}
 	if (r->g->verbose > 0) {
-		char tb[32];
+		char tb[32], sl[32] = "";
 
-		cli_warn(r->g, "%s: acquired (fence %lld, ttl %s)", r->name,
-			 lease->fence, rlock_fmt_ms(lease->ttl_ms, tb,
-						    sizeof(tb)));
+		if (lease->slot >= 0)
+			snprintf(sl, sizeof(sl), ", slot %d", lease->slot);
+		cli_warn(r->g, "%s: acquired (fence %lld%s, ttl %s)", r->name,
+			 lease->fence, sl, rlock_fmt_ms(lease->ttl_ms, tb,
+							sizeof(tb)));
 	}
 	cli_history_warn(r->g, rl);
 	return -1;
@@ -778,7 +848,7 @@ static int run_command(struct run *r, struct rlock *rl, int sfd,
 	pid_t pid;
 
 	*lost = 0;
-	set_child_env(r, lease);
+	set_child_env(r, rl, lease);
 	/* Orphans of the command come to us, so that after a loss we can
 	 * tell when the whole group is gone. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -100,7 +100,8 @@ static void print_views(const struct status *s)
 static const char *kind_name(const struct rlock_holder *h)
 {
 	/* limit 0: a kind another client wrote (h->junk says which). */
-	return h->shared ? "shared" : h->limit > 1 ? "semaphore" :
+	return h->pool ? "pool" : h->shared ? "shared" :
+	       h->limit > 1 ? "semaphore" :
 	       h->limit == 0 ? "unknown" : "exclusive";
 }
 
@@ -132,13 +133,37 @@ static void json_since(FILE *f, const struct rlock_holder *h)
 		fputs(",\"since_ms\":null,\"age_ms\":null", f);
 }
 
-/* One holder as JSON. */
-static void json_holder(FILE *f, const struct rlock_holder *h)
+/* One holder as JSON; list: one of the list of holders, whose slot is
+ * known (a semaphore's, null when it has none). */
+static void json_holder(FILE *f, const struct rlock_holder *h, int list)
 {
 	fputs("{\"token_prefix\":", f);
 	cli_json_str(f, h->token_prefix);
 	json_who(f, h->host, h->pid, h->user, h->command);
 	fprintf(f, ",\"fence\":%lld", h->fence);
+	if (list && h->slot >= 0)
+		fprintf(f, ",\"slot\":%d", h->slot);
+	else
+		fputs(",\"slot\":null", f);
+	/* A pool holder's members, one a line. */
+	if (list && h->pool) {
+		const char *p = h->members;
+		char name[RLOCK_MEMBER_MAX + 1];
+
+		fputs(",\"members\":[", f);
+		while (*p != '\0') {
+			size_t l = strcspn(p, "\n");
+
+			snprintf(name, sizeof(name), "%.*s", (int)l, p);
+			if (p != h->members)
+				fputc(',', f);
+			cli_json_str(f, name);
+			p += l + (p[l] == '\n');
+		}
+		fputc(']', f);
+	} else {
+		fputs(",\"members\":null", f);
+	}
 	json_since(f, h);
 	fprintf(f, ",\"ttl_ms\":%lld}", h->ttl_ms);
 }
@@ -161,11 +186,11 @@ static void json_kind_line(const struct status *s,
 		fputs(",\"limit\":null", s->out);
 	fputs(",\"holders\":[", s->out);
 	if (h->held && n == 0)
-		json_holder(s->out, h);
+		json_holder(s->out, h, 0);
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0)
 			fputc(',', s->out);
-		json_holder(s->out, &list[i]);
+		json_holder(s->out, &list[i], 1);
 	}
 	fputs("],\"next\":", s->out);
 	if (h->next.present) {
@@ -248,10 +273,16 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 	char who[400], ttl[32], age[32], vwho[CLI_VIS(sizeof(who))];
 	char cmd[CLI_VIS(RLOCK_LABEL_MAX)], note[CLI_VIS(RLOCK_NOTE_MAX)];
 	char tp[CLI_VIS(sizeof(h->token_prefix))];
+	char slot[CLI_VIS(RLOCK_MEMBERS_MAX) + 16];
+	char mem[CLI_VIS(RLOCK_MEMBERS_MAX)];
 
 	if (h->held && h->limit > 1)
 		fprintf(s->out, "  semaphore: %lld of %d places held\n",
 			h->nholders, h->limit);
+	else if (h->held && h->pool)
+		fprintf(s->out, "  pool: %lld holder%s (rlock pool NAME lists "
+			"its members)\n", h->nholders,
+			h->nholders == 1 ? "" : "s");
 	else if (h->held && h->shared)
 		fprintf(s->out, "  shared: %lld holder%s\n", h->nholders,
 			h->nholders == 1 ? "" : "s");
@@ -262,8 +293,25 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 			 x->pid);
 		cli_vis(tp, sizeof(tp), x->token_prefix);
 		cli_vis(vwho, sizeof(vwho), who);
-		fprintf(s->out, "    %-*s fence %-16lld age %-7s ttl %-7s %-*s "
-			"%s\n", cli_cols(tp, 8), tp, x->fence,
+		/* A semaphore's holders by slot ('-': none, an older
+		 * rlock's grant, or not rlock's). */
+		slot[0] = '\0';
+		if (h->limit > 1 && x->slot >= 0)
+			snprintf(slot, sizeof(slot), "slot %-5d ", x->slot);
+		else if (h->limit > 1)
+			snprintf(slot, sizeof(slot), "slot %-5s ", "-");
+		if (h->pool) {
+			char ms[RLOCK_MEMBERS_MAX + 1];
+
+			snprintf(ms, sizeof(ms), "%s", x->members);
+			for (char *p = ms; *p != '\0'; p++)
+				if (*p == '\n')
+					*p = ',';
+			cli_vis(mem, sizeof(mem), ms);
+			snprintf(slot, sizeof(slot), "members %s ", mem);
+		}
+		fprintf(s->out, "    %-*s %sfence %-16lld age %-7s ttl %-7s "
+			"%-*s %s\n", cli_cols(tp, 8), tp, slot, x->fence,
 			rlock_fmt_ms(x->age_ms, age, sizeof(age)),
 			rlock_fmt_ms(x->ttl_ms, ttl, sizeof(ttl)),
 			cli_cols(vwho, 24), vwho,

@@ -174,6 +174,14 @@ static void check_note(const struct cli *g, const char *what,
 /* The last of -s and -x given ('s', 'x'), 0 none: flock's letters, where
  * the last one counts; either with --limit N > 1 is a contradiction. */
 static char kind_letter;
+/* --pool NAME and --count K as given (0: not given). */
+static const char *pool_name;
+static int count_given, limit_given;
+
+const char *cli_pool(void)
+{
+	return pool_name;
+}
 
 int cli_lock_option(const struct cli *g, int c, const char *arg,
 		    struct rlock_acquire_opts *ao, int *conflict)
@@ -186,6 +194,14 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 		return 1;
 	case 'l':
 		ao->limit = cli_int(g, "--limit", arg, 1, RLOCK_LIMIT_MAX);
+		limit_given = 1;
+		return 1;
+	case OPT_POOL:
+		cli_check_name(g, arg);
+		pool_name = arg;
+		return 1;
+	case OPT_COUNT:
+		count_given = cli_int(g, "--count", arg, 1, RLOCK_COUNT_MAX);
 		return 1;
 	case 't':
 		ao->ttl_ms = cli_duration(g, "--ttl", arg, 1, 0);
@@ -248,6 +264,14 @@ void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao)
 				"semaphore's holders are neither shared nor "
 				"exclusive", kind_letter == 's' ? "shared" :
 				"exclusive", ao->limit);
+	if (count_given && pool_name == NULL)
+		cli_usage_error(g, "--count needs --pool");
+	if (pool_name != NULL && (limit_given || kind_letter == 's'))
+		cli_usage_error(g, "--pool cannot be combined with %s: a "
+				"pool's holders take its members",
+				limit_given ? "--limit" : "--shared");
+	if (pool_name != NULL)
+		ao->count = count_given ? count_given : 1;
 }
 
 int cli_global_option(struct cli *g, int c, const char *arg)

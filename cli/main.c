@@ -19,7 +19,8 @@
 	"  -s, --shared                   a shared lock: any number of shared holders\n" \
 	"  -x, --exclusive                an exclusive lock: one holder (the default)\n" \
 	"  -l, --limit N                  a semaphore: up to N holders (all users of\n" \
-	"                                 NAME must give the same N)\n" \
+	"                                 NAME must give the same N), each with the\n" \
+	"                                 lowest free slot 0..N-1 ($RLOCK_SLOT)\n" \
 	"      --min-hold DUR             keep the lock at least DUR after taking it\n" \
 	"      --label TEXT               what status shows as the holder's command\n" \
 	"      --note TEXT                a note for status and the history, such as a\n" \
@@ -30,6 +31,9 @@
 	"      --progress DUR             where stderr is no terminal, a line every DUR of\n" \
 	"                                 a wait: who holds it, how long, place, estimate\n" \
 	"                                 (default 30s; -q: none)\n" \
+	"      --pool NAME                take free members of pool NAME (the lock NAME;\n" \
+	"                                 see rlock pool): $RLOCK_RESOURCE...\n" \
+	"      --count K                  with --pool: take K members (default 1)\n" \
 	"      --supersede                newest wins: take the place of the waiter in\n" \
 	"                                 line that also gave --supersede (it exits\n" \
 	"                                 with the conflict status)\n"
@@ -38,9 +42,10 @@ const struct cmd cli_cmds[] = {
 	{ "run", cmd_run, "run a command while holding a lock",
 	  "Usage: rlock run [options] NAME [--] COMMAND [ARG...]\n"
 	  "       rlock run [options] NAME -c 'SHELL COMMAND'\n"
+	  "       rlock run [options] --pool POOL [--count K] [--] COMMAND [ARG...]\n"
 	  "\n"
-	  "Take lock NAME, run COMMAND while renewing the lease, release the lock\n"
-	  "when COMMAND ends and exit with its status.\n"
+	  "Take lock NAME (or K free members of POOL), run COMMAND while renewing the\n"
+	  "lease, release the lock when COMMAND ends and exit with its status.\n"
 	  "\n"
 	  "Options:\n" LOCK_OPTS
 	  "  -c, --command STRING           run STRING with $SHELL -c (fallback /bin/sh)\n"
@@ -52,8 +57,10 @@ const struct cmd cli_cmds[] = {
 	  "                                 a done period exit with the conflict status\n" },
 	{ "acquire", cmd_acquire, "take a lock and print its token",
 	  "Usage: rlock acquire [options] NAME\n"
+	  "       rlock acquire [options] --pool POOL [--count K]\n"
 	  "\n"
-	  "Take lock NAME and print its token for a later 'rlock release'.\n"
+	  "Take lock NAME (or K free members of POOL) and print its token for a later\n"
+	  "'rlock release' (with POOL as NAME).\n"
 	  "\n"
 	  "Options:\n" LOCK_OPTS
 	  "      --renew                    leave a background renewer until release\n"
@@ -109,6 +116,19 @@ const struct cmd cli_cmds[] = {
 	  "Options:\n"
 	  "      --max-age DUR              exit 1 unless each lock succeeded within DUR\n"
 	  "      --prometheus               print node_exporter textfile metrics\n" },
+	{ "pool", cmd_pool, "define a pool's members, or list who holds each",
+	  "Usage: rlock pool [options] NAME [add MEMBER [KEY=VALUE...] | rm MEMBER]\n"
+	  "\n"
+	  "List the members of pool NAME, their properties and who holds each; add a\n"
+	  "member (or set its properties again), or remove one (its holder keeps it\n"
+	  "until it releases it).  'rlock run --pool NAME [--count K]' takes K free\n"
+	  "members and gives the command RLOCK_RESOURCE (the first), RLOCK_RESOURCE_0\n"
+	  "to _K-1, and each property KEY=VALUE as RLOCK_RESOURCE_KEY (the first's) and\n"
+	  "RLOCK_RESOURCE_0_KEY..., KEY upper-cased: letters, digits and '_', not\n"
+	  "starting with a digit.\n"
+	  "\n"
+	  "Options:\n"
+	  "      --json                     the members as one JSON document\n" },
 	{ "bench", cmd_bench, "measure lock throughput, latency and exclusion",
 	  "Usage: rlock bench [options]\n"
 	  "\n"

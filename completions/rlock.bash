@@ -4,14 +4,14 @@
 # COMMAND of "rlock run" when that is loaded.
 
 # Options, by where they are accepted.  The *_args lists take a value.
-_rlock_commands='run acquire release extend status bench doctor log last help'
+_rlock_commands='run acquire release extend status bench doctor log last pool help'
 _rlock_global_flags='--insecure -v --verbose -q --quiet --json --no-log -h --help -V --version'
 _rlock_global_args='-u --url --prefix --connect-timeout --io-timeout --password-file'
 _rlock_global_args+=' --cacert --cacertdir --cert --key --sni'
 _rlock_global_args+=' --sentinel-user --sentinel-password-file'
 _rlock_lease_flags='-n --nonblock -s --shared -x --exclusive --supersede'
 _rlock_lease_args='-t --ttl -w --timeout -E --conflict-exit-code -l --limit --min-hold'
-_rlock_lease_args+=' --label --note --wait-replicas --priority'
+_rlock_lease_args+=' --label --note --wait-replicas --priority --pool --count'
 _rlock_lease_args+=' --progress'
 _rlock_run_args='-c --command --on-lost -k --kill-after --max-time --once-per'
 _rlock_acquire_flags='--renew'
@@ -195,7 +195,7 @@ _rlock()
 		opts+=" $_rlock_release_flags $_rlock_release_args" ;;
 	extend)
 		opts+=" $_rlock_extend_args" ;;
-	status|doctor) ;;
+	status|doctor|pool) ;;
 	bench)
 		opts+=" $_rlock_bench_flags $_rlock_bench_args" ;;
 	log)

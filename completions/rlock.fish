@@ -57,8 +57,9 @@ complete -c rlock -n __rlock_needs_command -a bench -d 'Measure lock throughput,
 complete -c rlock -n __rlock_needs_command -a doctor -d 'Check that the servers can keep locks safe'
 complete -c rlock -n __rlock_needs_command -a log -d 'Show the history of a lock'
 complete -c rlock -n __rlock_needs_command -a last -d 'Say how the last run of locks ended'
+complete -c rlock -n __rlock_needs_command -a pool -d "Define a pool's members, or list who holds each"
 complete -c rlock -n __rlock_needs_command -a help -d 'Show the usage of a command'
-complete -c rlock -n '__rlock_using help' -x -a 'run acquire release extend status bench doctor log last help'
+complete -c rlock -n '__rlock_using help' -x -a 'run acquire release extend status bench doctor log last pool help'
 
 # Global options
 complete -c rlock -s u -l url -x -d 'Redis server URL'
@@ -96,6 +97,8 @@ complete -c rlock -n '__rlock_using run acquire' -l wait-replicas -x -d 'Wait un
 complete -c rlock -n '__rlock_using run acquire' -l priority -x -d 'The line serves higher priority first (-100..100)'
 complete -c rlock -n '__rlock_using run acquire' -l progress -x -d 'Without a terminal, a line every DUR of a wait'
 complete -c rlock -n '__rlock_using run acquire' -l supersede -d 'Newest wins: take the place of the waiter that also gave it'
+complete -c rlock -n '__rlock_using run acquire' -l pool -x -d 'Take free members of this pool (the lock name)'
+complete -c rlock -n '__rlock_using run acquire' -l count -x -d 'With --pool: take this many members'
 
 # run
 complete -c rlock -n '__rlock_using run' -s c -l command -x -d 'Run this string with the shell'

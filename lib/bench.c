@@ -541,7 +541,7 @@ static int decode_acquire(const redisReply *r, struct acq_reply *a)
 		return -1;
 	if (r->type == REDIS_REPLY_STRING || flag == 1) {
 		a->granted = 1;
-		return decode_grant(r, &a->fence, &recorded);
+		return decode_grant(r, &a->fence, &recorded, NULL);
 	}
 	memset(&h, 0, sizeof(h));
 	if (r->elements != 7 || parse_busy(r, &h, &a->joined, NULL) != 0)

@@ -1082,7 +1082,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	 * can work with. */
 	if ((r->type != REDIS_REPLY_STRING &&
 	     elem_num(r, 0, 1, 1, &flag) != 0) ||
-	    decode_grant(r, &fence, &p->recorded) != 0) {
+	    decode_grant(r, &fence, &p->recorded, NULL) != 0) {
 		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
 		    RLOCK_VALUE_NULL, NULL, "unexpected reply to the acquire "
 		    "script");

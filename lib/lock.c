@@ -189,6 +189,7 @@ void rlock_free(struct rlock *rl)
 		node_free(&rl->node[i]);
 	free(rl->node);
 	free(rl->holders);
+	free(rl->granted);
 	tls_ctx_put(rl->copts.tls);
 	explicit_bzero(rl->password, sizeof(rl->password));
 	free(rl);
@@ -252,6 +253,55 @@ static void lease_init(struct rlock_lease *l, const char *token,
 	l->once_ms = o->once_per_ms;
 	l->kind = strcmp(kind, "x") == 0 ? 'x' : 'h';
 	l->pid = pid;
+	l->slot = -1;
+}
+
+/*
+ * A pool's grant, {1, fence, recorded, {member, properties, ...}}: its
+ * members into rl->granted (one server: a pool has no other).  Returns 0
+ * (none for another grant), or -1 for members rlock did not write.
+ */
+static int granted_members(struct rlock *rl, const redisReply *r)
+{
+	const char *why;
+	int n;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
+	    r->element[3]->type != REDIS_REPLY_ARRAY)
+		return 0;
+	if (rl->granted == NULL &&
+	    (rl->granted = calloc(RLOCK_COUNT_MAX,
+				  sizeof(*rl->granted))) == NULL)
+		return -1;
+	n = decode_members(r->element[3], rl->granted, RLOCK_COUNT_MAX, &why);
+	if (n <= 0)
+		return -1;
+	rl->ngranted = (size_t)n;
+	return 0;
+}
+
+/*
+ * A semaphore's slot, from the slots each granting server gave (-1 none,
+ * got 0: not granted there).  Each server gives a slot no other live
+ * holder has there; with several masters only a slot a majority gave is
+ * one no other holder can have too (two majorities share a server), so
+ * the slot is the one that quorum servers agree on, else none (-1).
+ */
+static int agreed_slot(const int *slot, const long long *got, size_t n,
+		       size_t quorum)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t same = 0;
+
+		if (got[i] == 0 || slot[i] < 0)
+			continue;
+		for (size_t j = 0; j < n; j++)
+			if (got[j] != 0 && slot[j] == slot[i])
+				same++;
+		if (same >= quorum)
+			return slot[i];
+	}
+	return -1;
 }
 
 /* When the lease may have run out, by our clock (its safety margin off). */
@@ -345,7 +395,8 @@ int parse_kind(const char *k, int *shared, int *limit)
 
 	*shared = strcmp(k, "s") == 0;
 	*limit = 1;
-	if (*shared || strcmp(k, "x") == 0 || k[0] == '\0')
+	/* A pool's (pool_kind) is neither shared nor a semaphore. */
+	if (*shared || strcmp(k, "x") == 0 || k[0] == '\0' || pool_kind(k))
 		return 0;
 	if (rlock_parse_ll(k, strlen(k), 2, RLOCK_LIMIT_MAX, &l) != 0) {
 		*limit = 0;
@@ -406,6 +457,7 @@ void parse_waiter(const char *v, long long now, struct rlock_waiter *w,
 	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(f[0], ":\n"), f[0]);
 	if (parse_kind(kind, &w->shared, &w->limit) != 0)
 		note_junk(junk, jlen, "waiter's kind", kind, strlen(kind));
+	w->pool = pool_kind(kind);
 	since = num_field(f[1], flen(f[1]), 0, FENCE_LIMIT, -1,
 			  "waiter's arrival", junk, jlen);
 	w->waited_ms = since >= 0 && now >= since ? now - since : 0;
@@ -700,6 +752,7 @@ static int conflict(struct rlock *rl, const struct names *n,
 	/* The holders' kind as rlock writes it, "x", "s" or a limit of 2
 	 * or more; anything else in the field is no kind. */
 	if (strcmp(theirs, "x") != 0 && strcmp(theirs, "s") != 0 &&
+	    strcmp(theirs, "p") != 0 &&
 	    rlock_parse_ll(theirs, strlen(theirs), 2, RLOCK_LIMIT_MAX,
 			   &lim) != 0) {
 		set_error(rl->err, sizeof(rl->err), "%s: its holders' limit in "
@@ -708,7 +761,9 @@ static int conflict(struct rlock *rl, const struct names *n,
 		return RLOCK_EPROTO;
 	}
 	parse_kind(ours, &s, &l);
-	if (s)
+	if (pool_kind(ours))
+		snprintf(want, sizeof(want), "a pool (--pool)");
+	else if (s)
 		snprintf(want, sizeof(want), "a shared lock (-s)");
 	else if (l > 1)
 		snprintf(want, sizeof(want), "a semaphore of %d (--limit %d)",
@@ -716,7 +771,9 @@ static int conflict(struct rlock *rl, const struct names *n,
 	else
 		snprintf(want, sizeof(want), "an exclusive lock");
 	parse_kind(theirs, &s, &l);
-	if (s)
+	if (pool_kind(theirs))
+		snprintf(have, sizeof(have), "a pool held with --pool");
+	else if (s)
 		snprintf(have, sizeof(have), "held shared (-s)");
 	else if (l > 1)
 		snprintf(have, sizeof(have), "a semaphore of %d holders "
@@ -842,6 +899,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	struct fan f;
 	size_t i, ngrant = 0, nbusy = 0, nfail = 0, unsure = 0;
 	long long fence = 0, got[RLOCK_MAX_SERVERS] = { 0 }, arrival = 0;
+	int slot[RLOCK_MAX_SERVERS] = { 0 };
 	char theirs[24] = "";
 	int64_t t0, elapsed;
 	int rc, differs = 0;
@@ -898,13 +956,22 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 		if (r->type == REDIS_REPLY_STRING || elem_ll(r, 0) == 1) {
 			int recorded;
 
-			if (decode_grant(r, &got[i], &recorded) != 0) {
+			if (decode_grant(r, &got[i], &recorded,
+					 &slot[i]) != 0) {
 				/* Granted or not, no fence we can hand on:
 				 * undone with the rest. */
 				got[i] = 0;
 				fan_unexpected(&f, i, "acquire (a grant "
 					       "whose fence is not a positive "
 					       "integer below 2^53)");
+				unsure++;
+				nfail++;
+				continue;
+			}
+			if (granted_members(rl, r) != 0) {
+				fan_unexpected(&f, i, "acquire (a pool's "
+					       "member or property that rlock "
+					       "did not write)");
 				unsure++;
 				nfail++;
 				continue;
@@ -963,6 +1030,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	elapsed = rlock_boot_ms() - t0;
 	if (ngrant >= rl->quorum && lease_valid(o->ttl_ms, elapsed)) {
 		lease_init(lease, token, fence, o, a->kind, who.pid, t0);
+		lease->slot = agreed_slot(slot, got, f.n, rl->quorum);
 		if (rl->nnode > 1)
 			record_grant(rl, n, &who, a->kind, lease);
 		rc = RLOCK_OK;
@@ -1234,7 +1302,12 @@ const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,
 	const char *k = o->shared ? "s" : "x";
 	char n[24];
 
-	if (!o->shared && o->limit > 1) {
+	/* A pool's holder asks as "pK" for K members. */
+	if (o->count > 0) {
+		n[0] = 'p';
+		n[1 + rlock_lltoa(n + 1, o->count)] = '\0';
+		k = n;
+	} else if (!o->shared && o->limit > 1) {
 		n[rlock_lltoa(n, o->limit)] = '\0';
 		k = n;
 	}
@@ -1247,6 +1320,13 @@ int rlock_check_acquire(struct rlock *rl, const struct rlock_acquire_opts *o)
 	char kind[24];
 
 	rlock_kind(o, kind, sizeof(kind));
+	if (rl->nnode > 1 && o->count > 0) {
+		set_error(rl->err, sizeof(rl->err), "pools need one server "
+			  "(or one Sentinel or Cluster URL): on several "
+			  "independent masters a quorum could give a member "
+			  "to two holders");
+		return RLOCK_EUSAGE;
+	}
 	if (rl->nnode > 1 && strcmp(kind, "x") != 0) {
 		set_error(rl->err, sizeof(rl->err), "shared locks and "
 			  "semaphores need one server (or one Sentinel or "
@@ -1374,7 +1454,7 @@ static void record_grant(struct rlock *rl, const struct names *n,
 			 const struct rlock_lease *lease)
 {
 	const char *v[EV_NFIELDS] = { 0 };
-	char pid[24], fence[24], waited[24], tok[9];
+	char pid[24], fence[24], waited[24], tok[9], slot[24];
 	char label[RLOCK_LABEL_MAX + 1];
 
 	snprintf(pid, sizeof(pid), "%lld", who->pid);
@@ -1394,6 +1474,10 @@ static void record_grant(struct rlock *rl, const struct names *n,
 	v[EV_WAITED] = waited;
 	v[EV_COMMAND] = label;
 	v[EV_NOTE] = who->note;
+	if (lease->slot >= 0) {
+		snprintf(slot, sizeof(slot), "%d", lease->slot);
+		v[EV_SLOT] = slot;
+	}
 	record(rl, n, NULL, v);
 }
 
@@ -1586,6 +1670,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	int64_t cb_due = o->wait_cb_ms > 0 ? o->wait_cb_ms : 900;
 
 	rl->err[0] = '\0';
+	rl->ngranted = 0;
 	if (holder == NULL)
 		holder = &h;
 	memset(holder, 0, sizeof(*holder));

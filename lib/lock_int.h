@@ -109,6 +109,7 @@ enum rlock_script_id {
 	RLOCK_SCRIPT_STATUS,
 	RLOCK_SCRIPT_LEAVE,
 	RLOCK_SCRIPT_LOG,
+	RLOCK_SCRIPT_MEMBERS,
 	RLOCK_SCRIPT_COUNT
 };
 
@@ -178,7 +179,7 @@ struct history {
 enum {
 	EV_EVENT, EV_HOST, EV_USER, EV_PID, EV_KIND, EV_FENCE, EV_TOKEN,
 	EV_WAITED, EV_SINCE, EV_HELD, EV_EXIT, EV_SIGNAL, EV_REASON,
-	EV_COMMAND, EV_NOTE, EV_NFIELDS
+	EV_COMMAND, EV_NOTE, EV_SLOT, EV_MEMBERS, EV_NFIELDS
 };
 extern const char *const ev_field[EV_NFIELDS];
 
@@ -519,6 +520,8 @@ struct rlock {
 	char keybuf[RLOCK_KEY_MAX];
 	struct rlock_holder *holders;	/* rlock_status's list */
 	size_t nholders;
+	struct rlock_member *granted;	/* rlock_granted's members */
+	size_t ngranted;
 	struct rlock_event last;	/* rlock_status's last run */
 	int has_last;
 	struct history hist;
@@ -566,12 +569,14 @@ int decode_slot_range(const redisReply *e, struct peer_addr *to);
 int decode_master_addr(const redisReply *r, struct peer_addr *to);
 
 /* The acquire script's replies (lock.c), each strict: a grant, {1,
- * fence[, recorded]}: returns 0 with a fence in 1..2^53-1 and recorded 1,
- * 0 or -1 (not asked), else -1.  A busy answer, {0, pttl, place,
+ * fence[, recorded[, slot]]}: returns 0 with a fence in 1..2^53-1,
+ * recorded 1, 0 or -1 (not asked) and, when slot is not NULL, a
+ * semaphore's slot in 0..RLOCK_LIMIT_MAX-1 (-1 none), else -1.  A busy answer, {0, pttl, place,
  * waiting, holders, joined, kind} and perhaps the holder's details, into
  * h: returns 0 or -1.  The fence of a baton's wake-up message (a
  * subscriber's array) whose grant the history refused, else 0: a hint. */
-int decode_grant(const redisReply *r, long long *fence, int *recorded);
+int decode_grant(const redisReply *r, long long *fence, int *recorded,
+		 int *slot);
 /* A stream id "MS-SEQ" (each below 2^63).  Returns 0, or -1. */
 int decode_id(const char *s, size_t n, long long *ms,
 	      unsigned long long *seq);
@@ -616,6 +621,21 @@ int parse_holder_at(const redisReply *r, size_t off, struct rlock_holder *h);
 /* A kind as the scripts write it ("x", "s", '' or a limit 2 to
  * RLOCK_LIMIT_MAX).  Returns 0, or -1 for anything else (*limit 0). */
 int parse_kind(const char *k, int *shared, int *limit);
+/* A kind of a pool: "p", a pool's holders, or "pK", a waiter for K
+ * members.  Returns K, 1 for "p", or 0 for anything else. */
+int pool_kind(const char *k);
+/* A pool's members as a grant or the members script gives them: {name,
+ * properties, ...}, up to max, each checked (rlock_check_member,
+ * rlock_check_prop), into out.  Returns how many, or -1 for anything
+ * else, with what in why. */
+int decode_members(const redisReply *r, struct rlock_member *out,
+		   size_t max, const char **why);
+/* Whether the n bytes at v are a member's properties: "KEY=VALUE" lines
+ * (rlock_check_prop), "" none. */
+int props_ok(const char *v, size_t n);
+/* The members script (lib/scripts/members.lua). */
+void req_members(struct request *q, const struct lock_names *n,
+		 const char *what, const char *member, const char *props);
 /* A waiter's "KIND:ID\nsince\npid\nhost\nuser\n[priority\n]command"
  * into w; what does not decode is unknown, noted in junk. */
 void parse_waiter(const char *v, long long now, struct rlock_waiter *w,

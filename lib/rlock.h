@@ -19,6 +19,12 @@
 #define RLOCK_LABEL_MAX 256		/* bytes of the command shown by status */
 #define RLOCK_NOTE_MAX 256		/* bytes of a holder's note */
 #define RLOCK_LIMIT_MAX 100000		/* places of a semaphore (--limit) */
+#define RLOCK_COUNT_MAX 64		/* members of a pool one holder takes */
+#define RLOCK_MEMBER_MAX 256		/* bytes in a pool member's name */
+#define RLOCK_PROP_KEY_MAX 64		/* bytes in a member's property key */
+#define RLOCK_PROPS_MAX 4096		/* bytes of a member's properties */
+#define RLOCK_MEMBERS_MAX 1024		/* bytes of a holder's members shown
+					 * (status, log), one a line */
 #define RLOCK_JUNK_MAX 200		/* a note of a field rlock did not
 					 * write, "what 'value'" */
 #define RLOCK_MAX_SERVERS 16		/* independent masters of a handle */
@@ -90,9 +96,16 @@ struct rlock_holder {
 					 * -1 unknown, PUBSUB refused) */
 	int shared;			/* held by shared holders */
 	int limit;			/* a semaphore's limit; 1 exclusive */
+	int pool;			/* held by a pool's holders */
 	long long nholders;		/* holders (shared, semaphore) */
 	long long place;		/* a waiter's own place in line: 0
 					 * next, -1 not in line */
+	int slot;			/* status's list of holders: a
+					 * semaphore holder's slot, -1 none or
+					 * unknown (junk says) */
+	char members[RLOCK_MEMBERS_MAX + 1];	/* status's list of
+					 * holders: a pool holder's members,
+					 * one a line */
 	int skip;			/* why a busy answer is final (enum
 					 * rlock_skip), 0 none */
 	long long junk_keys;		/* release --force: keys of another
@@ -106,6 +119,8 @@ struct rlock_holder {
 	struct rlock_waiter {		/* the next in line, for status */
 		int present;
 		int shared, limit;
+		int pool;		/* a pool's waiter: the members it
+					 * asks for (--count), 0 none */
 		int priority;
 		long long pid;
 		long long waited_ms;
@@ -138,6 +153,8 @@ struct rlock_lease {
 	int kind;			/* 'x' exclusive, 'h' a shared or
 					 * semaphore holder; 0 unknown */
 	long long pid;			/* the holder's pid as recorded */
+	int slot;			/* a semaphore's slot 0..limit-1
+					 * (RLOCK_SLOT), -1 none */
 };
 
 /* How the work done under a lock ended, for the history. */
@@ -167,6 +184,9 @@ struct rlock_acquire_opts {
 	int shared;			/* a shared lock (-s) */
 	int limit;			/* a semaphore of limit holders; 0, 1:
 					 * exclusive */
+	int count;			/* a pool's holder: take count of its
+					 * members (the lock is the pool); 0
+					 * none (rlock_granted) */
 	int cancel_fd;			/* stop waiting when readable; -1 none */
 	/* The line's policies (one server): higher priority first
 	 * (-100..100); supersede: take the place of the waiter in line
@@ -230,6 +250,53 @@ const char *rlock_key(struct rlock *rl, const char *name);
  * characters.  Returns RLOCK_OK or RLOCK_EUSAGE with a reason in why.
  */
 int rlock_check_name(const char *name, const char **why);
+
+/* ---- pools (lib/pool.c) ------------------------------------------------ */
+
+/* A pool's member: its name and properties, and for rlock_pool_list who
+ * holds it. */
+struct rlock_member {
+	char name[RLOCK_MEMBER_MAX + 1];
+	/* "KEY=VALUE" lines, each as rlock_check_prop allows */
+	char props[RLOCK_PROPS_MAX + 1];
+	int removed;			/* list: held, but no longer a member */
+	int held;			/* list: a live holder has it */
+	struct rlock_holder holder;	/* list: who, when held */
+};
+
+/* Check a member's name: 1..RLOCK_MEMBER_MAX bytes, no control
+ * characters.  Returns RLOCK_OK or RLOCK_EUSAGE with a reason in why. */
+int rlock_check_member(const char *name, const char **why);
+
+/*
+ * Check a property "KEY=VALUE": KEY 1..RLOCK_PROP_KEY_MAX bytes of ASCII
+ * letters, digits and '_', not starting with a digit (the command gets it
+ * as RLOCK_RESOURCE_KEY, upper-cased), VALUE without control characters.
+ * Returns RLOCK_OK or RLOCK_EUSAGE with a reason in why.
+ */
+int rlock_check_prop(const char *kv, const char **why);
+
+/* Add member to pool with props (KEY=VALUE lines, "" none), replacing its
+ * properties if it is one already (*added 0; 1 new), and wake the pool's
+ * waiters.  One server.  Returns RLOCK_OK or an error code. */
+int rlock_pool_add(struct rlock *rl, const char *pool, const char *member,
+		   const char *props, int *added);
+
+/* Remove member from pool (*removed 0: it was none).  A holder keeps it
+ * until it lets it go: *holder says who (held 0: none).  Returns RLOCK_OK
+ * or an error code. */
+int rlock_pool_rm(struct rlock *rl, const char *pool, const char *member,
+		  int *removed, struct rlock_holder *holder);
+
+/* The members of pool, in name order, then the members removed while held;
+ * *list is malloc'd (free it).  Returns RLOCK_OK or an error code. */
+int rlock_pool_list(struct rlock *rl, const char *pool,
+		    struct rlock_member **list, size_t *n);
+
+/* The members the last successful rlock_acquire of a pool (opts count)
+ * was given, first the one named first; 0 after any other grant. */
+size_t rlock_granted(const struct rlock *rl,
+		     const struct rlock_member **list);
 
 /*
  * Take lock name: exclusive, shared (opts->shared) or one of opts->limit
@@ -355,6 +422,10 @@ struct rlock_event {
 	long long pid;			/* -1: not known */
 	char kind[24];			/* "x", "s" or a semaphore's limit */
 	long long fence;		/* -1: not known */
+	long long slot;			/* a semaphore's slot, -1 none or not
+					 * known */
+	char members[RLOCK_MEMBERS_MAX + 1];	/* a pool holder's
+					 * members, one a line; "" none */
 	char token[9];			/* the holder's token prefix */
 	long long waited_ms, held_ms;	/* -1: not known */
 	long long since_ms;		/* when the lock was taken, -1 unknown */

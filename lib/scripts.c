@@ -66,6 +66,7 @@ _Static_assert(HISTORY_MAX == RLOCK_LOG_MAX_DEFAULT &&
 const char *const ev_field[EV_NFIELDS] = {
 	"event", "host", "user", "pid", "kind", "fence", "token", "waited",
 	"since", "held", "exit", "signal", "reason", "command", "note",
+	"slot", "members",
 };
 
 /* ---- key names and argument builders ---------------------------------- */
@@ -312,7 +313,8 @@ static int starts_with(const redisReply *r, const char *p)
  */
 /* What the scripts call, for the ACL rule that lets them. */
 #define SCRIPT_COMMANDS "+evalsha +eval +get +set +pexpire +pexpireat " \
-	"+pttl +hget +hmget +hset +hdel +incr +del +exists +publish +time " \
+	"+pttl +hget +hmget +hset +hdel +hlen +hkeys +hgetall +incr +del " \
+	"+exists +publish +time " \
 	"+zadd +zrem +zrange +zrangebyscore +zrank +zscore +zcard +zcount " \
 	"+xadd +xrange +xrevrange"
 
@@ -608,6 +610,22 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "which is not a fence rlock wrote (digits, below "
 			 "2^53 - 2^20): no fence handed out, nothing granted",
 			 key, v);
+	} else if (starts_with(r, "BADSLOT ")) {
+		char v[300];
+
+		/* A semaphore holder's slot (lib/scripts/slot.lua). */
+		res->rc = RLOCK_EPROTO;
+		snprintf(v, sizeof(v), "%.*s", n - 8, r->str + 8);
+		snprintf(res->err, sizeof(res->err), "%s:holders:meta holds "
+			 "the slot '%s', which is not a slot rlock wrote "
+			 "(digits, below the limit): nothing granted", key, v);
+	} else if (starts_with(r, "POOLSMALL ")) {
+		/* A pool with fewer members than --count asks for. */
+		res->rc = RLOCK_EUSAGE;
+		snprintf(res->err, sizeof(res->err), "%s:members has %.*s "
+			 "member(s), fewer than --count asks for: add some "
+			 "with 'rlock pool NAME add MEMBER'", key, n - 10,
+			 r->str + 10);
 	} else if (starts_with(r, "BADSTREAM ")) {
 		char v[300];
 

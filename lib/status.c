@@ -610,6 +610,13 @@ static int kind_ok(const char *v, size_t n)
 {
 	long long l;
 
+	char k[8];
+
+	if (n > 0 && n < sizeof(k) && v[0] == 'p') {
+		memcpy(k, v, n);
+		k[n] = '\0';
+		return pool_kind(k) != 0;
+	}
 	return (n == 1 && (v[0] == 'x' || v[0] == 's')) ||
 	       rlock_parse_ll(v, n, 2, RLOCK_LIMIT_MAX, &l) == 0;
 }
@@ -656,11 +663,12 @@ static void set_field(struct rlock_event *ev, int i, const char *v, size_t n)
 		[EV_PID] = INT_MAX, [EV_FENCE] = FENCE_LIMIT,
 		[EV_WAITED] = FENCE_LIMIT, [EV_SINCE] = FENCE_LIMIT,
 		[EV_HELD] = FENCE_LIMIT, [EV_EXIT] = 255,
+		[EV_SLOT] = RLOCK_LIMIT_MAX - 1,
 	};
 	long long *num[EV_NFIELDS] = {
 		[EV_PID] = &ev->pid, [EV_FENCE] = &ev->fence,
 		[EV_WAITED] = &ev->waited_ms, [EV_SINCE] = &ev->since_ms,
-		[EV_HELD] = &ev->held_ms,
+		[EV_HELD] = &ev->held_ms, [EV_SLOT] = &ev->slot,
 	};
 	long long x;
 	int ok = 1;
@@ -673,6 +681,16 @@ static void set_field(struct rlock_event *ev, int i, const char *v, size_t n)
 	case EV_REASON: COPY(ev->reason); break;
 	case EV_COMMAND: COPY(ev->command); break;
 	case EV_NOTE: COPY(ev->note); break;
+	case EV_MEMBERS:
+		/* Names, one a line: no other control character. */
+		for (size_t j = 0; j < n && ok; j++)
+			ok = ((unsigned char)v[j] >= 0x20 &&
+			      (unsigned char)v[j] != 0x7f) || v[j] == '\n';
+		/* Cut to its room, as the command is. */
+		ok = ok && n > 0;
+		if (ok)
+			COPY(ev->members);
+		break;
 	case EV_KIND:
 		ok = n == 0 || kind_ok(v, n);
 		if (ok)
@@ -694,8 +712,10 @@ static void set_field(struct rlock_event *ev, int i, const char *v, size_t n)
 			ev->exit = (int)x;
 		break;
 	case EV_PID: case EV_FENCE: case EV_WAITED: case EV_SINCE:
-	case EV_HELD:
-		ok = n == 0 || rlock_parse_ll(v, n, lo[i], hi[i], &x) == 0;
+	case EV_HELD: case EV_SLOT:
+		/* A slot as rlock writes it: no leading 0 (slot.lua). */
+		ok = n == 0 || (rlock_parse_ll(v, n, lo[i], hi[i], &x) == 0 &&
+				(i != EV_SLOT || n == 1 || v[0] != '0'));
 		if (ok && n > 0)
 			*num[i] = x;
 		break;
@@ -711,6 +731,7 @@ static void event_init(struct rlock_event *ev)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->pid = ev->fence = ev->waited_ms = ev->held_ms = ev->since_ms = -1;
+	ev->slot = -1;
 	ev->exit = -1;
 	ev->servers = 1;
 }
@@ -911,6 +932,10 @@ static void join_grant(struct rlock_event *e, const struct rlock_event *g)
 		snprintf(e->kind, sizeof(e->kind), "%s", g->kind);
 	if (e->fence < 0)
 		e->fence = g->fence;
+	if (e->slot < 0)
+		e->slot = g->slot;
+	if (e->members[0] == '\0')
+		snprintf(e->members, sizeof(e->members), "%s", g->members);
 	/* A release says when it ended; its grant's entry, when it began
 	 * (a release of an older rlock said since itself). */
 	if (e->since_ms < 0 && e->held_ms < 0) {

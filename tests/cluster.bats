@@ -366,6 +366,40 @@ start_holder() {
 	assert_equal "$(ccli "$(cluster_owner_port "$k")" EXISTS "$k:holders" "$k:holders:meta")" 0
 }
 
+@test "slots and a pool through nodes that do not serve the slot: each holder told its own slot or member, recorded on the slot's owner" {
+	local -a ports pids
+	local i k owner
+	mapfile -t ports < <(cluster_master_ports)
+	k=$(key sl)
+	owner=$(cluster_owner_port "$k")
+	for i in 0 1 2; do
+		bg_start "s$i" "$RLOCK" -u "$(node_url "${ports[i % 3]}")" run -l 3 sl -- \
+			sh -c "echo \$RLOCK_SLOT >> slots; $(gate "$BATS_TEST_TMPDIR/go")"
+		pids+=("$BG_PID")
+	done
+	wait_until 20 eval '[[ $(wc -l <slots 2>/dev/null) == 3 ]]'
+	assert_equal "$(sort slots | tr '\n' ' ')" "0 1 2 "
+	run -0 "$RLOCK" -u "$(node_url "${ports[1]}")" status --json sl
+	json_check "$output" "sorted(h['slot'] for h in d['locks'][0]['holders']) == [0, 1, 2]"
+	touch go
+	for i in 0 1 2; do
+		bg_wait "${pids[i]}" 20
+		assert_equal "$BG_STATUS" 0
+	done
+	# A pool: its members under the pool's hash tag, on its slot's owner.
+	k=$(key envs)
+	owner=$(cluster_owner_port "$k")
+	"$RLOCK" -u "$(node_url "${ports[0]}")" pool envs add env-a url=https://a.example
+	"$RLOCK" -u "$(node_url "${ports[1]}")" pool envs add env-b url=https://b.example
+	assert_equal "$(ccli "$owner" HLEN "$k:members")" 2
+	run -0 "$RLOCK" -u "$(node_url "${ports[2]}")" run --pool envs --count 2 -- \
+		sh -c 'echo "$RLOCK_RESOURCE_0 $RLOCK_RESOURCE_1 $RLOCK_RESOURCE_1_URL"'
+	assert_output "env-a env-b https://b.example"
+	run -0 "$RLOCK" -u "$(node_url "${ports[1]}")" pool --json envs
+	json_check "$output" "[m['name'] for m in d['members']] == ['env-a', 'env-b']"
+	assert_equal "$(ccli "$owner" EXISTS "$k:holders" "$k:holders:meta")" 0
+}
+
 # ---- line policies: --once-per, --supersede, --priority -----------------------
 
 # cline_is PORT NAME N: lock NAME's wait line has exactly N places on the

@@ -338,7 +338,8 @@ check_options() {
 		for cmd in $(option_commands); do "$RLOCK" "$cmd" --help; done
 	} | grep -oE '\b(RLOCK_[A-Z_]+|REDIS_URL|REDISCLI_AUTH|NO_COLOR)\b' | sort -u) \
 		RLOCK_URL REDIS_URL RLOCK_PREFIX REDISCLI_AUTH RLOCK_VERBOSE NO_COLOR \
-		RLOCK_NAME RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_TTL_MS RLOCK_HELD; do
+		RLOCK_NAME RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_SLOT RLOCK_TTL_MS \
+		RLOCK_HELD; do
 		grep -qE "^ +$var\$|^ +$var " <<<"$env" || { echo "ENVIRONMENT lacks $var"; bad=1; }
 	done
 	((bad == 0))

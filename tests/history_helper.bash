@@ -45,7 +45,7 @@ logkey() {
 }
 
 # The fields rlock writes, in their order (an entry has those it knows).
-HIST_FIELDS='["event", "host", "user", "pid", "kind", "fence", "token", "waited", "since", "held", "exit", "signal", "reason", "command", "note"]'
+HIST_FIELDS='["event", "host", "user", "pid", "kind", "fence", "token", "waited", "since", "held", "exit", "signal", "reason", "command", "note", "slot"]'
 
 # events NAME [SERVER]: [] when there is no stream.
 events() {

@@ -355,7 +355,8 @@ place_lapsed() {
 	assert_status_row "${lines[1]}" st held "$(sed -n 1p <<<"$meta")"
 	assert_line "  semaphore: 3 of 3 places held"
 	for ((i = 1; i <= 3; i++)); do
-		assert_line --regexp "^    ${toks[i]:0:8} $(printf 'fence %-16s age' "${fen[i]}") +[^ ]+ +ttl [^ ]+ +$user@$host:${pids[i - 1]} +job-$i\$"
+		# Each with its slot (issue 35): the three slots, in turn.
+		assert_line --regexp "^    ${toks[i]:0:8} slot $((i - 1))     $(printf 'fence %-16s age' "${fen[i]}") +[^ ]+ +ttl [^ ]+ +$user@$host:${pids[i - 1]} +job-$i\$"
 	done
 	assert_line --regexp "^  next: $user@$host:$w, waiting [^ ]+  waiter\$"
 	assert_equal "${#lines[@]}" 7

@@ -138,6 +138,25 @@ utc() {
 	date -u -d "@$(($1 / 1000))" '+%Y-%m-%d %H:%M:%S UTC'
 }
 
+@test "slots and a pool through the sentinels: kept on the master, each holder told its own" {
+	local mp t1 t2
+	mp=$(sentinel_master_port)
+	t1=$("$RLOCK" "${SU[@]}" acquire -l 2 sl)
+	run -0 "$RLOCK" "${SU[@]}" run -l 2 sl -- sh -c 'echo "$RLOCK_SLOT"'
+	assert_output 1
+	assert_equal "$(redis-cli -h 127.0.0.1 -p "$mp" HGET "$(key sl):holders:meta" "#$t1")" 0
+	"$RLOCK" "${SU[@]}" pool envs add env-a url=https://a.example
+	"$RLOCK" "${SU[@]}" pool envs add env-b url=https://b.example
+	assert_equal "$(redis-cli -h 127.0.0.1 -p "$mp" HLEN "$(key envs):members")" 2
+	t2=$("$RLOCK" "${SU[@]}" acquire --pool envs)
+	run -0 "$RLOCK" "${SU[@]}" run --pool envs -- sh -c 'echo "$RLOCK_RESOURCE $RLOCK_RESOURCE_URL"'
+	assert_output "env-b https://b.example"
+	run -0 "$RLOCK" "${SU[@]}" pool --json envs
+	json_check "$output" "d['members'][0]['holder']['token_prefix'] == '${t2:0:8}'"
+	"$RLOCK" "${SU[@]}" release envs "$t2"
+	"$RLOCK" "${SU[@]}" release sl "$t1"
+}
+
 @test "--once-per 30d through the sentinels: a run marks the period on the master (and its replica), the next skips (75) naming it, status shows it" {
 	export USER=tester
 	local m r k host pid fence since done until period=2592000000

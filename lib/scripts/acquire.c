@@ -132,18 +132,24 @@ void req_acquire(struct request *q, const struct lock_names *n,
 }
 
 /*
- * A grant, {1, fence} or {1, fence, recorded}: the fence a positive
- * integer below 2^53, recorded 1 or 0 (the history refused it), absent
- * when not asked for (*recorded -1); or the shortest path's answer, its
+ * A grant, {1, fence}, {1, fence, recorded}, a semaphore's {1, fence,
+ * recorded, slot} or a pool's {1, fence, recorded, {members}} (read by
+ * decode_members): the fence a positive integer below 2^53, recorded 1 or
+ * 0 (the history refused it), absent or -1 when not asked for (*recorded
+ * -1), the slot 0..RLOCK_LIMIT_MAX-1 (absent: none, *slot -1; a grant an
+ * older rlock made has none); or the shortest path's answer, its
  * history entry's id "MS-SEQ" (lib/scripts/entry.lua), MS 13 digits and
  * SEQ at most 3, whose fence is (MS + 1) * 1000 + SEQ (recorded 1).
  * Returns 0, or -1 for anything else: a fence of 0, a negative one, one
  * a double cannot hold, any other string.
  */
-int decode_grant(const redisReply *r, long long *fence, int *recorded)
+int decode_grant(const redisReply *r, long long *fence, int *recorded,
+		 int *slot)
 {
-	const redisReply *f, *h;
+	const redisReply *f, *h, *s;
 
+	if (slot != NULL)
+		*slot = -1;
 	if (r->type == REDIS_REPLY_STRING) {
 		const char *dash = memchr(r->str, '-', r->len);
 		long long ms, seq;
@@ -158,7 +164,7 @@ int decode_grant(const redisReply *r, long long *fence, int *recorded)
 		return 0;
 	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-	    r->elements > 3)
+	    r->elements > 4)
 		return -1;
 	f = r->element[1];
 	if (f->type != REDIS_REPLY_INTEGER || f->integer < 1 ||
@@ -166,12 +172,23 @@ int decode_grant(const redisReply *r, long long *fence, int *recorded)
 		return -1;
 	*fence = f->integer;
 	*recorded = -1;
-	if (r->elements == 3) {
+	if (r->elements >= 3) {
 		h = r->element[2];
-		if (h->type != REDIS_REPLY_INTEGER || h->integer < 0 ||
+		if (h->type != REDIS_REPLY_INTEGER || h->integer < -1 ||
 		    h->integer > 2)
 			return -1;
 		*recorded = (int)h->integer;
+	}
+	if (r->elements == 4) {
+		s = r->element[3];
+		/* A pool's members: decode_members reads them. */
+		if (s->type == REDIS_REPLY_ARRAY)
+			return 0;
+		if (s->type != REDIS_REPLY_INTEGER || s->integer < 0 ||
+		    s->integer >= RLOCK_LIMIT_MAX)
+			return -1;
+		if (slot != NULL)
+			*slot = (int)s->integer;
 	}
 	return 0;
 }
@@ -200,7 +217,7 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 	k = r->element[6];
 	if (k->type != REDIS_REPLY_STRING ||
 	    (k->len != 0 && strcmp(k->str, "x") != 0 &&
-	     strcmp(k->str, "s") != 0 &&
+	     strcmp(k->str, "s") != 0 && strcmp(k->str, "p") != 0 &&
 	     rlock_parse_ll(k->str, k->len, 2, RLOCK_LIMIT_MAX, &limit) != 0))
 		return -1;
 	if (r->elements == 15 && parse_holder_at(r, 7, h) != 0)
@@ -216,8 +233,10 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 	*joined |= join != 0;
 	if (join != 0 && arrival != NULL)
 		*arrival = join;
-	if (k->len != 0)
+	if (k->len != 0) {
 		parse_kind(k->str, &h->shared, &h->limit);
+		h->pool = pool_kind(k->str) != 0;
+	}
 	return 0;
 }
 

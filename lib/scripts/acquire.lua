@@ -126,6 +126,9 @@ if taken then
   return g
 end
 local k = ARGV[9]
+-- A pool's waiter for pk members asks as "pK"; its holders' kind is 'p'.
+local pk = tonumber(string.match(k, '^p(%d+)$') or '')
+local kc = pk and 'p' or k
 local cur = redis.call('GET', KEYS[1])
 if cur == tok then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -165,16 +168,43 @@ if once then
   end
 end
 --@include holders.lua
+--@include slot.lua
+--@include pool.lua
 local function grant()
   if k == 'x' then return grant_x(tok, ARGV[2], info, ARGV[7], ARGV[15], ARGV[16], false) end
-  local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info)
+  if k == 's' then
+    local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info)
+    if not f then return fs end
+    redis.call('ZADD', KEYS[3], ms(now + ttl), tok)
+    redis.call('HSET', KEYS[4], 'limit', k, tok, owner_record(fs, ARGV[7], ARGV[4],
+               ARGV[3], ARGV[5], ARGV[13], ARGV[6]))
+    holders_expire()
+    if ARGV[15] == '0' then rec = nil end
+    return {1, f, rec}
+  end
+  if pk then
+    -- A pool's place comes with its members (pool.lua), in its entry.
+    local got, _, total = pool_free(pk)
+    if #got < pk then return redis.error_reply('POOLSMALL ' .. ms(total)) end
+    local names = table.concat(got, '\n')
+    local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info, 'members', names)
+    if not f then return fs end
+    redis.call('ZADD', KEYS[3], ms(now + ttl), tok)
+    redis.call('HSET', KEYS[4], 'limit', 'p', tok, owner_record(fs, ARGV[7], ARGV[4],
+               ARGV[3], ARGV[5], ARGV[13], ARGV[6]), '#' .. tok, names)
+    holders_expire()
+    return {1, f, ARGV[15] == '0' and -1 or rec, pool_props(got)}
+  end
+  -- A semaphore's place comes with its slot (slot.lua), in its entry.
+  local sl, se = slot_free(tok, tonumber(k))
+  if not sl then return se end
+  local f, fs, _, rec = grant_entry(ARGV[15], ARGV[16], info, 'slot', sl)
   if not f then return fs end
   redis.call('ZADD', KEYS[3], ms(now + ttl), tok)
   redis.call('HSET', KEYS[4], 'limit', k, tok, owner_record(fs, ARGV[7], ARGV[4],
-             ARGV[3], ARGV[5], ARGV[13], ARGV[6]))
+             ARGV[3], ARGV[5], ARGV[13], ARGV[6]), '#' .. tok, sl)
   holders_expire()
-  if ARGV[15] == '0' then rec = nil end
-  return {1, f, rec}
+  return {1, f, ARGV[15] == '0' and -1 or rec, tonumber(sl)}
 end
 --@include line.lua
 if k ~= 'x' then
@@ -185,19 +215,39 @@ if k ~= 'x' then
     local v = redis.call('HGET', KEYS[4], tok) or ''
     local of, rest = string.match(v, '^(%d*)(\n.*)$')
     local held = of and fence_of(of)
-    if held then return {1, held} end
+    -- Its slot, as it was granted (none: an older rlock's grant), or
+    -- a pool's members.
+    local sl, se
+    if pk then
+      local names = {}
+      for m in string.gmatch((redis.call('HGET', KEYS[4], '#' .. tok) or '') .. '\n',
+                             '([^\n]*)\n') do
+        if m ~= '' then names[#names + 1] = m end
+      end
+      sl = pool_props(names)
+    elseif k ~= 's' then
+      sl, se = slot_of(tok, tonumber(k))
+      if se then return se end
+      sl = sl and tonumber(sl)
+    end
+    if held then return {1, held, -1, sl} end
     local f, fs = fresh_fence()
     if not f then return fs end
     if rest then redis.call('HSET', KEYS[4], tok, fs .. rest) end
-    return {1, f}
+    return {1, f, -1, sl}
   end
+end
+-- A pool with fewer members than asked for would never serve it.
+if pk then
+  local n = redis.call('HLEN', KEYS[1] .. ':members')
+  if n < pk then return redis.error_reply('POOLSMALL ' .. ms(n)) end
 end
 local hk, hn = 'x', 1
 if not cur then
   holders_purge()
   hk, hn = state()
 end
-if hk and hk ~= 'x' and hk ~= 's' and hk ~= k then return {-1, hk} end
+if hk and hk ~= 'x' and hk ~= 's' and hk ~= kc then return {-1, hk} end
 if hk == 's' and k ~= 's' and k ~= 'x' then return {-1, hk} end
 if hk == 'x' and k ~= 'x' and k ~= 's' then return {-1, 'x'} end
 local me = ARGV[10] ~= '' and (k .. ':' .. ARGV[10]) or nil
@@ -242,10 +292,10 @@ if me and hk ~= 'x' then
   end
   place = redis.call('ZRANK', KEYS[5], me)
 end
-if hk ~= 'x' and (hk == nil or hk == k) then
+if hk ~= 'x' and (hk == nil or hk == kc) then
   if not me then
     let = k ~= 'x' or hk == nil
-    if k ~= 's' and k ~= 'x' then let = hn < tonumber(k) end
+    if k ~= 's' and k ~= 'x' then let = not pk and hn < tonumber(k) end
   else
     local upto = place
     if not upto and prio ~= 0 then

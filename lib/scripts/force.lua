@@ -16,6 +16,7 @@
 -- and junk, the number of keys of another type deleted.
 --@include now.lua
 --@include holders.lua
+--@include pool.lua
 --@include line.lua
 --@include unpack_meta.lua
 --@include holder_meta.lua

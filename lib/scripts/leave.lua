@@ -5,6 +5,7 @@
 -- handed it the lock as it gave up (the baton, in release) left the lock
 -- with its token: that grant is released here, and recorded so.
 --@include now.lua
+--@include pool.lua
 --@include line.lua
 --@include unpack_meta.lua
 --@include holder_meta.lua

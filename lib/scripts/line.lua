@@ -4,7 +4,9 @@
 -- ok(mk, i, first, hk, hn) says whether the waiter of kind mk at place i
 -- (1 the head) may be let in now with hk, hn held (state()), first being
 -- the kind at the head: only the head when exclusive, a run of shared
--- waiters together, and a semaphore's waiters while places are free.
+-- waiters together, a semaphore's waiters while places are free, and a
+-- run of a pool's waiters for K members each ("pK") while K members are
+-- free for each (pool.lua): a waiter for another K waits its turn.
 -- wake(prefix, skip) publishes to each of those (skip aside) on its
 -- channel, and drops one that nobody listens to and looks again, at most
 -- eight times: PUBLISH counts the receivers, so a waiter whose process
@@ -13,6 +15,7 @@
 -- wake returns true when a PUBLISH was refused (an ACL user without the
 -- channel: see release.lua).
 --@include state.lua
+-- (pool.lua comes before it, where the script includes it.)
 local function leave(m)
   redis.call('ZREM', KEYS[5], m)
   redis.call('ZREM', KEYS[6], m)
@@ -29,13 +32,24 @@ local function line_purge()
   end
 end
 local function kind(m)
-  local mk = string.match(m, '^([xs]):') or string.match(m, '^(%d+):')
+  local mk = string.match(m, '^([xs]):') or string.match(m, '^(%d+):') or
+             string.match(m, '^(p%d+):')
   if not mk then error('BADLINE ' .. string.sub(m, 1, 64), 0) end
   return mk
 end
+local pool_left = 0
 local function ok(mk, i, first, hk, hn)
   if hk == 'x' or mk ~= first then return false end
   if mk == 'x' then return i == 1 and hk == nil end
+  if string.byte(mk, 1) == 112 then
+    if hk ~= nil and hk ~= 'p' then return false end
+    -- Callers ask from the head on: the free members, counted once.
+    if i == 1 then
+      local _, nf = pool_free(0)
+      pool_left = nf
+    end
+    return i * tonumber(string.sub(mk, 2)) <= pool_left
+  end
   if hk ~= nil and hk ~= mk then return false end
   if mk == 's' then return true end
   return hn + i <= tonumber(mk)

@@ -118,6 +118,7 @@ if cur == tok and redis.call('EXISTS', KEYS[5]) == 0 then return announce() end
 --@include entry.lua
 --@include grant.lua
 --@include holders.lua
+--@include pool.lua
 --@include line.lua
 local function baton()
   for _ = 1, 8 do
@@ -162,7 +163,7 @@ if cur ~= tok then
     return 2
   end
   redis.call('ZREM', KEYS[3], tok)
-  redis.call('HDEL', KEYS[4], tok)
+  redis.call('HDEL', KEYS[4], tok, '#' .. tok)
   holders_expire()
   if redis.call('EXISTS', KEYS[5]) == 0 then return announce() end
 end

@@ -85,10 +85,56 @@ static int parse_once(const redisReply *r, struct rlock_once *o, char *junk,
 	return 0;
 }
 
+/* A semaphore holder's slot, the n bytes at v: digits below the limit;
+ * anything else is unknown (-1) and noted in junk, never slot 0. */
+static int parse_slot(const char *v, size_t n, int limit, char *junk,
+		      size_t jlen)
+{
+	long long s;
+
+	if ((n > 1 && v[0] == '0') ||
+	    rlock_parse_ll(v, n, 0, (limit > 1 ? limit : RLOCK_LIMIT_MAX) - 1,
+			   &s) != 0) {
+		note_junk(junk, jlen, "slot", v, n);
+		return -1;
+	}
+	return (int)s;
+}
+
+/* A pool holder's members, the n bytes at v: names (rlock_check_member)
+ * one a line, into out (cut to its room); anything else is unknown ("")
+ * and noted in junk. */
+static void parse_members(const char *v, size_t n, char *out, size_t len,
+			  char *junk, size_t jlen)
+{
+	char name[RLOCK_MEMBER_MAX + 1];
+	const char *p = v, *end = v + n, *why;
+
+	out[0] = '\0';
+	while (p <= end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (l > RLOCK_MEMBER_MAX || memchr(p, '\0', l) != NULL)
+			goto bad;
+		memcpy(name, p, l);
+		name[l] = '\0';
+		if (rlock_check_member(name, &why) != RLOCK_OK)
+			goto bad;
+		if (nl == NULL)
+			break;
+		p = nl + 1;
+	}
+	snprintf(out, len, "%.*s", (int)n, v);
+	return;
+bad:
+	note_junk(junk, jlen, "members", v, n);
+}
+
 /* The holders of a shared lock or a semaphore: up to 100 of {token
- * prefix, ttl, metadata}, into *list.  Returns 0, or -1 for a reply of the
- * wrong shape. */
-static int parse_holders(const redisReply *l, const struct rlock_holder *h,
+ * prefix, ttl, metadata[, slot]}, into *list (no slot: a shared holder, or
+ * an older rlock's grant); a slot that is not rlock's is noted in h->junk.  Returns 0, or -1 for a reply of the wrong shape. */
+static int parse_holders(const redisReply *l, struct rlock_holder *h,
 			 long long now, struct rlock_holder **list,
 			 size_t *nlist)
 {
@@ -97,9 +143,12 @@ static int parse_holders(const redisReply *l, const struct rlock_holder *h,
 	for (size_t i = 0; i < l->elements; i++) {
 		const redisReply *e = l->element[i];
 
-		if (e->type != REDIS_REPLY_ARRAY || e->elements != 3 ||
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+		    e->elements > 4 ||
 		    e->element[0]->type != REDIS_REPLY_STRING ||
 		    e->element[2]->type != REDIS_REPLY_STRING ||
+		    (e->elements == 4 &&
+		     e->element[3]->type != REDIS_REPLY_STRING) ||
 		    (e->element[1]->type != REDIS_REPLY_STRING &&
 		     e->element[1]->type != REDIS_REPLY_INTEGER))
 			return -1;
@@ -127,6 +176,16 @@ static int parse_holders(const redisReply *l, const struct rlock_holder *h,
 		if (meta != NULL)
 			parse_meta(meta, now, x);
 		free(meta);
+		x->slot = -1;
+		x->pool = h->pool;
+		if (e->elements == 4 && h->pool)
+			parse_members(e->element[3]->str, e->element[3]->len,
+				      x->members, sizeof(x->members), h->junk,
+				      sizeof(h->junk));
+		else if (e->elements == 4)
+			x->slot = parse_slot(e->element[3]->str,
+					     e->element[3]->len, h->limit,
+					     h->junk, sizeof(h->junk));
 	}
 	return 0;
 }
@@ -159,6 +218,7 @@ static int parse_status(const redisReply *r, struct rlock_holder *h,
 	snprintf(k, sizeof(k), "%.*s", (int)(n < sizeof(k) ? n : 0), v);
 	if (n >= sizeof(k) || parse_kind(k, &h->shared, &h->limit) != 0)
 		note_junk(h->junk, sizeof(h->junk), "limit", v, n);
+	h->pool = strcmp(k, "p") == 0;
 	if (r->element[11]->integer < 0 || r->element[12]->integer < 0)
 		return -1;
 	h->nholders = r->element[11]->integer;

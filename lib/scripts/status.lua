@@ -5,7 +5,9 @@
 -- lease ends first), then the kind held ('x', 's', the limit, '' free),
 -- the number of holders, the number waiting in line, the next in line
 -- ("KIND:ID\nsince\npid\nhost\nuser\ncommand", '' none), up to 100
--- holders as {token prefix, ttl, metadata}, the holder's note, and the
+-- holders as {token prefix, ttl, metadata[, slot]} (slot.lua: none
+-- without one),
+-- the holder's note, and the
 -- last completed run from the history ({id, {field, value, ...}} of the
 -- newest released or lost entry among the last 50, then its grant's entry,
 -- {} when not among them; {} none, or the stream refused: a read, so a
@@ -103,7 +105,8 @@ end
 local list = {}
 for i = 1, #hs, 2 do
   list[#list + 1] = {string.sub(hs[i], 1, 8), ms(tonumber(hs[i + 1]) - now),
-                     redis.call('HGET', KEYS[4], hs[i]) or ''}
+                     redis.call('HGET', KEYS[4], hs[i]) or '',
+                     redis.call('HGET', KEYS[4], '#' .. hs[i]) or nil}
 end
 local m = unpack_meta(list[1][3])
 return {1, tonumber(list[1][2]), m[5] or '', m[4] or '', m[6] or '', m[7] or '',

@@ -51,12 +51,23 @@ static void decode(const redisReply *r)
 	struct rlock_holder h;
 	struct force_reply fr;
 	long long fence, v, arrival;
-	int recorded, joined = 0;
+	int recorded, joined = 0, slot;
 
 	walk(r, 1);
-	if (decode_grant(r, &fence, &recorded) == 0) {
+	if (decode_grant(r, &fence, &recorded, &slot) == 0) {
 		REQUIRE(fence >= 1 && fence < (1LL << 53));
 		REQUIRE(recorded >= -1 && recorded <= 2);
+		REQUIRE(slot >= -1 && slot < RLOCK_LIMIT_MAX);
+	}
+	if (r->type == REDIS_REPLY_ARRAY) {
+		static struct rlock_member m[RLOCK_COUNT_MAX];
+		const char *why;
+		int n = decode_members(r, m, RLOCK_COUNT_MAX, &why);
+
+		REQUIRE(n >= -1 && n <= RLOCK_COUNT_MAX);
+		for (int i = 0; i < n; i++)
+			REQUIRE(m[i].name[0] != '\0' &&
+				strchr(m[i].name, '\n') == NULL);
 	}
 	memset(&h, 0, sizeof(h));
 	arrival = 0;

@@ -140,13 +140,111 @@ static void grant_ids(void)
 		CHECK(r != NULL);
 		if (r == NULL)
 			continue;
-		CHECK_INT(decode_grant(r, &fence, &recorded), t[i].rc);
+		CHECK_INT(decode_grant(r, &fence, &recorded, NULL), t[i].rc);
 		if (t[i].rc == 0) {
 			CHECK_INT(fence, t[i].fence);
 			CHECK_INT(recorded, 1);
 		}
 		freeReplyObject(r);
 	}
+}
+
+/* A semaphore's grant, {1, fence, recorded, slot}: recorded -1 when the
+ * history was not asked, the slot 0..RLOCK_LIMIT_MAX-1; a slot of another
+ * type or out of range is no grant, never slot 0. */
+static void grant_slots(void)
+{
+	static const struct {
+		const char *resp;
+		int rc, recorded, slot;
+	} t[] = {
+		{ "*4\r\n:1\r\n:17957714307911\r\n:1\r\n:0\r\n", 0, 1, 0 },
+		{ "*4\r\n:1\r\n:17957714307911\r\n:-1\r\n:99999\r\n", 0, -1,
+		  99999 },
+		{ "*3\r\n:1\r\n:17957714307911\r\n:-1\r\n", 0, -1, -1 },
+		{ "*2\r\n:1\r\n:17957714307911\r\n", 0, -1, -1 },
+		{ "*4\r\n:1\r\n:17957714307911\r\n:1\r\n:100000\r\n", -1, 0,
+		  0 },
+		{ "*4\r\n:1\r\n:17957714307911\r\n:1\r\n:-1\r\n", -1, 0, 0 },
+		{ "*4\r\n:1\r\n:17957714307911\r\n:1\r\n$1\r\n0\r\n", -1, 0,
+		  0 },
+		{ "*4\r\n:1\r\n:17957714307911\r\n:-2\r\n:0\r\n", -1, 0, 0 },
+		{ "*5\r\n:1\r\n:17957714307911\r\n:1\r\n:0\r\n:0\r\n", -1, 0,
+		  0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = unit_reply(t[i].resp);
+		long long fence = 0;
+		int recorded = -5, slot = -5;
+
+		unit_context("grant slot %zu", i);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		CHECK_INT(decode_grant(r, &fence, &recorded, &slot), t[i].rc);
+		if (t[i].rc == 0) {
+			CHECK_INT(fence, 17957714307911LL);
+			CHECK_INT(recorded, t[i].recorded);
+			CHECK_INT(slot, t[i].slot);
+		}
+		freeReplyObject(r);
+	}
+	unit_context(NULL);
+}
+
+/* A pool's grant, {1, fence, recorded, {member, properties, ...}}: the
+ * members and their KEY=VALUE lines, checked as rlock writes them; a
+ * member or property another client wrote is no grant. */
+static void pool_members(void)
+{
+	static const struct {
+		const char *resp;
+		int n;
+	} t[] = {
+		{ "*4\r\n$5\r\nenv-a\r\n$7\r\nurl=x y\r\n$5\r\nenv-b\r\n"
+		  "$0\r\n\r\n", 2 },
+		{ "*2\r\n$1\r\na\r\n$10\r\nurl=1\n_k9=\r\n", 1 },
+		{ "*0\r\n", 0 },
+		/* An odd count, a name empty or with a control character,
+		 * properties that are not KEY=VALUE lines. */
+		{ "*3\r\n$1\r\na\r\n$0\r\n\r\n$1\r\nb\r\n", -1 },
+		{ "*2\r\n$0\r\n\r\n$0\r\n\r\n", -1 },
+		{ "*2\r\n$3\r\na\nb\r\n$0\r\n\r\n", -1 },
+		{ "*2\r\n$1\r\na\r\n$3\r\nurl\r\n", -1 },
+		{ "*2\r\n$1\r\na\r\n$5\r\nurl=\n\r\n", -1 },
+		{ "*2\r\n$1\r\na\r\n$4\r\n1u=x\r\n", -1 },
+		{ "*2\r\n$1\r\na\r\n$5\r\nu-r=x\r\n", -1 },
+		{ "*2\r\n$1\r\na\r\n$5\r\nu=a\tb\r\n", -1 },
+		{ "*2\r\n:1\r\n$0\r\n\r\n", -1 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = unit_reply(t[i].resp);
+		struct rlock_member m[4];
+		const char *why = NULL;
+
+		unit_context("pool members %zu", i);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		CHECK_INT(decode_members(r, m, 4, &why), t[i].n);
+		if (t[i].n == 2) {
+			CHECK(strcmp(m[0].name, "env-a") == 0);
+			CHECK(strcmp(m[0].props, "url=x y") == 0);
+			CHECK(strcmp(m[1].props, "") == 0);
+		}
+		freeReplyObject(r);
+	}
+	unit_context("pool kinds");
+	CHECK_INT(pool_kind("p"), 1);
+	CHECK_INT(pool_kind("p2"), 2);
+	CHECK_INT(pool_kind("p64"), 64);
+	CHECK_INT(pool_kind("p65"), 0);
+	CHECK_INT(pool_kind("p0"), 0);
+	CHECK_INT(pool_kind("px"), 0);
+	CHECK_INT(pool_kind("3"), 0);
+	unit_context(NULL);
 }
 
 /* A packed history entry: "a1" a grant whose fence is its id's, unless a
@@ -242,6 +340,8 @@ static void packed_entries(void)
 void test_decoders(void)
 {
 	grant_ids();
+	grant_slots();
+	pool_members();
 	packed_entries();
 	force();
 	integers();
