@@ -7,7 +7,9 @@
 #           2000 and at 4000 cycles, the difference divided by 2000, so
 #           that start-up and exit cancel out;
 #   server  the instructions a redis-server spends inside EVALSHA/EVAL per
-#           cycle (callgrind with --toggle-collect), for 2000 cycles.
+#           cycle (callgrind with --toggle-collect), for 2000 cycles;
+#   steady  the same at 6000 cycles less 2000, over 4000: what a server
+#           pays once (the first EVAL compiles the scripts) cancels out.
 #
 # Usage: bench/perf.sh LABEL=PATH...   (default: current=./rlock)
 # e.g.   bench/perf.sh before=/tmp/old/rlock after=./rlock
@@ -44,9 +46,10 @@ client() {
 	echo $(((b - a) / 2000))
 }
 
-# server BIN: instructions per cycle inside the server's scripts.
+# server BIN [N]: instructions inside the server's scripts for N (2000)
+# cycles.
 server() {
-	local p vp ir i
+	local p vp ir i n=${2:-2000}
 	for ((i = 0; i < 20; i++)); do
 		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
 		listening "$p" || break
@@ -57,16 +60,16 @@ server() {
 		--appendonly no --dir "$tmp" >/dev/null 2>&1 &
 	vp=$!
 	poll 30 redis-cli -p "$p" PING >/dev/null 2>&1 || { kill "$vp"; return 1; }
-	"$1" -u "redis://127.0.0.1:$p" bench -c 1 -k 1 -n 2000 --no-ping \
+	"$1" -u "redis://127.0.0.1:$p" bench -c 1 -k 1 -n "$n" --no-ping \
 		>/dev/null || return 1
 	redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1
 	wait "$vp"
 	ir=$(callgrind_total "$tmp/s.out")
-	echo $((ir / 2000))
+	echo "$ir"
 }
 
-echo "| instructions per uncontended cycle | client (rlock) | server (scripts) |"
-echo "|---|---:|---:|"
+echo "| instructions per uncontended cycle | client (rlock) | server (scripts) | server, steady |"
+echo "|---|---:|---:|---:|"
 for arg in "$@"; do
 	label=${arg%%=*}
 	bin=${arg#*=}
@@ -74,5 +77,7 @@ for arg in "$@"; do
 	cp "$bin" "$tmp/bin" || die "cannot copy $bin"
 	c=$(client "$tmp/bin") || die "client measure failed for $label"
 	s=$(server "$tmp/bin") || die "server measure failed for $label"
-	echo "| $label ($("$tmp/bin" --version | head -1)) | $c | $s |"
+	s6=$(server "$tmp/bin" 6000) || die "server measure failed for $label"
+	echo "| $label ($("$tmp/bin" --version | head -1)) | $c | $((s / 2000)) |" \
+		"$(((s6 - s) / 4000)) |"
 done
