@@ -63,6 +63,7 @@ enum {
 	OPT_SUPERSEDE,
 	OPT_PRIORITY,
 	OPT_ONCE_PER,
+	OPT_WITH,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -179,12 +180,23 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 	{ "wait-replicas", required_argument, NULL, OPT_WAIT_REPLICAS },  \
 	{ "note", required_argument, NULL, OPT_NOTE },                    \
 	{ "supersede", no_argument, NULL, OPT_SUPERSEDE },                \
-	{ "priority", required_argument, NULL, OPT_PRIORITY }
+	{ "priority", required_argument, NULL, OPT_PRIORITY },            \
+	{ "with", required_argument, NULL, OPT_WITH }
 
 /* After the options: refuse a lock kind that contradicts itself (-s or
  * -x with --limit N > 1); take the note from RLOCK_NOTE when --note was
  * not given. */
 void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao);
+
+/* When token holds name with others (--with, their record says so), hand
+ * rl the set, and point *name at its first name: release, extend and a
+ * renewer then act on every lock of it. */
+void cli_with_lookup(struct rlock *rl, const char **name, const char *token);
+
+/* After the options and NAME: refuse --with naming NAME again, or with
+ * an option it does not take (the locks of a set are exclusive). */
+void cli_with_check(const struct cli *g, const char *name,
+		    const struct rlock_acquire_opts *ao);
 
 /*
  * getopt_long for a subcommand whose options may come before or after its

@@ -35,8 +35,9 @@ static void sh_quote(const char *s)
 	putchar('\'');
 }
 
+/* more: the JSON object goes on (print_with). */
 static void print_lease(enum format fmt, const char *name, const char *key,
-			const struct rlock_lease *l)
+			const struct rlock_lease *l, int more)
 {
 	switch (fmt) {
 	case FMT_TOKEN:
@@ -49,8 +50,8 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 		cli_json_str(stdout, key);
 		fputs(",\"token\":", stdout);
 		cli_json_str(stdout, l->token);
-		printf(",\"fence\":%lld,\"ttl_ms\":%lld}\n", l->fence,
-		       (long long)l->ttl_ms);
+		printf(",\"fence\":%lld,\"ttl_ms\":%lld%s", l->fence,
+		       (long long)l->ttl_ms, more ? "" : "}\n");
 		break;
 	case FMT_ENV:
 		fputs("RLOCK_NAME=", stdout);
@@ -64,6 +65,50 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 		       (long long)l->ttl_ms);
 		break;
 	}
+}
+
+/* --with: hand rl the set, NAME first (a usage error when it cannot). */
+static void with_set(struct cli *g, struct rlock *rl, const char *name,
+		     const struct rlock_acquire_opts *ao)
+{
+	const char *names[RLOCK_WITH_MAX];
+
+	names[0] = name;
+	for (size_t i = 0; i < ao->nwith; i++)
+		names[i + 1] = ao->with[i];
+	if (rlock_with(rl, names, ao->nwith + 1) != RLOCK_OK)
+		cli_usage_error(g, "%s", rlock_errstr(rl));
+}
+
+/* --with: after the lease, every lock of the set and its fence: JSON,
+ * "locks":[{"name":..,"fence":..},..] in the lease's object, and --format env,
+ * RLOCK_LOCKS, RLOCK_NAME_i and RLOCK_FENCE_i as run exports them.  The
+ * token alone is all release needs. */
+static void print_with(enum format fmt, const struct rlock *rl,
+		       const char *name, const struct rlock_acquire_opts *ao)
+{
+	for (size_t i = 0; i <= ao->nwith; i++) {
+		const char *n = i == 0 ? name : ao->with[i - 1];
+		long long f = rlock_with_fence(rl, i);
+
+		if (fmt == FMT_JSON) {
+			fputs(i == 0 ? ",\"locks\":[" : ",", stdout);
+			fputs("{\"name\":", stdout);
+			cli_json_str(stdout, n);
+			printf(",\"fence\":%lld}", f);
+		} else if (fmt == FMT_ENV) {
+			if (i == 0)
+				printf("RLOCK_LOCKS='%zu'; export RLOCK_LOCKS\n",
+				       ao->nwith + 1);
+			printf("RLOCK_NAME_%zu=", i);
+			sh_quote(n);
+			printf("; export RLOCK_NAME_%zu\n", i);
+			printf("RLOCK_FENCE_%zu='%lld'; export RLOCK_FENCE_%zu\n",
+			       i, f, i);
+		}
+	}
+	if (fmt == FMT_JSON)
+		fputs("]}\n", stdout);
 }
 
 /* ---- the process to follow ---------------------------------------------- */
@@ -237,6 +282,8 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 		report(fd, rc, err);
 		_exit(EX_UNAVAILABLE);
 	}
+	/* Locks taken together (--with) are kept together. */
+	cli_with_lookup(rl, &name, l->token);
 	rc = rlock_extend(rl, name, l->token, l->ttl_ms, l);
 	if (rc == RLOCK_OK) {
 		snprintf(me, sizeof(me), "%d\n", (int)getpid());
@@ -396,6 +443,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 		fmt = FMT_JSON;
 	name = cli_one_name(g, argc, argv);
 	cli_lock_check(g, &ao);
+	cli_with_check(g, name, &ao);
 	if (pid != 0 && !renew)
 		cli_usage_error(g, "--pid needs --renew");
 	if (on_lost_set && !renew)
@@ -410,6 +458,8 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	rl = cli_open(g);
 	if (rlock_check_acquire(rl, &ao) != RLOCK_OK)
 		cli_usage_error(g, "%s", rlock_errstr(rl));
+	if (ao.nwith > 0)
+		with_set(g, rl, name, &ao);
 	rlock_strlcpy(key, rlock_key(rl, name), sizeof(key));
 	if (ao.label == NULL)
 		ao.label = renew ? "rlock acquire --renew" : "rlock acquire";
@@ -442,7 +492,9 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 			return cli_exit_code(rc, conflict);
 		}
 	}
-	print_lease(fmt, name, key, &lease);
+	print_lease(fmt, name, key, &lease, ao.nwith > 0);
+	if (ao.nwith > 0)
+		print_with(fmt, rl, name, &ao);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		/* Nobody has the token (a reader that went away, a full
 		 * disk): do not leave the lock behind. */

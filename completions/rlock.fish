@@ -95,6 +95,7 @@ complete -c rlock -n '__rlock_using run acquire' -l note -x -d 'A note that stat
 complete -c rlock -n '__rlock_using run acquire' -l wait-replicas -x -d 'Wait until this many replicas have the lock'
 complete -c rlock -n '__rlock_using run acquire' -l priority -x -d 'The line serves higher priority first (-100..100)'
 complete -c rlock -n '__rlock_using run acquire' -l supersede -d 'Newest wins: take the place of the waiter that also gave it'
+complete -c rlock -n '__rlock_using run acquire' -l with -x -d 'Take this lock too, all of them or none'
 
 # run
 complete -c rlock -n '__rlock_using run' -s c -l command -x -d 'Run this string with the shell'

@@ -31,7 +31,7 @@ local function xadd(stream, max, nomk, eid, ...)
   if nomk then return redis.pcall('XADD', stream, 'NOMKSTREAM', 'MAXLEN', '~', max, eid, ...) end
   return redis.pcall('XADD', stream, 'MAXLEN', '~', max, eid, ...)
 end
--- grant_entry(hmax, httl, fields): append the grant's entry to the
+-- grant_entry(hmax, httl, fields, ...): append the grant's entry to the
 -- history (KEYS[9]), its id the server's clock to the µs (MS and, as SEQ,
 -- the µs within it), and return its fence, the fence's digits, the
 -- entry's id and 1.  An id that gives no fence (SEQ past 999) is replaced by the
@@ -43,17 +43,18 @@ end
 -- gone.  A server that refuses the stream (an ACL without XADD: 0, a key
 -- of another type: 2, the fourth value) gets the fence from the counter
 -- (next_fence.lua) and no id.  Returns nil and an error reply when
--- neither gives a fence.
-local function grant_entry(hmax, httl, fields)
+-- neither gives a fence.  More field/value pairs (...) follow the
+-- holder's fields in the entry (--with: the locks held with it).
+local function grant_entry(hmax, httl, fields, ...)
   local stream = KEYS[9]
   -- The id MS-µs of the server's clock: fences order to the µs across
   -- masters a failover put side by side; one not above the stream's last
   -- gives way to the next the server gives.
   local want = ms(now) .. '-' .. ms(usec % 1000)
-  local eid = xadd(stream, hmax, true, want, 'a1', fields)
+  local eid = xadd(stream, hmax, true, want, 'a1', fields, ...)
   if type(eid) == 'table' and string.find(eid.err or '', 'smaller', 1, true) then
     want = '*'
-    eid = xadd(stream, hmax, true, want, 'a1', fields)
+    eid = xadd(stream, hmax, true, want, 'a1', fields, ...)
   end
   local made = false
   -- A server before 6.2 knows no NOMKSTREAM: the stream is made as new.
@@ -61,7 +62,7 @@ local function grant_entry(hmax, httl, fields)
     eid = false
   end
   if eid == false then
-    eid = xadd(stream, hmax, false, want, 'a1', fields)
+    eid = xadd(stream, hmax, false, want, 'a1', fields, ...)
     made = true
   end
   if type(eid) ~= 'string' then
@@ -84,7 +85,7 @@ local function grant_entry(hmax, httl, fields)
     local m = string.match(eid, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d)%-%d+$')
     redis.pcall('XDEL', stream, eid)
     if m and m < '9007199253690' then
-      eid = xadd(stream, hmax, true, ms(tonumber(m) + 1) .. '-0', 'a1', fields)
+      eid = xadd(stream, hmax, true, ms(tonumber(m) + 1) .. '-0', 'a1', fields, ...)
       f = type(eid) == 'string' and fence_of_id(eid)
     end
     if not f then return nil, redis.error_reply('BADSTREAM ' .. string.sub(was, 1, 64)) end
@@ -100,7 +101,7 @@ local function grant_entry(hmax, httl, fields)
       -- The floor's id is above the stream's last (this one): XADD takes it.
       redis.pcall('XDEL', stream, eid)
       eid = xadd(stream, hmax, true, ms(math.floor((floor + 1) / 1000) - 1) .. '-' ..
-                 ms((floor + 1) % 1000), 'a1', fields)
+                 ms((floor + 1) % 1000), 'a1', fields, ...)
       f = type(eid) == 'string' and fence_of_id(eid)
       if not f then return nil, redis.error_reply('BADSTREAM ' .. tostring(eid.err or eid)) end
     end

@@ -1,0 +1,436 @@
+/*
+ * with.c - several locks held together (--with, issue 35): all of them or
+ * none, by one script per request on one server (lib/scripts/with.lua),
+ * one token and one lease for the set.  The set waits as one waiter, with
+ * one place in each lock's line, all of the same arrival: sets that share
+ * names are in one order in every line, so they never wait on each other.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lock_int.h"
+
+int rlock_with(struct rlock *rl, const char *const *names, size_t n)
+{
+	struct with_set *w;
+	size_t i, j, at = 0;
+	const char *why;
+
+	rl->err[0] = '\0';
+	if (n < 1 || n > RLOCK_WITH_MAX) {
+		set_error(rl->err, sizeof(rl->err), "--with: at most %d locks "
+			  "at once", RLOCK_WITH_MAX);
+		return RLOCK_EUSAGE;
+	}
+	if (rl->nnode > 1) {
+		set_error(rl->err, sizeof(rl->err), "--with needs one server "
+			  "(or one Sentinel or Cluster URL): several masters "
+			  "would each grant the set in their own order");
+		return RLOCK_EUSAGE;
+	}
+	for (i = 0; i < n; i++) {
+		if (rlock_check_name(names[i], &why) != RLOCK_OK) {
+			set_error(rl->err, sizeof(rl->err), "invalid lock "
+				  "name: %s", why);
+			return RLOCK_EUSAGE;
+		}
+		for (j = 0; j < i; j++) {
+			if (strcmp(names[i], names[j]) == 0) {
+				set_error(rl->err, sizeof(rl->err), "--with: "
+					  "lock '%.200s' named twice",
+					  names[i]);
+				return RLOCK_EUSAGE;
+			}
+		}
+	}
+	w = calloc(1, sizeof(*w));
+	if (w == NULL) {
+		set_error(rl->err, sizeof(rl->err), "cannot allocate: %s",
+			  strerror(errno));
+		return RLOCK_ESYS;
+	}
+	w->n = n;
+	w->sameslot = 1;
+	for (i = 0; i < n; i++) {
+		int len = lock_key(w->key[i], sizeof(w->key[i]), rl->prefix,
+				   names[i], "");
+		char line[RLOCK_KEY_MAX + 16];
+
+		snprintf(w->wake[i], sizeof(w->wake[i]), "%s%s", w->key[i],
+			 KEY_WAKE);
+		snprintf(line, sizeof(line), "%s%s", w->key[i], KEY_LINE);
+		/* The script names each lock's keys from its lock key: on
+		 * a Cluster they must all be in one slot. */
+		if (i == 0)
+			w->slot = key_slot(w->key[0], (size_t)len);
+		if (key_slot(w->key[i], (size_t)len) != w->slot ||
+		    key_slot(line, strlen(line)) != w->slot)
+			w->sameslot = 0;
+		if (i > 0)
+			w->names[at++] = '\n';
+		memcpy(w->names + at, names[i], strlen(names[i]));
+		at += strlen(names[i]);
+	}
+	rlock_strlcpy(w->first, names[0], sizeof(w->first));
+	free(rl->with);
+	rl->with = w;
+	return RLOCK_OK;
+}
+
+long long rlock_with_fence(const struct rlock *rl, size_t i)
+{
+	return rl->with != NULL && i < rl->with->n ? rl->with->fence[i] : 0;
+}
+
+/* The names of the set, for messages: "db, cache, queue" (cut). */
+static const char *set_text(const struct with_set *w, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	for (const char *p = w->names; *p != '\0' && at + 3 < len; p++) {
+		if (*p == '\n') {
+			buf[at++] = ',';
+			buf[at++] = ' ';
+		} else {
+			buf[at++] = *p;
+		}
+	}
+	buf[at] = '\0';
+	return buf;
+}
+
+/* Refuse names a Cluster would keep apart, with the fix, before the
+ * server says CROSSSLOT. */
+static int check_slots(struct rlock *rl, const struct request *q,
+		       const struct rlock_result *res)
+{
+	(void)q;
+	if (rl->with->sameslot && (res == NULL ||
+				   strstr(res->err, "CROSSSLOT") == NULL))
+		return RLOCK_OK;
+	set_error(rl->err, sizeof(rl->err), "--with on a Redis Cluster: the "
+		  "locks' keys are in different slots; give the names one "
+		  "hash tag, e.g. '{deploy}db' and '{deploy}cache'");
+	return RLOCK_EUSAGE;
+}
+
+/* Send q to the one server and keep its answer in *r (freed by the
+ * caller), or return the error with rl->err set. */
+static int with_call(struct rlock *rl, const struct request *q,
+		     redisReply **r, const char *what)
+{
+	struct fan f;
+	int rc;
+
+	*r = NULL;
+	if (!rl->with->sameslot && node_is_cluster(&rl->node[0]))
+		return check_slots(rl, q, NULL);
+	fan_init(&f, rl);
+	fan_all(&f, q);
+	fan_run(rl, &f);
+	if (f.slot[0].res.rc != RLOCK_OK) {
+		if (strstr(f.slot[0].res.err, "CROSSSLOT") != NULL) {
+			rc = check_slots(rl, q, &f.slot[0].res);
+		} else {
+			rc = fan_first_error(rl, &f, 1);
+			(void)what;
+		}
+		fan_done(&f);
+		return rc;
+	}
+	*r = f.slot[0].res.r;
+	f.slot[0].res.r = NULL;
+	fan_done(&f);
+	return RLOCK_OK;
+}
+
+static void set_lease(struct rlock_lease *l, const char *token,
+		      long long fence, const struct rlock_acquire_opts *o,
+		      long long pid, int64_t t0)
+{
+	memset(l, 0, sizeof(*l));
+	rlock_strlcpy(l->token, token, sizeof(l->token));
+	l->fence = fence;
+	l->ttl_ms = o->ttl_ms;
+	l->taken_boot_ms = t0;
+	l->renewed_boot_ms = t0;
+	l->kind = 'x';
+	l->pid = pid;
+}
+
+/* Listen on the set's wake-up channels for waiter id.  Returns 1 when
+ * every subscription is up. */
+static int subscribe_all(struct rlock *rl, const char *id, int64_t deadline,
+			 int cancel_fd)
+{
+	struct with_set *w = rl->with;
+
+	for (size_t i = 0; i < w->n; i++) {
+		struct rlock_conn *c = node_sub(&rl->node[0], w->slot,
+					       deadline);
+		char chan[RLOCK_KEY_MAX + 16 + LINE_ID_LEN + 1];
+		const char *argv[2] = { "SUBSCRIBE", chan };
+		redisReply *r = NULL;
+
+		snprintf(chan, sizeof(chan), "%s%s", w->wake[i], id);
+		if (c == NULL || conn_call(c, deadline, cancel_fd, 2, argv,
+					   NULL, &r) != RLOCK_OK)
+			return 0;
+		if (r->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(r);
+			conn_close(c);
+			return 0;
+		}
+		freeReplyObject(r);
+	}
+	return 1;
+}
+
+static void leave_all(struct rlock *rl, const char *token, const char *id)
+{
+	struct request q;
+	redisReply *r;
+	char why[sizeof(rl->err)];
+
+	memcpy(why, rl->err, sizeof(why));
+	req_with_leave(&q, rl->with, token, id, &rl->hist);
+	if (with_call(rl, &q, &r, "leave") == RLOCK_OK)
+		freeReplyObject(r);
+	memcpy(rl->err, why, sizeof(why));
+}
+
+int with_acquire(struct rlock *rl, const char *name,
+		 const struct rlock_acquire_opts *o, struct rlock_lease *lease,
+		 struct rlock_holder *holder)
+{
+	struct with_set *w = rl->with;
+	struct acquirer who;
+	struct request q;
+	struct with_reply wr;
+	redisReply *r;
+	char token[RLOCK_TOKEN_LEN + 1], id[RLOCK_TOKEN_LEN + 1] = "";
+	char names[200];
+	int64_t start = rlock_mono_ms(), deadline, now, wake, t0;
+	int rc, subscribed = 0, in_line = 0, attempts = 0;
+	unsigned seed = (unsigned)getpid() ^ (unsigned)start;
+
+	(void)holder;
+	if (strcmp(name, w->first) != 0) {
+		set_error(rl->err, sizeof(rl->err), "--with: the set is "
+			  "asked for by its first name");
+		return RLOCK_EUSAGE;
+	}
+	if (o->shared || o->limit > 1 || o->once_per_ms > 0 ||
+	    o->supersede || o->priority != 0 || o->min_hold_ms > 0 ||
+	    o->wait_replicas > 0) {
+		set_error(rl->err, sizeof(rl->err), "--with takes exclusive "
+			  "locks only: not with -s, -l, --once-per, "
+			  "--supersede, --priority, --min-hold or "
+			  "--wait-replicas");
+		return RLOCK_EUSAGE;
+	}
+	if (o->token != NULL) {
+		rlock_strlcpy(token, o->token, sizeof(token));
+	} else if (rlock_make_token(token) != 0) {
+		set_error(rl->err, sizeof(rl->err), "cannot make a token: %s",
+			  strerror(errno));
+		return RLOCK_ESYS;
+	}
+	identify(rl);
+	who = (struct acquirer){ rl->host, rl->user, o->label, o->note,
+				 o->pid > 0 ? o->pid : (long long)getpid(),
+				 0, 0 };
+	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
+	for (;;) {
+		who.waited_ms = attempts++ == 0 ? 0 : rlock_mono_ms() - start;
+		req_with_acquire(&q, w, token, o->ttl_ms, &who,
+				 subscribed ? id : "", subscribed, &rl->hist);
+		t0 = rlock_boot_ms();
+		rc = with_call(rl, &q, &r, "acquire");
+		if (rc != RLOCK_OK)
+			break;
+		if (decode_with_acquire(r, w->n, &wr) != 0) {
+			set_error(rl->err, sizeof(rl->err), "%s: unexpected "
+				  "reply to acquire (--with)", name);
+			freeReplyObject(r);
+			rc = RLOCK_EPROTO;
+			break;
+		}
+		freeReplyObject(r);
+		if (wr.granted) {
+			if (!lease_valid(o->ttl_ms, rlock_boot_ms() - t0)) {
+				set_error(rl->err, sizeof(rl->err), "acquire "
+					  "took longer than the TTL allows");
+				rc = RLOCK_EUNAVAIL;
+				break;
+			}
+			memcpy(w->fence, wr.fence, sizeof(w->fence));
+			set_lease(lease, token, wr.fence[0], o, who.pid, t0);
+			rc = RLOCK_OK;
+			break;
+		}
+		rc = RLOCK_BUSY;
+		in_line |= wr.joined || wr.place >= 0;
+		now = rlock_mono_ms();
+		if (o->wait_ms == 0 || now >= deadline)
+			break;
+		if (subscribed && !conn_is_up(rl->node[0].sub))
+			subscribed = 0;
+		if (!subscribed) {
+			/* Listen first, then take the places: a release in
+			 * between is not missed. */
+			if (rlock_make_token(id) != 0) {
+				set_error(rl->err, sizeof(rl->err), "cannot "
+					  "make a waiter id: %s",
+					  strerror(errno));
+				rc = RLOCK_ESYS;
+				break;
+			}
+			id[LINE_ID_LEN] = '\0';
+			unsubscribe(rl);
+			subscribed = subscribe_all(rl, id, now +
+						   rl->copts.io_timeout_ms,
+						   o->cancel_fd);
+			if (subscribed)
+				continue;
+		}
+		wake = now + line_wait_ms(wr.pttl, wr.place, wr.place >= 0,
+					  subscribed,
+					  (unsigned)rand_r(&seed) % 1000);
+		if (wake > deadline)
+			wake = deadline;
+		if (wait_release(rl, wake, o->cancel_fd, NULL) ==
+		    RLOCK_CANCELED) {
+			rc = RLOCK_CANCELED;
+			set_error(rl->err, sizeof(rl->err), "%s: canceled",
+				  name);
+			break;
+		}
+	}
+	if (in_line && id[0] != '\0' && rc != RLOCK_OK)
+		leave_all(rl, token, id);
+	if (rl->node[0].sub != NULL)
+		unsubscribe(rl);
+	if (rc == RLOCK_BUSY)
+		set_error(rl->err, sizeof(rl->err), "%s: not all free, or "
+			  "others in line come first",
+			  set_text(w, names, sizeof(names)));
+	explicit_bzero(token, sizeof(token));
+	return rc;
+}
+
+int with_extend(struct rlock *rl, const char *token, int64_t ttl_ms,
+		struct rlock_lease *lease)
+{
+	struct request q;
+	redisReply *r;
+	int64_t t0 = rlock_boot_ms();
+	int rc;
+
+	req_with_extend(&q, rl->with, token, ttl_ms);
+	rc = with_call(rl, &q, &r, "extend");
+	if (rc != RLOCK_OK)
+		return rc;
+	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||
+	    r->integer > 1) {
+		set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
+			  "extend (--with)", rl->with->first);
+		rc = RLOCK_EPROTO;
+	} else if (r->integer == 0) {
+		set_error(rl->err, sizeof(rl->err), "%s: token does not hold "
+			  "every lock of the set", rl->with->first);
+		rc = RLOCK_NOTOURS;
+	} else if (lease != NULL) {
+		__atomic_store_n(&lease->ttl_ms, ttl_ms, __ATOMIC_RELAXED);
+		__atomic_store_n(&lease->renewed_boot_ms, t0,
+				 __ATOMIC_RELEASE);
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int with_release(struct rlock *rl, const char *token,
+		 const struct rlock_lease *lease,
+		 const struct rlock_outcome *how)
+{
+	struct request q;
+	redisReply *r;
+	int rc;
+
+	(void)lease;
+	req_with_release(&q, rl->with, token, &rl->hist, how);
+	rc = with_call(rl, &q, &r, "release");
+	if (rc != RLOCK_OK)
+		return rc;
+	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||
+	    r->integer > (long long)rl->with->n) {
+		set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
+			  "release (--with)", rl->with->first);
+		rc = RLOCK_EPROTO;
+	} else if (r->integer == 0) {
+		set_error(rl->err, sizeof(rl->err), "%s: token does not hold "
+			  "the lock", rl->with->first);
+		rc = RLOCK_NOTOURS;
+	} else if ((size_t)r->integer < rl->with->n) {
+		set_error(rl->err, sizeof(rl->err), "%s: released %lld of the "
+			  "%zu locks of the set; the others were not held",
+			  rl->with->first, r->integer, rl->with->n);
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int rlock_with_read(struct rlock *rl, const char *name, struct rlock_with *out)
+{
+	struct names *n;
+	struct request q;
+	struct fan f;
+	const char *argv[2] = { "GET", NULL };
+	redisReply *r;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rl->err[0] = '\0';
+	if (rl->nnode != 1)
+		return RLOCK_OK;
+	n = malloc(sizeof(*n));
+	if (n == NULL) {
+		set_error(rl->err, sizeof(rl->err), "cannot allocate: %s",
+			  strerror(errno));
+		return RLOCK_ESYS;
+	}
+	rc = make_names(rl, name, n);
+	if (rc != RLOCK_OK) {
+		free(n);
+		return rc;
+	}
+	{
+		char key[RLOCK_KEY_MAX + 16];
+
+		snprintf(key, sizeof(key), "%s%s", n->k.key, KEY_WITH);
+		argv[1] = key;
+		req_command(&q, 2, argv, n->v.slot);
+		fan_init(&f, rl);
+		fan_all(&f, &q);
+		fan_run(rl, &f);
+		r = f.slot[0].res.r;
+		if (f.slot[0].res.rc != RLOCK_OK) {
+			rc = fan_first_error(rl, &f, 1);
+		} else if (r->type == REDIS_REPLY_NIL) {
+			rc = RLOCK_OK;
+		} else if (r->type != REDIS_REPLY_STRING ||
+			   decode_with_record(r->str, r->len, out) != 0) {
+			memset(out, 0, sizeof(*out));
+			set_error(rl->err, sizeof(rl->err), "%s: not a record "
+				  "of locks held together (another client's "
+				  "data?)", key);
+			rc = RLOCK_EPROTO;
+		}
+		fan_done(&f);
+	}
+	free(n);
+	return rc;
+}

@@ -1,0 +1,168 @@
+#!/usr/bin/env bats
+# with.bats - several locks at once (--with): all or none, no deadlock
+# between sets that share names, each line first come first served, one
+# lease for the set.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+
+@test "with: a set waits while one of its locks is held, holding none of them meanwhile" {
+	bg_start h "$RLOCK" run wb -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
+	wait_until 5 lock_held wb
+	bg_start m "$RLOCK" run -w 30s wa --with wb -- sh -c 'echo "$RLOCK_LOCKS $RLOCK_NAME_0 $RLOCK_NAME_1" > started'
+	wait_until 5 line_is wa 1
+	wait_until 5 line_is wb 1
+	# In both lines, and holding neither lock.
+	lock_free wa
+	[[ ! -e started ]]
+	touch go
+	bg_wait "$BG_PID" 30
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat started)" "2 wa wb"
+	lock_free wa
+	lock_free wb
+	line_is wa 0
+	line_is wb 0
+}
+
+@test "with: 20 pairs of sets in both orders all finish, never two holders of one name" {
+	local pids=() i pid
+	for ((i = 0; i < 20; i++)); do
+		bg_start "p$i" "$RLOCK" run -w 60s da --with db -- sh -c \
+			'echo "s $RLOCK_NAME_0 $RLOCK_FENCE_0 $RLOCK_NAME_1 $RLOCK_FENCE_1" >> log; echo "e $RLOCK_NAME_0 $RLOCK_NAME_1" >> log'
+		pids+=("$BG_PID")
+		bg_start "q$i" "$RLOCK" run -w 60s db --with da -- sh -c \
+			'echo "s $RLOCK_NAME_0 $RLOCK_FENCE_0 $RLOCK_NAME_1 $RLOCK_FENCE_1" >> log; echo "e $RLOCK_NAME_0 $RLOCK_NAME_1" >> log'
+		pids+=("$BG_PID")
+	done
+	for pid in "${pids[@]}"; do
+		bg_wait "$pid" 90
+		assert_equal "$BG_STATUS" 0
+	done
+	assert_equal "$(grep -c '^s ' log)" 40
+	# Replay the log: a start finds none of its names held, and each
+	# name's fences increase.
+	run python3 -c '
+import sys
+held, last = set(), {}
+for line in open("log"):
+    f = line.split()
+    if f[0] == "s":
+        for n, v in ((f[1], int(f[2])), (f[3], int(f[4]))):
+            assert n not in held, "overlap on " + n
+            assert v > last.get(n, 0), "fence of %s went back" % n
+            held.add(n); last[n] = v
+    else:
+        held.discard(f[1]); held.discard(f[2])
+print("ok")'
+	assert_success
+	assert_output ok
+	lock_free da
+	lock_free db
+}
+
+@test "with: a set waiting in line is not overtaken by a single waiter that came after it" {
+	bg_start h "$RLOCK" run ob -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
+	wait_until 5 lock_held ob
+	bg_start m "$RLOCK" run -w 30s oa --with ob -- sh -c 'echo set >> order'
+	local m=$BG_PID
+	wait_until 5 line_is oa 1
+	bg_start s "$RLOCK" run -w 30s oa -- sh -c 'echo single >> order'
+	local s=$BG_PID
+	wait_until 5 line_is oa 2
+	# oa is free, but the set is first in its line.
+	lock_free oa
+	[[ ! -e order ]]
+	touch go
+	bg_wait "$m" 30
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$s" 30
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat order)" "$(printf 'set\nsingle')"
+}
+
+@test "with: -n on a set with one lock held fails at once with the conflict status and takes nothing" {
+	"$RLOCK" acquire nb >/dev/null
+	run -75 "$RLOCK" run -n na --with nb -- true
+	assert_output "rlock: run: na, nb: not all free, or others in line come first"
+	lock_free na
+	line_is na 0
+	line_is nb 0
+}
+
+@test "with: a holder killed with SIGKILL frees every lock of its set when the lease ends" {
+	bg_start h "$RLOCK" run -t 1s ka --with kb -- sleep 30
+	wait_until 5 lock_held ka
+	lock_held kb
+	kill -KILL "$BG_PID"
+	wait_until 5 lock_free ka
+	wait_until 5 lock_free kb
+	run -0 "$RLOCK" run -n ka --with kb -- true
+}
+
+@test "with: renewals keep every lock of the set past its ttl" {
+	run -0 "$RLOCK" run -t 1s ra --with rb --with rc -- sh -c 'sleep 2.5; "$RLOCK" -q status ra rb rc'
+	lock_free ra
+	lock_free rb
+	lock_free rc
+}
+
+@test "with: acquire prints the token, release with it frees the whole set, from any of its names" {
+	local t
+	t=$("$RLOCK" acquire xa --with xb --with xc)
+	held_by xa "$t"
+	held_by xb "$t"
+	held_by xc "$t"
+	assert_equal "$(rcli R GET "$(key xb):with" | head -n 2)" "$(printf '%s\nxa' "$t")"
+	run -0 "$RLOCK" release xb "$t"
+	lock_free xa
+	lock_free xb
+	lock_free xc
+	run -76 "$RLOCK" release xa "$t"
+}
+
+@test "with: acquire --json and --format env give every lock's fence" {
+	run -0 "$RLOCK" acquire ja --with jb --json
+	json_check "$output"
+	run python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print([l["name"] for l in d["locks"]], d["locks"][0]["fence"] == d["fence"])' "$output"
+	assert_output "['ja', 'jb'] True"
+	run -0 "$RLOCK" acquire ea --with eb --format env
+	eval "$output"
+	assert_equal "$RLOCK_LOCKS $RLOCK_NAME_0 $RLOCK_NAME_1" "2 ea eb"
+	assert_equal "$RLOCK_FENCE_0" "$RLOCK_FENCE"
+	[[ $RLOCK_FENCE_1 =~ ^[1-9][0-9]*$ ]]
+}
+
+@test "with: a nested run on any lock of the set is re-entrant; on part of a set it is refused" {
+	run -0 "$RLOCK" run -n na2 --with nb2 -- sh -c '"$RLOCK" run -n nb2 -- echo inner && "$RLOCK" run -n na2 --with nb2 -- echo both'
+	assert_output "$(printf 'inner\nboth')"
+	run -64 "$RLOCK" run -n pa -- "$RLOCK" run -n pa --with pb -- true
+	assert_output "rlock: run: pa: this process tree holds 1 of the 2 locks asked for; a run asking for them all inside that hold would wait for its own ancestor"
+}
+
+@test "with: the grant's history entry of each lock names the others" {
+	run -0 "$RLOCK" run ha --with hb --with hc -- true
+	run -0 rcli R XRANGE "$(key hb):log" - +
+	assert_output --partial "$(printf 'true\nwith\nha\nhc\n')"
+}
+
+@test "with: usage errors exit 64 with one line" {
+	run -64 "$RLOCK" run ua --with '' -- true
+	assert_line -n 0 "rlock: run: invalid --with '': empty lock name"
+	run -64 "$RLOCK" run ua --with ub --with ub -- true
+	assert_line -n 0 "rlock: run: invalid --with 'ub': named twice"
+	run -64 "$RLOCK" run ua --with ua -- true
+	assert_line -n 0 "rlock: run: invalid --with 'ua': it is the lock NAME"
+	run -64 "$RLOCK" run -s ua --with ub -- true
+	assert_line -n 0 "rlock: run: --with cannot be combined with --shared: it takes exclusive locks only"
+	run -64 "$RLOCK" run -l 3 ua --with ub -- true
+	assert_line -n 0 "rlock: run: --with cannot be combined with --limit: it takes exclusive locks only"
+	run -64 "$RLOCK" run --once-per 1h ua --with ub -- true
+	assert_line -n 0 "rlock: run: --with cannot be combined with --once-per: it takes exclusive locks only"
+	run -64 "$RLOCK" acquire --supersede ua --with ub
+	assert_line -n 0 "rlock: acquire: --with cannot be combined with --supersede: it takes exclusive locks only"
+	run -64 "$RLOCK" acquire ua --with ub --priority 3
+	assert_line -n 0 "rlock: acquire: --with cannot be combined with --priority: it takes exclusive locks only"
+	lock_free ua
+	lock_free ub
+}
