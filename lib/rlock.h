@@ -392,6 +392,8 @@ struct rlock_event {
 	char reason[320];
 	char command[RLOCK_LABEL_MAX + 1];
 	char note[RLOCK_NOTE_MAX + 1];
+	char with[1024];		/* a grant of several locks (--with):
+					 * the others, one a line; "" none */
 	int servers;			/* how many servers recorded it */
 	unsigned from;			/* which: bit i, server i */
 	int trimmed;			/* known only from the record of the

@@ -214,7 +214,8 @@ int with_acquire(struct rlock *rl, const char *name,
 	char token[RLOCK_TOKEN_LEN + 1], id[RLOCK_TOKEN_LEN + 1] = "";
 	char names[200];
 	int64_t start = rlock_mono_ms(), deadline, now, wake, t0;
-	int rc, subscribed = 0, in_line = 0, attempts = 0;
+	int64_t backoff = 0;
+	int rc, subscribed = 0, in_line = 0, attempts = 0, seen_busy = 0;
 	unsigned seed = (unsigned)getpid() ^ (unsigned)start;
 
 	(void)holder;
@@ -250,8 +251,31 @@ int with_acquire(struct rlock *rl, const char *name,
 				 subscribed ? id : "", subscribed, &rl->hist);
 		t0 = rlock_boot_ms();
 		rc = with_call(rl, &q, &r, "acquire");
+		now = rlock_mono_ms();
+		if (rc == RLOCK_EUNAVAIL && seen_busy && now < deadline) {
+			/* The server answered before: a restart or a failover
+			 * must not end a wait of minutes.  Listen and take
+			 * the places again once it answers. */
+			backoff = backoff == 0 ? 100 : backoff * 2;
+			if (backoff > 1000)
+				backoff = 1000;
+			wake = now + backoff + rand_r(&seed) % (backoff / 2);
+			if (wake > deadline)
+				wake = deadline;
+			unsubscribe(rl);
+			subscribed = 0;
+			if (wait_release(rl, wake, o->cancel_fd, NULL) ==
+			    RLOCK_CANCELED) {
+				rc = RLOCK_CANCELED;
+				set_error(rl->err, sizeof(rl->err),
+					  "%s: canceled", name);
+				break;
+			}
+			continue;
+		}
 		if (rc != RLOCK_OK)
 			break;
+		backoff = 0;
 		if (decode_with_acquire(r, w->n, &wr) != 0) {
 			set_error(rl->err, sizeof(rl->err), "%s: unexpected "
 				  "reply to acquire (--with)", name);
@@ -273,6 +297,7 @@ int with_acquire(struct rlock *rl, const char *name,
 			break;
 		}
 		rc = RLOCK_BUSY;
+		seen_busy = 1;
 		in_line |= wr.joined || wr.place >= 0;
 		now = rlock_mono_ms();
 		if (o->wait_ms == 0 || now >= deadline)
@@ -375,9 +400,12 @@ int with_release(struct rlock *rl, const char *token,
 			  "the lock", rl->with->first);
 		rc = RLOCK_NOTOURS;
 	} else if ((size_t)r->integer < rl->with->n) {
+		/* Losing one is losing the set: the holder learns it as a
+		 * token that no longer holds its lock. */
 		set_error(rl->err, sizeof(rl->err), "%s: released %lld of the "
-			  "%zu locks of the set; the others were not held",
-			  rl->with->first, r->integer, rl->with->n);
+			  "%zu locks of the set; the token no longer held the "
+			  "others", rl->with->first, r->integer, rl->with->n);
+		rc = RLOCK_NOTOURS;
 	}
 	freeReplyObject(r);
 	return rc;

@@ -166,3 +166,38 @@ print("ok")'
 	lock_free ua
 	lock_free ub
 }
+
+@test "with: status shows, on each lock of a set, the others held with it (table and JSON)" {
+	local t
+	t=$("$RLOCK" acquire sa --with sb --with sc)
+	run -0 "$RLOCK" status sb
+	assert_line -n 2 "  with: sa, sc"
+	run -0 "$RLOCK" status --json sa sc
+	json_check "$output" 'd["locks"][0]["with"] == ["sb", "sc"] and d["locks"][1]["with"] == ["sa", "sb"]'
+	run -0 "$RLOCK" release sa "$t"
+	run -1 "$RLOCK" status --json sa
+	json_check "$output" 'd["locks"][0]["with"] is None'
+	# A lone holder has none.
+	t=$("$RLOCK" acquire sa)
+	run -0 "$RLOCK" status --json sa
+	json_check "$output" 'd["locks"][0]["with"] is None'
+}
+
+@test "with: log shows a set's grant with the others, in text and JSON" {
+	run -0 "$RLOCK" run la --with lb -- true
+	run -0 "$RLOCK" log lb
+	assert_line -n 0 --regexp '  acquired  .*  true  with la$'
+	run -0 "$RLOCK" log --json la
+	json_check "$(head -n 1 <<<"$output")" 'd["event"] == "acquired" and d["with"] == ["lb"]'
+	json_check "$(tail -n 1 <<<"$output")" 'd["event"] == "released" and "with" not in d'
+}
+
+@test "with: losing one lock of the set while the command runs is losing the run (76)" {
+	bg_start h "$RLOCK" run -t 1500ms ma --with mb -- sh -c "$(gate "$BATS_TEST_TMPDIR/go"); sleep 5"
+	wait_until 5 lock_held mb
+	rcli R DEL "$(key mb)" >/dev/null
+	bg_wait "$BG_PID" 15
+	assert_equal "$BG_STATUS" 76
+	lock_free ma
+	lock_free mb
+}
