@@ -201,3 +201,53 @@ print("ok")'
 	lock_free ma
 	lock_free mb
 }
+
+@test "with: a set that gives up its wait (a signal, -w running out) leaves every line at once" {
+	"$RLOCK" acquire cb >/dev/null
+	bg_start m "$RLOCK" run -w 60s ca --with cb -- touch ran
+	wait_until 5 line_is cb 1
+	line_is ca 1
+	kill -TERM "$BG_PID"
+	bg_wait "$BG_PID" 5
+	assert_equal "$BG_STATUS" 143
+	line_is ca 0
+	line_is cb 0
+	run -75 "$RLOCK" run -w 500ms ca --with cb -- touch ran
+	line_is ca 0
+	line_is cb 0
+	lock_free ca
+	[[ ! -e ran ]]
+}
+
+@test "with: a single waiter that came before the set is served first, then the set" {
+	bg_start h "$RLOCK" run fb -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
+	wait_until 5 lock_held fb
+	bg_start s "$RLOCK" run -w 30s fb -- sh -c 'echo single >> order'
+	local s=$BG_PID
+	wait_until 5 line_is fb 1
+	bg_start m "$RLOCK" run -w 30s fa --with fb -- sh -c 'echo set >> order'
+	local m=$BG_PID
+	wait_until 5 line_is fb 2
+	# fa is free and its line empty but for the set: it still waits for fb.
+	line_is fa 1
+	lock_free fa
+	touch go
+	bg_wait "$s" 30
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$m" 30
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat order)" "$(printf 'single\nset')"
+}
+
+@test "with: a set waiting is woken by the release of the lock it waits for, not by its lease's end" {
+	local t t0
+	t=$("$RLOCK" acquire -t 60s wb2)
+	bg_start m "$RLOCK" run -w 30s wa2 --with wb2 -- touch ran
+	wait_until 5 line_is wb2 1
+	t0=$(now_ms)
+	"$RLOCK" release wb2 "$t"
+	wait_until 5 test -e ran
+	(($(now_ms) - t0 < 2000))
+	bg_wait "$BG_PID" 5
+	assert_equal "$BG_STATUS" 0
+}
