@@ -102,15 +102,11 @@ static const char *set_text(const struct with_set *w, char *buf, size_t len)
 	return buf;
 }
 
-/* Refuse names a Cluster would keep apart, with the fix, before the
- * server says CROSSSLOT. */
-static int check_slots(struct rlock *rl, const struct request *q,
-		       const struct rlock_result *res)
+/* Names a Cluster keeps apart: refused with the fix, before the server
+ * would say CROSSSLOT (or once it has, when the handle did not know yet
+ * that it talks to a cluster). */
+static int cross_slot(struct rlock *rl)
 {
-	(void)q;
-	if (rl->with->sameslot && (res == NULL ||
-				   strstr(res->err, "CROSSSLOT") == NULL))
-		return RLOCK_OK;
 	set_error(rl->err, sizeof(rl->err), "--with on a Redis Cluster: the "
 		  "locks' keys are in different slots; give the names one "
 		  "hash tag, e.g. '{deploy}db' and '{deploy}cache'");
@@ -120,24 +116,22 @@ static int check_slots(struct rlock *rl, const struct request *q,
 /* Send q to the one server and keep its answer in *r (freed by the
  * caller), or return the error with rl->err set. */
 static int with_call(struct rlock *rl, const struct request *q,
-		     redisReply **r, const char *what)
+		     redisReply **r)
 {
 	struct fan f;
 	int rc;
 
 	*r = NULL;
 	if (!rl->with->sameslot && node_is_cluster(&rl->node[0]))
-		return check_slots(rl, q, NULL);
+		return cross_slot(rl);
 	fan_init(&f, rl);
 	fan_all(&f, q);
 	fan_run(rl, &f);
 	if (f.slot[0].res.rc != RLOCK_OK) {
-		if (strstr(f.slot[0].res.err, "CROSSSLOT") != NULL) {
-			rc = check_slots(rl, q, &f.slot[0].res);
-		} else {
+		if (strstr(f.slot[0].res.err, "CROSSSLOT") != NULL)
+			rc = cross_slot(rl);
+		else
 			rc = fan_first_error(rl, &f, 1);
-			(void)what;
-		}
 		fan_done(&f);
 		return rc;
 	}
@@ -197,7 +191,7 @@ static void leave_all(struct rlock *rl, const char *token, const char *id)
 
 	memcpy(why, rl->err, sizeof(why));
 	req_with_leave(&q, rl->with, token, id, &rl->hist);
-	if (with_call(rl, &q, &r, "leave") == RLOCK_OK)
+	if (with_call(rl, &q, &r) == RLOCK_OK)
 		freeReplyObject(r);
 	memcpy(rl->err, why, sizeof(why));
 }
@@ -250,7 +244,7 @@ int with_acquire(struct rlock *rl, const char *name,
 		req_with_acquire(&q, w, token, o->ttl_ms, &who,
 				 subscribed ? id : "", subscribed, &rl->hist);
 		t0 = rlock_boot_ms();
-		rc = with_call(rl, &q, &r, "acquire");
+		rc = with_call(rl, &q, &r);
 		now = rlock_mono_ms();
 		if (rc == RLOCK_EUNAVAIL && seen_busy && now < deadline) {
 			/* The server answered before: a restart or a failover
@@ -356,7 +350,7 @@ int with_extend(struct rlock *rl, const char *token, int64_t ttl_ms,
 	int rc;
 
 	req_with_extend(&q, rl->with, token, ttl_ms);
-	rc = with_call(rl, &q, &r, "extend");
+	rc = with_call(rl, &q, &r);
 	if (rc != RLOCK_OK)
 		return rc;
 	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||
@@ -387,7 +381,7 @@ int with_release(struct rlock *rl, const char *token,
 
 	(void)lease;
 	req_with_release(&q, rl->with, token, &rl->hist, how);
-	rc = with_call(rl, &q, &r, "release");
+	rc = with_call(rl, &q, &r);
 	if (rc != RLOCK_OK)
 		return rc;
 	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||

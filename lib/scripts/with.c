@@ -124,7 +124,17 @@ int decode_with_acquire(const redisReply *r, size_t n,
 
 /* "TOKEN\nNAME\nFENCE..." with a token of 32 hex digits, 1 to
  * RLOCK_WITH_MAX names that are lock names, and fences in 1..2^53. */
+static int with_record(const char *s, size_t len, struct rlock_with *out);
+
 int decode_with_record(const char *s, size_t len, struct rlock_with *out)
+{
+	if (with_record(s, len, out) == 0)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+static int with_record(const char *s, size_t len, struct rlock_with *out)
 {
 	const char *p = s, *end = s + len, *nl;
 	size_t i;
