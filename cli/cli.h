@@ -188,6 +188,10 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
  * not given. */
 void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao);
 
+/* "NAME, OTHER, ..." for a set's wait line (cut at 511 bytes). */
+const char *cli_with_text(const char *name,
+			  const struct rlock_acquire_opts *ao);
+
 /* When token holds name with others (--with, their record says so), hand
  * rl the set, and point *name at its first name: release, extend and a
  * renewer then act on every lock of it. */

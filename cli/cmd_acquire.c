@@ -464,7 +464,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	if (ao.label == NULL)
 		ao.label = renew ? "rlock acquire --renew" : "rlock acquire";
 	ao.pid = pid;
-	line.name = name;
+	line.name = ao.nwith > 0 ? cli_with_text(name, &ao) : name;
 	if (cli_live_ok(g)) {
 		ao.wait_cb = cli_wait_line;
 		ao.wait_arg = &line;
@@ -472,7 +472,9 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	rc = rlock_acquire(rl, name, &ao, &lease, &h);
 	cli_wait_line_end(&line);
 	if (rc != RLOCK_OK) {
-		cli_report_acquire(g, name, rc, rl, &h, ao.wait_ms);
+		cli_report_acquire(g, rlock_with_busy(rl) != NULL ?
+				   rlock_with_busy(rl) : name, rc, rl, &h,
+				   ao.wait_ms);
 		rlock_free(rl);
 		return cli_exit_code(rc, conflict);
 	}

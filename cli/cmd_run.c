@@ -746,7 +746,8 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 	/* The release that frees the lock grants it to us; we start only
 	 * once the server confirmed it (rlock_acquire). */
 	r->ao.baton = 1;
-	r->line.name = r->name;
+	r->line.name = r->ao.nwith > 0 ? cli_with_text(r->name, &r->ao) :
+		       r->name;
 	if (cli_live_ok(r->g)) {
 		r->ao.wait_cb = cli_wait_line;
 		r->ao.wait_arg = &r->line;
@@ -761,8 +762,10 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 		return 128 + SIGTERM;
 	}
 	if (rc != RLOCK_OK) {
-		cli_report_acquire(r->g, r->name, rc, rl, &holder,
-				   r->ao.wait_ms);
+		/* A set: the name of the lock whose holder is said. */
+		cli_report_acquire(r->g, rlock_with_busy(rl) != NULL ?
+				   rlock_with_busy(rl) : r->name, rc, rl,
+				   &holder, r->ao.wait_ms);
 		return cli_exit_code(rc, r->conflict);
 	}
 	for (size_t i = 0; i < r->ao.nwith; i++)

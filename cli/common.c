@@ -246,6 +246,20 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 	return 0;
 }
 
+const char *cli_with_text(const char *name,
+			  const struct rlock_acquire_opts *ao)
+{
+	static char buf[512];
+	size_t at = 0;
+
+	for (size_t i = 0; i <= ao->nwith && at + 1 < sizeof(buf); i++) {
+		snprintf(buf + at, sizeof(buf) - at, "%s%s", i > 0 ? ", " : "",
+			 i == 0 ? name : ao->with[i - 1]);
+		at = strlen(buf);
+	}
+	return buf;
+}
+
 void cli_with_lookup(struct rlock *rl, const char **name, const char *token)
 {
 	static struct rlock_with w;

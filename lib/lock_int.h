@@ -167,15 +167,19 @@ struct with_set {
 	int slot;
 	int sameslot;
 	long long fence[RLOCK_WITH_MAX];
+	size_t held;			/* the last busy answer's lock held
+					 * (1.., 0 none) */
+	char busy[RLOCK_NAME_MAX + 1];	/* its name, for rlock_with_busy */
 };
 
 /* with.lua's answer to an acquire: granted with a fence per name, or
  * busy: the shortest lease left of the locks held (-1 none), the nearest
- * place to a line's head (-1 none), and whether it joined the lines. */
+ * place to a line's head (-1 none), whether it joined the lines, and the
+ * first lock held exclusively (1.., 0 none). */
 struct with_reply {
 	int granted;
 	long long fence[RLOCK_WITH_MAX];
-	long long pttl, place;
+	long long pttl, place, held;
 	int joined;
 };
 
@@ -259,7 +263,7 @@ void req_release(struct request *q, const struct lock_names *n,
 void req_with_acquire(struct request *q, const struct with_set *w,
 		      const char *token, int64_t ttl_ms,
 		      const struct acquirer *who, const char *waiter, int join,
-		      const struct history *h);
+		      int details, const struct history *h);
 void req_with_extend(struct request *q, const struct with_set *w,
 		     const char *token, int64_t ttl_ms);
 void req_with_release(struct request *q, const struct with_set *w,
@@ -268,11 +272,11 @@ void req_with_release(struct request *q, const struct with_set *w,
 void req_with_leave(struct request *q, const struct with_set *w,
 		    const char *token, const char *waiter,
 		    const struct history *h);
-/* with.lua's acquire answer for n names into out; the set's record
- * P{N}:with, len bytes at s, into out.  Each returns 0, or -1 for
- * anything of another shape. */
+/* with.lua's acquire answer for n names into out, and the holder it
+ * names (details) into h; the set's record P{N}:with, len bytes at s,
+ * into out.  Each returns 0, or -1 for anything of another shape. */
 int decode_with_acquire(const redisReply *r, size_t n,
-			struct with_reply *out);
+			struct with_reply *out, struct rlock_holder *h);
 int decode_with_record(const char *s, size_t len, struct rlock_with *out);
 /* Record one history entry: v holds the EV_NFIELDS values (NULL: ""),
  * run, when not NULL, the run it ends for the record of the last runs

@@ -205,6 +205,11 @@ int rlock_with(struct rlock *rl, const char *const *names, size_t n);
 /* After rlock_acquire of a set: the fence of its name i (0..n-1). */
 long long rlock_with_fence(const struct rlock *rl, size_t i);
 
+/* After rlock_acquire of a set found it busy: the name of the lock of the
+ * set whose holder it filled in, or NULL when none (the locks are free
+ * but others in line come first, or held by shared holders). */
+const char *rlock_with_busy(const struct rlock *rl);
+
 /* A set as its record keeps it, while it holds: its token (never shown),
  * its names in order and their fences. */
 struct rlock_with {

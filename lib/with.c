@@ -85,6 +85,23 @@ long long rlock_with_fence(const struct rlock *rl, size_t i)
 	return rl->with != NULL && i < rl->with->n ? rl->with->fence[i] : 0;
 }
 
+const char *rlock_with_busy(const struct rlock *rl)
+{
+	struct with_set *w = rl->with;
+	const char *p;
+	size_t i, len;
+
+	if (w == NULL || w->held == 0)
+		return NULL;
+	/* The names, one a line: the held-th. */
+	for (p = w->names, i = 1; i < w->held; i++)
+		p = strchr(p, '\n') + 1;
+	len = strcspn(p, "\n");
+	memcpy(w->busy, p, len);
+	w->busy[len] = '\0';
+	return w->busy;
+}
+
 /* The names of the set, for messages: "db, cache, queue" (cut). */
 static const char *set_text(const struct with_set *w, char *buf, size_t len)
 {
@@ -207,12 +224,11 @@ int with_acquire(struct rlock *rl, const char *name,
 	redisReply *r;
 	char token[RLOCK_TOKEN_LEN + 1], id[RLOCK_TOKEN_LEN + 1] = "";
 	char names[200];
-	int64_t start = rlock_mono_ms(), deadline, now, wake, t0;
+	int64_t start = rlock_mono_ms(), deadline, now, wake, t0, last_cb = 0;
 	int64_t backoff = 0;
 	int rc, subscribed = 0, in_line = 0, attempts = 0, seen_busy = 0;
 	unsigned seed = (unsigned)getpid() ^ (unsigned)start;
 
-	(void)holder;
 	if (strcmp(name, w->first) != 0) {
 		set_error(rl->err, sizeof(rl->err), "--with: the set is "
 			  "asked for by its first name");
@@ -241,8 +257,12 @@ int with_acquire(struct rlock *rl, const char *name,
 	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
 	for (;;) {
 		who.waited_ms = attempts++ == 0 ? 0 : rlock_mono_ms() - start;
+		/* Who holds a lock of the set: for the first answer's
+		 * message, and the caller's live line. */
 		req_with_acquire(&q, w, token, o->ttl_ms, &who,
-				 subscribed ? id : "", subscribed, &rl->hist);
+				 subscribed ? id : "", subscribed,
+				 attempts == 1 || o->wait_cb != NULL,
+				 &rl->hist);
 		t0 = rlock_boot_ms();
 		rc = with_call(rl, &q, &r);
 		now = rlock_mono_ms();
@@ -270,7 +290,7 @@ int with_acquire(struct rlock *rl, const char *name,
 		if (rc != RLOCK_OK)
 			break;
 		backoff = 0;
-		if (decode_with_acquire(r, w->n, &wr) != 0) {
+		if (decode_with_acquire(r, w->n, &wr, holder) != 0) {
 			set_error(rl->err, sizeof(rl->err), "%s: unexpected "
 				  "reply to acquire (--with)", name);
 			freeReplyObject(r);
@@ -293,9 +313,17 @@ int with_acquire(struct rlock *rl, const char *name,
 		rc = RLOCK_BUSY;
 		seen_busy = 1;
 		in_line |= wr.joined || wr.place >= 0;
+		if (wr.held == 0)
+			holder->held = 0;
+		holder->place = wr.place;
+		w->held = (size_t)wr.held;
 		now = rlock_mono_ms();
 		if (o->wait_ms == 0 || now >= deadline)
 			break;
+		if (o->wait_cb != NULL && now - last_cb >= 900) {
+			o->wait_cb(holder, now - start, o->wait_arg);
+			last_cb = now;
+		}
 		if (subscribed && !conn_is_up(rl->node[0].sub))
 			subscribed = 0;
 		if (!subscribed) {
@@ -333,7 +361,7 @@ int with_acquire(struct rlock *rl, const char *name,
 		leave_all(rl, token, id);
 	if (rl->node[0].sub != NULL)
 		unsubscribe(rl);
-	if (rc == RLOCK_BUSY)
+	if (rc == RLOCK_BUSY && !holder->held)
 		set_error(rl->err, sizeof(rl->err), "%s: not all free, or "
 			  "others in line come first",
 			  set_text(w, names, sizeof(names)));

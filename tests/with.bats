@@ -70,9 +70,12 @@ print("ok")'
 	bg_start s "$RLOCK" run -w 30s oa -- sh -c 'echo single >> order'
 	local s=$BG_PID
 	wait_until 5 line_is oa 2
-	# oa is free, but the set is first in its line.
+	# oa is free, but the set is first in its line: no barging, -n or not.
 	lock_free oa
 	[[ ! -e order ]]
+	run -75 "$RLOCK" run -n oa --with oc -- true
+	assert_output "rlock: run: oa, oc: not all free, or others in line come first"
+	lock_free oc
 	touch go
 	bg_wait "$m" 30
 	assert_equal "$BG_STATUS" 0
@@ -81,10 +84,12 @@ print("ok")'
 	assert_equal "$(cat order)" "$(printf 'set\nsingle')"
 }
 
-@test "with: -n on a set with one lock held fails at once with the conflict status and takes nothing" {
-	"$RLOCK" acquire nb >/dev/null
+@test "with: -n on a set with one lock held fails at once with the conflict status, naming that lock's holder, and takes nothing" {
+	"$RLOCK" acquire --label holder-of-nb nb >/dev/null
 	run -75 "$RLOCK" run -n na --with nb -- true
-	assert_output "rlock: run: na, nb: not all free, or others in line come first"
+	assert_output --regexp "^rlock: run: nb: held by .* \(holder-of-nb\)$"
+	run -75 "$RLOCK" -q run -n na --with nb -- true
+	assert_output ""
 	lock_free na
 	line_is na 0
 	line_is nb 0

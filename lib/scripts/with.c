@@ -24,11 +24,11 @@ static void req_with_begin(struct request *q, const struct with_set *w,
 
 /* ARGV after the token: ttl, the holder's fields (as acquire.lua's short
  * layout packs them), the waiter id, join, the history's length and ttl,
- * the names one a line. */
+ * the names one a line, details. */
 void req_with_acquire(struct request *q, const struct with_set *w,
 		      const char *token, int64_t ttl_ms,
 		      const struct acquirer *who, const char *waiter, int join,
-		      const struct history *h)
+		      int details, const struct history *h)
 {
 	size_t at = 0;
 
@@ -57,6 +57,7 @@ void req_with_acquire(struct request *q, const struct with_set *w,
 	q->argv[q->argc++] = join ? "1" : "0";
 	req_history(q, 1, h);
 	q->argv[q->argc++] = w->names;
+	q->argv[q->argc++] = details ? "1" : "0";
 }
 
 /* ARGV after the token: ttl. */
@@ -94,7 +95,7 @@ void req_with_leave(struct request *q, const struct with_set *w,
 }
 
 int decode_with_acquire(const redisReply *r, size_t n,
-			struct with_reply *out)
+			struct with_reply *out, struct rlock_holder *h)
 {
 	long long v;
 
@@ -113,12 +114,22 @@ int decode_with_acquire(const redisReply *r, size_t n,
 		}
 		return 0;
 	}
-	if (r->elements != 4 ||
+	if ((r->elements != 5 && r->elements != 13) ||
 	    elem_num(r, 1, -1, 30LL * 86400 * 1000, &out->pttl) != 0 ||
 	    elem_num(r, 2, -1, 1LL << 40, &out->place) != 0 ||
-	    elem_num(r, 3, 0, 1, &v) != 0)
+	    elem_num(r, 3, 0, 1, &v) != 0 ||
+	    elem_num(r, 4, 0, (long long)n, &out->held) != 0 ||
+	    (r->elements == 13 && out->held == 0))
 		return -1;
 	out->joined = (int)v;
+	/* The holder of the first lock held, when asked for. */
+	if (r->elements == 13) {
+		if (parse_holder_at(r, 5, h) != 0)
+			return -1;
+		h->held = 1;
+		h->place = out->place;
+		h->limit = 1;
+	}
 	return 0;
 }
 

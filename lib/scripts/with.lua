@@ -9,9 +9,14 @@
 --       HOST\nUSER\nNOTE\nCOMMAND" (acquire.lua's), 5 the waiter id (''
 --       a try that takes no place), 6 join ('1': take a place in every
 --       line), 7 and 8 the history's length and ttl, 9 the names, one a
---       line.  Answers {1, fence...} (one per name, in order), or
---       {0, pttl, place, joined}: pttl the shortest lease left among the
---       locks held (-1 none), place the nearest place to the head (-1 none).
+--       line, 10 details ('1': a busy answer says who holds the first
+--       lock held).  Answers {1, fence...} (one per name, in order), or
+--       {0, pttl, place, joined, held}: pttl the shortest lease left among
+--       the locks held (-1 none), place the nearest place to the head (-1
+--       none), held the first lock held by an exclusive holder (1.., 0
+--       none), and with details and such a lock its holder as acquire.lua's
+--       busy answer gives it (host, pid, user, command, since, fence,
+--       token8) and the server's time.
 --   'e' extend: 3 ttl.  Answers 1, or 0 when the token holds not every one.
 --   'r' release: 3 exit ('' unknown), 4 signal, 5 and 6 the history's
 --       length and ttl.  Answers how many it held.
@@ -166,15 +171,17 @@ if mine > 0 then
     if redis.call('GET', G[i][1]) == tok then redis.call('DEL', G[i][1], G[i][2], G[i][13]) end
   end
 end
-local free, pttl, places, near = true, -1, {}, -1
+local free, pttl, places, near, hj, htok = true, -1, {}, -1, 0, nil
 local function shortest(p)
   if p >= 0 and (pttl < 0 or p < pttl) then pttl = p end
 end
 for i = 1, #G do
   KEYS = G[i]
-  if redis.call('EXISTS', KEYS[1]) == 1 then
+  local cur = redis.call('GET', KEYS[1])
+  if cur then
     free = false
     shortest(redis.call('PTTL', KEYS[1]))
+    if hj == 0 then hj, htok = i, cur end
   else
     holders_purge()
     local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
@@ -277,4 +284,12 @@ if me then
     end
   end
 end
-return {0, pttl, near, joined}
+local r = {0, pttl, near, joined, hj}
+if hj == 0 or A[10] ~= '1' then return r end
+KEYS = G[hj]
+local f = holder_meta(htok, 1)
+local who = {f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '', f[1] or '',
+             string.sub(htok, 1, 8)}
+for i = 1, 7 do r[#r + 1] = who[i] end
+r[#r + 1] = ms(now)
+return r
