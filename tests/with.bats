@@ -256,3 +256,17 @@ print("ok")'
 	bg_wait "$BG_PID" 5
 	assert_equal "$BG_STATUS" 0
 }
+
+@test "with: extend with the token from any name of the set extends every lock; last reads each lock's run" {
+	local t p
+	t=$("$RLOCK" acquire -t 5s ya --with yb)
+	run -0 "$RLOCK" extend -t 60s yb "$t"
+	for n in ya yb; do
+		p=$(pttl "$n")
+		((p > 5000 && p <= 60000)) || fail "pttl of $n after extend: $p"
+	done
+	run -0 "$RLOCK" release --status 0 ya "$t"
+	run -76 "$RLOCK" extend ya "$t"
+	run -0 "$RLOCK" run za2 --with zb2 -- true
+	run -0 "$RLOCK" last --max-age 1m za2 zb2
+}
