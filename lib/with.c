@@ -131,14 +131,17 @@ static int cross_slot(struct rlock *rl)
 }
 
 /* Send q to the one server and keep its answer in *r (freed by the
- * caller), or return the error with rl->err set. */
-static int with_call(struct rlock *rl, const struct request *q,
-		     redisReply **r)
+ * caller), or return the error with rl->err set.  *dropped (when not
+ * NULL): the answer is to a second send, after the connection dropped. */
+static int with_call_d(struct rlock *rl, const struct request *q,
+		       redisReply **r, int *dropped)
 {
 	struct fan f;
 	int rc;
 
 	*r = NULL;
+	if (dropped != NULL)
+		*dropped = 0;
 	if (!rl->with->sameslot && node_is_cluster(&rl->node[0]))
 		return cross_slot(rl);
 	fan_init(&f, rl);
@@ -154,8 +157,16 @@ static int with_call(struct rlock *rl, const struct request *q,
 	}
 	*r = f.slot[0].res.r;
 	f.slot[0].res.r = NULL;
+	if (dropped != NULL)
+		*dropped = f.slot[0].dropped;
 	fan_done(&f);
 	return RLOCK_OK;
+}
+
+static int with_call(struct rlock *rl, const struct request *q,
+		     redisReply **r)
+{
+	return with_call_d(rl, q, r, NULL);
 }
 
 static void set_lease(struct rlock_lease *l, const char *token,
@@ -405,13 +416,24 @@ int with_release(struct rlock *rl, const char *token,
 {
 	struct request q;
 	redisReply *r;
-	int rc;
+	int rc, dropped;
 
-	(void)lease;
 	req_with_release(&q, rl->with, token, &rl->hist, how);
-	rc = with_call(rl, &q, &r);
+	rc = with_call_d(rl, &q, &r, &dropped);
 	if (rc != RLOCK_OK)
 		return rc;
+	/* Sent again after the connection dropped, and told "not held":
+	 * the first send most likely released, as nobody else can have
+	 * taken the locks while the lease is ours by our own clock. */
+	if (dropped && lease != NULL && r->type == REDIS_REPLY_INTEGER &&
+	    r->integer == 0 && rlock_boot_ms() < lease->renewed_boot_ms +
+	    lease->ttl_ms - rlock_safety_margin_ms(lease->ttl_ms)) {
+		set_error(rl->err, sizeof(rl->err), "%s: released (the reply "
+			  "was lost; the retry found the locks free)",
+			  rl->with->first);
+		freeReplyObject(r);
+		return RLOCK_OK;
+	}
 	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||
 	    r->integer > (long long)rl->with->n) {
 		set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
