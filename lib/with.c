@@ -224,6 +224,69 @@ static void leave_all(struct rlock *rl, const char *token, const char *id)
 	memcpy(rl->err, why, sizeof(why));
 }
 
+/* A set that gave up (busy, -w ran out, a signal): recorded as skipped in
+ * the history of each of its locks, as one lock's is, the reason naming
+ * the lock held and its holder.  Best effort: one request per lock. */
+static void with_skipped(struct rlock *rl, const char *token,
+			 const struct rlock_acquire_opts *o, int rc,
+			 const struct rlock_holder *h, int64_t waited)
+{
+	const char *v[EV_NFIELDS] = { 0 }, *busy = rlock_with_busy(rl);
+	char pid[24], ms[24], tb[32], reason[700], tok[9], why[sizeof(rl->err)];
+	struct names *n = malloc(sizeof(*n));
+	const char *p = rl->with->names;
+
+	if (n == NULL || rl->hist.max == 0) {
+		free(n);
+		return;
+	}
+	memcpy(why, rl->err, sizeof(why));
+	if (rc == RLOCK_CANCELED)
+		snprintf(reason, sizeof(reason), "interrupted");
+	else if (busy == NULL || !h->held)
+		snprintf(reason, sizeof(reason), "not every lock of the set "
+			 "free, or others in line came first");
+	else
+		snprintf(reason, sizeof(reason), "%s%s%s%.200s held by "
+			 "%.64s@%.200s pid %lld", o->wait_ms != 0 ? "timed out "
+			 "after " : "", o->wait_ms != 0 ? rlock_fmt_ms(waited,
+			 tb, sizeof(tb)) : "", o->wait_ms != 0 ? "; " : "",
+			 busy, h->user, h->host, h->pid);
+	snprintf(pid, sizeof(pid), "%lld",
+		 o->pid > 0 ? o->pid : (long long)getpid());
+	snprintf(ms, sizeof(ms), "%lld", (long long)waited);
+	snprintf(tok, sizeof(tok), "%.8s", token);
+	v[EV_EVENT] = "skipped";
+	v[EV_HOST] = rl->host;
+	v[EV_USER] = rl->user;
+	v[EV_PID] = pid;
+	v[EV_KIND] = "x";
+	v[EV_TOKEN] = tok;
+	v[EV_WAITED] = ms;
+	v[EV_REASON] = reason;
+	v[EV_COMMAND] = o->label;
+	v[EV_NOTE] = o->note;
+	for (size_t i = 0; i < rl->with->n; i++) {
+		char name[RLOCK_NAME_MAX + 1];
+		size_t len = strcspn(p, "\n");
+		struct request q;
+		struct fan f;
+
+		memcpy(name, p, len);
+		name[len] = '\0';
+		p += len + (p[len] == '\n');
+		if (make_names(rl, name, n) != RLOCK_OK)
+			continue;
+		req_log(&q, &n->v, &rl->hist, NULL, v);
+		fan_init(&f, rl);
+		fan_all(&f, &q);
+		fan_run(rl, &f);
+		fan_done(&f);
+	}
+	free(n);
+	memcpy(rl->err, why, sizeof(why));
+}
+
 int with_acquire(struct rlock *rl, const char *name,
 		 const struct rlock_acquire_opts *o, struct rlock_lease *lease,
 		 struct rlock_holder *holder)
@@ -376,6 +439,9 @@ int with_acquire(struct rlock *rl, const char *name,
 		set_error(rl->err, sizeof(rl->err), "%s: not all free, or "
 			  "others in line come first",
 			  set_text(w, names, sizeof(names)));
+	if (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)
+		with_skipped(rl, token, o, rc, holder,
+			     rlock_mono_ms() - start);
 	explicit_bzero(token, sizeof(token));
 	return rc;
 }

@@ -90,6 +90,11 @@ print("ok")'
 	assert_output --regexp "^rlock: run: nb: held by .* \(holder-of-nb\)$"
 	run -75 "$RLOCK" -q run -n na --with nb -- true
 	assert_output ""
+	# Each lock's history says the set gave up, and why.
+	run -0 "$RLOCK" log --json na
+	json_check "$(head -n 1 <<<"$output")" 'd["event"] == "skipped" and d["reason"].startswith("nb held by ")'
+	run -0 "$RLOCK" log --json nb
+	json_check "$(sed -n 2p <<<"$output")" 'd["event"] == "skipped" and d["reason"].startswith("nb held by ")' 
 	lock_free na
 	line_is na 0
 	line_is nb 0
