@@ -374,6 +374,13 @@ int with_acquire(struct rlock *rl, const char *name,
 		freeReplyObject(r);
 		if (wr.granted) {
 			if (!lease_valid(o->ttl_ms, rlock_boot_ms() - t0)) {
+				/* Granted too late to be of use: given
+				 * back, the reason kept. */
+				struct request u;
+
+				req_with_release(&u, w, token, &rl->hist, NULL);
+				if (with_call(rl, &u, &r) == RLOCK_OK)
+					freeReplyObject(r);
 				set_error(rl->err, sizeof(rl->err), "acquire "
 					  "took longer than the TTL allows");
 				rc = RLOCK_EUNAVAIL;
@@ -398,8 +405,9 @@ int with_acquire(struct rlock *rl, const char *name,
 			o->wait_cb(holder, now - start, o->wait_arg);
 			last_cb = now;
 		}
-		if (subscribed && !conn_is_up(rl->node[0].sub))
-			subscribed = 0;
+		if (subscribed && (rl->node[0].sub == NULL ||
+				   !conn_is_up(rl->node[0].sub)))
+			subscribed = 0; /* dropped: listen again */
 		if (!subscribed) {
 			/* Listen first, then take the places: a release in
 			 * between is not missed. */
