@@ -10,7 +10,9 @@
 #include "rlock_int.h"
 #include "protocol.h"
 
-#define RLOCK_REQ_MAXARGS 40
+/* A request's arguments: a set of RLOCK_WITH_MAX locks (--with) declares
+ * 13 keys of each on a cluster, and adds its own arguments. */
+#define RLOCK_REQ_MAXARGS (13 * RLOCK_WITH_MAX + 16)
 
 /* ---- key names (one place for the layout of DESIGN section 3) -------- */
 
@@ -161,6 +163,9 @@ struct request {
 struct with_set {
 	size_t n;
 	char key[RLOCK_WITH_MAX][RLOCK_KEY_MAX];
+	/* Each lock's other keys, in the scripts' order after the lock key
+	 * (with.lua), for a cluster, where a script declares every key. */
+	char more[RLOCK_WITH_MAX][12][RLOCK_KEY_MAX + 16];
 	char wake[RLOCK_WITH_MAX][RLOCK_KEY_MAX + 16];
 	char names[RLOCK_WITH_MAX * (RLOCK_NAME_MAX + 1)];
 	char first[RLOCK_NAME_MAX + 1];

@@ -59,6 +59,15 @@ int rlock_with(struct rlock *rl, const char *const *names, size_t n)
 				   names[i], "");
 		char line[RLOCK_KEY_MAX + 16];
 
+		static const char *const suffix[12] = {
+			KEY_META, KEY_HOLDERS, KEY_HMETA, KEY_LINE, KEY_LEASE,
+			KEY_WHO, KEY_FENCE, KEY_LOG, KEY_ONCE, KEY_GRANT,
+			KEY_HOLD, KEY_WITH,
+		};
+
+		for (j = 0; j < 12; j++)
+			snprintf(w->more[i][j], sizeof(w->more[i][j]), "%s%s",
+				 w->key[i], suffix[j]);
 		snprintf(w->wake[i], sizeof(w->wake[i]), "%s%s", w->key[i],
 			 KEY_WAKE);
 		snprintf(line, sizeof(line), "%s%s", w->key[i], KEY_LINE);

@@ -8,18 +8,41 @@
 #include "lock_int.h"
 #include "protocol.h"
 
-/* KEYS: the lock key of each name.  ARGV: the operation, the token. */
+/* Append v to both layouts' arguments. */
+static void req_with_arg(struct request *q, const char *v)
+{
+	q->argv[q->argc++] = v;
+	q->wargv[q->wargc++] = v;
+}
+
+/* The history's length and ttl, in number slots slot and slot + 1. */
+static void req_with_history(struct request *q, int slot,
+			     const struct history *h)
+{
+	req_history(q, slot, h);
+	q->wargv[q->wargc++] = q->argv[q->argc - 2];
+	q->wargv[q->wargc++] = q->argv[q->argc - 1];
+}
+
+/* KEYS: the lock key of each name, and in the whole layout (a cluster:
+ * every key declared) each one's thirteen keys, the lock key first.  ARGV
+ * (req_with_arg, into both): the operation, the token. */
 static void req_with_begin(struct request *q, const struct with_set *w,
 			   const char *op, const char *token)
 {
 	q->script = RLOCK_SCRIPT_WITH;
 	q->slot = w->slot;
-	q->wargc = 0;
 	q->nkeys = (int)w->n;
-	for (q->argc = 0; q->argc < (int)w->n; q->argc++)
-		q->argv[q->argc] = w->key[q->argc];
-	q->argv[q->argc++] = op;
-	q->argv[q->argc++] = token;
+	q->wnkeys = 13 * (int)w->n;
+	q->argc = q->wargc = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		q->argv[q->argc++] = w->key[i];
+		q->wargv[q->wargc++] = w->key[i];
+		for (size_t j = 0; j < 12; j++)
+			q->wargv[q->wargc++] = w->more[i][j];
+	}
+	req_with_arg(q, op);
+	req_with_arg(q, token);
 }
 
 /* ARGV after the token: ttl, the holder's fields (as acquire.lua's short
@@ -33,7 +56,7 @@ void req_with_acquire(struct request *q, const struct with_set *w,
 	size_t at = 0;
 
 	req_with_begin(q, w, "a", token);
-	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
+	req_with_arg(q, req_num(q, 0, ttl_ms));
 	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
 		      sizeof(q->label));
 	req_put(q->info, sizeof(q->info), &at, "x\n");
@@ -52,12 +75,12 @@ void req_with_acquire(struct request *q, const struct with_set *w,
 		who->note != NULL ? who->note : "");
 	req_put(q->info, sizeof(q->info), &at, "\n");
 	req_put(q->info, sizeof(q->info), &at, q->label);
-	q->argv[q->argc++] = q->info;
-	q->argv[q->argc++] = waiter;
-	q->argv[q->argc++] = join ? "1" : "0";
-	req_history(q, 1, h);
-	q->argv[q->argc++] = w->names;
-	q->argv[q->argc++] = details ? "1" : "0";
+	req_with_arg(q, q->info);
+	req_with_arg(q, waiter);
+	req_with_arg(q, join ? "1" : "0");
+	req_with_history(q, 1, h);
+	req_with_arg(q, w->names);
+	req_with_arg(q, details ? "1" : "0");
 }
 
 /* ARGV after the token: ttl. */
@@ -65,7 +88,7 @@ void req_with_extend(struct request *q, const struct with_set *w,
 		     const char *token, int64_t ttl_ms)
 {
 	req_with_begin(q, w, "e", token);
-	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
+	req_with_arg(q, req_num(q, 0, ttl_ms));
 }
 
 /* ARGV after the token: exit ('' unknown), signal, the history's length
@@ -75,13 +98,13 @@ void req_with_release(struct request *q, const struct with_set *w,
 		      const struct rlock_outcome *how)
 {
 	req_with_begin(q, w, "r", token);
-	q->argv[q->argc++] = how != NULL && how->exit >= 0 ?
-			     req_num(q, 0, how->exit) : "";
-	q->argv[q->argc++] = how != NULL && how->abandoned ? "abandoned" :
+	req_with_arg(q, how != NULL && how->exit >= 0 ?
+			     req_num(q, 0, how->exit) : "");
+	req_with_arg(q, how != NULL && how->abandoned ? "abandoned" :
 			     how != NULL && how->signal > 0 ?
 			     rlock_signame(how->signal, q->num[3],
-					   sizeof(q->num[3])) : "";
-	req_history(q, 1, h);
+					   sizeof(q->num[3])) : "");
+	req_with_history(q, 1, h);
 }
 
 /* ARGV after the token: the waiter id, the history's length and ttl. */
@@ -90,8 +113,8 @@ void req_with_leave(struct request *q, const struct with_set *w,
 		    const struct history *h)
 {
 	req_with_begin(q, w, "l", token);
-	q->argv[q->argc++] = waiter;
-	req_history(q, 1, h);
+	req_with_arg(q, waiter);
+	req_with_history(q, 1, h);
 }
 
 int decode_with_acquire(const redisReply *r, size_t n,

@@ -2,8 +2,8 @@
 -- on one server, so that it is taken all or nothing.  KEYS: the lock key
 -- P{N} of each name, the first the one the set is known by; the script
 -- names each lock's other keys from it, as acquire.lua's short layout
--- does (one hash tag per lock; on a Cluster the caller sends only names
--- whose keys share one slot).  ARGV[1] says what to do, ARGV[2] is the
+-- does.  On a Cluster (only names whose keys share one slot) every key is
+-- declared instead: each lock's thirteen, in the order of G below.  ARGV[1] says what to do, ARGV[2] is the
 -- token:
 --   'a' acquire: 3 ttl, 4 the holder's fields "KIND\nWAITED\nTOKEN8\nPID\n
 --       HOST\nUSER\nNOTE\nCOMMAND" (acquire.lua's), 5 the waiter id (''
@@ -37,11 +37,19 @@
 -- first name frees them all.
 local op, tok = ARGV[1], ARGV[2]
 local G = {}
-for i = 1, #KEYS do
-  local l = KEYS[i]
-  G[i] = {l, l .. ':owner', l .. ':holders', l .. ':holders:meta', l .. ':line',
-          l .. ':line:lease', l .. ':line:who', l .. ':fence', l .. ':log', l .. ':once',
-          l .. ':grant', l .. ':hold', l .. ':with'}
+if #KEYS >= 13 and KEYS[2] == KEYS[1] .. ':owner' then
+  -- The whole layout (a cluster): each lock's thirteen keys, declared.
+  for i = 1, #KEYS / 13 do
+    G[i] = {}
+    for j = 1, 13 do G[i][j] = KEYS[(i - 1) * 13 + j] end
+  end
+else
+  for i = 1, #KEYS do
+    local l = KEYS[i]
+    G[i] = {l, l .. ':owner', l .. ':holders', l .. ':holders:meta', l .. ':line',
+            l .. ':line:lease', l .. ':line:who', l .. ':fence', l .. ':log', l .. ':once',
+            l .. ':grant', l .. ':hold', l .. ':with'}
+  end
 end
 local A = ARGV
 local KEYS = G[1]
