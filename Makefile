@@ -63,7 +63,7 @@ LIBS = $(DEPS_LIBS) -lpthread
 # The server's scripts, lib/scripts/NAME.lua (and the pieces they
 # include), become C at build time: SCRIPTS_C holds their bodies, digests
 # and line maps (lib/scripts/luagen.c), never written by hand.
-SCRIPTS = acquire extend release force fence status leave log members
+SCRIPTS = acquire extend release force fence status leave log members with
 SCRIPTS_LUA = $(SCRIPTS:%=lib/scripts/%.lua)
 SCRIPTS_C = lib/scripts/bodies.c
 LUAGEN = lib/scripts/luagen

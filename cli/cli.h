@@ -66,6 +66,7 @@ enum {
 	OPT_ONCE_PER,
 	OPT_POOL,
 	OPT_COUNT,
+	OPT_WITH,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -186,7 +187,8 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 	{ "supersede", no_argument, NULL, OPT_SUPERSEDE },                \
 	{ "priority", required_argument, NULL, OPT_PRIORITY },            \
 	{ "pool", required_argument, NULL, OPT_POOL },                    \
-	{ "count", required_argument, NULL, OPT_COUNT }
+	{ "count", required_argument, NULL, OPT_COUNT },                  \
+	{ "with", required_argument, NULL, OPT_WITH }
 
 /* The pool --pool named (the lock NAME run and acquire take), or NULL. */
 const char *cli_pool(void);
@@ -195,6 +197,20 @@ const char *cli_pool(void);
  * -x with --limit N > 1, --pool with -s or --limit, --count without
  * --pool); take the note from RLOCK_NOTE when --note was not given. */
 void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao);
+
+/* "NAME, OTHER, ..." for a set's wait line (cut at 511 bytes). */
+const char *cli_with_text(const char *name,
+			  const struct rlock_acquire_opts *ao);
+
+/* When token holds name with others (--with, their record says so), hand
+ * rl the set, and point *name at its first name: release, extend and a
+ * renewer then act on every lock of it. */
+void cli_with_lookup(struct rlock *rl, const char **name, const char *token);
+
+/* After the options and NAME: refuse --with naming NAME again, or with
+ * an option it does not take (the locks of a set are exclusive). */
+void cli_with_check(const struct cli *g, const char *name,
+		    const struct rlock_acquire_opts *ao);
 
 /*
  * getopt_long for a subcommand whose options may come before or after its
@@ -374,7 +390,10 @@ void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg);
 /* The state of the lines of one wait. */
 struct cli_progress {
 	struct cli *g;
-	const char *name;
+	const char *name;		/* the lock read for status, history */
+	const char *label;		/* what the line says we wait for */
+	const char *const *with;	/* --with: the set's other locks */
+	size_t nwith;
 	int64_t every_ms;		/* --progress */
 	struct rlock *side;		/* status and history, opened at the
 					 * first line */

@@ -118,8 +118,9 @@ static void env_members(const struct rlock_member *m, size_t n)
 	}
 }
 
+/* more: the JSON object goes on (print_with). */
 static void print_lease(enum format fmt, const char *name, const char *key,
-			const struct rlock_lease *l, struct rlock *rl)
+			const struct rlock_lease *l, struct rlock *rl, int more)
 {
 	const struct rlock_member *m;
 	size_t nm = rlock_granted(rl, &m);
@@ -141,7 +142,8 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 			printf(",\"slot\":%d", l->slot);
 		if (nm > 0)
 			json_members(m, nm);
-		printf(",\"ttl_ms\":%lld}\n", (long long)l->ttl_ms);
+		printf(",\"ttl_ms\":%lld%s", (long long)l->ttl_ms,
+		       more ? "" : "}\n");
 		break;
 	case FMT_ENV:
 		fputs("RLOCK_NAME=", stdout);
@@ -159,6 +161,50 @@ static void print_lease(enum format fmt, const char *name, const char *key,
 		env_members(m, nm);
 		break;
 	}
+}
+
+/* --with: hand rl the set, NAME first (a usage error when it cannot). */
+static void with_set(struct cli *g, struct rlock *rl, const char *name,
+		     const struct rlock_acquire_opts *ao)
+{
+	const char *names[RLOCK_WITH_MAX];
+
+	names[0] = name;
+	for (size_t i = 0; i < ao->nwith; i++)
+		names[i + 1] = ao->with[i];
+	if (rlock_with(rl, names, ao->nwith + 1) != RLOCK_OK)
+		cli_usage_error(g, "%s", rlock_errstr(rl));
+}
+
+/* --with: after the lease, every lock of the set and its fence: JSON,
+ * "locks":[{"name":..,"fence":..},..] in the lease's object, and --format env,
+ * RLOCK_LOCKS, RLOCK_NAME_i and RLOCK_FENCE_i as run exports them.  The
+ * token alone is all release needs. */
+static void print_with(enum format fmt, const struct rlock *rl,
+		       const char *name, const struct rlock_acquire_opts *ao)
+{
+	for (size_t i = 0; i <= ao->nwith; i++) {
+		const char *n = i == 0 ? name : ao->with[i - 1];
+		long long f = rlock_with_fence(rl, i);
+
+		if (fmt == FMT_JSON) {
+			fputs(i == 0 ? ",\"locks\":[" : ",", stdout);
+			fputs("{\"name\":", stdout);
+			cli_json_str(stdout, n);
+			printf(",\"fence\":%lld}", f);
+		} else if (fmt == FMT_ENV) {
+			if (i == 0)
+				printf("RLOCK_LOCKS='%zu'; export RLOCK_LOCKS\n",
+				       ao->nwith + 1);
+			printf("RLOCK_NAME_%zu=", i);
+			sh_quote(n);
+			printf("; export RLOCK_NAME_%zu\n", i);
+			printf("RLOCK_FENCE_%zu='%lld'; export RLOCK_FENCE_%zu\n",
+			       i, f, i);
+		}
+	}
+	if (fmt == FMT_JSON)
+		fputs("]}\n", stdout);
 }
 
 /* ---- the process to follow ---------------------------------------------- */
@@ -337,6 +383,8 @@ static void renewer(struct cli *g, const char *name, struct rlock_lease *l,
 		report(fd, rc, err);
 		_exit(EX_UNAVAILABLE);
 	}
+	/* Locks taken together (--with) are kept together. */
+	cli_with_lookup(rl, &name, l->token);
 	rc = rlock_extend(rl, name, l->token, l->ttl_ms, l);
 	if (rc == RLOCK_OK) {
 		snprintf(me, sizeof(me), "%d\n", (int)getpid());
@@ -499,6 +547,7 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 		cli_usage_error(g, "give --pool NAME or a lock NAME, not both");
 	name = cli_pool() != NULL ? cli_pool() : cli_one_name(g, argc, argv);
 	cli_lock_check(g, &ao);
+	cli_with_check(g, name, &ao);
 	if (pid != 0 && !renew)
 		cli_usage_error(g, "--pid needs --renew");
 	if (on_lost_set && !renew)
@@ -513,6 +562,8 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	rl = cli_open(g);
 	if (rlock_check_acquire(rl, &ao) != RLOCK_OK)
 		cli_usage_error(g, "%s", rlock_errstr(rl));
+	if (ao.nwith > 0)
+		with_set(g, rl, name, &ao);
 	rlock_strlcpy(key, rlock_key(rl, name), sizeof(key));
 	if (ao.label == NULL)
 		ao.label = renew ? "rlock acquire --renew" : "rlock acquire";
@@ -521,7 +572,9 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 	rc = rlock_acquire(rl, name, &ao, &lease, &h);
 	cli_wait_end(&line, &progress);
 	if (rc != RLOCK_OK) {
-		cli_report_acquire(g, name, rc, rl, &h, ao.wait_ms);
+		cli_report_acquire(g, rlock_with_busy(rl) != NULL ?
+				   rlock_with_busy(rl) : name, rc, rl, &h,
+				   ao.wait_ms);
 		rlock_free(rl);
 		return cli_exit_code(rc, conflict);
 	}
@@ -541,7 +594,9 @@ int cmd_acquire(int argc, char **argv, struct cli *g)
 			return cli_exit_code(rc, conflict);
 		}
 	}
-	print_lease(fmt, name, key, &lease, rl);
+	print_lease(fmt, name, key, &lease, rl, ao.nwith > 0);
+	if (ao.nwith > 0)
+		print_with(fmt, rl, name, &ao);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		/* Nobody has the token (a reader that went away, a full
 		 * disk): do not leave the lock behind. */

@@ -31,6 +31,7 @@ int cmd_extend(int argc, char **argv, struct cli *g)
 	token = cli_name_token(g, argc, argv, &name, 1);
 	cli_finish(g);
 	rl = cli_open(g);
+	cli_with_lookup(rl, &name, token);
 	rc = rlock_extend(rl, name, token, ttl, NULL);
 	if (rc != RLOCK_OK && g->verbose >= 0)
 		cli_warn(g, "%s", rlock_errstr(rl));

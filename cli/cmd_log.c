@@ -72,6 +72,25 @@ void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 	fputs(",\"command\":", f);
 	cli_json_str(f, e->command);
 	cli_json_opt(f, "note", e->note);
+	/* A grant of several locks (--with): the others, in order. */
+	if (e->with[0] != '\0') {
+		const char *p = e->with;
+
+		fputs(",\"with\":[", f);
+		for (;;) {
+			const char *nl = strchr(p, '\n');
+			char one[RLOCK_NAME_MAX + 1];
+			size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
+
+			snprintf(one, sizeof(one), "%.*s", (int)len, p);
+			cli_json_str(f, one);
+			if (nl == NULL)
+				break;
+			fputc(',', f);
+			p = nl + 1;
+		}
+		fputc(']', f);
+	}
 	/* A field another client wrote that does not decode: its value is
 	 * null above, and this says which and what it held. */
 	if (e->trimmed)
@@ -206,6 +225,19 @@ static void print_event(FILE *f, const struct rlock_event *e, int servers)
 		ADD("  %s", e->command);
 	if (e->note[0] != '\0')
 		ADD("  note: %s", e->note);
+	if (e->with[0] != '\0') {
+		char ws[2 * sizeof(e->with)];
+		size_t k = 0;
+
+		for (const char *p = e->with; *p != '\0'; p++) {
+			if (*p == '\n')
+				ws[k++] = ',', ws[k++] = ' ';
+			else
+				ws[k++] = *p;
+		}
+		ws[k] = '\0';
+		ADD("  with %s", ws);
+	}
 	if (servers > 1 && e->servers < servers)
 		ADD("  [recorded by %d of %d servers]", e->servers, servers);
 #undef ADD

@@ -104,6 +104,7 @@ int cmd_release(int argc, char **argv, struct cli *g)
 			rc = RLOCK_OK;
 		}
 	} else {
+		cli_with_lookup(rl, &name, token);
 		rc = release(g, rl, name, token, &how, &said);
 		/* A note of the release, if it has one, is said under -v. */
 		if (rc == RLOCK_OK && g->verbose > 0 &&

@@ -40,6 +40,8 @@ struct run {
 	int signal;			/* the signal that ended the command */
 	struct cli_waitline line;	/* the live line while waiting */
 	struct cli_progress progress;	/* or a line every --progress */
+	char wkey[RLOCK_WITH_MAX][RLOCK_KEY_MAX]; /* --with's keys */
+	long long wfence[RLOCK_WITH_MAX];	/* and fences */
 };
 
 /* Signals forwarded to the command.  WINCH is not in the wait set: its
@@ -127,6 +129,7 @@ static void parse(struct run *r, int argc, char **argv)
 		cli_usage_error(g, "missing lock NAME");
 	cli_check_name(g, r->name);
 	cli_lock_check(g, &r->ao);
+	cli_with_check(g, r->name, &r->ao);
 	if (r->shell_cmd != NULL && optind < argc)
 		cli_usage_error(g, "give COMMAND or -c STRING, not both");
 	if (r->shell_cmd == NULL && optind >= argc)
@@ -210,6 +213,24 @@ static void set_pool_env(struct rlock *rl)
 	}
 }
 
+/* --with: RLOCK_LOCKS, how many locks the run holds, and for each, i
+ * from 0 (NAME) in the order given, RLOCK_NAME_i and RLOCK_FENCE_i. */
+static void set_with_env(struct run *r, const struct rlock_lease *lease)
+{
+	char var[40], num[24];
+
+	num[rlock_lltoa(num, (long long)r->ao.nwith + 1)] = '\0';
+	setenv("RLOCK_LOCKS", num, 1);
+	for (size_t i = 0; i <= r->ao.nwith; i++) {
+		snprintf(var, sizeof(var), "RLOCK_NAME_%zu", i);
+		setenv(var, i == 0 ? r->name : r->ao.with[i - 1], 1);
+		snprintf(var, sizeof(var), "RLOCK_FENCE_%zu", i);
+		num[rlock_lltoa(num, i == 0 ? lease->fence :
+				r->wfence[i - 1])] = '\0';
+		setenv(var, num, 1);
+	}
+}
+
 static void set_child_env(struct run *r, struct rlock *rl,
 			  const struct rlock_lease *lease)
 {
@@ -235,6 +256,8 @@ static void set_child_env(struct run *r, struct rlock *rl,
 		unsetenv("RLOCK_SLOT");
 	}
 	set_pool_env(rl);
+	if (r->ao.nwith > 0)
+		set_with_env(r, lease);
 	/* One line per hold, "KEY\tKIND\tPID:START": this process, which
 	 * holds it, and when it started (pid reuse), for held_as.  Names
 	 * have no control characters. */
@@ -245,6 +268,17 @@ static void set_child_env(struct run *r, struct rlock *rl,
 		return;
 	rlock_join(nh, len, (const char *[]){ held, *held != '\0' ? "\n" : "",
 		   r->key, "\t", r->kind, "\t", r->me, NULL });
+	for (size_t i = 0; i < r->ao.nwith; i++) {
+		char *more;
+
+		len = strlen(nh) + strlen(r->wkey[i]) + strlen(r->kind) + 48;
+		if ((more = malloc(len)) == NULL)
+			break;
+		rlock_join(more, len, (const char *[]){ nh, "\n", r->wkey[i],
+			   "\t", r->kind, "\t", r->me, NULL });
+		free(nh);
+		nh = more;
+	}
 	setenv("RLOCK_HELD", nh, 1);
 	free(nh);
 }
@@ -324,6 +358,43 @@ static const char *kind_words(const char *k, char *buf, size_t len)
 	else
 		snprintf(buf, len, "as a semaphore of %s (--limit %s)", k, k);
 	return buf;
+}
+
+/*
+ * --with: hand rl the set (NAME first), and look for it in RLOCK_HELD: a
+ * tree that holds every lock of the set runs re-entrantly (held_as, on
+ * NAME's key); one that holds only some would wait for its own ancestor,
+ * which is refused.  Returns 0, or -1 after a message.
+ */
+static int with_setup(struct run *r, struct rlock *rl, const char *held)
+{
+	const char *names[RLOCK_WITH_MAX];
+	size_t i, nheld = 0;
+	char have[24];
+
+	names[0] = r->name;
+	for (i = 0; i < r->ao.nwith; i++)
+		names[i + 1] = r->ao.with[i];
+	if (rlock_with(rl, names, r->ao.nwith + 1) != RLOCK_OK)
+		cli_usage_error(r->g, "%s", rlock_errstr(rl));
+	for (i = 0; i < r->ao.nwith; i++)
+		rlock_strlcpy(r->wkey[i], rlock_key(rl, r->ao.with[i]),
+			      sizeof(r->wkey[i]));
+	if (held == NULL)
+		return 0;
+	for (i = 0; i <= r->ao.nwith; i++) {
+		const char *k = i == 0 ? r->key : r->wkey[i - 1];
+
+		if (held_as(held, k, have) && covers(have, "x"))
+			nheld++;
+	}
+	if (nheld == 0 || nheld == r->ao.nwith + 1)
+		return 0;
+	cli_warn(r->g, "%s: this process tree holds %zu of the %zu locks "
+		 "asked for; a run asking for them all inside that hold would "
+		 "wait for its own ancestor", r->name, nheld,
+		 r->ao.nwith + 1);
+	return -1;
 }
 
 /*
@@ -772,10 +843,14 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 		return 128 + SIGTERM;
 	}
 	if (rc != RLOCK_OK) {
-		cli_report_acquire(r->g, r->name, rc, rl, &holder,
-				   r->ao.wait_ms);
+		/* A set: the name of the lock whose holder is said. */
+		cli_report_acquire(r->g, rlock_with_busy(rl) != NULL ?
+				   rlock_with_busy(rl) : r->name, rc, rl,
+				   &holder, r->ao.wait_ms);
 		return cli_exit_code(rc, r->conflict);
 	}
+	for (size_t i = 0; i < r->ao.nwith; i++)
+		r->wfence[i] = rlock_with_fence(rl, i + 1);
 	if (r->g->verbose > 0) {
 		char tb[32], sl[32] = "";
 
@@ -907,6 +982,10 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	rlock_strlcpy(r.key, rlock_key(rl, r.name), sizeof(r.key));
 	held = getenv("RLOCK_HELD");
 	rlock_kind(&r.ao, r.kind, sizeof(r.kind));
+	if (r.ao.nwith > 0 && with_setup(&r, rl, held) != 0) {
+		rlock_free(rl);
+		return EX_USAGE;
+	}
 	if (held != NULL && held_as(held, r.key, have)) {
 		/* Asking for more than the tree's own hold would wait for
 		 * that hold, which waits for us. */

@@ -224,9 +224,26 @@ static void json_once(FILE *f, const struct rlock_once *o)
 		o->fence, o->since_ms, o->done_ms, o->until_ms, o->period_ms);
 }
 
+/* The set an exclusive holder of name holds it with (--with), from the
+ * set's record while it is the holder's: its token starts with the
+ * holder's prefix.  Returns how many names w has (0: none, or it cannot
+ * be read: only shown). */
+static size_t held_with(struct status *s, const char *name,
+			const struct rlock_holder *h, struct rlock_with *w)
+{
+	if (!h->held || h->shared || h->limit > 1 || rlock_nservers(s->rl) != 1 ||
+	    rlock_with_read(s->rl, name, w) != RLOCK_OK || w->n == 0 ||
+	    strncmp(w->token, h->token_prefix, 8) != 0)
+		return 0;
+	return w->n;
+}
+
 static void print_json(struct status *s, const char *name,
 		       const struct rlock_holder *h)
 {
+	static struct rlock_with w;
+	size_t nw = held_with(s, name, h, &w);
+
 	const struct rlock_event *last;
 
 	fputs(s->rows++ ? ",{" : "{", s->out);
@@ -254,6 +271,15 @@ static void print_json(struct status *s, const char *name,
 		fputs("null", s->out);
 	json_kind_line(s, h);
 	cli_json_opt(s->out, "note", h->held ? h->note : NULL);
+	/* --with: the other locks held with this one, null none. */
+	fputs(",\"with\":", s->out);
+	for (size_t i = 0, k = 0; i < nw; i++) {
+		if (strcmp(w.name[i], name) == 0)
+			continue;
+		fputs(k++ == 0 ? "[" : ",", s->out);
+		cli_json_str(s->out, w.name[i]);
+	}
+	fputs(nw > 0 ? "]" : "null", s->out);
 	json_once(s->out, &h->once);
 	fputs(",\"last\":", s->out);
 	if (rlock_status_last(s->rl, &last))
@@ -365,6 +391,27 @@ static void print_last(const struct status *s, const struct rlock_holder *h)
 		cli_event_outcome(last, how, sizeof(how)));
 }
 
+/* Under a held lock's row: "  with: cache, queue", the other locks its
+ * holder holds with it (--with). */
+static void print_with(struct status *s, const char *name,
+		       const struct rlock_holder *h)
+{
+	static struct rlock_with w;
+	char vn[CLI_VIS(RLOCK_NAME_MAX)];
+	size_t nw = held_with(s, name, h, &w), k = 0;
+
+	if (nw == 0)
+		return;
+	fputs("  with:", s->out);
+	for (size_t i = 0; i < nw; i++) {
+		if (strcmp(w.name[i], name) == 0)
+			continue;
+		fprintf(s->out, "%s %s", k++ > 0 ? "," : "",
+			cli_vis(vn, sizeof(vn), w.name[i]));
+	}
+	fputs("\n", s->out);
+}
+
 static void print_row(struct status *s, const char *name,
 		      const struct rlock_holder *h)
 {
@@ -405,6 +452,7 @@ static void print_row(struct status *s, const char *name,
 		h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :
 		"none", w, cli_cols(vholder, 24), vholder,
 		cli_vis(cmd, sizeof(cmd), h->command));
+	print_with(s, name, h);
 	print_more(s, h);
 	print_views(s);
 }

@@ -183,6 +183,9 @@ const char *cli_pool(void)
 	return pool_name;
 }
 
+/* The names given with --with, in order (ao->with points here). */
+static const char *with_names[RLOCK_WITH_MAX];
+
 int cli_lock_option(const struct cli *g, int c, const char *arg,
 		    struct rlock_acquire_opts *ao, int *conflict)
 {
@@ -247,8 +250,87 @@ int cli_lock_option(const struct cli *g, int c, const char *arg,
 	case OPT_PRIORITY:
 		ao->priority = cli_int(g, "--priority", arg, -100, 100);
 		return 1;
+	case OPT_WITH:
+		if (*arg == '\0')
+			cli_usage_error(g, "invalid --with '': empty lock "
+					"name");
+		cli_check_name(g, arg);
+		if (ao->nwith + 1 >= RLOCK_WITH_MAX)
+			cli_usage_error(g, "too many --with: at most %d locks "
+					"at once", RLOCK_WITH_MAX);
+		for (size_t i = 0; i < ao->nwith; i++) {
+			if (strcmp(with_names[i], arg) == 0)
+				cli_usage_error(g, "invalid --with '%s': named "
+						"twice", arg);
+		}
+		with_names[ao->nwith++] = arg;
+		ao->with = with_names;
+		return 1;
 	}
 	return 0;
+}
+
+const char *cli_with_text(const char *name,
+			  const struct rlock_acquire_opts *ao)
+{
+	static char buf[512];
+	size_t at = 0;
+
+	for (size_t i = 0; i <= ao->nwith && at + 1 < sizeof(buf); i++) {
+		snprintf(buf + at, sizeof(buf) - at, "%s%s", i > 0 ? ", " : "",
+			 i == 0 ? name : ao->with[i - 1]);
+		at = strlen(buf);
+	}
+	return buf;
+}
+
+void cli_with_lookup(struct rlock *rl, const char **name, const char *token)
+{
+	static struct rlock_with w;
+	const char *names[RLOCK_WITH_MAX];
+
+	/* Best effort: a server that refuses the read (an ACL without the
+	 * record's key) leaves the lock alone to the plain verb. */
+	if (token == NULL || rlock_with_read(rl, *name, &w) != RLOCK_OK ||
+	    w.n == 0 || strcmp(w.token, token) != 0)
+		return;
+	for (size_t i = 0; i < w.n; i++)
+		names[i] = w.name[i];
+	if (rlock_with(rl, names, w.n) == RLOCK_OK)
+		*name = w.name[0];
+}
+
+void cli_with_check(const struct cli *g, const char *name,
+		    const struct rlock_acquire_opts *ao)
+{
+	const char *bad = NULL;
+
+	for (size_t i = 0; i < ao->nwith; i++) {
+		if (strcmp(ao->with[i], name) == 0)
+			cli_usage_error(g, "invalid --with '%s': it is the "
+					"lock NAME", name);
+	}
+	if (ao->nwith == 0)
+		return;
+	if (pool_name != NULL)
+		bad = "--pool";
+	else if (ao->shared)
+		bad = "--shared";
+	else if (ao->limit > 1)
+		bad = "--limit";
+	else if (ao->once_per_ms > 0)
+		bad = "--once-per";
+	else if (ao->supersede)
+		bad = "--supersede";
+	else if (ao->priority != 0)
+		bad = "--priority";
+	else if (ao->min_hold_ms > 0)
+		bad = "--min-hold";
+	else if (ao->wait_replicas > 0)
+		bad = "--wait-replicas";
+	if (bad != NULL)
+		cli_usage_error(g, "--with cannot be combined with %s: it "
+				"takes exclusive locks only", bad);
 }
 
 void cli_lock_check(const struct cli *g, struct rlock_acquire_opts *ao)

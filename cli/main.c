@@ -36,7 +36,9 @@
 	"      --count K                  with --pool: take K members (default 1)\n" \
 	"      --supersede                newest wins: take the place of the waiter in\n" \
 	"                                 line that also gave --supersede (it exits\n" \
-	"                                 with the conflict status)\n"
+	"                                 with the conflict status)\n" \
+	"      --with NAME                take lock NAME too, all of them or none\n" \
+	"                                 (repeatable; exclusive locks, one server)\n"
 
 const struct cmd cli_cmds[] = {
 	{ "run", cmd_run, "run a command while holding a lock",

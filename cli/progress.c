@@ -125,10 +125,15 @@ void cli_progress_line(const struct rlock_holder *h, int64_t waited,
 	}
 	if (!p->estimated)
 		estimate(p);
-	memset(&st, 0, sizeof(st));
-	if (p->side != NULL &&
-	    rlock_status(p->side, p->name, &st, NULL) == RLOCK_OK && st.held)
-		who = &st;
+	/* The holder of the first lock held (--with: of the set). */
+	for (size_t i = 0; p->side != NULL && i <= p->nwith; i++) {
+		memset(&st, 0, sizeof(st));
+		if (rlock_status(p->side, i == 0 ? p->name : p->with[i - 1],
+				 &st, NULL) == RLOCK_OK && st.held) {
+			who = &st;
+			break;
+		}
+	}
 	if (h->place >= 0)
 		snprintf(ahead, sizeof(ahead), "%lld ahead", h->place);
 	else
@@ -143,7 +148,7 @@ void cli_progress_line(const struct rlock_holder *h, int64_t waited,
 	else
 		snprintf(est, sizeof(est), "no estimate");
 	cli_warn(p->g, "waiting %s for %s: %s, %s, %s",
-		 secs(waited, w, sizeof(w)), p->name,
+		 secs(waited, w, sizeof(w)), p->label,
 		 held_by(who, by, sizeof(by)), ahead, est);
 }
 
@@ -152,7 +157,7 @@ void cli_wait_setup(struct cli *g, const char *name,
 		    struct cli_progress *p)
 {
 	memset(p, 0, sizeof(*p));
-	line->name = name;
+	line->name = ao->nwith > 0 ? cli_with_text(name, ao) : name;
 	line->shown = 0;
 	if (cli_live_ok(g)) {
 		ao->wait_cb = cli_wait_line;
@@ -165,7 +170,12 @@ void cli_wait_setup(struct cli *g, const char *name,
 		return;
 	}
 	p->g = g;
+	/* --with: the line names them all; the first one's holder, when it
+	 * is held, and history stand for the set's. */
 	p->name = name;
+	p->label = ao->nwith > 0 ? line->name : name;
+	p->with = ao->with;
+	p->nwith = ao->nwith;
 	p->every_ms = ao->wait_cb_ms > 0 ? ao->wait_cb_ms :
 		CLI_PROGRESS_DEFAULT_MS;
 	ao->wait_cb = cli_progress_line;

@@ -99,6 +99,7 @@ complete -c rlock -n '__rlock_using run acquire' -l progress -x -d 'Without a te
 complete -c rlock -n '__rlock_using run acquire' -l supersede -d 'Newest wins: take the place of the waiter that also gave it'
 complete -c rlock -n '__rlock_using run acquire' -l pool -x -d 'Take free members of this pool (the lock name)'
 complete -c rlock -n '__rlock_using run acquire' -l count -x -d 'With --pool: take this many members'
+complete -c rlock -n '__rlock_using run acquire' -l with -x -d 'Take this lock too, all of them or none'
 
 # run
 complete -c rlock -n '__rlock_using run' -s c -l command -x -d 'Run this string with the shell'

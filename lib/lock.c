@@ -190,6 +190,7 @@ void rlock_free(struct rlock *rl)
 	free(rl->node);
 	free(rl->holders);
 	free(rl->granted);
+	free(rl->with);
 	tls_ctx_put(rl->copts.tls);
 	explicit_bzero(rl->password, sizeof(rl->password));
 	free(rl);
@@ -1117,7 +1118,7 @@ static int subs_up(const struct rlock *rl)
 	return 0;
 }
 
-static void unsubscribe(struct rlock *rl)
+void unsubscribe(struct rlock *rl)
 {
 	/* A subscribed connection cannot run commands: close it rather than
 	 * track the UNSUBSCRIBE reply. */
@@ -1178,8 +1179,8 @@ static int watch_heard(struct rlock *rl, const struct pollfd *p, size_t nw)
  * lock (the baton) left our token in the key, which that request finds
  * and renews, with the fence the server keeps.
  */
-static int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
-			long long *hint)
+int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
+		 long long *hint)
 {
 	struct pollfd p[2 * RLOCK_MAX_SERVERS + 1];
 	size_t i, np, nw;
@@ -1674,6 +1675,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	if (holder == NULL)
 		holder = &h;
 	memset(holder, 0, sizeof(*holder));
+	if (rl->with != NULL)
+		return with_acquire(rl, name, o, lease, holder);
 	rc = acq_init(rl, name, o, &q);
 	if (rc != RLOCK_OK)
 		return rc;
@@ -1868,6 +1871,8 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 	int64_t t0;
 	int rc, kind;
 
+	if (rl->with != NULL && strcmp(name, rl->with->first) == 0)
+		return with_extend(rl, token, ttl_ms, lease);
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
@@ -1979,6 +1984,8 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 	int rc;
 
 	rl->err[0] = '\0';
+	if (rl->with != NULL && strcmp(name, rl->with->first) == 0)
+		return with_release(rl, token, lease, how);
 	rc = make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;

@@ -10,7 +10,9 @@
 #include "rlock_int.h"
 #include "protocol.h"
 
-#define RLOCK_REQ_MAXARGS 40
+/* A request's arguments: a set of RLOCK_WITH_MAX locks (--with) declares
+ * 13 keys of each on a cluster, and adds its own arguments. */
+#define RLOCK_REQ_MAXARGS (13 * RLOCK_WITH_MAX + 16)
 
 /* ---- key names (one place for the layout of DESIGN section 3) -------- */
 
@@ -27,6 +29,7 @@
 #define KEY_ONCE ":once"		/* the period done, for --once-per */
 #define KEY_GRANT ":grant"		/* an exclusive grant's record */
 #define KEY_HOLD ":hold"		/* --min-hold's end, while it lasts */
+#define KEY_WITH ":with"		/* the set held with it (--with) */
 #define KEY_LAST ":log:last"		/* the last runs (the scripts name
 					 * it from the log's key) */
 
@@ -110,6 +113,7 @@ enum rlock_script_id {
 	RLOCK_SCRIPT_LEAVE,
 	RLOCK_SCRIPT_LOG,
 	RLOCK_SCRIPT_MEMBERS,
+	RLOCK_SCRIPT_WITH,
 	RLOCK_SCRIPT_COUNT
 };
 
@@ -156,6 +160,39 @@ struct request {
 	 * when argv holds the short one (wargc 0: argv is the whole). */
 	int wargc, wnkeys;
 	const char *wargv[RLOCK_REQ_MAXARGS];
+};
+
+/* Several locks held together (--with, lib/with.c): the lock key of
+ * each name in the order given, each one's wake-up channel prefix, the
+ * names one a line (the script records them), the cluster slot of the
+ * first key and whether every key is in it, and the fences of the last
+ * grant.  One per handle, on the heap (60 KB). */
+struct with_set {
+	size_t n;
+	char key[RLOCK_WITH_MAX][RLOCK_KEY_MAX];
+	/* Each lock's other keys, in the scripts' order after the lock key
+	 * (with.lua), for a cluster, where a script declares every key. */
+	char more[RLOCK_WITH_MAX][12][RLOCK_KEY_MAX + 16];
+	char wake[RLOCK_WITH_MAX][RLOCK_KEY_MAX + 16];
+	char names[RLOCK_WITH_MAX * (RLOCK_NAME_MAX + 1)];
+	char first[RLOCK_NAME_MAX + 1];
+	int slot;
+	int sameslot;
+	long long fence[RLOCK_WITH_MAX];
+	size_t held;			/* the last busy answer's lock held
+					 * (1.., 0 none) */
+	char busy[RLOCK_NAME_MAX + 1];	/* its name, for rlock_with_busy */
+};
+
+/* with.lua's answer to an acquire: granted with a fence per name, or
+ * busy: the shortest lease left of the locks held (-1 none), the nearest
+ * place to a line's head (-1 none), whether it joined the lines, and the
+ * first lock held exclusively (1.., 0 none). */
+struct with_reply {
+	int granted;
+	long long fence[RLOCK_WITH_MAX];
+	long long pttl, place, held;
+	int joined;
 };
 
 /* Who asks for a lock, for the holder's metadata and the history. */
@@ -232,6 +269,27 @@ void req_release(struct request *q, const struct lock_names *n,
 		 const char *token, const struct history *h,
 		 const struct rlock_outcome *how, int64_t once_ms,
 		 int announce);
+/* The script of several locks (lib/scripts/with.c): acquire (waiter ''
+ * takes no place; join takes one in every line), extend, release and
+ * leave the lines, every lock of w at once. */
+void req_with_acquire(struct request *q, const struct with_set *w,
+		      const char *token, int64_t ttl_ms,
+		      const struct acquirer *who, const char *waiter, int join,
+		      int details, const struct history *h);
+void req_with_extend(struct request *q, const struct with_set *w,
+		     const char *token, int64_t ttl_ms);
+void req_with_release(struct request *q, const struct with_set *w,
+		      const char *token, const struct history *h,
+		      const struct rlock_outcome *how);
+void req_with_leave(struct request *q, const struct with_set *w,
+		    const char *token, const char *waiter,
+		    const struct history *h);
+/* with.lua's acquire answer for n names into out, and the holder it
+ * names (details) into h; the set's record P{N}:with, len bytes at s,
+ * into out.  Each returns 0, or -1 for anything of another shape. */
+int decode_with_acquire(const redisReply *r, size_t n,
+			struct with_reply *out, struct rlock_holder *h);
+int decode_with_record(const char *s, size_t len, struct rlock_with *out);
 /* Record one history entry: v holds the EV_NFIELDS values (NULL: ""),
  * run, when not NULL, the run it ends for the record of the last runs
  * (log.lua: "EVENT\nKIND\n..." without its "1\nID\n"). */
@@ -528,6 +586,7 @@ struct rlock {
 	int watching;			/* rlock_watch_open has run */
 	char hist_refused[400];		/* why a server refused the history */
 	int hist_junk;			/* because its key holds another type */
+	struct with_set *with;		/* rlock_with's set, NULL none */
 	char err[800];
 };
 
@@ -651,6 +710,23 @@ long long num_field(const char *v, size_t n, long long min, long long max,
 		    long long unk, const char *what, char *junk, size_t jlen);
 /* A shared or semaphore holder's metadata into h. */
 void parse_meta(const char *v, long long now, struct rlock_holder *h);
+
+/* The wait of lock.c, for lib/with.c: until a message on rl's
+ * subscriptions, cancel_fd or wake (monotonic ms); closing them. */
+int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
+		 long long *hint);
+void unsubscribe(struct rlock *rl);
+
+/* Several locks (lib/with.c), which rlock_acquire, rlock_extend and
+ * rlock_release hand rl's set to: name is its first. */
+int with_acquire(struct rlock *rl, const char *name,
+		 const struct rlock_acquire_opts *o, struct rlock_lease *lease,
+		 struct rlock_holder *holder);
+int with_extend(struct rlock *rl, const char *token, int64_t ttl_ms,
+		struct rlock_lease *lease);
+int with_release(struct rlock *rl, const char *token,
+		 const struct rlock_lease *lease,
+		 const struct rlock_outcome *how);
 
 /* Fill rl->host and rl->user once, before they are first needed. */
 void identify(struct rlock *rl);

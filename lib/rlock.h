@@ -210,9 +210,50 @@ struct rlock_acquire_opts {
 	 * wake-up makes us send finds our own token and renews it to the
 	 * full TTL, the server's confirmation that we hold it. */
 	int baton;
+	/* Several locks at once (--with): the names taken with NAME, for
+	 * the caller's rlock_with; the library does not read these. */
+	const char *const *with;
+	size_t nwith;
 };
 
 struct rlock;
+
+/*
+ * Several locks held together (--with): after rlock_with(rl, names, n),
+ * rlock_acquire of names[0] takes all n at once or none (exclusive, on one
+ * server: a Cluster only where every name's keys share a slot), with one
+ * token and lease; rlock_extend, rlock_renew, rlock_keepalive and
+ * rlock_release of names[0] act on every one.  At most RLOCK_WITH_MAX
+ * names, distinct.  Returns RLOCK_OK, or RLOCK_EUSAGE with the reason.
+ */
+#define RLOCK_WITH_MAX 16
+int rlock_with(struct rlock *rl, const char *const *names, size_t n);
+
+/* After rlock_acquire of a set: the fence of its name i (0..n-1). */
+long long rlock_with_fence(const struct rlock *rl, size_t i);
+
+/* After rlock_acquire of a set found it busy: the name of the lock of the
+ * set whose holder it filled in, or NULL when none (the locks are free
+ * but others in line come first, or held by shared holders). */
+const char *rlock_with_busy(const struct rlock *rl);
+
+/* A set as its record keeps it, while it holds: its token (never shown),
+ * its names in order and their fences. */
+struct rlock_with {
+	char token[RLOCK_TOKEN_LEN + 1];
+	size_t n;
+	char name[RLOCK_WITH_MAX][RLOCK_NAME_MAX + 1];
+	long long fence[RLOCK_WITH_MAX];
+};
+
+/*
+ * The set lock name is held with, from its record (one server): out->n 0
+ * when none.  The record lives as long as the set's lease: the caller
+ * compares its token with the holder's (a lock removed by force and taken
+ * since leaves one that is not the holder's).  A record that does not decode is RLOCK_EPROTO.  Returns
+ * RLOCK_OK or an error code.
+ */
+int rlock_with_read(struct rlock *rl, const char *name, struct rlock_with *out);
 
 /* Whether opts can be asked of these servers: shared locks, semaphores
  * and the line's policies need one (several masters keep no line); a
@@ -434,6 +475,8 @@ struct rlock_event {
 	char reason[320];
 	char command[RLOCK_LABEL_MAX + 1];
 	char note[RLOCK_NOTE_MAX + 1];
+	char with[1024];		/* a grant of several locks (--with):
+					 * the others, one a line; "" none */
 	int servers;			/* how many servers recorded it */
 	unsigned from;			/* which: bit i, server i */
 	int trimmed;			/* known only from the record of the

@@ -196,7 +196,7 @@ void req_begin_short(struct request *q, int script, const struct lock_names *n)
 {
 	int whole_argc = q->argc;
 
-	memcpy(q->wargv, q->argv, sizeof(q->argv));
+	memcpy(q->wargv, q->argv, (size_t)whole_argc * sizeof(q->argv[0]));
 	q->wnkeys = q->nkeys;
 	req_begin(q, script, 1, n);
 	q->wargc = whole_argc;

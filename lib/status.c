@@ -781,6 +781,34 @@ static unsigned unpack_entry(struct rlock_event *ev, int grant, const char *v,
 	return seen;
 }
 
+/* A grant's "with" (--with): the other names of its set, one a line,
+ * each a lock name, all of them fitting ev->with; anything else is junk. */
+static void set_with(struct rlock_event *ev, const char *v, size_t n)
+{
+	const char *p = v, *end = v + n, *why;
+	char name[RLOCK_NAME_MAX + 1];
+
+	if (n == 0 || n >= sizeof(ev->with))
+		goto junk;
+	while (p <= end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+
+		memcpy(name, p, len);
+		name[len] = '\0';
+		if (rlock_check_name(name, &why) != RLOCK_OK)
+			goto junk;
+		if (nl == NULL)
+			break;
+		p = nl + 1;
+	}
+	memcpy(ev->with, v, n);
+	ev->with[n] = '\0';
+	return;
+junk:
+	note_junk(ev->junk, sizeof(ev->junk), "with", v, n);
+}
+
 int decode_entry(const redisReply *e, struct rlock_event *ev)
 {
 	const redisReply *fv;
@@ -821,6 +849,8 @@ int decode_entry(const redisReply *e, struct rlock_event *ev)
 			seen |= unpack_entry(ev, f->str[0] == 'a', v->str,
 					     v->len);
 			packed = f->str[0];
+		} else if (f->len == 4 && memcmp(f->str, "with", 4) == 0) {
+			set_with(ev, v->str, v->len);
 		}
 	}
 	/* A packed grant's fence is its entry's id, unless it says another

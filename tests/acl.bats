@@ -351,3 +351,26 @@ history_warning() {
 	assert_equal "$(bg_err follow)" ""
 	assert_equal "$(wc -l <follow.out)" 6
 }
+
+@test "acl: README's minimal rule lets a set of locks work: --with waits in line, is granted, shown, released by its token" {
+	local url token
+	make_user sets -@all
+	url="redis://sets:secret@127.0.0.1:$R_PORT"
+	token=$("$RLOCK" -u "$url" acquire -t 60s wb)
+	bg_start w "$RLOCK" -u "$url" run -w 20s wa --with wb -- sh -c 'echo "$RLOCK_FENCE_1" > set.ran'
+	wait_until 10 eval '[[ $(rcli R ZCARD "$(key wb):line") == 1 ]]'
+	run -0 --separate-stderr "$RLOCK" -u "$url" release wb "$token"
+	[ -z "$stderr" ]
+	bg_wait "$BG_PID" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err w)" ""
+	[ -s set.ran ]
+	run -0 --separate-stderr "$RLOCK" -u "$url" acquire wa --with wb
+	token=$output
+	run -0 --separate-stderr "$RLOCK" -u "$url" status wa
+	assert_line "  with: wb"
+	run -0 --separate-stderr "$RLOCK" -u "$url" release wb "$token"
+	[ -z "$stderr" ]
+	lock_free wa
+	lock_free wb
+}

@@ -1009,3 +1009,37 @@ for c in json.loads(sys.argv[1]):
 	ha_wait 20 eval "[[ \$(cluster_replica_port '$rep') == $(_rl_port_of "$name") ]]"
 	ha_wait 20 cluster_stable
 }
+
+# ---- several locks at once (--with) -----------------------------------------
+
+@test "--with through a master that does not serve the slot: names with one hash tag are taken together on the slot's owner" {
+	local url token
+	url=$(other_url "{dep}db")
+	run -0 "$RLOCK" -u "$url" run -n "{dep}db" --with "{dep}cache" -- sh -c 'echo "$RLOCK_LOCKS $RLOCK_NAME_1"'
+	assert_output "2 {dep}cache"
+	clock_free "{dep}db"
+	clock_free "{dep}cache"
+	run -0 --separate-stderr "$RLOCK" -u "$url" acquire "{dep}db" --with "{dep}cache"
+	token=$output
+	assert_equal "$(cholder "{dep}db")" "$token"
+	assert_equal "$(cholder "{dep}cache")" "$token"
+	# A set waits for a lock of it held: -w runs out, nothing taken.
+	run -75 "$RLOCK" -u "$(owner_url "{dep}db")" run -w 300ms "{dep}queue" --with "{dep}cache" -- true
+	clock_free "{dep}queue"
+	run -0 "$RLOCK" -u "$(owner_url "{dep}db")" release "{dep}cache" "$token"
+	clock_free "{dep}db"
+	clock_free "{dep}cache"
+}
+
+@test "--with on a cluster with names in different slots is a usage error naming the fix, never CROSSSLOT" {
+	local seed
+	seed=$(node_url "$(cluster_master_ports | head -n 1)")
+	run -64 --separate-stderr "$RLOCK" -u "$seed" run a --with b -- touch ran
+	assert_stderr "rlock: run: --with on a Redis Cluster: the locks' keys are in different slots; give the names one hash tag, e.g. '{deploy}db' and '{deploy}cache'"
+	[[ ! -e ran ]]
+	run -64 --separate-stderr "$RLOCK" -u "$seed" acquire a --with b
+	assert_stderr --partial "give the names one hash tag"
+	assert_equal "$output" ""
+	clock_free a
+	clock_free b
+}

@@ -311,3 +311,17 @@ time.sleep(30)' >port.txt 3>&- &
 pubsub_ids() {
 	rcli R CLIENT LIST TYPE pubsub | sed -n 's/^id=\([0-9]*\) .*/\1/p' | sort | tr '\n' ' '
 }
+
+@test "--with: a set that has seen a lock held keeps waiting through a server restart, then takes the set" {
+	start_redis S
+	"$RLOCK" -u "$S_URL" acquire -t 30s wr2 >/dev/null
+	bg_start w "$RLOCK" -u "$S_URL" run -w 20s wr1 --with wr2 -- echo got-both
+	local pid=$BG_PID
+	wait_until 5 line_is wr2 1 S
+	restart_redis S
+	bg_wait "$pid" 15
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_out w)" got-both
+	lock_free wr1 S
+	lock_free wr2 S
+}

@@ -269,3 +269,31 @@ file_has_prefix() {
 build_slowsend() {
 	cc -shared -fPIC -o slowsend.so "$BATS_TEST_DIRNAME/shim/slowsend.c" -ldl
 }
+
+@test "--with: reset after the set's acquire reached the server: the retry finds its own token, one grant per lock" {
+	"$RLOCK" -u "$R_URL" run -n warmup --with warmup2 -- true
+	proxy_cmd P cut "$("$HELPERS/scriptsha" with)"
+	run -0 --separate-stderr "$RLOCK" run -t 30s -w 20s wpa --with wpb -- sh -c 'echo "$RLOCK_FENCE_0 $RLOCK_FENCE_1" >fence'
+	assert_equal "$(proxy_stat P cuts)" 1
+	assert_equal "$(hist_count wpa acquired)" 1
+	assert_equal "$(hist_count wpb acquired)" 1
+	assert_equal "$(cut -d' ' -f1 fence)" "$(last_grant wpa fence)"
+	lock_free wpa
+	lock_free wpb
+}
+
+@test "--with: reset after the set's release reached the server: released, and rlock says so truthfully" {
+	"$RLOCK" -u "$R_URL" run -n warmup --with warmup2 -- true
+	bg_start a "$RLOCK" -v run -t 30s wra --with wrb -- sh holder.sh A
+	local apid=$BG_PID
+	wait_until 10 file_has_prefix events "A start"
+	proxy_cmd P cut "$("$HELPERS/scriptsha" with)"
+	touch go.A
+	bg_wait "$apid" 20
+	assert_equal "$(proxy_stat P cuts)" 1
+	lock_free wra
+	lock_free wrb
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err a | grep -v ': acquired (fence ')" \
+		"rlock: run: wra: released (the reply was lost; the retry found the locks free)"
+}

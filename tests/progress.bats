@@ -90,6 +90,25 @@ progress_re() {
 	assert_equal "$BG_STATUS" 0
 }
 
+@test "run --with --progress: the line names the set and the holder of the lock of it that is held" {
+	holds wb 60000 60000 60000
+	hold wb "https://ci/job/55"
+	bg_start w "$RLOCK" run --progress 1s wa --with wb -- true
+	local wpid=$BG_PID
+	wait_until 10 lines_at_least w.err 2
+	local -a lines
+	mapfile -t lines <w.err
+	# wa is free: the note and estimate are wb's, whose holder keeps
+	# the set out; the estimate is the first lock's history (none).
+	assert_regex "${lines[0]}" "$(progress_re run 'wa, wb' '0 ahead, no estimate')"
+	assert_regex "${lines[1]}" "$(progress_re run 'wa, wb' '0 ahead, no estimate')"
+	touch go
+	bg_wait "$wpid" 10
+	assert_equal "$BG_STATUS" 0
+	run grep -cv '^rlock: run: waiting ' w.err
+	assert_output 0
+}
+
 @test "a median of an even count is the mean of the middle two, of an odd one the middle" {
 	holds even 1000 3000
 	holds odd 1000 5000 2000

@@ -1248,3 +1248,11 @@ want = [(ev, t[:8]) for t in sys.argv[2:] for ev in ("acquired", "released")]
 if got != want:
     sys.exit("followed %s, ran %s" % (got, want))' follow.out "${toks[@]}"
 }
+
+@test "--with on several masters is a usage error that says so, and takes nothing" {
+	run -64 --separate-stderr "$RLOCK" "${U3[@]}" run wa --with wb -- touch ran
+	assert_equal "${stderr_lines[0]}" "rlock: run: --with needs one server (or one Sentinel or Cluster URL): several masters would each grant the set in their own order"
+	[[ ! -e ran ]]
+	run -64 --separate-stderr "$RLOCK" "${U3[@]}" acquire wa --with wb
+	assert_equal "$output" ""
+}

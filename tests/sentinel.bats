@@ -879,3 +879,18 @@ stream_readers() {
 	assert_regex "${t[4]}" " acquired .*  note: last one$"
 	stop_followers "$tpid" "$jpid" 6
 }
+
+@test "--with through the sentinels: the set is taken on the master, released by its token from any name" {
+	local token
+	run -0 --separate-stderr "$RLOCK" "${SU[@]}" acquire sw1 --with sw2
+	token=$output
+	assert_equal "$(mholder sw1)" "$token"
+	assert_equal "$(mholder sw2)" "$token"
+	run -75 "$RLOCK" "${SU[@]}" run -n sw3 --with sw2 -- true
+	mlock_free sw3
+	run -0 "$RLOCK" "${SU[@]}" release sw2 "$token"
+	mlock_free sw1
+	mlock_free sw2
+	run -0 "$RLOCK" "${SU[@]}" run -n sw3 --with sw2 -- sh -c 'echo "$RLOCK_LOCKS"'
+	assert_output 2
+}

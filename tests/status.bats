@@ -102,7 +102,7 @@ start_holder() {
 	json_check "$output" \
 		'list(d) == ["locks"]' \
 		'len(d["locks"]) == 1' \
-		'set(d["locks"][0]) == {"name","key","held","token_prefix","host","pid","user","command","fence","since_ms","age_ms","ttl_ms","waiters","kind","limit","holders","next","note","once","last","servers"}' \
+		'set(d["locks"][0]) == {"name","key","held","token_prefix","host","pid","user","command","fence","since_ms","age_ms","ttl_ms","waiters","kind","limit","holders","next","note","with","once","last","servers"}' \
 		'd["locks"][0]["kind"] == "exclusive" and d["locks"][0]["limit"] is None' \
 		'd["locks"][0]["next"] is None and len(d["locks"][0]["holders"]) == 1' \
 		"d['locks'][0]['holders'][0]['token_prefix'] == '${HOLDER_TOKEN:0:8}'" \

@@ -647,3 +647,17 @@ assert all(l["held"] for l in d["locks"])
 	bg_wait "$pid" 10
 	assert_equal "$BG_STATUS" 0
 }
+
+@test "over TLS a set of locks (--with) waits, is woken by the release and taken whole" {
+	local token
+	token=$("$RLOCK" --cacert "$CA" acquire -t 30s tw2)
+	bg_start w "$RLOCK" --cacert "$CA" run -w 20s tw1 --with tw2 -- sh -c 'echo "$RLOCK_LOCKS" > set.ran'
+	wait_until 10 eval '[[ $(rcli T ZCARD "$(key tw2):line") == 1 ]]'
+	tlock_free tw1
+	run -0 "$RLOCK" --cacert "$CA" release tw2 "$token"
+	bg_wait "$BG_PID" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat set.ran)" 2
+	tlock_free tw1
+	tlock_free tw2
+}

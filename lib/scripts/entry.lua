@@ -33,7 +33,8 @@ local function xadd(stream, max, nomk, eid, ...)
 end
 -- grant_entry(hmax, httl, fields, ...): append the grant's entry to the
 -- history (KEYS[9]), its fields "a1" and fields then the field/value pairs
--- given (a semaphore's "slot"), its id the server's clock to the µs (MS and, as SEQ,
+-- given (a semaphore's "slot", a pool's "members", the locks held --with
+-- it), its id the server's clock to the µs (MS and, as SEQ,
 -- the µs within it), and return its fence, the fence's digits, the
 -- entry's id and 1.  An id that gives no fence (SEQ past 999) is replaced by the
 -- next millisecond's first.  The fence counter an older rlock left

@@ -15,9 +15,10 @@
 -- the grant (entry.lua) and write its record.  hold: --min-hold in ms
 -- ('0' none), kept also in P{N}:hold (KEYS[12]) until it ends, which the
 -- release looks for.  Returns {1, fence, recorded} (recorded nil when
--- hmax is '0'), or the error reply.
-local function grant_x(holder, ttl, fields, hold, hmax, httl, is_set)
-  local f, fs, eid, rec = grant_entry(hmax, httl, fields)
+-- hmax is '0'), or the error reply.  More field/value pairs (...) go into
+-- the grant's history entry after the holder's fields.
+local function grant_x(holder, ttl, fields, hold, hmax, httl, is_set, ...)
+  local f, fs, eid, rec = grant_entry(hmax, httl, fields, ...)
   if not f then return fs end
   if not is_set then redis.call('SET', KEYS[1], holder, 'PX', ttl) end
   local hu = '0'

@@ -4,7 +4,7 @@
  * the wire by it (tests/proxy_helper.bash).
  *
  *	scriptsha acquire	(or extend, release, force, fence, status,
- *				leave, log)
+ *				leave, log, with)
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +20,6 @@ int main(int argc, char **argv)
 		}
 	}
 	fprintf(stderr, "usage: scriptsha acquire|extend|release|force|"
-		"fence|status|leave|log\n");
+		"fence|status|leave|log|with\n");
 	return 64;
 }

@@ -337,6 +337,102 @@ static void packed_entries(void)
 	}
 }
 
+/* with.lua's acquire answer (--with): a fence per name, or busy with the
+ * holder of the first lock held when details were asked. */
+static void with_answers(void)
+{
+	static const struct {
+		const char *resp;
+		int rc, granted, held;
+		long long fence1, place;
+	} t[] = {
+		{ "*3\r\n:1\r\n:1700000000000001\r\n:1700000000000002\r\n",
+		  0, 1, 0, 1700000000000002, 0 },
+		{ "*5\r\n:0\r\n:2500\r\n:0\r\n:1\r\n:2\r\n", 0, 0, 0, 0, 0 },
+		{ "*5\r\n:0\r\n:-1\r\n:-1\r\n:0\r\n:0\r\n", 0, 0, 0, 0,
+		  -1 },
+		{ "*13\r\n:0\r\n:2500\r\n:3\r\n:1\r\n:2\r\n" HOLDER, 0, 0,
+		  1, 0, 3 },
+		/* Never written: a fence of 0 or past 2^53, one fence
+		 * short, a lock held past the set's names, a holder with
+		 * no lock held, a holder layout cut short, a flag of 2. */
+		{ "*3\r\n:1\r\n:1\r\n:0\r\n", -1, 0, 0, 0, 0 },
+		{ "*3\r\n:1\r\n:1\r\n:9007199254740992\r\n", -1, 0, 0, 0,
+		  0 },
+		{ "*2\r\n:1\r\n:1\r\n", -1, 0, 0, 0, 0 },
+		{ "*5\r\n:0\r\n:2500\r\n:0\r\n:1\r\n:3\r\n", -1, 0, 0, 0,
+		  0 },
+		{ "*13\r\n:0\r\n:2500\r\n:3\r\n:1\r\n:0\r\n" HOLDER, -1, 0,
+		  0, 0, 0 },
+		{ "*12\r\n:0\r\n:2500\r\n:3\r\n:1\r\n:1\r\n$4\r\nhost\r\n"
+		  "$3\r\n123\r\n$4\r\nuser\r\n$4\r\ntrue\r\n"
+		  "$13\r\n1700000000000\r\n$1\r\n5\r\n$8\r\nabcdef01\r\n",
+		  -1, 0, 0, 0, 0 },
+		{ "*5\r\n:2\r\n:2500\r\n:0\r\n:1\r\n:2\r\n", -1, 0, 0, 0, 0 },
+		{ ":1\r\n", -1, 0, 0, 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = unit_reply(t[i].resp);
+		struct with_reply wr;
+		struct rlock_holder h;
+
+		unit_context("with acquire %zu", i);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		memset(&h, 0, sizeof(h));
+		CHECK_INT(decode_with_acquire(r, 2, &wr, &h), t[i].rc);
+		if (t[i].rc == 0) {
+			CHECK_INT(wr.granted, t[i].granted);
+			CHECK_INT(h.held, t[i].held);
+			if (t[i].granted)
+				CHECK_INT(wr.fence[1], t[i].fence1);
+			else
+				CHECK_INT(wr.place, t[i].place);
+		}
+		if (t[i].held)
+			CHECK_STR(h.host, "host");
+		freeReplyObject(r);
+	}
+}
+
+/* The set's record, P{N}:with. */
+static void with_records(void)
+{
+	static const struct {
+		const char *v;
+		int rc;
+		size_t n;
+	} t[] = {
+		{ "0123456789abcdef0123456789abcdef\ndb\n17\ncache\n18", 0, 2 },
+		{ "0123456789abcdef0123456789abcdef\ndb\n17", 0, 1 },
+		{ "0123456789abcdef0123456789abcdef\n{g}a b\n1", 0, 1 },
+		{ "0123456789abcdef0123456789abcdef\ndb\n17\n", -1, 0 },
+		{ "0123456789abcdef0123456789abcdef\ndb", -1, 0 },
+		{ "0123456789abcdef0123456789abcdef\ndb\n0", -1, 0 },
+		{ "0123456789abcdef0123456789abcdef\ndb\n9007199254740992", -1,
+		  0 },
+		{ "0123456789abcdef0123456789abcdef\n\n17", -1, 0 },
+		{ "0123456789ABCDEF0123456789abcdef\ndb\n17", -1, 0 },
+		{ "0123456789abcdef0123456789abcde\ndb\n17", -1, 0 },
+		{ "0123456789abcdef0123456789abcdef\nd\tb\n17", -1, 0 },
+		{ "", -1, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct rlock_with w;
+
+		unit_context("with record %zu", i);
+		CHECK_INT(decode_with_record(t[i].v, strlen(t[i].v), &w),
+			  t[i].rc);
+		CHECK_INT(w.n, t[i].n);
+		if (t[i].rc == 0)
+			CHECK_STR(w.name[0], t[i].n == 1 && t[i].v[33] == '{' ?
+				  "{g}a b" : "db");
+	}
+}
+
 void test_decoders(void)
 {
 	grant_ids();
@@ -345,4 +441,6 @@ void test_decoders(void)
 	packed_entries();
 	force();
 	integers();
+	with_answers();
+	with_records();
 }

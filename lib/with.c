@@ -1,0 +1,600 @@
+/*
+ * with.c - several locks held together (--with, issue 35): all of them or
+ * none, by one script per request on one server (lib/scripts/with.lua),
+ * one token and one lease for the set.  The set waits as one waiter, with
+ * one place in each lock's line, all of the same arrival: sets that share
+ * names are in one order in every line, so they never wait on each other.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lock_int.h"
+
+int rlock_with(struct rlock *rl, const char *const *names, size_t n)
+{
+	struct with_set *w;
+	size_t i, j, at = 0;
+	const char *why;
+
+	rl->err[0] = '\0';
+	if (n < 1 || n > RLOCK_WITH_MAX) {
+		set_error(rl->err, sizeof(rl->err), "--with: at most %d locks "
+			  "at once", RLOCK_WITH_MAX);
+		return RLOCK_EUSAGE;
+	}
+	if (rl->nnode > 1) {
+		set_error(rl->err, sizeof(rl->err), "--with needs one server "
+			  "(or one Sentinel or Cluster URL): several masters "
+			  "would each grant the set in their own order");
+		return RLOCK_EUSAGE;
+	}
+	for (i = 0; i < n; i++) {
+		if (rlock_check_name(names[i], &why) != RLOCK_OK) {
+			set_error(rl->err, sizeof(rl->err), "invalid lock "
+				  "name: %s", why);
+			return RLOCK_EUSAGE;
+		}
+		for (j = 0; j < i; j++) {
+			if (strcmp(names[i], names[j]) == 0) {
+				set_error(rl->err, sizeof(rl->err), "--with: "
+					  "lock '%.200s' named twice",
+					  names[i]);
+				return RLOCK_EUSAGE;
+			}
+		}
+	}
+	w = calloc(1, sizeof(*w));
+	if (w == NULL) {
+		set_error(rl->err, sizeof(rl->err), "cannot allocate: %s",
+			  strerror(errno));
+		return RLOCK_ESYS;
+	}
+	w->n = n;
+	w->sameslot = 1;
+	for (i = 0; i < n; i++) {
+		int len = lock_key(w->key[i], sizeof(w->key[i]), rl->prefix,
+				   names[i], "");
+		char line[RLOCK_KEY_MAX + 16];
+
+		static const char *const suffix[12] = {
+			KEY_META, KEY_HOLDERS, KEY_HMETA, KEY_LINE, KEY_LEASE,
+			KEY_WHO, KEY_FENCE, KEY_LOG, KEY_ONCE, KEY_GRANT,
+			KEY_HOLD, KEY_WITH,
+		};
+
+		for (j = 0; j < 12; j++)
+			snprintf(w->more[i][j], sizeof(w->more[i][j]), "%s%s",
+				 w->key[i], suffix[j]);
+		snprintf(w->wake[i], sizeof(w->wake[i]), "%s%s", w->key[i],
+			 KEY_WAKE);
+		snprintf(line, sizeof(line), "%s%s", w->key[i], KEY_LINE);
+		/* The script names each lock's keys from its lock key: on
+		 * a Cluster they must all be in one slot. */
+		if (i == 0)
+			w->slot = key_slot(w->key[0], (size_t)len);
+		if (key_slot(w->key[i], (size_t)len) != w->slot ||
+		    key_slot(line, strlen(line)) != w->slot)
+			w->sameslot = 0;
+		if (i > 0)
+			w->names[at++] = '\n';
+		memcpy(w->names + at, names[i], strlen(names[i]));
+		at += strlen(names[i]);
+	}
+	rlock_strlcpy(w->first, names[0], sizeof(w->first));
+	free(rl->with);
+	rl->with = w;
+	return RLOCK_OK;
+}
+
+long long rlock_with_fence(const struct rlock *rl, size_t i)
+{
+	return rl->with != NULL && i < rl->with->n ? rl->with->fence[i] : 0;
+}
+
+const char *rlock_with_busy(const struct rlock *rl)
+{
+	struct with_set *w = rl->with;
+	const char *p;
+	size_t i, len;
+
+	if (w == NULL || w->held == 0)
+		return NULL;
+	/* The names, one a line: the held-th. */
+	for (p = w->names, i = 1; i < w->held; i++)
+		p = strchr(p, '\n') + 1;
+	len = strcspn(p, "\n");
+	memcpy(w->busy, p, len);
+	w->busy[len] = '\0';
+	return w->busy;
+}
+
+/* The names of the set, for messages: "db, cache, queue" (cut). */
+static const char *set_text(const struct with_set *w, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	for (const char *p = w->names; *p != '\0' && at + 3 < len; p++) {
+		if (*p == '\n') {
+			buf[at++] = ',';
+			buf[at++] = ' ';
+		} else {
+			buf[at++] = *p;
+		}
+	}
+	buf[at] = '\0';
+	return buf;
+}
+
+/* Names a Cluster keeps apart: refused with the fix, before the server
+ * would say CROSSSLOT (or once it has, when the handle did not know yet
+ * that it talks to a cluster). */
+static int cross_slot(struct rlock *rl)
+{
+	set_error(rl->err, sizeof(rl->err), "--with on a Redis Cluster: the "
+		  "locks' keys are in different slots; give the names one "
+		  "hash tag, e.g. '{deploy}db' and '{deploy}cache'");
+	return RLOCK_EUSAGE;
+}
+
+/* Send q to the one server and keep its answer in *r (freed by the
+ * caller), or return the error with rl->err set.  *dropped (when not
+ * NULL): the answer is to a second send, after the connection dropped. */
+static int with_call_d(struct rlock *rl, const struct request *q,
+		       redisReply **r, int *dropped)
+{
+	struct fan f;
+	int rc;
+
+	*r = NULL;
+	if (dropped != NULL)
+		*dropped = 0;
+	if (!rl->with->sameslot && node_is_cluster(&rl->node[0]))
+		return cross_slot(rl);
+	fan_init(&f, rl);
+	fan_all(&f, q);
+	fan_run(rl, &f);
+	if (f.slot[0].res.rc != RLOCK_OK) {
+		if (strstr(f.slot[0].res.err, "CROSSSLOT") != NULL)
+			rc = cross_slot(rl);
+		else
+			rc = fan_first_error(rl, &f, 1);
+		fan_done(&f);
+		return rc;
+	}
+	*r = f.slot[0].res.r;
+	f.slot[0].res.r = NULL;
+	if (dropped != NULL)
+		*dropped = f.slot[0].dropped;
+	fan_done(&f);
+	return RLOCK_OK;
+}
+
+static int with_call(struct rlock *rl, const struct request *q,
+		     redisReply **r)
+{
+	return with_call_d(rl, q, r, NULL);
+}
+
+static void set_lease(struct rlock_lease *l, const char *token,
+		      long long fence, const struct rlock_acquire_opts *o,
+		      long long pid, int64_t t0)
+{
+	memset(l, 0, sizeof(*l));
+	rlock_strlcpy(l->token, token, sizeof(l->token));
+	l->fence = fence;
+	l->ttl_ms = o->ttl_ms;
+	l->taken_boot_ms = t0;
+	l->renewed_boot_ms = t0;
+	l->kind = 'x';
+	l->pid = pid;
+}
+
+/* Listen on the set's wake-up channels for waiter id.  Returns 1 when
+ * every subscription is up. */
+static int subscribe_all(struct rlock *rl, const char *id, int64_t deadline,
+			 int cancel_fd)
+{
+	struct with_set *w = rl->with;
+
+	for (size_t i = 0; i < w->n; i++) {
+		struct rlock_conn *c = node_sub(&rl->node[0], w->slot,
+					       deadline);
+		char chan[RLOCK_KEY_MAX + 16 + LINE_ID_LEN + 1];
+		const char *argv[2] = { "SUBSCRIBE", chan };
+		redisReply *r = NULL;
+
+		snprintf(chan, sizeof(chan), "%s%s", w->wake[i], id);
+		if (c == NULL || conn_call(c, deadline, cancel_fd, 2, argv,
+					   NULL, &r) != RLOCK_OK)
+			return 0;
+		if (r->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(r);
+			conn_close(c);
+			return 0;
+		}
+		freeReplyObject(r);
+	}
+	return 1;
+}
+
+static void leave_all(struct rlock *rl, const char *token, const char *id)
+{
+	struct request q;
+	redisReply *r;
+	char why[sizeof(rl->err)];
+
+	memcpy(why, rl->err, sizeof(why));
+	req_with_leave(&q, rl->with, token, id, &rl->hist);
+	if (with_call(rl, &q, &r) == RLOCK_OK)
+		freeReplyObject(r);
+	memcpy(rl->err, why, sizeof(why));
+}
+
+/* A set that gave up (busy, -w ran out, a signal): recorded as skipped in
+ * the history of each of its locks, as one lock's is, the reason naming
+ * the lock held and its holder.  Best effort: one request per lock. */
+static void with_skipped(struct rlock *rl, const char *token,
+			 const struct rlock_acquire_opts *o, int rc,
+			 const struct rlock_holder *h, int64_t waited)
+{
+	const char *v[EV_NFIELDS] = { 0 }, *busy = rlock_with_busy(rl);
+	char pid[24], ms[24], tb[32], reason[700], tok[9], why[sizeof(rl->err)];
+	struct names *n = malloc(sizeof(*n));
+	const char *p = rl->with->names;
+
+	if (n == NULL || rl->hist.max == 0) {
+		free(n);
+		return;
+	}
+	memcpy(why, rl->err, sizeof(why));
+	if (rc == RLOCK_CANCELED)
+		snprintf(reason, sizeof(reason), "interrupted");
+	else if (busy == NULL || !h->held)
+		snprintf(reason, sizeof(reason), "not every lock of the set "
+			 "free, or others in line came first");
+	else
+		snprintf(reason, sizeof(reason), "%s%s%s%.200s held by "
+			 "%.64s@%.200s pid %lld", o->wait_ms != 0 ? "timed out "
+			 "after " : "", o->wait_ms != 0 ? rlock_fmt_ms(waited,
+			 tb, sizeof(tb)) : "", o->wait_ms != 0 ? "; " : "",
+			 busy, h->user, h->host, h->pid);
+	snprintf(pid, sizeof(pid), "%lld",
+		 o->pid > 0 ? o->pid : (long long)getpid());
+	snprintf(ms, sizeof(ms), "%lld", (long long)waited);
+	snprintf(tok, sizeof(tok), "%.8s", token);
+	v[EV_EVENT] = "skipped";
+	v[EV_HOST] = rl->host;
+	v[EV_USER] = rl->user;
+	v[EV_PID] = pid;
+	v[EV_KIND] = "x";
+	v[EV_TOKEN] = tok;
+	v[EV_WAITED] = ms;
+	v[EV_REASON] = reason;
+	v[EV_COMMAND] = o->label;
+	v[EV_NOTE] = o->note;
+	for (size_t i = 0; i < rl->with->n; i++) {
+		char name[RLOCK_NAME_MAX + 1];
+		size_t len = strcspn(p, "\n");
+		struct request q;
+		struct fan f;
+
+		memcpy(name, p, len);
+		name[len] = '\0';
+		p += len + (p[len] == '\n');
+		if (make_names(rl, name, n) != RLOCK_OK)
+			continue;
+		req_log(&q, &n->v, &rl->hist, NULL, v);
+		fan_init(&f, rl);
+		fan_all(&f, &q);
+		fan_run(rl, &f);
+		fan_done(&f);
+	}
+	free(n);
+	memcpy(rl->err, why, sizeof(why));
+}
+
+int with_acquire(struct rlock *rl, const char *name,
+		 const struct rlock_acquire_opts *o, struct rlock_lease *lease,
+		 struct rlock_holder *holder)
+{
+	struct with_set *w = rl->with;
+	struct acquirer who;
+	struct request q;
+	struct with_reply wr;
+	redisReply *r;
+	char token[RLOCK_TOKEN_LEN + 1], id[RLOCK_TOKEN_LEN + 1] = "";
+	char names[200];
+	int64_t start = rlock_mono_ms(), deadline, now, wake, t0, last_cb = 0;
+	int64_t backoff = 0;
+	int rc, subscribed = 0, in_line = 0, attempts = 0, seen_busy = 0;
+	unsigned seed = (unsigned)getpid() ^ (unsigned)start;
+
+	if (strcmp(name, w->first) != 0) {
+		set_error(rl->err, sizeof(rl->err), "--with: the set is "
+			  "asked for by its first name");
+		return RLOCK_EUSAGE;
+	}
+	if (o->shared || o->limit > 1 || o->once_per_ms > 0 ||
+	    o->supersede || o->priority != 0 || o->min_hold_ms > 0 ||
+	    o->wait_replicas > 0) {
+		set_error(rl->err, sizeof(rl->err), "--with takes exclusive "
+			  "locks only: not with -s, -l, --once-per, "
+			  "--supersede, --priority, --min-hold or "
+			  "--wait-replicas");
+		return RLOCK_EUSAGE;
+	}
+	if (o->token != NULL) {
+		rlock_strlcpy(token, o->token, sizeof(token));
+	} else if (rlock_make_token(token) != 0) {
+		set_error(rl->err, sizeof(rl->err), "cannot make a token: %s",
+			  strerror(errno));
+		return RLOCK_ESYS;
+	}
+	identify(rl);
+	who = (struct acquirer){ rl->host, rl->user, o->label, o->note,
+				 o->pid > 0 ? o->pid : (long long)getpid(),
+				 0, 0 };
+	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
+	for (;;) {
+		who.waited_ms = attempts++ == 0 ? 0 : rlock_mono_ms() - start;
+		/* Who holds a lock of the set: for the first answer's
+		 * message, and the caller's live line. */
+		req_with_acquire(&q, w, token, o->ttl_ms, &who,
+				 subscribed ? id : "", subscribed,
+				 attempts == 1 || o->wait_cb != NULL,
+				 &rl->hist);
+		t0 = rlock_boot_ms();
+		rc = with_call(rl, &q, &r);
+		now = rlock_mono_ms();
+		if (rc == RLOCK_EUNAVAIL && seen_busy && now < deadline) {
+			/* The server answered before: a restart or a failover
+			 * must not end a wait of minutes.  Listen and take
+			 * the places again once it answers. */
+			backoff = backoff == 0 ? 100 : backoff * 2;
+			if (backoff > 1000)
+				backoff = 1000;
+			wake = now + backoff + rand_r(&seed) % (backoff / 2);
+			if (wake > deadline)
+				wake = deadline;
+			unsubscribe(rl);
+			subscribed = 0;
+			if (wait_release(rl, wake, o->cancel_fd, NULL) ==
+			    RLOCK_CANCELED) {
+				rc = RLOCK_CANCELED;
+				set_error(rl->err, sizeof(rl->err),
+					  "%s: canceled", name);
+				break;
+			}
+			continue;
+		}
+		if (rc != RLOCK_OK)
+			break;
+		backoff = 0;
+		if (decode_with_acquire(r, w->n, &wr, holder) != 0) {
+			set_error(rl->err, sizeof(rl->err), "%s: unexpected "
+				  "reply to acquire (--with)", name);
+			freeReplyObject(r);
+			rc = RLOCK_EPROTO;
+			break;
+		}
+		freeReplyObject(r);
+		if (wr.granted) {
+			if (!lease_valid(o->ttl_ms, rlock_boot_ms() - t0)) {
+				/* Granted too late to be of use: given
+				 * back, the reason kept. */
+				struct request u;
+
+				req_with_release(&u, w, token, &rl->hist, NULL);
+				if (with_call(rl, &u, &r) == RLOCK_OK)
+					freeReplyObject(r);
+				set_error(rl->err, sizeof(rl->err), "acquire "
+					  "took longer than the TTL allows");
+				rc = RLOCK_EUNAVAIL;
+				break;
+			}
+			memcpy(w->fence, wr.fence, sizeof(w->fence));
+			set_lease(lease, token, wr.fence[0], o, who.pid, t0);
+			rc = RLOCK_OK;
+			break;
+		}
+		rc = RLOCK_BUSY;
+		seen_busy = 1;
+		in_line |= wr.joined || wr.place >= 0;
+		if (wr.held == 0)
+			holder->held = 0;
+		holder->place = wr.place;
+		w->held = (size_t)wr.held;
+		now = rlock_mono_ms();
+		if (o->wait_ms == 0 || now >= deadline)
+			break;
+		/* The live line about once a second; a line every
+		 * wait_cb_ms (--progress) when it is due, the wake-up
+		 * capped to it below. */
+		if (o->wait_cb != NULL &&
+		    now - last_cb >= (o->wait_cb_ms > 0 ? o->wait_cb_ms : 900)) {
+			o->wait_cb(holder, now - start, o->wait_arg);
+			last_cb = now;
+		}
+		if (subscribed && (rl->node[0].sub == NULL ||
+				   !conn_is_up(rl->node[0].sub)))
+			subscribed = 0; /* dropped: listen again */
+		if (!subscribed) {
+			/* Listen first, then take the places: a release in
+			 * between is not missed. */
+			if (rlock_make_token(id) != 0) {
+				set_error(rl->err, sizeof(rl->err), "cannot "
+					  "make a waiter id: %s",
+					  strerror(errno));
+				rc = RLOCK_ESYS;
+				break;
+			}
+			id[LINE_ID_LEN] = '\0';
+			unsubscribe(rl);
+			subscribed = subscribe_all(rl, id, now +
+						   rl->copts.io_timeout_ms,
+						   o->cancel_fd);
+			if (subscribed)
+				continue;
+		}
+		wake = now + line_wait_ms(wr.pttl, wr.place, wr.place >= 0,
+					  subscribed,
+					  (unsigned)rand_r(&seed) % 1000);
+		if (o->wait_cb != NULL && o->wait_cb_ms == 0 && wake > now + 1000)
+			wake = now + 1000;
+		if (o->wait_cb_ms > 0 && last_cb > 0 &&
+		    wake > last_cb + o->wait_cb_ms)
+			wake = last_cb + o->wait_cb_ms;
+		if (wake > deadline)
+			wake = deadline;
+		if (wait_release(rl, wake, o->cancel_fd, NULL) ==
+		    RLOCK_CANCELED) {
+			rc = RLOCK_CANCELED;
+			set_error(rl->err, sizeof(rl->err), "%s: canceled",
+				  name);
+			break;
+		}
+	}
+	if (in_line && id[0] != '\0' && rc != RLOCK_OK)
+		leave_all(rl, token, id);
+	if (rl->node[0].sub != NULL)
+		unsubscribe(rl);
+	if (rc == RLOCK_BUSY && !holder->held)
+		set_error(rl->err, sizeof(rl->err), "%s: not all free, or "
+			  "others in line come first",
+			  set_text(w, names, sizeof(names)));
+	if (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)
+		with_skipped(rl, token, o, rc, holder,
+			     rlock_mono_ms() - start);
+	explicit_bzero(token, sizeof(token));
+	return rc;
+}
+
+int with_extend(struct rlock *rl, const char *token, int64_t ttl_ms,
+		struct rlock_lease *lease)
+{
+	struct request q;
+	redisReply *r;
+	int64_t t0 = rlock_boot_ms();
+	int rc;
+
+	req_with_extend(&q, rl->with, token, ttl_ms);
+	rc = with_call(rl, &q, &r);
+	if (rc != RLOCK_OK)
+		return rc;
+	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||
+	    r->integer > 1) {
+		set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
+			  "extend (--with)", rl->with->first);
+		rc = RLOCK_EPROTO;
+	} else if (r->integer == 0) {
+		set_error(rl->err, sizeof(rl->err), "%s: token does not hold "
+			  "every lock of the set", rl->with->first);
+		rc = RLOCK_NOTOURS;
+	} else if (lease != NULL) {
+		__atomic_store_n(&lease->ttl_ms, ttl_ms, __ATOMIC_RELAXED);
+		__atomic_store_n(&lease->renewed_boot_ms, t0,
+				 __ATOMIC_RELEASE);
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int with_release(struct rlock *rl, const char *token,
+		 const struct rlock_lease *lease,
+		 const struct rlock_outcome *how)
+{
+	struct request q;
+	redisReply *r;
+	int rc, dropped;
+
+	req_with_release(&q, rl->with, token, &rl->hist, how);
+	rc = with_call_d(rl, &q, &r, &dropped);
+	if (rc != RLOCK_OK)
+		return rc;
+	/* Sent again after the connection dropped, and told "not held":
+	 * the first send most likely released, as nobody else can have
+	 * taken the locks while the lease is ours by our own clock. */
+	if (dropped && lease != NULL && r->type == REDIS_REPLY_INTEGER &&
+	    r->integer == 0 && rlock_boot_ms() < lease->renewed_boot_ms +
+	    lease->ttl_ms - rlock_safety_margin_ms(lease->ttl_ms)) {
+		set_error(rl->err, sizeof(rl->err), "%s: released (the reply "
+			  "was lost; the retry found the locks free)",
+			  rl->with->first);
+		freeReplyObject(r);
+		return RLOCK_OK;
+	}
+	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||
+	    r->integer > (long long)rl->with->n) {
+		set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
+			  "release (--with)", rl->with->first);
+		rc = RLOCK_EPROTO;
+	} else if (r->integer == 0) {
+		set_error(rl->err, sizeof(rl->err), "%s: token does not hold "
+			  "the lock", rl->with->first);
+		rc = RLOCK_NOTOURS;
+	} else if ((size_t)r->integer < rl->with->n) {
+		/* Losing one is losing the set: the holder learns it as a
+		 * token that no longer holds its lock. */
+		set_error(rl->err, sizeof(rl->err), "%s: released %lld of the "
+			  "%zu locks of the set; the token no longer held the "
+			  "others", rl->with->first, r->integer, rl->with->n);
+		rc = RLOCK_NOTOURS;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int rlock_with_read(struct rlock *rl, const char *name, struct rlock_with *out)
+{
+	struct names *n;
+	struct request q;
+	struct fan f;
+	const char *argv[2] = { "GET", NULL };
+	redisReply *r;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rl->err[0] = '\0';
+	if (rl->nnode != 1)
+		return RLOCK_OK;
+	n = malloc(sizeof(*n));
+	if (n == NULL) {
+		set_error(rl->err, sizeof(rl->err), "cannot allocate: %s",
+			  strerror(errno));
+		return RLOCK_ESYS;
+	}
+	rc = make_names(rl, name, n);
+	if (rc != RLOCK_OK) {
+		free(n);
+		return rc;
+	}
+	{
+		char key[RLOCK_KEY_MAX + 16];
+
+		snprintf(key, sizeof(key), "%s%s", n->k.key, KEY_WITH);
+		argv[1] = key;
+		req_command(&q, 2, argv, n->v.slot);
+		fan_init(&f, rl);
+		fan_all(&f, &q);
+		fan_run(rl, &f);
+		r = f.slot[0].res.r;
+		if (f.slot[0].res.rc != RLOCK_OK) {
+			rc = fan_first_error(rl, &f, 1);
+		} else if (r->type == REDIS_REPLY_NIL) {
+			rc = RLOCK_OK;
+		} else if (r->type != REDIS_REPLY_STRING ||
+			   decode_with_record(r->str, r->len, out) != 0) {
+			memset(out, 0, sizeof(*out));
+			set_error(rl->err, sizeof(rl->err), "%s: not a record "
+				  "of locks held together (another client's "
+				  "data?)", key);
+			rc = RLOCK_EPROTO;
+		}
+		fan_done(&f);
+	}
+	free(n);
+	return rc;
+}
