@@ -71,6 +71,7 @@ end
 --@include entry.lua
 --@include grant.lua
 --@include holders.lua
+--@include pool.lua
 --@include line.lua
 --@include unpack_meta.lua
 --@include holder_meta.lua
