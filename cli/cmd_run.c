@@ -864,6 +864,21 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 	return -1;
 }
 
+/* A lost run is recorded in the history of each lock it held: --with,
+ * every lock of the set, each with its own fence. */
+static void record_lost(struct run *r, struct rlock *rl,
+			const struct rlock_lease *lease, int code,
+			const char *why, const struct rlock_outcome *how)
+{
+	struct rlock_lease l = *lease;
+
+	rlock_record_lost(rl, r->name, lease, code, why, how);
+	for (size_t i = 0; i < r->ao.nwith; i++) {
+		l.fence = r->wfence[i];
+		rlock_record_lost(rl, r->ao.with[i], &l, code, why, how);
+	}
+}
+
 /*
  * Give the lock up after the command ended.  lost: the renewal thread
  * reported a loss.  Returns the exit status, ret unless the release says
@@ -880,8 +895,7 @@ static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 			 r->on_lost == LOST_IGNORE ?
 			 "command not stopped (--on-lost ignore)" :
 			 "command stopped");
-		rlock_record_lost(rl, r->name, lease, rn->result, rn->err,
-				  &how);
+		record_lost(r, rl, lease, rn->result, rn->err, &how);
 		/* If only the replies were lost, the server may still hold
 		 * our token: free it now rather than at its expiry.  The
 		 * script deletes nothing but our own token. */
@@ -892,8 +906,8 @@ static int release(struct run *r, struct rlock *rl, struct renewer *rn,
 	if (rc == RLOCK_NOTOURS) {
 		cli_warn(r->g, "%s: lock lost before the command ended: "
 			 "token no longer holds it", r->name);
-		rlock_record_lost(rl, r->name, lease, RLOCK_LOST, "lease ran "
-				  "out before release", &how);
+		record_lost(r, rl, lease, RLOCK_LOST, "lease ran out before "
+			    "release", &how);
 		return EX_LOST;
 	}
 	if (rc != RLOCK_OK) {

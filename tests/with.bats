@@ -212,6 +212,16 @@ print("ok")'
 	assert_equal "$BG_STATUS" 76
 	lock_free ma
 	lock_free mb
+	# The loss is in each lock's history, with that lock's fence.
+	local n f
+	for n in ma mb; do
+		f=$("$RLOCK" log --json "$n" | python3 -c 'import json,sys
+e=[json.loads(l) for l in sys.stdin]
+g=[x["fence"] for x in e if x["event"]=="acquired"]
+l=[x["fence"] for x in e if x["event"]=="lost"]
+print(len(l), l[-1] == g[-1] if l and g else "")')
+		assert_equal "$f" "1 True"
+	done
 }
 
 @test "with: a set that gives up its wait (a signal, -w running out) leaves every line at once" {
