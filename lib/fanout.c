@@ -47,6 +47,7 @@ void fan_init(struct fan *f, const struct rlock *rl)
 		f->slot[i].res.rc = RLOCK_OK;
 		f->slot[i].res.r = NULL;
 		f->slot[i].res.err[0] = '\0';
+		f->slot[i].res.wrongtype = 0;
 	}
 }
 
