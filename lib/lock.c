@@ -1631,10 +1631,7 @@ static int switched_meanwhile(struct rlock *rl)
 	return watch_heard(rl, p, nw);
 }
 
-/* Whether the sentinels of each Sentinel server still name the master
- * that answered (node_confirm): a slow grant may come from one they
- * replaced while the request was out, which did not hear of it. */
-static int confirmed(struct rlock *rl)
+int confirmed(struct rlock *rl)
 {
 	int ok = 1;
 
@@ -1642,6 +1639,13 @@ static int confirmed(struct rlock *rl)
 		ok &= node_confirm(&rl->node[i], rlock_mono_ms() +
 				   rl->copts.connect_timeout_ms);
 	return ok;
+}
+
+void drop_replaced(struct rlock *rl)
+{
+	for (size_t i = 0; i < rl->nnode; i++)
+		if (rl->node[i].failing_over)
+			node_drop(&rl->node[i]);
 }
 
 /* Whether a server of rl was seen failing over by the last request. */
@@ -1728,9 +1732,7 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			 * or when asked after a slow grant: give it back,
 			 * and ask them for the new master. */
 			fan_undo(rl, &q.n.v, q.token);
-			for (size_t i = 0; i < rl->nnode; i++)
-				if (rl->node[i].failing_over)
-					node_drop(&rl->node[i]);
+			drop_replaced(rl);
 			set_error(rl->err, sizeof(rl->err), "%s: granted by a "
 				  "master the sentinels had just replaced; "
 				  "given back", name);

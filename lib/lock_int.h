@@ -548,6 +548,13 @@ struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard);
 int node_confirm(struct rlock_node *n, int64_t hard);
 /* Close n's connections: the next request asks the sentinels again. */
 void node_drop(struct rlock_node *n);
+/* Whether the sentinels of each Sentinel server of rl still name the
+ * master that answered (node_confirm): a slow grant may come from one they
+ * replaced while the request was out.  drop_replaced: close the
+ * connections of the servers seen failing over, so that the next request
+ * asks the sentinels again. */
+int confirmed(struct rlock *rl);
+void drop_replaced(struct rlock *rl);
 
 /*
  * The masters of n: for a cluster every master serving slots (CLUSTER

@@ -308,6 +308,7 @@ int with_acquire(struct rlock *rl, const char *name,
 	char token[RLOCK_TOKEN_LEN + 1], id[RLOCK_TOKEN_LEN + 1] = "";
 	char names[200];
 	int64_t start = rlock_mono_ms(), deadline, now, wake, t0, last_cb = 0;
+	int replaced = 0;
 	int64_t backoff = 0;
 	int rc, subscribed = 0, in_line = 0, attempts = 0, seen_busy = 0;
 	unsigned seed = (unsigned)getpid() ^ (unsigned)start;
@@ -381,6 +382,26 @@ int with_acquire(struct rlock *rl, const char *name,
 			break;
 		}
 		freeReplyObject(r);
+		if (wr.granted && rlock_boot_ms() - t0 >= CONFIRM_MS &&
+		    !confirmed(rl)) {
+			/* Granted by a master the sentinels replaced while
+			 * the request was out (lock.c): given back there,
+			 * and the set asked for again of the new one. */
+			struct request u;
+
+			req_with_release(&u, w, token, &rl->hist, NULL);
+			if (with_call(rl, &u, &r) == RLOCK_OK)
+				freeReplyObject(r);
+			drop_replaced(rl);
+			set_error(rl->err, sizeof(rl->err), "%s: granted by a "
+				  "master the sentinels had just replaced; "
+				  "given back", name);
+			if (rlock_mono_ms() < deadline ||
+			    replaced++ == 0)
+				continue;
+			rc = RLOCK_EUNAVAIL;
+			break;
+		}
 		if (wr.granted) {
 			if (!lease_valid(o->ttl_ms, rlock_boot_ms() - t0)) {
 				/* Granted too late to be of use: given

@@ -488,6 +488,30 @@ failed_over() {
 	assert_output --regexp "^rlock: run: first: held by [^ ]+ pid [0-9]+ \(rlock acquire\)$"
 }
 
+@test "a set (--with) answered by a master the sentinels replaced meanwhile is given back the same way" {
+	start_redis ZM --rename-command REPLICAOF zm-replicaof \
+		--rename-command SLAVEOF zm-slaveof
+	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
+	start_sentinel ZS "$ZM_PORT" --master-name fset --quorum 1
+	local url="redis-sentinel://127.0.0.1:$ZS_PORT#fset" pid zm st=0
+	run -0 "$RLOCK" -u "$url" run -n fa --with fb -- true
+	zm=$(server_pid ZM)
+	kill -STOP "$zm"
+	"$RLOCK" -u "$url" --connect-timeout 30s --io-timeout 30s run -n fa \
+		--with fb -- touch ran 2>err &
+	pid=$!
+	wait_until 30 failed_over ZS fset "$ZR_PORT"
+	run -0 "$RLOCK" -u "redis://127.0.0.1:$ZR_PORT" acquire -t 60s fb
+	local token=$output
+	kill -CONT "$zm"
+	wait "$pid" || st=$?
+	assert_equal "$st" 75
+	[[ ! -e ran ]] || fail "the command ran beside the new master's holder"
+	assert_equal "$(rcli ZR GET "$(key fb)")" "$token"
+	assert_equal "$(rcli ZR EXISTS "$(key fa)")" 0
+	assert_equal "$(rcli ZM EXISTS "$(key fa)" "$(key fb)")" 0
+}
+
 @test "a run whose master is frozen waits for the failover within -w, not one connect timeout" {
 	start_redis ZM
 	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
