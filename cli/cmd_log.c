@@ -52,7 +52,8 @@ void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 		while (*p != '\0') {
 			size_t l = strcspn(p, "\n");
 
-			snprintf(name, sizeof(name), "%.*s", (int)l, p);
+			memcpy(name, p, l);
+			name[l] = '\0';
 			if (p != e->members)
 				fputc(',', f);
 			cli_json_str(f, name);
