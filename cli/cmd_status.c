@@ -153,8 +153,10 @@ static void json_holder(FILE *f, const struct rlock_holder *h, int list)
 		fputs(",\"members\":[", f);
 		while (*p != '\0') {
 			size_t l = strcspn(p, "\n");
+			size_t k = l < sizeof(name) ? l : sizeof(name) - 1;
 
-			snprintf(name, sizeof(name), "%.*s", (int)l, p);
+			memcpy(name, p, k);
+			name[k] = '\0';
 			if (p != h->members)
 				fputc(',', f);
 			cli_json_str(f, name);
