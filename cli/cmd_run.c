@@ -40,7 +40,8 @@ struct run {
 	int signal;			/* the signal that ended the command */
 	struct cli_waitline line;	/* the live line while waiting */
 	struct cli_progress progress;	/* or a line every --progress */
-	char wkey[RLOCK_WITH_MAX][RLOCK_KEY_MAX]; /* --with's keys */
+	char (*wkey)[RLOCK_KEY_MAX];	/* --with's keys (malloc'd: a run
+					 * without it touches no page more) */
 	long long wfence[RLOCK_WITH_MAX];	/* and fences */
 };
 
@@ -377,6 +378,11 @@ static int with_setup(struct run *r, struct rlock *rl, const char *held)
 		names[i + 1] = r->ao.with[i];
 	if (rlock_with(rl, names, r->ao.nwith + 1) != RLOCK_OK)
 		cli_usage_error(r->g, "%s", rlock_errstr(rl));
+	r->wkey = calloc(r->ao.nwith, sizeof(*r->wkey));
+	if (r->wkey == NULL) {
+		cli_warn(r->g, "cannot allocate: %s", strerror(errno));
+		return -1;
+	}
 	for (i = 0; i < r->ao.nwith; i++)
 		rlock_strlcpy(r->wkey[i], rlock_key(rl, r->ao.with[i]),
 			      sizeof(r->wkey[i]));
@@ -997,6 +1003,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	held = getenv("RLOCK_HELD");
 	rlock_kind(&r.ao, r.kind, sizeof(r.kind));
 	if (r.ao.nwith > 0 && with_setup(&r, rl, held) != 0) {
+		free(r.wkey);
 		rlock_free(rl);
 		return EX_USAGE;
 	}
@@ -1009,6 +1016,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 				 "for its own ancestor", r.name,
 				 kind_words(have, w1, sizeof(w1)),
 				 kind_words(r.kind, w2, sizeof(w2)));
+			free(r.wkey);
 			rlock_free(rl);
 			return EX_USAGE;
 		}
@@ -1032,6 +1040,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	if (sigprocmask(SIG_BLOCK, &waitset, &oldmask) != 0 ||
 	    (sfd = signalfd(-1, &waitset, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		cli_warn(g, "cannot set up signals: %s", strerror(errno));
+		free(r.wkey);
 		rlock_free(rl);
 		return EX_OSERR;
 	}
@@ -1080,6 +1089,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	}
 out:
 	renewer_stop(&rn);
+	free(r.wkey);
 	rlock_free(rl);
 	close(sfd);
 	return ret;
