@@ -450,6 +450,10 @@ void cli_print_version(void);
  * is no UTF-8 as \ufffd. */
 void cli_json_str(FILE *f, const char *s);
 
+/* Write the lines of s (a pool's member names, one a line) as a JSON
+ * array of strings, each cut at RLOCK_MEMBER_MAX bytes. */
+void cli_json_lines(FILE *f, const char *s);
+
 /* Write ',"key":' and v as a JSON string, or null when v is NULL or "". */
 void cli_json_opt(FILE *f, const char *key, const char *v);
 

@@ -45,21 +45,8 @@ void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 	json_num(f, "slot", e->slot);
 	/* A pool holder's members, one a line: an array, null none. */
 	if (e->members[0] != '\0') {
-		const char *p = e->members;
-		char name[sizeof(e->members)];
-
-		fputs(",\"members\":[", f);
-		while (*p != '\0') {
-			size_t l = strcspn(p, "\n");
-
-			memcpy(name, p, l);
-			name[l] = '\0';
-			if (p != e->members)
-				fputc(',', f);
-			cli_json_str(f, name);
-			p += l + (p[l] == '\n');
-		}
-		fputc(']', f);
+		fputs(",\"members\":", f);
+		cli_json_lines(f, e->members);
 	} else {
 		fputs(",\"members\":null", f);
 	}

@@ -147,22 +147,8 @@ static void json_holder(FILE *f, const struct rlock_holder *h, int list)
 		fputs(",\"slot\":null", f);
 	/* A pool holder's members, one a line. */
 	if (list && h->pool) {
-		const char *p = h->members;
-		char name[RLOCK_MEMBER_MAX + 1];
-
-		fputs(",\"members\":[", f);
-		while (*p != '\0') {
-			size_t l = strcspn(p, "\n");
-			size_t k = l < sizeof(name) ? l : sizeof(name) - 1;
-
-			memcpy(name, p, k);
-			name[k] = '\0';
-			if (p != h->members)
-				fputc(',', f);
-			cli_json_str(f, name);
-			p += l + (p[l] == '\n');
-		}
-		fputc(']', f);
+		fputs(",\"members\":", f);
+		cli_json_lines(f, h->members);
 	} else {
 		fputs(",\"members\":null", f);
 	}

@@ -75,6 +75,25 @@ void cli_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+void cli_json_lines(FILE *f, const char *s)
+{
+	char line[RLOCK_MEMBER_MAX + 1];
+
+	fputc('[', f);
+	for (const char *p = s; *p != '\0';) {
+		size_t l = strcspn(p, "\n");
+		size_t k = l < sizeof(line) ? l : sizeof(line) - 1;
+
+		memcpy(line, p, k);
+		line[k] = '\0';
+		if (p != s)
+			fputc(',', f);
+		cli_json_str(f, line);
+		p += l + (p[l] == '\n');
+	}
+	fputc(']', f);
+}
+
 void cli_json_opt(FILE *f, const char *key, const char *v)
 {
 	fprintf(f, ",\"%s\":", key);

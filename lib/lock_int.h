@@ -325,6 +325,11 @@ void req_begin_short(struct request *q, int script,
 void req_put(char *dst, size_t size, size_t *at, const char *s);
 void req_put_prefix(char *dst, size_t size, size_t *at, const char *tok);
 void req_put_num(char *dst, size_t size, size_t *at, long long v);
+/* The holder's fields, packed into q->info as the scripts take them
+ * (acquire.lua, with.lua): "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\n
+ * NOTE\nCOMMAND", WAITED left out when negative, COMMAND q->label. */
+void req_put_holder(struct request *q, const char *kind, long long waited,
+		    const char *token, const struct acquirer *who);
 int req_default_history(const struct history *h);
 
 /* A plain command of argc words, for slot (-1: keyless). */

@@ -290,6 +290,29 @@ void req_put_num(char *dst, size_t size, size_t *at, long long v)
 	req_put(dst, size, at, b);
 }
 
+void req_put_holder(struct request *q, const char *kind, long long waited,
+		    const char *token, const struct acquirer *who)
+{
+	size_t at = 0, n = sizeof(q->info);
+
+	req_put(q->info, n, &at, kind);
+	req_put(q->info, n, &at, "\n");
+	if (waited >= 0)
+		req_put_num(q->info, n, &at, waited);
+	req_put(q->info, n, &at, "\n");
+	req_put_prefix(q->info, n, &at, token);
+	req_put(q->info, n, &at, "\n");
+	req_put_num(q->info, n, &at, who->pid);
+	req_put(q->info, n, &at, "\n");
+	req_put(q->info, n, &at, who->host);
+	req_put(q->info, n, &at, "\n");
+	req_put(q->info, n, &at, who->user);
+	req_put(q->info, n, &at, "\n");
+	req_put(q->info, n, &at, who->note != NULL ? who->note : "");
+	req_put(q->info, n, &at, "\n");
+	req_put(q->info, n, &at, q->label);
+}
+
 /* Whether h is the history the scripts keep when told nothing. */
 int req_default_history(const struct history *h)
 {

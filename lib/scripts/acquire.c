@@ -85,21 +85,7 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	req_begin_short(q, RLOCK_SCRIPT_ACQUIRE, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
-	req_put(q->info, sizeof(q->info), &at, a->kind);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put_num(q->info, sizeof(q->info), &at, who->waited_ms);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put_prefix(q->info, sizeof(q->info), &at, token);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put_num(q->info, sizeof(q->info), &at, who->pid);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put(q->info, sizeof(q->info), &at, who->host);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put(q->info, sizeof(q->info), &at, who->user);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put(q->info, sizeof(q->info), &at, who->note != NULL ? who->note : "");
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put(q->info, sizeof(q->info), &at, q->label);
+	req_put_holder(q, a->kind, who->waited_ms, token, who);
 	q->argv[q->argc++] = q->info;
 	/* FAST: '+', or 'u' for fences ordered to the server's µs. */
 	if (!a->details && a->waiter[0] == '\0') {

@@ -53,28 +53,12 @@ void req_with_acquire(struct request *q, const struct with_set *w,
 		      const struct acquirer *who, const char *waiter, int join,
 		      int details, const struct history *h)
 {
-	size_t at = 0;
-
 	req_with_begin(q, w, "a", token);
 	req_with_arg(q, req_num(q, 0, ttl_ms));
 	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
 		      sizeof(q->label));
-	req_put(q->info, sizeof(q->info), &at, "x\n");
-	if (who->waited_ms > 0)
-		req_put_num(q->info, sizeof(q->info), &at, who->waited_ms);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put_prefix(q->info, sizeof(q->info), &at, token);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put_num(q->info, sizeof(q->info), &at, who->pid);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put(q->info, sizeof(q->info), &at, who->host);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put(q->info, sizeof(q->info), &at, who->user);
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put(q->info, sizeof(q->info), &at,
-		who->note != NULL ? who->note : "");
-	req_put(q->info, sizeof(q->info), &at, "\n");
-	req_put(q->info, sizeof(q->info), &at, q->label);
+	req_put_holder(q, "x", who->waited_ms > 0 ? who->waited_ms : -1, token,
+		       who);
 	req_with_arg(q, q->info);
 	req_with_arg(q, waiter);
 	req_with_arg(q, join ? "1" : "0");
