@@ -450,6 +450,10 @@ void cli_print_version(void);
  * is no UTF-8 as \ufffd. */
 void cli_json_str(FILE *f, const char *s);
 
+/* Write a pool member's properties, "KEY=VALUE" lines (checked when
+ * decoded: each has its '='), as a JSON object. */
+void cli_json_props(FILE *f, const char *props);
+
 /* Write the lines of s (a pool's member names, one a line) as a JSON
  * array of strings, each cut at RLOCK_MEMBER_MAX bytes. */
 void cli_json_lines(FILE *f, const char *s);

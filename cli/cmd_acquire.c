@@ -47,30 +47,13 @@ static void put_upper(const char *k, size_t n)
  * {KEY:VALUE...}}...]'. */
 static void json_members(const struct rlock_member *m, size_t n)
 {
-	char buf[RLOCK_PROPS_MAX + 1];
-
 	fputs(",\"resources\":[", stdout);
 	for (size_t i = 0; i < n; i++) {
-		const char *p = m[i].props;
-
 		fputs(i > 0 ? ",{\"name\":" : "{\"name\":", stdout);
 		cli_json_str(stdout, m[i].name);
-		fputs(",\"properties\":{", stdout);
-		while (*p != '\0') {
-			const char *eq = strchr(p, '='), *nl = strchr(p, '\n');
-			size_t vl = nl != NULL ? (size_t)(nl - eq - 1) :
-				    strlen(eq + 1);
-
-			if (p != m[i].props)
-				putchar(',');
-			snprintf(buf, sizeof(buf), "%.*s", (int)(eq - p), p);
-			cli_json_str(stdout, buf);
-			putchar(':');
-			snprintf(buf, sizeof(buf), "%.*s", (int)vl, eq + 1);
-			cli_json_str(stdout, buf);
-			p = nl != NULL ? nl + 1 : eq + 1 + vl;
-		}
-		fputs("}}", stdout);
+		fputs(",\"properties\":", stdout);
+		cli_json_props(stdout, m[i].props);
+		putchar('}');
 	}
 	putchar(']');
 }

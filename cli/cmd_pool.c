@@ -83,8 +83,6 @@ static void print_table(const struct rlock_member *m, size_t n)
 static void print_json(const char *pool, const char *key,
 		       const struct rlock_member *m, size_t n)
 {
-	char buf[RLOCK_PROPS_MAX + 1];
-
 	fputs("{\"pool\":", stdout);
 	cli_json_str(stdout, pool);
 	fputs(",\"key\":", stdout);
@@ -92,26 +90,12 @@ static void print_json(const char *pool, const char *key,
 	fputs(",\"members\":[", stdout);
 	for (size_t i = 0; i < n; i++) {
 		const struct rlock_member *x = &m[i];
-		const char *p = x->props;
 
 		fputs(i > 0 ? ",{\"name\":" : "{\"name\":", stdout);
 		cli_json_str(stdout, x->name);
-		fputs(",\"properties\":{", stdout);
-		while (*p != '\0') {
-			const char *eq = strchr(p, '='), *nl = strchr(p, '\n');
-			size_t vl = nl != NULL ? (size_t)(nl - eq - 1) :
-				    strlen(eq + 1);
-
-			if (p != x->props)
-				putchar(',');
-			snprintf(buf, sizeof(buf), "%.*s", (int)(eq - p), p);
-			cli_json_str(stdout, buf);
-			putchar(':');
-			snprintf(buf, sizeof(buf), "%.*s", (int)vl, eq + 1);
-			cli_json_str(stdout, buf);
-			p = nl != NULL ? nl + 1 : eq + 1 + vl;
-		}
-		printf("},\"removed\":%s,\"holder\":",
+		fputs(",\"properties\":", stdout);
+		cli_json_props(stdout, x->props);
+		printf(",\"removed\":%s,\"holder\":",
 		       x->removed ? "true" : "false");
 		if (!x->held) {
 			fputs("null}", stdout);

@@ -75,6 +75,27 @@ void cli_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+void cli_json_props(FILE *f, const char *props)
+{
+	char buf[RLOCK_PROPS_MAX + 1];
+
+	fputc('{', f);
+	for (const char *p = props; *p != '\0';) {
+		const char *eq = strchr(p, '='), *nl = strchr(p, '\n');
+		size_t vl = nl != NULL ? (size_t)(nl - eq - 1) : strlen(eq + 1);
+
+		if (p != props)
+			fputc(',', f);
+		snprintf(buf, sizeof(buf), "%.*s", (int)(eq - p), p);
+		cli_json_str(f, buf);
+		fputc(':', f);
+		snprintf(buf, sizeof(buf), "%.*s", (int)vl, eq + 1);
+		cli_json_str(f, buf);
+		p = nl != NULL ? nl + 1 : eq + 1 + vl;
+	}
+	fputc('}', f);
+}
+
 void cli_json_lines(FILE *f, const char *s)
 {
 	char line[RLOCK_MEMBER_MAX + 1];
