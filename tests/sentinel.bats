@@ -455,33 +455,43 @@ failed_over() {
 	assert_equal "$(cat seen)" "$(cat tok)"
 }
 
-@test "a first try answered by a master the sentinels replaced meanwhile is given back: the new master's holder stays alone" {
-	# The run connects to a frozen master (the sentinels still name it),
-	# which answers only when it thaws, after the failover and after
-	# another client took the lock on the new master.  It is not demoted
-	# (REPLICAOF renamed), so it grants; the slow grant is checked with
-	# the sentinels, who name the new master: given back, asked there,
-	# busy (75), and the command never runs.
+# granted_on_thaw MASTER HELD RUN-ARGS...: a master ZM that cannot be
+# demoted (REPLICAOF renamed) with a replica ZR and a sentinel ZS naming
+# it MASTER; "rlock run -n RUN-ARGS -- touch ran" sent to ZM while it is
+# frozen, connected to it and answered only when it thaws, after the
+# failover and after another client took HELD on the new master ZR.
+# Sets ST, the run's exit status, and TOKEN, the other client's.
+granted_on_thaw() {
+	local master=$1 held=$2 url pid zm
+	shift 2
 	start_redis ZM --rename-command REPLICAOF zm-replicaof \
 		--rename-command SLAVEOF zm-slaveof
 	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
-	start_sentinel ZS "$ZM_PORT" --master-name first --quorum 1
-	local url="redis-sentinel://127.0.0.1:$ZS_PORT#first" pid zm st=0
-	# Connected once, so that the sentinel knows the replica.
-	run -0 "$RLOCK" -u "$url" run -n first -- true
+	start_sentinel ZS "$ZM_PORT" --master-name "$master" --quorum 1
+	url="redis-sentinel://127.0.0.1:$ZS_PORT#$master"
+	# Run once, so that the sentinel knows the replica.
+	run -0 "$RLOCK" -u "$url" run -n "$@" -- true
 	zm=$(server_pid ZM)
 	kill -STOP "$zm"
-	"$RLOCK" -u "$url" --connect-timeout 30s --io-timeout 30s run -n first \
-		-- touch ran 2>err &
+	"$RLOCK" -u "$url" --connect-timeout 30s --io-timeout 30s run -n \
+		"$@" -- touch ran 2>err &
 	pid=$!
-	wait_until 30 failed_over ZS first "$ZR_PORT"
-	run -0 "$RLOCK" -u "redis://127.0.0.1:$ZR_PORT" acquire -t 60s first
-	local token=$output
+	wait_until 30 failed_over ZS "$master" "$ZR_PORT"
+	run -0 "$RLOCK" -u "redis://127.0.0.1:$ZR_PORT" acquire -t 60s "$held"
+	TOKEN=$output
 	kill -CONT "$zm"
-	wait "$pid" || st=$?
-	assert_equal "$st" 75
+	ST=0
+	wait "$pid" || ST=$?
+}
+
+@test "a first try answered by a master the sentinels replaced meanwhile is given back: the new master's holder stays alone" {
+	# It grants on thaw; the slow grant is checked with the sentinels,
+	# who name the new master: given back, asked there, busy (75), and
+	# the command never runs.
+	granted_on_thaw first first first
+	assert_equal "$ST" 75
 	[[ ! -e ran ]] || fail "the command ran beside the new master's holder"
-	assert_equal "$(rcli ZR GET "$(key first)")" "$token"
+	assert_equal "$(rcli ZR GET "$(key first)")" "$TOKEN"
 	assert_equal "$(rcli ZM EXISTS "$(key first)")" 0
 	# Busy on the new master, with its holder's details.
 	run cat err
@@ -489,25 +499,10 @@ failed_over() {
 }
 
 @test "a set (--with) answered by a master the sentinels replaced meanwhile is given back the same way" {
-	start_redis ZM --rename-command REPLICAOF zm-replicaof \
-		--rename-command SLAVEOF zm-slaveof
-	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
-	start_sentinel ZS "$ZM_PORT" --master-name fset --quorum 1
-	local url="redis-sentinel://127.0.0.1:$ZS_PORT#fset" pid zm st=0
-	run -0 "$RLOCK" -u "$url" run -n fa --with fb -- true
-	zm=$(server_pid ZM)
-	kill -STOP "$zm"
-	"$RLOCK" -u "$url" --connect-timeout 30s --io-timeout 30s run -n fa \
-		--with fb -- touch ran 2>err &
-	pid=$!
-	wait_until 30 failed_over ZS fset "$ZR_PORT"
-	run -0 "$RLOCK" -u "redis://127.0.0.1:$ZR_PORT" acquire -t 60s fb
-	local token=$output
-	kill -CONT "$zm"
-	wait "$pid" || st=$?
-	assert_equal "$st" 75
+	granted_on_thaw fset fb fa --with fb
+	assert_equal "$ST" 75
 	[[ ! -e ran ]] || fail "the command ran beside the new master's holder"
-	assert_equal "$(rcli ZR GET "$(key fb)")" "$token"
+	assert_equal "$(rcli ZR GET "$(key fb)")" "$TOKEN"
 	assert_equal "$(rcli ZR EXISTS "$(key fa)")" 0
 	assert_equal "$(rcli ZM EXISTS "$(key fa)" "$(key fb)")" 0
 }
