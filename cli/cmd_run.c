@@ -23,6 +23,13 @@
 
 #include "cli.h"
 
+/* A lock this process tree holds: an entry of RLOCK_HELD. */
+struct hold {
+	char kind[24];			/* "x", "s", a limit or "pK", as held */
+	char token[RLOCK_TOKEN_LEN + 1];
+	pid_t group;			/* the holder's command's group */
+};
+
 struct run {
 	struct cli *g;
 	const char *name;
@@ -34,7 +41,8 @@ struct run {
 	enum on_lost on_lost;
 	int64_t kill_after_ms;
 	int64_t max_time_ms;
-	int reentrant;
+	int reentrant;			/* an ancestor holds it: hold */
+	struct hold hold;
 	char kind[24];			/* "x", "s" or the limit, as asked */
 	char me[48];			/* "PID:START" for RLOCK_HELD */
 	int signal;			/* the signal that ended the command */
@@ -259,24 +267,27 @@ static void set_child_env(struct run *r, struct rlock *rl,
 	set_pool_env(rl);
 	if (r->ao.nwith > 0)
 		set_with_env(r, lease);
-	/* One line per hold, "KEY\tKIND\tPID:START": this process, which
-	 * holds it, and when it started (pid reuse), for held_as.  Names
-	 * have no control characters. */
+	/* One line per hold, "KEY\tKIND\tPID:START\tTOKEN": this process,
+	 * which holds it, when it started (pid reuse), and the token, which
+	 * a nested run asks its servers about (held_here).  Names have no
+	 * control characters. */
 	if (held == NULL)
 		held = "";
-	len = strlen(held) + strlen(r->key) + strlen(r->kind) + 48;
+	len = strlen(held) + strlen(r->key) + strlen(r->kind) + 96;
 	if ((nh = malloc(len)) == NULL)
 		return;
 	rlock_join(nh, len, (const char *[]){ held, *held != '\0' ? "\n" : "",
-		   r->key, "\t", r->kind, "\t", r->me, NULL });
+		   r->key, "\t", r->kind, "\t", r->me, "\t", lease->token,
+		   NULL });
 	for (size_t i = 0; i < r->ao.nwith; i++) {
 		char *more;
 
-		len = strlen(nh) + strlen(r->wkey[i]) + strlen(r->kind) + 48;
+		len = strlen(nh) + strlen(r->wkey[i]) + strlen(r->kind) + 96;
 		if ((more = malloc(len)) == NULL)
 			break;
 		rlock_join(more, len, (const char *[]){ nh, "\n", r->wkey[i],
-			   "\t", r->kind, "\t", r->me, NULL });
+			   "\t", r->kind, "\t", r->me, "\t", lease->token,
+			   NULL });
 		free(nh);
 		nh = more;
 	}
@@ -284,17 +295,23 @@ static void set_child_env(struct run *r, struct rlock *rl,
 	free(nh);
 }
 
-/* Whether "PID:START" names a live ancestor of ours: the process that
+/*
+ * Whether "PID:START" names a live ancestor of ours: the process that
  * took the hold, still running the command we descend from.  A daemon
  * that outlived it, or any process that merely inherited the variable
- * (a CI step exporting its environment to the next), gets no hold. */
-static int live_ancestor(const char *who, size_t n)
+ * (a CI step exporting its environment to the next), gets no hold.
+ * *group gets the process group of the holder's command (that of the
+ * process just below the holder on our chain of parents): a nested run
+ * starts its command there, so that the holder's stop on a loss, which
+ * signals that group, reaches it too.
+ */
+static int live_ancestor(const char *who, size_t n, pid_t *group)
 {
-	static const int fields[] = { 4, 22 };
+	static const int fields[] = { 4, 5, 22 };
 	const char *colon = memchr(who, ':', n);
 	long long pid, start;
-	unsigned long long v[2];
-	pid_t p = getppid();
+	unsigned long long v[3];
+	pid_t p = getppid(), below = getpgrp();
 
 	if (colon == NULL ||
 	    rlock_parse_ll(who, (size_t)(colon - who), 2, INT_MAX, &pid) != 0 ||
@@ -303,37 +320,77 @@ static int live_ancestor(const char *who, size_t n)
 		return 0;
 	/* Up the chain of parents, at most 64 of them, to init. */
 	for (int depth = 0; depth < 64 && p > 1; depth++) {
-		if (cli_proc_stat(p, fields, 2, v) != 0)
+		if (cli_proc_stat(p, fields, 3, v) != 0)
 			return 0;
-		if (p == pid)
-			return v[1] == (unsigned long long)start;
+		if (p == pid) {
+			*group = below;
+			return v[2] == (unsigned long long)start;
+		}
+		below = (pid_t)v[1];
 		p = (pid_t)v[0];
 	}
 	return 0;
 }
 
-/* Whether the newline-separated list held has key, held by a live ancestor
- * (live_ancestor); have gets the kind it is held in ("x", "s" or a
- * semaphore's limit).  An entry that does not read so is not one. */
-static int held_as(const char *held, const char *key, char have[24])
+/*
+ * The next entry of the newline-separated list at *p (advanced past it)
+ * for key, held by a live ancestor: "KEY\tKIND\tPID:START\tTOKEN", one
+ * per lock held.  An entry that does not read so is not one.  Returns 1
+ * with h filled, 0 when there is none left.
+ */
+static int next_hold(const char **p, const char *key, struct hold *h)
 {
 	size_t klen = strlen(key);
+
+	while (*p != NULL && **p != '\0') {
+		const char *e = *p, *nl = strchr(e, '\n');
+		size_t len = nl != NULL ? (size_t)(nl - e) : strlen(e);
+		const char *f[4], *end = e + len;
+		size_t nf = 0;
+
+		*p = nl != NULL ? nl + 1 : NULL;
+		for (const char *q = e; nf < 4 && q <= end; nf++) {
+			const char *t = memchr(q, '\t', (size_t)(end - q));
+
+			f[nf] = q;
+			q = t != NULL ? t + 1 : end + 1;
+		}
+		if (nf != 4 || memchr(f[3], '\t', (size_t)(end - f[3])) ||
+		    (size_t)(f[1] - f[0] - 1) != klen ||
+		    memcmp(f[0], key, klen) != 0 || f[2] - f[1] - 1 < 1 ||
+		    f[2] - f[1] - 1 >= (long)sizeof(h->kind) ||
+		    end - f[3] != RLOCK_TOKEN_LEN ||
+		    !live_ancestor(f[2], (size_t)(f[3] - f[2] - 1), &h->group))
+			continue;
+		snprintf(h->kind, sizeof(h->kind), "%.*s",
+			 (int)(f[2] - f[1] - 1), f[1]);
+		memcpy(h->token, f[3], RLOCK_TOKEN_LEN);
+		h->token[RLOCK_TOKEN_LEN] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether this process tree holds lock name (its key): an entry of
+ * RLOCK_HELD for the key, of a live ancestor, whose token holds the lock
+ * on our servers.  The token is what names the lock exactly: the same
+ * key on another server, in another db or under another prefix holds no
+ * token of ours, and is taken as usual.  Returns 1 with h filled, 0, or
+ * -1 when the servers could not tell (*rc, rlock_errstr).
+ */
+static int held_here(struct rlock *rl, const char *held, const char *name,
+		     const char *key, struct hold *h, int *rc)
+{
 	const char *p = held;
 
-	while (p != NULL && *p != '\0') {
-		const char *nl = strchr(p, '\n');
-		size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
-		const char *kind = p + klen + 1, *t2;
-
-		if (len > klen + 1 && memcmp(p, key, klen) == 0 &&
-		    p[klen] == '\t' &&
-		    (t2 = memchr(kind, '\t', len - klen - 1)) != NULL &&
-		    t2 > kind && t2 - kind < 24 &&
-		    live_ancestor(t2 + 1, (size_t)(p + len - t2 - 1))) {
-			snprintf(have, 24, "%.*s", (int)(t2 - kind), kind);
+	while (p != NULL && next_hold(&p, key, h)) {
+		*rc = rlock_holds(rl, name, h->token,
+				  strcmp(h->kind, "x") == 0 ? 'x' : 'h');
+		if (*rc == RLOCK_OK)
 			return 1;
-		}
-		p = nl != NULL ? nl + 1 : NULL;
+		if (*rc != RLOCK_NOTOURS)
+			return -1;
 	}
 	return 0;
 }
@@ -363,15 +420,17 @@ static const char *kind_words(const char *k, char *buf, size_t len)
 
 /*
  * --with: hand rl the set (NAME first), and look for it in RLOCK_HELD: a
- * tree that holds every lock of the set runs re-entrantly (held_as, on
- * NAME's key); one that holds only some would wait for its own ancestor,
- * which is refused.  Returns 0, or -1 after a message.
+ * tree that holds every lock of the set runs re-entrantly (held_here, on
+ * each); one that holds only some would wait for its own ancestor, which
+ * is refused.  Returns 0, 1 when the tree holds them all (r->hold: NAME's
+ * hold), or an exit status after a message.
  */
 static int with_setup(struct run *r, struct rlock *rl, const char *held)
 {
 	const char *names[RLOCK_WITH_MAX];
 	size_t i, nheld = 0;
-	char have[24];
+	struct hold h;
+	int rc;
 
 	names[0] = r->name;
 	for (i = 0; i < r->ao.nwith; i++)
@@ -381,7 +440,7 @@ static int with_setup(struct run *r, struct rlock *rl, const char *held)
 	r->wkey = calloc(r->ao.nwith, sizeof(*r->wkey));
 	if (r->wkey == NULL) {
 		cli_warn(r->g, "cannot allocate: %s", strerror(errno));
-		return -1;
+		return EX_OSERR;
 	}
 	for (i = 0; i < r->ao.nwith; i++)
 		rlock_strlcpy(r->wkey[i], rlock_key(rl, r->ao.with[i]),
@@ -391,21 +450,36 @@ static int with_setup(struct run *r, struct rlock *rl, const char *held)
 	for (i = 0; i <= r->ao.nwith; i++) {
 		const char *k = i == 0 ? r->key : r->wkey[i - 1];
 
-		if (held_as(held, k, have) && covers(have, "x"))
+		switch (held_here(rl, held, names[i], k, &h, &rc)) {
+		case 1:
+			if (!covers(h.kind, "x"))
+				break;
+			if (i == 0)
+				r->hold = h;
 			nheld++;
+			break;
+		case -1:
+			cli_warn(r->g, "%s: %s", names[i], rlock_errstr(rl));
+			return cli_exit_code(rc, r->conflict);
+		}
 	}
-	if (nheld == 0 || nheld == r->ao.nwith + 1)
+	if (nheld == 0)
 		return 0;
+	if (nheld == r->ao.nwith + 1)
+		return 1;
 	cli_warn(r->g, "%s: this process tree holds %zu of the %zu locks "
 		 "asked for; a run asking for them all inside that hold would "
 		 "wait for its own ancestor", r->name, nheld,
 		 r->ao.nwith + 1);
-	return -1;
+	return EX_USAGE;
 }
 
 /*
  * Start the command in its own process group (so that a loss can stop all
- * of it), in the terminal's foreground if we were.
+ * of it), in the terminal's foreground if we were; a nested run's, in the
+ * group of the holder's command (r->hold.group), whose stop on a loss
+ * must reach it (where that group cannot be joined, in a setsid'd tree,
+ * it stays in ours).
  *
  * vfork, not fork: the child borrows our memory until its exec, so no page
  * table is copied and none of our pages is copied on write afterwards:
@@ -439,7 +513,10 @@ static pid_t spawn(struct run *r, const sigset_t *oldmask, int tty,
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(128 + SIGTERM);
-		setpgid(0, 0);
+		if (!r->reentrant)
+			setpgid(0, 0);
+		else if (r->hold.group > 0 && r->hold.group != getpgrp())
+			setpgid(0, r->hold.group);
 		/* SIGTTOU is blocked here (inherited), so this cannot stop
 		 * us while we are not yet in the foreground. */
 		if (tty >= 0)
@@ -455,7 +532,7 @@ static pid_t spawn(struct run *r, const sigset_t *oldmask, int tty,
 		_exit(e == ENOENT ? EX_NOTFOUND : EX_NOEXEC);
 	}
 	*exec_errno = e;
-	if (pid > 0) {
+	if (pid > 0 && !r->reentrant) {
 		/* The child set its group and took the terminal before it
 		 * ran the command; these only repeat that. */
 		setpgid(pid, pid);
@@ -947,7 +1024,7 @@ static int run_command(struct run *r, struct rlock *rl, int sfd,
 	/* Orphans of the command come to us, so that after a loss we can
 	 * tell when the whole group is gone. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	tty = foreground_tty();
+	tty = r->reentrant ? -1 : foreground_tty();
 	/* The command first: what keeping the lease needs is then off the
 	 * path from the grant to the command's start.  Then a cluster's map
 	 * is learned while the node that granted the lock is surely up, for
@@ -974,6 +1051,100 @@ static int run_command(struct run *r, struct rlock *rl, int sfd,
 		WEXITSTATUS(status);
 }
 
+/*
+ * A nested run with --once-per in a period already done skips, as the
+ * outermost run would have (its release, not ours, marks a period done).
+ * Returns -1 to run, or the exit status after a message.
+ */
+static int nested_once(struct run *r, struct rlock *rl)
+{
+	struct rlock_holder h;
+	char since[40], next[40];
+	int rc;
+
+	if (r->ao.once_per_ms == 0)
+		return -1;
+	rc = rlock_status(rl, r->name, &h, NULL);
+	if (rc != RLOCK_OK) {
+		cli_warn(r->g, "%s", rlock_errstr(rl));
+		return cli_exit_code(rc, r->conflict);
+	}
+	if (!h.once.present || h.once.period_ms != r->ao.once_per_ms)
+		return -1;
+	if (r->g->verbose >= 0)
+		cli_warn(r->g, "%s: done this period by %.64s@%.200s pid %lld "
+			 "at %s; the next period starts %s", r->name,
+			 h.once.user, h.once.host, h.once.pid,
+			 rlock_fmt_utc(h.once.since_ms, since, sizeof(since)),
+			 rlock_fmt_utc(h.once.until_ms, next, sizeof(next)));
+	return r->conflict;
+}
+
+/*
+ * Whether an ancestor holds the lock (RLOCK_HELD, confirmed by the
+ * servers: held_here), in which case the run is re-entrant (r->reentrant,
+ * r->hold).  Returns -1 to go on, or an exit status after a message:
+ * asking for more than the tree's own hold would wait for that hold,
+ * which waits for us.
+ */
+static int find_hold(struct run *r, struct rlock *rl, const char *held)
+{
+	char w1[64], w2[64];
+	int rc;
+
+	if (r->ao.nwith > 0) {
+		switch ((rc = with_setup(r, rl, held))) {
+		case 0:
+			return -1;
+		case 1:
+			r->reentrant = 1;
+			return nested_once(r, rl);
+		}
+		return rc;
+	}
+	if (held == NULL)
+		return -1;
+	switch (held_here(rl, held, r->name, r->key, &r->hold, &rc)) {
+	case 0:
+		return -1;
+	case -1:
+		cli_warn(r->g, "%s", rlock_errstr(rl));
+		return cli_exit_code(rc, r->conflict);
+	}
+	if (!covers(r->hold.kind, r->kind)) {
+		cli_warn(r->g, "%s: this process tree holds it %s; a run asking "
+			 "for it %s inside that hold would wait for its own "
+			 "ancestor", r->name,
+			 kind_words(r->hold.kind, w1, sizeof(w1)),
+			 kind_words(r->kind, w2, sizeof(w2)));
+		return EX_USAGE;
+	}
+	r->reentrant = 1;
+	return nested_once(r, rl);
+}
+
+/*
+ * After a nested run's command: the hold it ran under must still stand.
+ * The holder stopped the command if it lost the lock (its group is the
+ * command's); the run then ends as a loss, as the holder does.  Returns
+ * ret, or EX_LOST after a message.
+ */
+static int nested_end(struct run *r, struct rlock *rl, int ret)
+{
+	int rc = rlock_holds(rl, r->name, r->hold.token,
+			     strcmp(r->hold.kind, "x") == 0 ? 'x' : 'h');
+
+	if (rc == RLOCK_OK)
+		return ret;
+	if (rc == RLOCK_NOTOURS)
+		cli_warn(r->g, "%s: lock lost: the hold of this process tree "
+			 "ended while the command ran", r->name);
+	else
+		cli_warn(r->g, "%s: lock lost: cannot confirm the hold of this "
+			 "process tree: %s", r->name, rlock_errstr(rl));
+	return EX_LOST;
+}
+
 int cmd_run(int argc, char **argv, struct cli *g)
 {
 	struct run r;
@@ -981,8 +1152,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	struct rlock_lease lease;
 	struct renewer rn;
 	sigset_t waitset, runset, oldmask;
-	const char *held;
-	char label[RLOCK_LABEL_MAX + 1], err[512], have[24], w1[64], w2[64];
+	char label[RLOCK_LABEL_MAX + 1], err[512];
 	int sfd, rc, lost = 0, ret;
 	size_t i;
 
@@ -1000,27 +1170,11 @@ int cmd_run(int argc, char **argv, struct cli *g)
 	if (rlock_check_acquire(rl, &r.ao) != RLOCK_OK)
 		cli_usage_error(g, "%s", rlock_errstr(rl));
 	rlock_strlcpy(r.key, rlock_key(rl, r.name), sizeof(r.key));
-	held = getenv("RLOCK_HELD");
 	rlock_kind(&r.ao, r.kind, sizeof(r.kind));
-	if (r.ao.nwith > 0 && with_setup(&r, rl, held) != 0) {
+	if ((ret = find_hold(&r, rl, getenv("RLOCK_HELD"))) >= 0) {
 		free(r.wkey);
 		rlock_free(rl);
-		return EX_USAGE;
-	}
-	if (held != NULL && held_as(held, r.key, have)) {
-		/* Asking for more than the tree's own hold would wait for
-		 * that hold, which waits for us. */
-		if (!covers(have, r.kind)) {
-			cli_warn(g, "%s: this process tree holds it %s; a run "
-				 "asking for it %s inside that hold would wait "
-				 "for its own ancestor", r.name,
-				 kind_words(have, w1, sizeof(w1)),
-				 kind_words(r.kind, w2, sizeof(w2)));
-			free(r.wkey);
-			rlock_free(rl);
-			return EX_USAGE;
-		}
-		r.reentrant = 1;
+		return ret;
 	}
 	make_label(&r, label);
 
@@ -1076,6 +1230,8 @@ int cmd_run(int argc, char **argv, struct cli *g)
 				  r.reentrant ? NULL : &lease, &lost);
 		if (ret < 0)
 			ret = EX_OSERR;
+		else if (r.reentrant)
+			ret = nested_end(&r, rl, ret);
 	}
 	if (!r.reentrant) {
 		/* A renewal thread (the command outlived a third of the TTL)

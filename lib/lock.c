@@ -1938,6 +1938,35 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 	return rc;
 }
 
+int rlock_holds(struct rlock *rl, const char *name, const char *token,
+		int kind)
+{
+	struct request q;
+	struct fan f;
+	struct names n;
+	int rc;
+
+	if ((rc = make_names(rl, name, &n)) != RLOCK_OK ||
+	    (rc = first_distinct(rl)) != RLOCK_OK)
+		return rc;
+	/* An exclusive hold, else a shared, semaphore or pool one. */
+	for (kind = kind == 'h' ? 'h' : 'x';; kind = 'h') {
+		req_extend(&q, &n.v, token, 0, kind);
+		fan_init(&f, rl);
+		fan_all(&f, &q);
+		skip_unanswered(rl, &f);
+		fan_run(rl, &f);
+		rc = fan_tally(rl, &f, "extend", 1, NULL);
+		fan_done(&f);
+		if (rc != RLOCK_NOTOURS || kind == 'h')
+			break;
+	}
+	if (rc == RLOCK_NOTOURS)
+		set_error(rl->err, sizeof(rl->err),
+			  "%s: token does not hold the lock", name);
+	return rc;
+}
+
 /*
  * A server whose connection dropped after the release was sent, and that
  * says "not ours" to the resend, most likely did the release the first

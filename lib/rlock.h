@@ -363,6 +363,14 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 		 int64_t ttl_ms, struct rlock_lease *lease);
 
 /*
+ * Whether token holds lock name (kind 'x' exclusive first, 'h' a shared,
+ * semaphore or pool holder only), on a quorum of the servers; writes
+ * nothing.  Returns RLOCK_OK, RLOCK_NOTOURS, or an error.
+ */
+int rlock_holds(struct rlock *rl, const char *name, const char *token,
+		int kind);
+
+/*
  * Renew lease to its ttl_ms, waiting for the server no longer than the
  * lease may last (its safety margin aside).  Returns as rlock_extend, or
  * RLOCK_LOST when the lease may have run out already.

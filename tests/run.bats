@@ -90,7 +90,7 @@ load test_helper
 		echo "stored=$(redis-cli -p "$R_PORT" GET "$RLOCK_KEY")"
 		echo "fence=$RLOCK_FENCE"
 		printf "%s\n" "$RLOCK_HELD" |
-			grep -qxF "$RLOCK_KEY	x	$PPID:$(cut -d" " -f22 /proc/$PPID/stat)" &&
+			grep -qxF "$RLOCK_KEY	x	$PPID:$(cut -d" " -f22 /proc/$PPID/stat)	$RLOCK_TOKEN" &&
 			echo held-ok'
 	assert_line "name=envx"
 	assert_line "key=$(key envx)"

@@ -6,7 +6,8 @@
 #include "lock_int.h"
 
 /* KEYS: lock, meta ('x'), or holders, hmeta ('h').  ARGV: token, ttl,
- * kind. */
+ * kind.  A ttl of 0 asks only whether token holds the lock ('' to the
+ * script, which then writes nothing). */
 void req_extend(struct request *q, const struct lock_names *n,
 		const char *token, int64_t ttl_ms, int kind)
 {
@@ -15,7 +16,7 @@ void req_extend(struct request *q, const struct lock_names *n,
 	q->argv[q->argc++] = kind == 'x' ? n->key : n->holders;
 	q->argv[q->argc++] = kind == 'x' ? n->meta : n->hmeta;
 	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
+	q->argv[q->argc++] = ttl_ms == 0 ? "" : req_num(q, 0, ttl_ms);
 	q->argv[q->argc++] = kind == 'x' ? "x" : "h";
 }
 

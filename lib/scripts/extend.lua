@@ -4,6 +4,15 @@
 -- renewal as long as both are on the same node (a request naming a key
 -- that is missing there is refused with TRYAGAIN until the move ends).
 -- A shared or semaphore holder whose lease ended is not brought back.
+-- ARGV[2] '': only say whether token holds it, writing nothing (a nested
+-- run's look at the hold of its ancestor).
+if ARGV[2] == '' then
+  if ARGV[3] == 'x' then return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0 end
+  local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
+  if not held then return 0 end
+  local t = redis.call('TIME')
+  return tonumber(held) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) and 1 or 0
+end
 if ARGV[3] == 'x' then
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
