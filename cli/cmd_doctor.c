@@ -155,7 +155,7 @@ static void print_table(const struct rlock_doctor *d, int colour)
 /* The worst finding as an exit status: what stops rlock first. */
 static int doctor_status(const struct rlock_doctor *d)
 {
-	int unavail = 0, noperm = 0, other = 0, warn = 0;
+	int unavail = 0, noperm = 0, usage = 0, other = 0, warn = 0;
 
 	for (size_t i = 0; i < d->n; i++) {
 		const struct rlock_check *k = &d->check[i];
@@ -168,9 +168,14 @@ static int doctor_status(const struct rlock_doctor *d)
 			unavail = 1;
 		else if (k->code == RLOCK_ENOPERM)
 			noperm = 1;
+		else if (k->code == RLOCK_EUSAGE)
+			usage = 1;
 		else
 			other = 1;
 	}
+	/* Two URLs of one server: run refuses them with the same status. */
+	if (usage)
+		return EX_USAGE;
 	if (unavail)
 		return EX_UNAVAILABLE;
 	if (noperm)

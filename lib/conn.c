@@ -117,6 +117,11 @@ int conn_is_up(const struct rlock_conn *c)
 	return c->up;
 }
 
+unsigned long conn_opens(const struct rlock_conn *c)
+{
+	return c->opens;
+}
+
 const char *conn_host(const struct rlock_conn *c)
 {
 	const char *sni = tls_ctx_sni(c->opts.tls);
@@ -453,6 +458,7 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 	if (c->opts.want_peer)
 		note_peer(c);
 	c->up = 1;
+	c->opens++;
 	return RLOCK_OK;
 }
 

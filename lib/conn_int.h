@@ -44,6 +44,8 @@ struct rlock_conn {
 	int has_password;
 	int fd;
 	int up;
+	unsigned long opens;		/* times it opened: a new one is a
+					 * server to identify again */
 	enum conn_refusal refusal;	/* why the last conn_open failed */
 	long long replies;		/* read since the connection opened */
 	redisReader *reader;

@@ -2243,6 +2243,39 @@ static void check_node(struct doc *x, struct rlock_node *n)
 	}
 }
 
+/*
+ * Several masters: every server identified as run and acquire identify
+ * them (identify_servers: run_id, else the identity key), so that one
+ * server reached by two URLs (127.0.0.1 and 127.0.0.2, a unix socket and
+ * a port, rediss and redis) fails here as it is refused there, and a
+ * server that cannot be identified, which would not vote, is said.
+ */
+static void check_distinct(struct doc *x)
+{
+	struct rlock *rl = x->rl;
+	int rc = identify_servers(rl);
+
+	if (rc == RLOCK_ESYS) {
+		x->oom = 1;
+		return;
+	}
+	if (rc != RLOCK_OK) {
+		add(x, "all", "distinct", RLOCK_CHECK_FAIL, RLOCK_EUSAGE,
+		    RLOCK_VALUE_NULL, NULL, "%s", rl->err);
+		return;
+	}
+	for (size_t i = 0; i < rl->nnode; i++) {
+		const struct rlock_node *n = &rl->node[i];
+
+		/* One that cannot be reached has its failure already. */
+		if (node_identified(n) || n->probe_rc == RLOCK_EUNAVAIL ||
+		    !conn_is_up(n->cmd))
+			continue;
+		add(x, conn_addr(n->cmd), "distinct", RLOCK_CHECK_FAIL,
+		    n->probe_rc, RLOCK_VALUE_NULL, NULL, "%s", n->probe_err);
+	}
+}
+
 int rlock_doctor_run(struct rlock *rl, const char *name,
 		     struct rlock_doctor *d)
 {
@@ -2265,13 +2298,8 @@ int rlock_doctor_run(struct rlock *rl, const char *name,
 	}
 	for (size_t i = 0; i < rl->nnode && !x.oom; i++)
 		check_node(&x, &rl->node[i]);
-	if (rl->nnode > 1 && !x.oom) {
-		char dup[sizeof(rl->err)];
-
-		if (rlock_distinct(rl, dup, sizeof(dup)) != RLOCK_OK)
-			add(&x, "all", "distinct", RLOCK_CHECK_FAIL,
-			    RLOCK_EUSAGE, RLOCK_VALUE_NULL, NULL, "%s", dup);
-	}
+	if (rl->nnode > 1 && !x.oom)
+		check_distinct(&x);
 	if (x.oom) {
 		rlock_doctor_free(d);
 		set_error(rl->err, sizeof(rl->err), "out of memory");

@@ -41,6 +41,7 @@ void fan_init(struct fan *f, const struct rlock *rl)
 	f->n = rl->nnode;
 	f->resent = 0;
 	f->extra_ms = 0;
+	f->probe = 0;
 	for (size_t i = 0; i < f->n; i++) {
 		f->slot[i].req = NULL;
 		f->slot[i].preset = 0;
@@ -241,7 +242,38 @@ static void time_out(struct rlock *rl, struct fan *f)
 	}
 }
 
-void fan_run(struct rlock *rl, struct fan *f)
+/* Whether n (of several masters) was identified on the connection it uses
+ * now (identify_servers). */
+int node_identified(const struct rlock_node *n)
+{
+	return n->id_conn != NULL && n->id_conn == n->cmd &&
+	       conn_is_up(n->cmd) && conn_opens(n->cmd) == n->id_opens;
+}
+
+/* After f's request: an answer that came on a connection opened since its
+ * server was identified (a reconnect in the middle) is no vote, for it
+ * may come from another server. */
+static void drop_unidentified(struct rlock *rl, struct fan *f)
+{
+	if (rl->nnode == 1 || f->probe)
+		return;
+	for (size_t i = 0; i < f->n; i++) {
+		struct rlock_result *res = &f->slot[i].res;
+		struct rlock_node *n = &rl->node[i];
+
+		if (f->slot[i].req == NULL || res->rc != RLOCK_OK ||
+		    node_identified(n))
+			continue;
+		freeReplyObject(res->r);
+		res->r = NULL;
+		res->rc = RLOCK_EUNAVAIL;
+		set_error(res->err, sizeof(res->err), "%s: connected again "
+			  "during the request, not yet identified: no vote",
+			  conn_addr(n->cmd));
+	}
+}
+
+static void fan_send_all(struct rlock *rl, struct fan *f)
 {
 	struct pollfd pfd[RLOCK_MAX_SERVERS];
 	size_t idx[RLOCK_MAX_SERVERS], i, np, left;
@@ -354,6 +386,12 @@ void fan_run(struct rlock *rl, struct fan *f)
 			explain_wrongtype(rl->node[i].cmd, s->req, rl->prefix,
 					  deadline, &s->res);
 	}
+}
+
+void fan_run(struct rlock *rl, struct fan *f)
+{
+	fan_send_all(rl, f);
+	drop_unidentified(rl, f);
 }
 
 void fan_done(struct fan *f)

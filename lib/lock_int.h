@@ -458,9 +458,14 @@ struct rlock_node {
 					 * by the caller */
 	struct sentinels *sent;		/* Sentinel only */
 	struct rlock_conn_opts mopts;	/* Sentinel: the master's, with HELLO */
-	char run_id[41];		/* several masters: INFO's, "" unknown */
-	int probe_rc;			/* and how that INFO went, until the
-					 * request after it (skip_unanswered) */
+	/* Several masters: who the server is (identify_servers), told on
+	 * id_conn when it had opened id_opens times; a server not told so
+	 * on the connection in use has no vote (probe_err says why). */
+	char run_id[41];		/* INFO's, "" unknown */
+	char kid[RLOCK_TOKEN_LEN + 1];	/* the identity key's, "" unknown */
+	const struct rlock_conn *id_conn;
+	unsigned long id_opens;
+	int probe_rc;
 	char probe_err[768];
 	char err[600];
 };
@@ -580,7 +585,6 @@ struct rlock {
 	struct rlock_node *node;	/* nnode of them */
 	size_t nnode;
 	size_t quorum;
-	int distinct_known;		/* several masters: told apart once */
 	struct rlock_conn_opts copts;
 	int64_t hard_deadline;		/* monotonic ms bounding all I/O; 0 none */
 	char password[512];
@@ -766,6 +770,8 @@ struct fan {
 	size_t n;
 	size_t resent;			/* requests sent again after a drop */
 	int64_t extra_ms;		/* beyond the I/O timeout (WAIT) */
+	int probe;			/* identify_servers' own: answers of
+					 * servers not yet identified count */
 };
 
 /* A fan-out of nothing yet over rl's servers; fan_all or slot[i].req say
@@ -807,13 +813,16 @@ void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
  * still of use: the TTL less the clock drift allowance must remain. */
 int lease_valid(int64_t ttl_ms, int64_t elapsed_ms);
 
-/* Before the first request of several masters (once per handle): ask
- * each who it is (INFO server) and refuse two URLs of one server
+/* Before each request of several masters: identify every server that was
+ * not identified on the connection it uses now (a first request, or a
+ * connection opened again since), and refuse two URLs of one server
  * (rlock_distinct).  Returns RLOCK_OK, RLOCK_EUSAGE or RLOCK_ESYS.  Then
- * skip_unanswered leaves out of the fan-out f, with the probe's error,
- * the servers that did not answer it: not waited for twice. */
-int first_distinct(struct rlock *rl);
+ * skip_unanswered leaves out of the fan-out f, with why, the servers that
+ * are not identified: they have no vote; and fan_run takes the vote from
+ * an answer that came on a connection opened during the request. */
+int identify_servers(struct rlock *rl);
 void skip_unanswered(struct rlock *rl, struct fan *f);
+int node_identified(const struct rlock_node *n);
 
 /* Whether rl's servers, once their connections are open, are as many
  * as its URLs: RLOCK_OK, or RLOCK_EUSAGE with the two URLs that reach one

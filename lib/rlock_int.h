@@ -86,6 +86,9 @@ void read_run_id(const char *info, size_t len, char id[41]);
 const struct rlock_url *conn_url(const struct rlock_conn *c);
 int conn_fd(const struct rlock_conn *c);
 int conn_is_up(const struct rlock_conn *c);
+/* How many times c opened: another count is another connection, which
+ * may reach another server. */
+unsigned long conn_opens(const struct rlock_conn *c);
 void conn_close(struct rlock_conn *c);
 
 /* Connect, authenticate and select the db, all before deadline (monotonic

@@ -122,7 +122,7 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	rl->holders = NULL;
 	rl->nholders = 0;
 	rl->has_last = 0;
-	if ((rc = first_distinct(rl)) != RLOCK_OK)
+	if ((rc = identify_servers(rl)) != RLOCK_OK)
 		return rc;
 	req_status(&q, &n.v);
 	fan_init(&f, rl);
@@ -1189,7 +1189,7 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 
 	/* One server given twice would count each event as recorded by
 	 * both. */
-	if ((rc = first_distinct(rl)) != RLOCK_OK)
+	if ((rc = identify_servers(rl)) != RLOCK_OK)
 		return rc;
 	snprintf(count, sizeof(count), "%zu", max);
 	snprintf(since, sizeof(since), "%lld", since_ms);
@@ -1489,7 +1489,7 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 	rc = make_names(rl, name, &nm);
 	if (rc != RLOCK_OK)
 		return rc;
-	if ((rc = first_distinct(rl)) != RLOCK_OK)
+	if ((rc = identify_servers(rl)) != RLOCK_OK)
 		return rc;
 	if ((rc = read_runs(rl, &nm, last, &rec_run, ok, &rec_ok)) != RLOCK_OK)
 		return rc;

@@ -21,7 +21,16 @@ setup_file() {
 	rcli R ACL SETUSER nochan on '>pw' '~*' resetchannels '+@all' >/dev/null
 	rcli R ACL SETUSER noinfo on '>pw' '~*' '&*' '+@all' '-info' >/dev/null
 	rcli R ACL SETUSER nokeys on '>pw' '~other:*' '&*' '+@all' >/dev/null
+	# One server by three URLs: 127.0.0.1, 127.0.0.2 and a unix socket.
+	export AL_SOCK="/tmp/rlt-al.$$.sock"
+	start_redis AL --bind 127.0.0.1 127.0.0.2 --unixsocket "$AL_SOCK" --unixsocketperm 700
+	rcli AL ACL SETUSER noinfo on '>pw' '~*' '&*' '+@all' '-info' >/dev/null
 	export T_DEFAULT_URL=$R_URL
+}
+
+teardown_file() {
+	rl_teardown_file
+	rm -f "$AL_SOCK"
 }
 
 # level JSON CHECK [SERVER]: the level of the first check named CHECK.
@@ -158,6 +167,26 @@ keyspace() {
 	[ "$(level "$json" persistence "127.0.0.1:$R_PORT")" = warn ]
 	[ "$(level "$json" persistence "127.0.0.1:$DUR_PORT")" = ok ]
 	[ "$(level "$json" eviction "127.0.0.1:$LRU_PORT")" = warn ]
+}
+
+@test "doctor: one server by two URLs (127.0.0.2, a unix socket, a user without INFO) is a failure naming both, 64 as run's refusal" {
+	local a2="redis://127.0.0.2:$AL_PORT" sock="unix://$AL_SOCK"
+	run -64 --separate-stderr "$RLOCK" -u "$AL_URL" -u "$R_URL" -u "$a2" doctor
+	assert_line --regexp "^  fail  distinct +$AL_URL and $a2 reach$"
+	assert_line --partial "1 failure"
+	run -64 --separate-stderr "$RLOCK" -u "$sock" -u "$R_URL" -u "$AL_URL" --json doctor
+	json_check "$output" \
+		'[(c["server"], c["level"]) for c in d if c["check"] == "distinct"] == [("all", "fail")]' \
+		'[c["message"] for c in d if c["check"] == "distinct"] == [a[0] + " and " + a[1] + " reach one server (run_id " + a[2] + "): a quorum needs independent masters"]' \
+		-- "$sock" "$AL_URL" "$(rcli AL INFO server | sed -n 's/^run_id:\(.\{12\}\).*/\1/p')"
+	# Without INFO, the identity key tells.
+	run -64 --separate-stderr "$RLOCK" -u "$AL_URL" -u "$R_URL" -u "redis://noinfo:pw@127.0.0.2:$AL_PORT" --json doctor
+	json_check "$output" \
+		'[c["message"] for c in d if c["check"] == "distinct"] == [a[0] + " reach one server (both read the identity key " + a[1] + "id): a quorum needs independent masters"]' \
+		-- "$AL_URL and redis://127.0.0.2:$AL_PORT" "$RLOCK_PREFIX"
+	# Three servers: no such failure (the worst finding is a warning).
+	run -1 --separate-stderr "$RLOCK" -u "$AL_URL" -u "$R_URL" -u "$DUR_URL" --json doctor
+	json_check "$output" '[c for c in d if c["check"] == "distinct"] == []'
 }
 
 @test "doctor: --json is a list of {check, server, level, message, value}, the version's with its product" {

@@ -31,6 +31,11 @@ setup_file() {
 		--tls-cert-file "$CERTS/soon.crt" --tls-key-file "$CERTS/soon.key"
 	start_redis_tls L --appendonly yes --appendfsync always \
 		--tls-cert-file "$CERTS/long.crt" --tls-key-file "$CERTS/long.key"
+	# One server by rediss:// and by redis:// on its plain port; and two
+	# others, for a quorum.
+	start_redis_tls_plain TP
+	start_redis O1
+	start_redis O2
 }
 
 # check JSON NAME FIELD: FIELD of the first check named NAME.
@@ -67,4 +72,14 @@ for c in json.loads(sys.argv[1]):
 	json=$output
 	[ "$(check "$json" tls level)" = warn ]
 	[[ $(check "$json" tls message) == *"certificate and name NOT verified (--insecure)"* ]]
+}
+
+@test "doctor: one server by rediss:// and by redis:// on its plain port is a failure naming both, 64; run refuses the same URLs with 64" {
+	run -64 --separate-stderr "$RLOCK" --cacert "$CERTS/ca.crt" -u "$TP_URL" -u "$O1_URL" -u "$TP_PLAIN_URL" doctor
+	assert_line --regexp "^  fail  distinct +$TP_URL and $TP_PLAIN_URL reach"
+	run -64 --separate-stderr "$RLOCK" --cacert "$CERTS/ca.crt" -u "$TP_URL" -u "$O1_URL" -u "$TP_PLAIN_URL" run dup -- touch ran
+	assert_stderr --regexp "^rlock: run: $TP_URL and $TP_PLAIN_URL reach one server \(run_id [0-9a-f]{12}\): a quorum needs independent masters$"
+	[[ ! -e ran ]]
+	run -1 --separate-stderr "$RLOCK" --cacert "$CERTS/ca.crt" -u "$TP_URL" -u "$O1_URL" -u "$O2_URL" --json doctor
+	json_check "$output" '[c for c in d if c["check"] == "distinct"] == []'
 }

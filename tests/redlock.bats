@@ -20,8 +20,9 @@ MASTERS=(M1 M2 M3 M4 M5)
 
 setup_file() {
 	local m
+	# Each answers on 127.0.0.2 too: another URL of the same server.
 	for m in "${MASTERS[@]}"; do
-		start_redis "$m"
+		start_redis "$m" --bind 127.0.0.1 127.0.0.2
 	done
 	# Tests SIGKILL masters.
 	disown_servers "${MASTERS[@]}"
@@ -1151,6 +1152,72 @@ holder_of() {
 	assert_stderr_line --index 0 "rlock: run: $M1_URL and $M1_URL are the same server: a quorum needs independent masters"
 	[[ ! -e ran ]]
 	gone_on twice M1 M2
+}
+
+# noinfo M: a user of master M that may do all rlock needs but INFO (the
+# least-privilege rule without +info).
+noinfo() {
+	rcli "$1" ACL SETUSER noinfo on '>pw' resetkeys '~*' '&*' +@all -info >/dev/null
+	echo "redis://noinfo:pw@127.0.0.2:$(port_of "$1")"
+}
+
+port_of() {
+	local v="${1}_PORT"
+	echo "${!v}"
+}
+
+@test "one server by two URLs is refused though its user may not run INFO: the identity key tells, 64 before any grant" {
+	local alias
+	alias=$(noinfo M1)
+	run -64 --separate-stderr "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$alias" run dupk -- touch ran
+	assert_stderr_line --index 0 "rlock: run: $M1_URL and redis://127.0.0.2:$M1_PORT reach one server (both read the identity key ${RLOCK_PREFIX}id): a quorum needs independent masters"
+	[[ ! -e ran ]]
+	gone_on dupk M1 M2
+	# The key is the identity's alone, and expires.
+	local p
+	p=$(rcli M1 PTTL "${RLOCK_PREFIX}id")
+	((p > 0)) || fail "pttl $p"
+}
+
+@test "a lock held on a quorum is not taken by three URLs that reach two servers, one of them without INFO" {
+	local t alias
+	t=$("$RLOCK" "${U3[@]}" acquire -t 30s two)
+	# Its holder's token on M1 and M2 only: M3 is free for the taking.
+	rcli M3 DEL "$(key two)" "$(key two):meta" >/dev/null
+	held_on two "$t" M1 M2
+	alias=$(noinfo M3)
+	run -64 --separate-stderr "$RLOCK" -u "$M3_URL" -u "$alias" -u "$M1_URL" run -n two -- touch ran
+	assert_stderr_line --index 0 "rlock: run: $M3_URL and redis://127.0.0.2:$M3_PORT reach one server (both read the identity key ${RLOCK_PREFIX}id): a quorum needs independent masters"
+	[[ ! -e ran ]]
+	held_on two "$t" M1 M2
+	gone_on two M3
+}
+
+@test "three servers, none of whose users may run INFO, are told apart by the identity key and make a quorum" {
+	run -0 --separate-stderr "$RLOCK" -u "$(noinfo M1)" -u "$(noinfo M2)" -u "$(noinfo M3)" run nk -- sh -c 'echo ran'
+	assert_output ran
+	local a b c
+	a=$(rcli M1 GET "${RLOCK_PREFIX}id") b=$(rcli M2 GET "${RLOCK_PREFIX}id") c=$(rcli M3 GET "${RLOCK_PREFIX}id")
+	assert_regex "$a" '^[0-9a-f]{32}$'
+	[[ $a != "$b" && $b != "$c" && $a != "$c" ]] || fail "identities $a $b $c"
+}
+
+@test "a server whose identity key holds another type cannot be identified and does not vote: the other two decide" {
+	rcli M3 HSET "${RLOCK_PREFIX}id" junk 1 >/dev/null
+	local u3
+	u3=$(noinfo M3)
+	# Held by another on M1 and M2: M3, which cannot be identified, does
+	# not make our grant a quorum with the others busy.
+	local t
+	t=$("$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$M4_URL" acquire -t 30s unid)
+	run -75 --separate-stderr "$RLOCK" -u "$(noinfo M1)" -u "$(noinfo M2)" -u "$u3" run -n unid -- touch ran
+	[[ ! -e ran ]]
+	gone_on unid M3
+	# Free on M1 and M2: they are a quorum, M3 aside.
+	run -0 "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$M4_URL" release unid "$t"
+	run -0 --separate-stderr "$RLOCK" -u "$(noinfo M1)" -u "$(noinfo M2)" -u "$u3" run -n unid -- sh -c 'redis-cli -p "$1" EXISTS "$RLOCK_KEY"' - "$M3_PORT"
+	assert_output 0
+	[[ $(rcli M3 TYPE "${RLOCK_PREFIX}id") == hash ]]
 }
 
 @test "a majority that grants too late says so, not who holds it" {
