@@ -313,7 +313,7 @@ FUZZ_SRC = $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_DIR)/%)
 # The CLI's own parsers of files, and its writers of outside text, that the
 # targets call.
-FUZZ_CLI_SRC = cli/leasefile.c cli/text.c
+FUZZ_CLI_SRC = cli/leasefile.c cli/text.c cli/held.c
 FUZZ_OBJ = $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o) $(FUZZ_CLI_SRC:%.c=$(FUZZ_DIR)/%.o)
 FUZZ_OPTS = -max_len=8192 -print_final_stats=1
 

@@ -299,6 +299,26 @@ void renewer_lease(const struct renewer *rn, struct rlock_lease *lease);
  * renewer_open made. */
 void renewer_stop(struct renewer *rn);
 
+/* ---- RLOCK_HELD, the locks a process tree holds (held.c) ---------------- */
+
+/* One entry of RLOCK_HELD, decoded. */
+struct held_entry {
+	const char *key;		/* in the variable, not terminated */
+	size_t keylen;
+	char kind[24];			/* "x", "s", a limit, "pK" */
+	long long pid, start;		/* the holder, and its start time */
+	char token[RLOCK_TOKEN_LEN + 1];
+};
+
+/*
+ * The next entry of the newline-separated list at *p (advanced past it):
+ * "KEY\tKIND\tPID:START\tTOKEN", four fields, a key shorter than
+ * RLOCK_KEY_MAX, a kind shorter than 24 bytes, PID 2..INT_MAX, START a
+ * number, TOKEN 32 lower-case hexadecimal digits; a line that does not
+ * read so is skipped.  Returns 1 with h filled, 0 when none is left.
+ */
+int held_next(const char **p, struct held_entry *h);
+
 /* ---- what acquire --renew's renewer and release leave (leasefile.c) ---- */
 
 /* Write text to the file WHAT of token ("renewing", "lost") in the user's

@@ -296,8 +296,8 @@ static void set_child_env(struct run *r, struct rlock *rl,
 }
 
 /*
- * Whether "PID:START" names a live ancestor of ours: the process that
- * took the hold, still running the command we descend from.  A daemon
+ * Whether pid, started at start, is a live ancestor of ours: the process
+ * that took the hold, still running the command we descend from.  A daemon
  * that outlived it, or any process that merely inherited the variable
  * (a CI step exporting its environment to the next), gets no hold.
  * *group gets the process group of the holder's command (that of the
@@ -305,19 +305,12 @@ static void set_child_env(struct run *r, struct rlock *rl,
  * starts its command there, so that the holder's stop on a loss, which
  * signals that group, reaches it too.
  */
-static int live_ancestor(const char *who, size_t n, pid_t *group)
+static int live_ancestor(long long pid, long long start, pid_t *group)
 {
 	static const int fields[] = { 4, 5, 22 };
-	const char *colon = memchr(who, ':', n);
-	long long pid, start;
 	unsigned long long v[3];
 	pid_t p = getppid(), below = getpgrp();
 
-	if (colon == NULL ||
-	    rlock_parse_ll(who, (size_t)(colon - who), 2, INT_MAX, &pid) != 0 ||
-	    rlock_parse_ll(colon + 1, n - (size_t)(colon - who) - 1, 0,
-			   LLONG_MAX, &start) != 0)
-		return 0;
 	/* Up the chain of parents, at most 64 of them, to init. */
 	for (int depth = 0; depth < 64 && p > 1; depth++) {
 		if (cli_proc_stat(p, fields, 3, v) != 0)
@@ -332,40 +325,19 @@ static int live_ancestor(const char *who, size_t n, pid_t *group)
 	return 0;
 }
 
-/*
- * The next entry of the newline-separated list at *p (advanced past it)
- * for key, held by a live ancestor: "KEY\tKIND\tPID:START\tTOKEN", one
- * per lock held.  An entry that does not read so is not one.  Returns 1
- * with h filled, 0 when there is none left.
- */
+/* The next entry of RLOCK_HELD at *p (held_next) for key, held by a live
+ * ancestor.  Returns 1 with h filled, 0 when there is none left. */
 static int next_hold(const char **p, const char *key, struct hold *h)
 {
+	struct held_entry e;
 	size_t klen = strlen(key);
 
-	while (*p != NULL && **p != '\0') {
-		const char *e = *p, *nl = strchr(e, '\n');
-		size_t len = nl != NULL ? (size_t)(nl - e) : strlen(e);
-		const char *f[4], *end = e + len;
-		size_t nf = 0;
-
-		*p = nl != NULL ? nl + 1 : NULL;
-		for (const char *q = e; nf < 4 && q <= end; nf++) {
-			const char *t = memchr(q, '\t', (size_t)(end - q));
-
-			f[nf] = q;
-			q = t != NULL ? t + 1 : end + 1;
-		}
-		if (nf != 4 || memchr(f[3], '\t', (size_t)(end - f[3])) ||
-		    (size_t)(f[1] - f[0] - 1) != klen ||
-		    memcmp(f[0], key, klen) != 0 || f[2] - f[1] - 1 < 1 ||
-		    f[2] - f[1] - 1 >= (long)sizeof(h->kind) ||
-		    end - f[3] != RLOCK_TOKEN_LEN ||
-		    !live_ancestor(f[2], (size_t)(f[3] - f[2] - 1), &h->group))
+	while (held_next(p, &e)) {
+		if (e.keylen != klen || memcmp(e.key, key, klen) != 0 ||
+		    !live_ancestor(e.pid, e.start, &h->group))
 			continue;
-		snprintf(h->kind, sizeof(h->kind), "%.*s",
-			 (int)(f[2] - f[1] - 1), f[1]);
-		memcpy(h->token, f[3], RLOCK_TOKEN_LEN);
-		h->token[RLOCK_TOKEN_LEN] = '\0';
+		memcpy(h->kind, e.kind, sizeof(h->kind));
+		memcpy(h->token, e.token, sizeof(h->token));
 		return 1;
 	}
 	return 0;
