@@ -1220,6 +1220,21 @@ port_of() {
 	[[ $(rcli M3 TYPE "${RLOCK_PREFIX}id") == hash ]]
 }
 
+@test "three masters: a nested run with the same URLs is re-entrant; with masters where another holds the name, it is taken as usual (75)" {
+	local t
+	t=$("$RLOCK" -u "$M4_URL" -u "$M5_URL" -u "$M1_URL" acquire -t 30s nest)
+	# The outer run's masters M1..M3: M1 is held by the other client's
+	# token, so the outer takes M2 and M3, a quorum.
+	run -0 --separate-stderr "$RLOCK" "${U3[@]}" run nest -- sh -c '
+		"$RLOCK" -u "$1" -u "$2" -u "$3" run -n nest -- true; echo "same=$?"
+		"$RLOCK" -u "$4" -u "$5" -u "$1" run -n nest -- touch ran; echo "other=$?"' \
+		- "$M1_URL" "$M2_URL" "$M3_URL" "$M4_URL" "$M5_URL"
+	assert_line same=0
+	assert_line other=75
+	[[ ! -e ran ]]
+	held_on nest "$t" M4 M5 M1
+}
+
 @test "a majority that grants too late says so, not who holds it" {
 	start_proxy P1 "$M1_PORT"
 	start_proxy P2 "$M2_PORT"
