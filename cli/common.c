@@ -790,6 +790,10 @@ void cli_history_warn(const struct cli *g, const struct rlock *rl)
 	if (why != NULL && (g->verbose > 0 ||
 			    (g->verbose == 0 && rlock_history_junk(rl))))
 		cli_warn(g, "warning: %s", why);
+	/* A master that answered but could not be identified had no vote:
+	 * the lock stands on the others, and the user should know. */
+	if ((why = rlock_unidentified(rl)) != NULL && g->verbose >= 0)
+		cli_warn(g, "warning: %s", why);
 }
 
 const char *cli_one_name(const struct cli *g, int argc, char **argv)

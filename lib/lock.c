@@ -721,9 +721,17 @@ static void got_kid(struct rlock_node *n, const struct rlock_result *res)
 	const redisReply *r = res->r;
 	char ub[1200];
 
-	if (res->rc != RLOCK_OK) {
+	if (res->rc == RLOCK_EUNAVAIL) {
 		n->probe_rc = res->rc;
 		memcpy(n->probe_err, res->err, sizeof(n->probe_err));
+		return;
+	}
+	if (res->rc != RLOCK_OK) {
+		n->probe_rc = res->rc;
+		set_error(n->probe_err, sizeof(n->probe_err), "%s: cannot tell "
+			  "which server this is, so it does not vote (no run_id, "
+			  "and the identity key: %s)",
+			  url_text(&n->url, ub, sizeof(ub)), res->err);
 		return;
 	}
 	if (r->type == REDIS_REPLY_STRING && r->len == RLOCK_TOKEN_LEN &&
@@ -732,8 +740,9 @@ static void got_kid(struct rlock_node *n, const struct rlock_result *res)
 		return;
 	}
 	n->probe_rc = RLOCK_EPROTO;
-	set_error(n->probe_err, sizeof(n->probe_err), "%s: unexpected answer "
-		  "to the identity script", url_text(&n->url, ub, sizeof(ub)));
+	set_error(n->probe_err, sizeof(n->probe_err), "%s: cannot tell which "
+		  "server this is, so it does not vote (an unexpected answer to "
+		  "the identity script)", url_text(&n->url, ub, sizeof(ub)));
 }
 
 int identify_servers(struct rlock *rl)
@@ -780,10 +789,10 @@ int identify_servers(struct rlock *rl)
 			n->id_conn = n->cmd;
 			n->id_opens = conn_opens(n->cmd);
 		} else if (n->probe_rc == RLOCK_OK) {
-			n->probe_rc = RLOCK_EUNAVAIL;
+			n->probe_rc = RLOCK_EPROTO;
 			set_error(n->probe_err, sizeof(n->probe_err), "%s: "
-				  "cannot tell which server this is (no "
-				  "run_id in INFO server): it does not vote",
+				  "cannot tell which server this is, so it does "
+				  "not vote (no run_id in INFO server)",
 				  url_text(&n->url, ub, sizeof(ub)));
 		}
 	}
@@ -815,6 +824,18 @@ void skip_unanswered(struct rlock *rl, struct fan *f)
 				  "identified: it does not vote",
 				  url_text(&n->url, ub, sizeof(ub)));
 	}
+}
+
+const char *rlock_unidentified(const struct rlock *rl)
+{
+	for (size_t i = 0; i < rl->nnode && rl->nnode > 1; i++) {
+		const struct rlock_node *n = &rl->node[i];
+
+		if (!node_identified(n) && n->probe_rc != RLOCK_EUNAVAIL &&
+		    n->probe_rc != RLOCK_OK)
+			return n->probe_err;
+	}
+	return NULL;
 }
 
 int rlock_distinct(struct rlock *rl, char *err, size_t len)

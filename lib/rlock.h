@@ -362,6 +362,10 @@ int rlock_acquire(struct rlock *rl, const char *name,
 int rlock_extend(struct rlock *rl, const char *name, const char *token,
 		 int64_t ttl_ms, struct rlock_lease *lease);
 
+/* Several masters: why the first server that answered could not be
+ * identified, and so had no vote in the last request, or NULL. */
+const char *rlock_unidentified(const struct rlock *rl);
+
 /*
  * Whether token holds lock name (kind 'x' exclusive first, 'h' a shared,
  * semaphore or pool holder only), on a quorum of the servers; writes

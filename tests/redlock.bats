@@ -1217,6 +1217,7 @@ port_of() {
 	run -0 "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$M4_URL" release unid "$t"
 	run -0 --separate-stderr "$RLOCK" -u "$(noinfo M1)" -u "$(noinfo M2)" -u "$u3" run -n unid -- sh -c 'redis-cli -p "$1" EXISTS "$RLOCK_KEY"' - "$M3_PORT"
 	assert_output 0
+	assert_stderr "rlock: run: warning: redis://127.0.0.2:$M3_PORT: cannot tell which server this is, so it does not vote (no run_id, and the identity key: EVAL: key holds the wrong kind of value (WRONGTYPE))"
 	[[ $(rcli M3 TYPE "${RLOCK_PREFIX}id") == hash ]]
 }
 
