@@ -89,6 +89,24 @@ int rlock_with(struct rlock *rl, const char *const *names, size_t n)
 	return RLOCK_OK;
 }
 
+int rlock_with_adopt(struct rlock *rl, const struct rlock_with *w)
+{
+	const char *names[RLOCK_WITH_MAX];
+	int rc;
+
+	if (w->n < 1 || w->n > RLOCK_WITH_MAX) {
+		set_error(rl->err, sizeof(rl->err), "--with: a record of %zu "
+			  "locks", w->n);
+		return RLOCK_EPROTO;
+	}
+	for (size_t i = 0; i < w->n; i++)
+		names[i] = w->name[i];
+	rc = rlock_with(rl, names, w->n);
+	if (rc == RLOCK_OK)
+		memcpy(rl->with->fence, w->fence, w->n * sizeof(w->fence[0]));
+	return rc;
+}
+
 long long rlock_with_fence(const struct rlock *rl, size_t i)
 {
 	return rl->with != NULL && i < rl->with->n ? rl->with->fence[i] : 0;

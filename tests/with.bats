@@ -287,3 +287,44 @@ print(len(l), l[-1] == g[-1] if l and g else "")')
 	run -0 "$RLOCK" run za2 --with zb2 -- true
 	run -0 "$RLOCK" last --max-age 1m za2 zb2
 }
+
+# lost_fences NAME: "N F" for lock NAME's history: how many losses it
+# records, and the fence of the last.
+lost_fences() {
+	"$RLOCK" log --json "$1" | python3 -c 'import json,sys
+l=[x.get("fence") for x in map(json.loads, sys.stdin) if x["event"]=="lost"]
+print(len(l), l[-1] if l else "")'
+}
+
+# renewed_set_lost DEL...: a set na nb nc taken by acquire --renew --json
+# (-t 1500ms: a renewal every 500ms), the keys of DEL deleted behind its
+# back; once the renewer saw it, each lock's history holds one loss, with
+# that lock's fence.
+renewed_set_lost() {
+	local spid n i fences
+	bg_start follow sleep 60
+	spid=$BG_PID
+	run -0 --separate-stderr "$RLOCK" acquire --renew --pid "$spid" \
+		-t 1500ms --json na --with nb --with nc
+	fences=$(python3 -c 'import json,sys
+print(" ".join(str(l["fence"]) for l in json.loads(sys.argv[1])["locks"]))' "$output")
+	for n in "$@"; do
+		rcli R DEL "$(key "$n")" >/dev/null
+	done
+	# The renewer records the loss lock by lock: the last is nc's.
+	wait_until 10 eval '[[ $(lost_fences nc) == 1\ * ]]'
+	i=0
+	for n in na nb nc; do
+		i=$((i + 1))
+		assert_equal "$(lost_fences "$n")" "1 $(cut -d ' ' -f "$i" <<<"$fences")"
+	done
+	kill "$spid"
+}
+
+@test "with: a set's loss in every history: acquire --with --renew's renewer records it in each lock's log, with its fence (one lock deleted)" {
+	renewed_set_lost nb
+}
+
+@test "with: a set's loss in every history: acquire --with --renew's renewer records it in each lock's log, with its fence (every lock deleted)" {
+	renewed_set_lost na nb nc
+}
