@@ -1655,7 +1655,7 @@ static void acq_end(struct rlock *rl, const char *name, struct acq *q,
 /* After a grant: whether a sentinel announced, while the request was out,
  * that a master of rl moved (node_watch; its connections are closed then,
  * and it is marked failing over). */
-static int switched_meanwhile(struct rlock *rl)
+int switched_meanwhile(struct rlock *rl)
 {
 	struct pollfd p[RLOCK_MAX_SERVERS];
 	int ready = 0;

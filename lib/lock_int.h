@@ -560,6 +560,9 @@ void node_drop(struct rlock_node *n);
  * asks the sentinels again. */
 int confirmed(struct rlock *rl);
 void drop_replaced(struct rlock *rl);
+/* After a grant: whether a sentinel announced on the watch (node_watch),
+ * while the request was out, that a master of rl moved. */
+int switched_meanwhile(struct rlock *rl);
 
 /*
  * The masters of n: for a cluster every master serving slots (CLUSTER

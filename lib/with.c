@@ -400,11 +400,13 @@ int with_acquire(struct rlock *rl, const char *name,
 			break;
 		}
 		freeReplyObject(r);
-		if (wr.granted && rlock_boot_ms() - t0 >= CONFIRM_MS &&
-		    !confirmed(rl)) {
+		if (wr.granted && (switched_meanwhile(rl) ||
+				   (rlock_boot_ms() - t0 >= CONFIRM_MS &&
+				    !confirmed(rl)))) {
 			/* Granted by a master the sentinels replaced while
-			 * the request was out (lock.c): given back there,
-			 * and the set asked for again of the new one. */
+			 * the request was out, as they said on the watch or
+			 * when asked after a slow grant (lock.c): given back
+			 * there, and the set asked for again of the new one. */
 			struct request u;
 
 			req_with_release(&u, w, token, &rl->hist, NULL);
@@ -462,8 +464,10 @@ int with_acquire(struct rlock *rl, const char *name,
 			subscribed = 0; /* dropped: listen again */
 		if (!subscribed) {
 			/* Listen first, then take the places: a release in
-			 * between is not missed. */
-			if (rlock_make_token(id) != 0) {
+			 * between is not missed.  The id is kept while the
+			 * wait lasts: the places a failover carried to the new
+			 * master are still the set's. */
+			if (id[0] == '\0' && rlock_make_token(id) != 0) {
 				set_error(rl->err, sizeof(rl->err), "cannot "
 					  "make a waiter id: %s",
 					  strerror(errno));
@@ -475,6 +479,13 @@ int with_acquire(struct rlock *rl, const char *name,
 			subscribed = subscribe_all(rl, id, now +
 						   rl->copts.io_timeout_ms,
 						   o->cancel_fd);
+			/* And hear the sentinels' +switch-master, as a
+			 * single waiter does: a failover moves the set to
+			 * the new master's lines at once, though the old
+			 * one still answers as a master. */
+			if (subscribed)
+				node_watch(&rl->node[0], rlock_mono_ms() +
+					   rl->copts.connect_timeout_ms);
 			if (subscribed)
 				continue;
 		}
@@ -500,6 +511,7 @@ int with_acquire(struct rlock *rl, const char *name,
 		leave_all(rl, token, id);
 	if (rl->node[0].sub != NULL)
 		unsubscribe(rl);
+	node_watch_close(&rl->node[0]);
 	if (rc == RLOCK_BUSY && !holder->held)
 		set_error(rl->err, sizeof(rl->err), "%s: not all free, or "
 			  "others in line come first",
