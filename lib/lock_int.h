@@ -275,7 +275,7 @@ void req_release(struct request *q, const struct lock_names *n,
 void req_with_acquire(struct request *q, const struct with_set *w,
 		      const char *token, int64_t ttl_ms,
 		      const struct acquirer *who, const char *waiter, int join,
-		      int details, const struct history *h);
+		      int details, const struct history *h, int64_t baton_ms);
 void req_with_extend(struct request *q, const struct with_set *w,
 		     const char *token, int64_t ttl_ms);
 void req_with_release(struct request *q, const struct with_set *w,

@@ -314,6 +314,24 @@ static void with_skipped(struct rlock *rl, const char *token,
 	memcpy(rl->err, why, sizeof(why));
 }
 
+/* A waiting run's baton (o->baton): the release that frees the set's
+ * locks grants it the set, with a first lease this long, and wakes it
+ * (lib/scripts/baton.lua); the set confirms the grant with its next
+ * request, which finds the set its own, before its command starts.  Not
+ * on a Cluster, where a single lock's release may not name the other
+ * locks' keys, nor with a prefix whose newline would break the record
+ * the script keeps (0: woken, the set asks itself). */
+static int64_t baton_ms(const struct rlock *rl,
+			const struct rlock_acquire_opts *o)
+{
+	int64_t b = LINE_LEASE_MS + rlock_safety_margin_ms(o->ttl_ms);
+
+	if (!o->baton || node_is_cluster(&rl->node[0]) ||
+	    strchr(rl->prefix, '\n') != NULL)
+		return 0;
+	return b < o->ttl_ms ? b : o->ttl_ms;
+}
+
 int with_acquire(struct rlock *rl, const char *name,
 		 const struct rlock_acquire_opts *o, struct rlock_lease *lease,
 		 struct rlock_holder *holder)
@@ -364,7 +382,7 @@ int with_acquire(struct rlock *rl, const char *name,
 		req_with_acquire(&q, w, token, o->ttl_ms, &who,
 				 subscribed ? id : "", subscribed,
 				 attempts == 1 || o->wait_cb != NULL,
-				 &rl->hist);
+				 &rl->hist, baton_ms(rl, o));
 		t0 = rlock_boot_ms();
 		rc = with_call(rl, &q, &r);
 		now = rlock_mono_ms();

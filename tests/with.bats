@@ -328,3 +328,126 @@ print(" ".join(str(l["fence"]) for l in json.loads(sys.argv[1])["locks"]))' "$ou
 @test "with: a set's loss in every history: acquire --with --renew's renewer records it in each lock's log, with its fence (every lock deleted)" {
 	renewed_set_lost na nb nc
 }
+
+# ---- the baton: a release grants the next in line ---------------------------
+
+# set_waits NAME...: a run of the set NAME... (-t 30s) waits in line; its
+# command writes its token and fences to set.got.  Sets SET_PID and
+# SET_MEMBER, its place ("x:ID"), once the release would find in every line
+# what it needs to grant it the set.
+set_waits() {
+	local n first=$1
+	local -a args=("$1")
+	for n in "${@:2}"; do args+=(--with "$n"); done
+	bg_start set "$RLOCK" run -t 30s -w 60s "${args[@]}" -- \
+		sh -c 'echo "$RLOCK_TOKEN $RLOCK_FENCE_0 $RLOCK_FENCE_1" >set.got'
+	SET_PID=$BG_PID
+	wait_until 10 eval '[[ $(line_members "$first") == *x:* ]]'
+	SET_MEMBER=$(line_members "$first" | tail -n 1)
+	for n in "$@"; do
+		wait_until 5 eval '[[ $(rcli R HEXISTS "$(key "$n"):line:who" "&$SET_MEMBER") == 1 ]]'
+	done
+}
+
+# stop_pid PID: SIGSTOP, until it is stopped: only a release can grant it
+# anything now.
+stop_pid() {
+	kill -STOP "$1"
+	wait_until 5 pid_stopped "$1"
+}
+
+# set_granted A B: the stopped set waiter SET_PID holds A and B by the
+# release's grant: one token, its pid in both records, the set's record,
+# a first lease within the short baton lease of a 30s TTL (1.5s + 3.002s),
+# its places and what it left for the release gone.  Then it runs,
+# continued, with the fences of that grant.
+set_granted() {
+	local a=$1 b=$2 tok n p f0 f1 gtok g0 g1
+	tok=$(holder "$a")
+	[[ -n $tok ]] || fail "$a is free: the release granted nothing"
+	held_by "$b" "$tok"
+	for n in "$a" "$b"; do
+		assert_equal "$(meta "$n" pid)" "$SET_PID"
+		p=$(pttl "$n")
+		((p > 0 && p <= 4502)) || fail "the first lease of $n: pttl $p"
+		assert_equal "$(rcli R ZSCORE "$(key "$n"):line" "$SET_MEMBER")" ""
+		assert_equal "$(rcli R HEXISTS "$(key "$n"):line:who" "&$SET_MEMBER")" 0
+	done
+	f0=$(meta "$a" fence)
+	f1=$(meta "$b" fence)
+	assert_equal "$(rcli R GET "$(key "$b"):with")" "$(printf '%s\n%s\n%s\n%s\n%s' "$tok" "$a" "$f0" "$b" "$f1")"
+	kill -CONT "$SET_PID"
+	bg_wait "$SET_PID" 10
+	assert_equal "$BG_STATUS" 0
+	read -r gtok g0 g1 <set.got
+	assert_equal "$gtok $g0 $g1" "$tok $f0 $f1"
+	lock_free "$a"
+	lock_free "$b"
+}
+
+@test "with: a single lock's release grants the set waiting next the whole set, in the release itself (the baton)" {
+	local t
+	t=$("$RLOCK" acquire -t 30s ba)
+	set_waits ba bb
+	stop_pid "$SET_PID"
+	run -0 "$RLOCK" release ba "$t"
+	set_granted ba bb
+}
+
+@test "with: a set's release grants the set waiting next the whole set, in the release itself (the baton)" {
+	local t
+	t=$("$RLOCK" acquire -t 30s ea --with eb)
+	set_waits eb ea
+	stop_pid "$SET_PID"
+	run -0 "$RLOCK" release ea "$t"
+	set_granted eb ea
+}
+
+@test "with: a set's release grants the single run waiting next, in the release itself (the baton)" {
+	local t m f
+	t=$("$RLOCK" acquire -t 30s ga --with gb)
+	bg_start single "$RLOCK" run -t 30s -w 60s gb -- sh -c 'echo "$RLOCK_FENCE" >single.got'
+	local spid=$BG_PID
+	wait_until 10 line_is gb 1
+	m=$(line_members gb)
+	stop_pid "$spid"
+	run -0 "$RLOCK" release ga "$t"
+	lock_free ga
+	assert_equal "$(meta gb pid)" "$spid"
+	p=$(pttl gb)
+	((p > 0 && p <= 4502)) || fail "the first lease: pttl $p"
+	line_is gb 0
+	assert_equal "$(rcli R HEXISTS "$(key gb):line:who" "^$m")" 0
+	f=$(meta gb fence)
+	kill -CONT "$spid"
+	bg_wait "$spid" 10
+	assert_equal "$BG_STATUS" 0
+	(($(cat single.got) >= f)) || fail "fence $(cat single.got) below the grant's $f"
+	lock_free gb
+}
+
+@test "with: the baton keeps each line's order: a set first in line is granted only once all its locks are free, and the single waiter behind it waits" {
+	local t1 t2 wpid
+	t1=$("$RLOCK" acquire -t 30s ha)
+	t2=$("$RLOCK" acquire -t 30s hb)
+	set_waits ha hb
+	bg_start single "$RLOCK" run -t 30s -w 60s ha -- sh -c 'echo single >>order'
+	wpid=$BG_PID
+	wait_until 10 line_is ha 2
+	# ha freed: the set heads its line but hb is held, and the single
+	# waiter is behind the set: nobody is granted ha.
+	run -0 "$RLOCK" release ha "$t1"
+	lock_free ha
+	line_is ha 2
+	line_is hb 1
+	held_by hb "$t2"
+	# hb freed: its release grants the set both, ha included.
+	stop_pid "$SET_PID"
+	run -0 "$RLOCK" release hb "$t2"
+	set_granted ha hb
+	# The set's release then hands ha to the single waiter.
+	bg_wait "$wpid" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat order)" single
+	lock_free ha
+}
