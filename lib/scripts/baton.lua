@@ -38,9 +38,20 @@ end
 local function set_baton(m, b, prefix)
   local h, rest = take_lines(b, 5)
   local k = h and tonumber(h[5])
-  if not k or k < 1 or k > 16 or not string.match(h[2], '^%d+$') then return false end
+  if not k or k < 1 or k > 16 or h[1] == '' or not string.match(h[2], '^%d+$') or
+     not string.match(h[3], '^%d+$') or not string.match(h[4], '^%d+$') then
+    return false
+  end
   local kn, info = take_lines(rest, 2 * k)
   if not kn then return false end
+  -- Each key the lock key of its name, this lock's among them: a record
+  -- that says otherwise is nobody's to act on.
+  local mine = false
+  for j = 1, k do
+    if string.sub(kn[j], -(#kn[k + j] + 2)) ~= '{' .. kn[k + j] .. '}' then return false end
+    if kn[j] == KEYS[1] then mine = true end
+  end
+  if not mine then return false end
   local kind1, fields = string.match(info, '^([^\n]*)\n[^\n]*\n(.*)$')
   local since = string.match(redis.call('HGET', KEYS[7], m) or '', '^(%d+)\n')
   if not kind1 or not since then return false end

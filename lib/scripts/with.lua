@@ -313,7 +313,7 @@ end
 -- A waiting run's baton (baton.lua): what a release needs to grant it
 -- the whole set, in every line it has its place in.
 if me and A[11] and A[11] ~= '0' and places[1] and
-   (joined == 1 or redis.call('HEXISTS', G[1][7], '&' .. me) == 0) then
+   (joined == 1 or not redis.call('HGET', G[1][7], '&' .. me)) then
   local b = {tok, A[11], hmax, httl, ms(#G)}
   for i = 1, #G do b[#b + 1] = G[i][1] end
   for i = 1, #G do b[#b + 1] = names[i] end
