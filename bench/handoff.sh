@@ -115,26 +115,37 @@ once() {
 	awk -v a="$(<"$d/end")" -v b="$(<"$d/start")" 'BEGIN { printf "%.3f\n", (b - a) * 1000 }'
 }
 
-declare -a calls usec
+# publishes: the PUBLISHes the server ran so far (the scripts' wake-ups
+# among them: INFO commandstats counts a script's commands too).
+publishes() {
+	redis-cli -p "$port" INFO commandstats | tr -d '\r' |
+		awk -F'[:,=]' '/^cmdstat_publish:/ { c += $3 } END { print c + 0 }'
+}
+
+declare -a calls usec pubs
 for ((s = 0; s < n; s++)); do
 	for i in "${!bins[@]}"; do
 		read -r c0 u0 < <(script_stats)
+		p0=$(publishes)
 		once "${bins[i]}" "ho$s" >>"$tmp/samples.$i" ||
 			echo "handoff.sh: a ${labels[i]} sample failed" >&2
 		read -r c1 u1 < <(script_stats)
+		p1=$(publishes)
 		calls[i]=$((${calls[i]:-0} + c1 - c0))
 		usec[i]=$((${usec[i]:-0} + u1 - u0))
+		pubs[i]=$((${pubs[i]:-0} + p1 - p0))
 	done
 done
 # The scripts per sample are the holder's and the waiter's whole runs:
 # both acquires, the waiter's place in line, the renewal, both releases.
-echo "| hand-off ($mode), $n samples | median ms | min | max | scripts per sample | server µs per sample |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| hand-off ($mode), $n samples | median ms | min | max | scripts per sample | server µs per sample | PUBLISH per sample |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
 for i in "${!bins[@]}"; do
 	sort -n "$tmp/samples.$i" | awk -v l="${labels[i]}" -v c="${calls[i]}" \
-		-v u="${usec[i]}" -v n="$n" -v f="${bins[i]}" '{ a[NR] = $1 }
-		END { printf "| %s | %.3f | %.3f | %.3f | %s | %s |\n", l,
+		-v u="${usec[i]}" -v n="$n" -v f="${bins[i]}" -v p="${pubs[i]}" '{ a[NR] = $1 }
+		END { printf "| %s | %.3f | %.3f | %.3f | %s | %s | %s |\n", l,
 			a[int((NR + 1) / 2)], a[1], a[NR],
 			f == "flock" ? "" : sprintf("%.1f", c / n),
-			f == "flock" ? "" : sprintf("%.0f", u / n) }'
+			f == "flock" ? "" : sprintf("%.0f", u / n),
+			f == "flock" ? "" : sprintf("%.1f", p / n) }'
 done
