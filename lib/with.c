@@ -207,6 +207,7 @@ static void set_lease(struct rlock_lease *l, const char *token,
 	l->taken_boot_ms = t0;
 	l->renewed_boot_ms = t0;
 	l->kind = 'x';
+	l->slot = -1;		/* no semaphore's slot */
 	l->pid = pid;
 }
 

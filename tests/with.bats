@@ -9,7 +9,7 @@ load test_helper
 @test "with: a set waits while one of its locks is held, holding none of them meanwhile" {
 	bg_start h "$RLOCK" run wb -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
 	wait_until 5 lock_held wb
-	bg_start m "$RLOCK" run -w 30s wa --with wb -- sh -c 'echo "$RLOCK_LOCKS $RLOCK_NAME_0 $RLOCK_NAME_1" > started'
+	bg_start m "$RLOCK" run -w 30s wa --with wb -- sh -c 'echo "$RLOCK_LOCKS $RLOCK_NAME_0 $RLOCK_NAME_1 ${RLOCK_SLOT-none}" > started'
 	wait_until 5 line_is wa 1
 	wait_until 5 line_is wb 1
 	# In both lines, and holding neither lock.
@@ -18,7 +18,7 @@ load test_helper
 	touch go
 	bg_wait "$BG_PID" 30
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(cat started)" "2 wa wb"
+	assert_equal "$(cat started)" "2 wa wb none"
 	lock_free wa
 	lock_free wb
 	line_is wa 0
@@ -134,9 +134,11 @@ print("ok")'
 @test "with: acquire --json and --format env give every lock's fence" {
 	run -0 "$RLOCK" acquire ja --with jb --json
 	json_check "$output"
-	run python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print([l["name"] for l in d["locks"]], d["locks"][0]["fence"] == d["fence"])' "$output"
-	assert_output "['ja', 'jb'] True"
+	run python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print([l["name"] for l in d["locks"]], d["locks"][0]["fence"] == d["fence"], "slot" in d)' "$output"
+	# A set of exclusive locks has no semaphore's slot.
+	assert_output "['ja', 'jb'] True False"
 	run -0 "$RLOCK" acquire ea --with eb --format env
+	[[ $output != *RLOCK_SLOT* ]] || fail "a set given a slot: $output"
 	eval "$output"
 	assert_equal "$RLOCK_LOCKS $RLOCK_NAME_0 $RLOCK_NAME_1" "2 ea eb"
 	assert_equal "$RLOCK_FENCE_0" "$RLOCK_FENCE"
