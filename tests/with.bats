@@ -453,3 +453,30 @@ set_granted() {
 	assert_equal "$(cat order)" single
 	lock_free ha
 }
+
+@test "with: the baton keeps priority: a single --priority waiter that came after a waiting set is handed the lock first, then the set its whole set" {
+	local t ppid
+	t=$("$RLOCK" acquire -t 30s ia --with ib)
+	bg_start set "$RLOCK" run -t 30s -w 60s ia --with ib -- sh -c 'echo set >>order'
+	SET_PID=$BG_PID
+	wait_until 10 line_is ia 1
+	bg_start prio "$RLOCK" run -t 30s -w 60s --priority 10 ia -- sh -c "echo prio >>order; $(gate "$BATS_TEST_TMPDIR/go")"
+	ppid=$BG_PID
+	wait_until 10 line_is ia 2
+	# The --priority waiter is first in ia's line, the set first in ib's.
+	[[ $(line_members ia | head -n 1) != "$(line_members ib)" ]]
+	run -0 "$RLOCK" release ib "$t"
+	# ia went to the --priority waiter, and the set does not hold ib
+	# without ia.
+	wait_until 10 file_has order prio
+	assert_equal "$(meta ia pid)" "$ppid"
+	lock_free ib
+	touch go
+	bg_wait "$ppid" 10
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$SET_PID" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat order)" "$(printf 'prio\nset')"
+	lock_free ia
+	lock_free ib
+}
