@@ -920,18 +920,13 @@ static int take(struct run *r, struct rlock *rl, int sfd,
 }
 
 /* A lost run is recorded in the history of each lock it held: --with,
- * every lock of the set, each with its own fence. */
+ * every lock of the set, each with its own fence (rlock_record_lost of
+ * the set's first name). */
 static void record_lost(struct run *r, struct rlock *rl,
 			const struct rlock_lease *lease, int code,
 			const char *why, const struct rlock_outcome *how)
 {
-	struct rlock_lease l = *lease;
-
 	rlock_record_lost(rl, r->name, lease, code, why, how);
-	for (size_t i = 0; i < r->ao.nwith; i++) {
-		l.fence = r->wfence[i];
-		rlock_record_lost(rl, r->ao.with[i], &l, code, why, how);
-	}
 }
 
 /*

@@ -287,16 +287,13 @@ const char *cli_with_text(const char *name,
 void cli_with_lookup(struct rlock *rl, const char **name, const char *token)
 {
 	static struct rlock_with w;
-	const char *names[RLOCK_WITH_MAX];
 
 	/* Best effort: a server that refuses the read (an ACL without the
 	 * record's key) leaves the lock alone to the plain verb. */
 	if (token == NULL || rlock_with_read(rl, *name, &w) != RLOCK_OK ||
 	    w.n == 0 || strcmp(w.token, token) != 0)
 		return;
-	for (size_t i = 0; i < w.n; i++)
-		names[i] = w.name[i];
-	if (rlock_with(rl, names, w.n) == RLOCK_OK)
+	if (rlock_with_adopt(rl, &w) == RLOCK_OK)
 		*name = w.name[0];
 }
 

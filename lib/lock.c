@@ -1664,9 +1664,9 @@ static void record_skipped(struct rlock *rl, struct acq *q,
 	record(rl, &q->n, NULL, v);
 }
 
-int rlock_record_lost(struct rlock *rl, const char *name,
-		      const struct rlock_lease *lease, int code,
-		      const char *reason, const struct rlock_outcome *how)
+static int record_lost(struct rlock *rl, const char *name,
+		       const struct rlock_lease *lease, int code,
+		       const char *reason, const struct rlock_outcome *how)
 {
 	const char *v[EV_NFIELDS] = { 0 };
 	char pid[24], fence[24], held[24], ex[24], sig[16], tok[9];
@@ -1679,7 +1679,9 @@ int rlock_record_lost(struct rlock *rl, const char *name,
 		return rc;
 	identify(rl);
 	snprintf(pid, sizeof(pid), "%lld", lease->pid);
-	snprintf(fence, sizeof(fence), "%lld", lease->fence);
+	fence[0] = '\0';
+	if (lease->fence > 0)
+		snprintf(fence, sizeof(fence), "%lld", lease->fence);
 	snprintf(held, sizeof(held), "%lld",
 		 (long long)(rlock_boot_ms() - lease->taken_boot_ms));
 	snprintf(tok, sizeof(tok), "%.8s", lease->token);
@@ -1690,7 +1692,7 @@ int rlock_record_lost(struct rlock *rl, const char *name,
 	/* A lease knows exclusive from not; a shared lock's or a
 	 * semaphore's kind is its grant's, which readers join. */
 	v[EV_KIND] = lease->kind == 'h' ? NULL : "x";
-	v[EV_FENCE] = fence;
+	v[EV_FENCE] = fence[0] != '\0' ? fence : NULL;
 	v[EV_TOKEN] = tok;
 	v[EV_HELD] = held;
 	if (how != NULL && how->exit >= 0) {
@@ -1714,6 +1716,39 @@ int rlock_record_lost(struct rlock *rl, const char *name,
 		 v[EV_SIGNAL] != NULL ? v[EV_SIGNAL] : "", tok, why, fence,
 		 v[EV_PID] != NULL ? pid : "", rl->host, rl->user);
 	return record(rl, &n, run, v);
+}
+
+/* A set's loss (the set of rl, asked for by its first name) is recorded
+ * in the history of every lock of the set, each with its own fence: a
+ * reader of one lock's history learns of it, whoever renewed the set. */
+int rlock_record_lost(struct rlock *rl, const char *name,
+		      const struct rlock_lease *lease, int code,
+		      const char *reason, const struct rlock_outcome *how)
+{
+	const struct with_set *w = rl->with;
+	struct rlock_lease l = *lease;
+	char one[RLOCK_NAME_MAX + 1];
+	const char *p;
+	int rc = RLOCK_OK, r;
+
+	if (w == NULL || strcmp(name, w->first) != 0)
+		return record_lost(rl, name, lease, code, reason, how);
+	p = w->names;
+	for (size_t i = 0; i < w->n; i++) {
+		size_t len = strcspn(p, "\n");
+
+		memcpy(one, p, len);
+		one[len] = '\0';
+		p += len + (p[len] == '\n');
+		/* A fence the set does not know (0) is the lease's for its
+		 * first name, and none for the others. */
+		l.fence = w->fence[i] > 0 ? w->fence[i] :
+			  i == 0 ? lease->fence : 0;
+		r = record_lost(rl, one, &l, code, reason, how);
+		if (rc == RLOCK_OK)
+			rc = r;
+	}
+	return rc;
 }
 
 const char *rlock_history_refused(const struct rlock *rl)
@@ -1751,7 +1786,7 @@ static void acq_end(struct rlock *rl, const char *name, struct acq *q,
 /* After a grant: whether a sentinel announced, while the request was out,
  * that a master of rl moved (node_watch; its connections are closed then,
  * and it is marked failing over). */
-static int switched_meanwhile(struct rlock *rl)
+int switched_meanwhile(struct rlock *rl)
 {
 	struct pollfd p[RLOCK_MAX_SERVERS];
 	int ready = 0;

@@ -275,7 +275,7 @@ void req_release(struct request *q, const struct lock_names *n,
 void req_with_acquire(struct request *q, const struct with_set *w,
 		      const char *token, int64_t ttl_ms,
 		      const struct acquirer *who, const char *waiter, int join,
-		      int details, const struct history *h);
+		      int details, const struct history *h, int64_t baton_ms);
 void req_with_extend(struct request *q, const struct with_set *w,
 		     const char *token, int64_t ttl_ms);
 void req_with_release(struct request *q, const struct with_set *w,
@@ -565,6 +565,9 @@ void node_drop(struct rlock_node *n);
  * asks the sentinels again. */
 int confirmed(struct rlock *rl);
 void drop_replaced(struct rlock *rl);
+/* After a grant: whether a sentinel announced on the watch (node_watch),
+ * while the request was out, that a master of rl moved. */
+int switched_meanwhile(struct rlock *rl);
 
 /*
  * The masters of n: for a cluster every master serving slots (CLUSTER

@@ -255,6 +255,13 @@ struct rlock_with {
  */
 int rlock_with_read(struct rlock *rl, const char *name, struct rlock_with *out);
 
+/* Hand rl the set of record w (rlock_with_read, whose token the caller
+ * found its own), with the fence of each lock: a renewer, an extend or a
+ * release that did not take the set acts on all of it, and a loss is
+ * recorded in every lock's history with its fence.  Returns RLOCK_OK, or
+ * an error code with the reason. */
+int rlock_with_adopt(struct rlock *rl, const struct rlock_with *w);
+
 /* Whether opts can be asked of these servers: shared locks, semaphores
  * and the line's policies need one (several masters keep no line); a
  * --once-per an exclusive lock.  Returns RLOCK_OK, or RLOCK_EUSAGE with

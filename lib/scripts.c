@@ -39,7 +39,8 @@ _Static_assert(HISTORY_MAX == RLOCK_LOG_MAX_DEFAULT &&
  *                                  superseded -> "!" and who did; '~sup'
  *                                  -> the --supersede waiter in line;
  *                                  "^KIND:ID" -> a waiting run's baton
- *                                  (acquire.lua)
+ *                                  (acquire.lua); "&x:ID" -> a waiting
+ *                                  set's (with.lua, baton.lua)
  *   8 fence     P{N}:fence         counter, never expires: an older
  *                                  rlock's, the floor of a stream made
  *                                  new, the fence where XADD is refused

@@ -89,6 +89,24 @@ int rlock_with(struct rlock *rl, const char *const *names, size_t n)
 	return RLOCK_OK;
 }
 
+int rlock_with_adopt(struct rlock *rl, const struct rlock_with *w)
+{
+	const char *names[RLOCK_WITH_MAX];
+	int rc;
+
+	if (w->n < 1 || w->n > RLOCK_WITH_MAX) {
+		set_error(rl->err, sizeof(rl->err), "--with: a record of %zu "
+			  "locks", w->n);
+		return RLOCK_EPROTO;
+	}
+	for (size_t i = 0; i < w->n; i++)
+		names[i] = w->name[i];
+	rc = rlock_with(rl, names, w->n);
+	if (rc == RLOCK_OK)
+		memcpy(rl->with->fence, w->fence, w->n * sizeof(w->fence[0]));
+	return rc;
+}
+
 long long rlock_with_fence(const struct rlock *rl, size_t i)
 {
 	return rl->with != NULL && i < rl->with->n ? rl->with->fence[i] : 0;
@@ -189,6 +207,7 @@ static void set_lease(struct rlock_lease *l, const char *token,
 	l->taken_boot_ms = t0;
 	l->renewed_boot_ms = t0;
 	l->kind = 'x';
+	l->slot = -1;		/* no semaphore's slot */
 	l->pid = pid;
 }
 
@@ -296,6 +315,24 @@ static void with_skipped(struct rlock *rl, const char *token,
 	memcpy(rl->err, why, sizeof(why));
 }
 
+/* A waiting run's baton (o->baton): the release that frees the set's
+ * locks grants it the set, with a first lease this long, and wakes it
+ * (lib/scripts/baton.lua); the set confirms the grant with its next
+ * request, which finds the set its own, before its command starts.  Not
+ * on a Cluster, where a single lock's release may not name the other
+ * locks' keys, nor with a prefix whose newline would break the record
+ * the script keeps (0: woken, the set asks itself). */
+static int64_t baton_ms(const struct rlock *rl,
+			const struct rlock_acquire_opts *o)
+{
+	int64_t b = LINE_LEASE_MS + rlock_safety_margin_ms(o->ttl_ms);
+
+	if (!o->baton || node_is_cluster(&rl->node[0]) ||
+	    strchr(rl->prefix, '\n') != NULL)
+		return 0;
+	return b < o->ttl_ms ? b : o->ttl_ms;
+}
+
 int with_acquire(struct rlock *rl, const char *name,
 		 const struct rlock_acquire_opts *o, struct rlock_lease *lease,
 		 struct rlock_holder *holder)
@@ -346,7 +383,7 @@ int with_acquire(struct rlock *rl, const char *name,
 		req_with_acquire(&q, w, token, o->ttl_ms, &who,
 				 subscribed ? id : "", subscribed,
 				 attempts == 1 || o->wait_cb != NULL,
-				 &rl->hist);
+				 &rl->hist, baton_ms(rl, o));
 		t0 = rlock_boot_ms();
 		rc = with_call(rl, &q, &r);
 		now = rlock_mono_ms();
@@ -382,11 +419,13 @@ int with_acquire(struct rlock *rl, const char *name,
 			break;
 		}
 		freeReplyObject(r);
-		if (wr.granted && rlock_boot_ms() - t0 >= CONFIRM_MS &&
-		    !confirmed(rl)) {
+		if (wr.granted && (switched_meanwhile(rl) ||
+				   (rlock_boot_ms() - t0 >= CONFIRM_MS &&
+				    !confirmed(rl)))) {
 			/* Granted by a master the sentinels replaced while
-			 * the request was out (lock.c): given back there,
-			 * and the set asked for again of the new one. */
+			 * the request was out, as they said on the watch or
+			 * when asked after a slow grant (lock.c): given back
+			 * there, and the set asked for again of the new one. */
 			struct request u;
 
 			req_with_release(&u, w, token, &rl->hist, NULL);
@@ -444,8 +483,10 @@ int with_acquire(struct rlock *rl, const char *name,
 			subscribed = 0; /* dropped: listen again */
 		if (!subscribed) {
 			/* Listen first, then take the places: a release in
-			 * between is not missed. */
-			if (rlock_make_token(id) != 0) {
+			 * between is not missed.  The id is kept while the
+			 * wait lasts: the places a failover carried to the new
+			 * master are still the set's. */
+			if (id[0] == '\0' && rlock_make_token(id) != 0) {
 				set_error(rl->err, sizeof(rl->err), "cannot "
 					  "make a waiter id: %s",
 					  strerror(errno));
@@ -457,6 +498,13 @@ int with_acquire(struct rlock *rl, const char *name,
 			subscribed = subscribe_all(rl, id, now +
 						   rl->copts.io_timeout_ms,
 						   o->cancel_fd);
+			/* And hear the sentinels' +switch-master, as a
+			 * single waiter does: a failover moves the set to
+			 * the new master's lines at once, though the old
+			 * one still answers as a master. */
+			if (subscribed)
+				node_watch(&rl->node[0], rlock_mono_ms() +
+					   rl->copts.connect_timeout_ms);
 			if (subscribed)
 				continue;
 		}
@@ -482,6 +530,7 @@ int with_acquire(struct rlock *rl, const char *name,
 		leave_all(rl, token, id);
 	if (rl->node[0].sub != NULL)
 		unsubscribe(rl);
+	node_watch_close(&rl->node[0]);
 	if (rc == RLOCK_BUSY && !holder->held)
 		set_error(rl->err, sizeof(rl->err), "%s: not all free, or "
 			  "others in line come first",

@@ -397,32 +397,49 @@ failed_over() {
 	return 1
 }
 
-@test "a waiter hears of a failover from the sentinels, though its deposed master still says master" {
-	# The old master cannot be told it is one no longer (its REPLICAOF
-	# is renamed, as a master cut off from the sentinels would not hear
-	# it either): it keeps answering as a master, with the old lock.
+# deposed_waiter NAME [RUN-OPTION...]: a master ZM that cannot be told it
+# is one no longer (its REPLICAOF is renamed, as a master cut off from the
+# sentinels would not hear it either), with a replica ZR and a sentinel ZS;
+# another client holds NAME on ZM, and "rlock run -w 30s NAME RUN-OPTIONS"
+# waits in its line there.  The sentinel fails over to ZR: ZM keeps
+# answering as a master, with the old lock.  Only the sentinels know
+# better: the holder releases where they say the master is now, and the
+# waiter, in line there since its master changed, gets the lock.
+deposed_waiter() {
+	local name=$1 url token pid
+	shift
 	start_redis ZM --rename-command REPLICAOF zm-replicaof \
 		--rename-command SLAVEOF zm-slaveof
 	start_redis ZR --replicaof 127.0.0.1 "$ZM_PORT"
 	start_sentinel ZS "$ZM_PORT" --master-name dep --quorum 1
-	local url="redis-sentinel://127.0.0.1:$ZS_PORT#dep" token
-	token=$("$RLOCK" -u "$url" acquire -t 60s dep)
-	"$RLOCK" -u "$url" run -w 30s dep -- sh -c 'echo "$RLOCK_FENCE" >ran' 2>err &
-	local pid=$!
-	wait_until 10 eval '[[ $(line_len dep ZM) == 1 ]]'
-	wait_until 10 eval '[[ $(rcli ZR ZCARD "$(key dep):line") == 1 ]]'
+	url="redis-sentinel://127.0.0.1:$ZS_PORT#dep"
+	token=$("$RLOCK" -u "$url" acquire -t 60s "$name")
+	"$RLOCK" -u "$url" run -w 30s "$name" "$@" -- sh -c 'echo "$RLOCK_FENCE" >ran' 2>err &
+	pid=$!
+	wait_until 10 eval '[[ $(line_len "$name" ZM) == 1 ]]'
+	wait_until 10 eval '[[ $(rcli ZR ZCARD "$(key "$name"):line") == 1 ]]'
 	wait_until 30 failed_over ZS dep "$ZR_PORT"
-	# Still a master, still holding the old lock: only the sentinels
-	# know better.
 	assert_equal "$(rcli ZM ROLE | head -n 1)" master
-	assert_equal "$(rcli ZM GET "$(key dep)")" "$token"
-	# The holder releases where the sentinels say the master is now; the
-	# waiter, in line there since its master changed, gets the lock.
-	run -0 "$RLOCK" -u "$url" release dep "$token"
+	assert_equal "$(rcli ZM GET "$(key "$name")")" "$token"
+	run -0 "$RLOCK" -u "$url" release "$name" "$token"
 	wait_until 10 eval '[[ -s ran ]]'
 	wait "$pid" || fail "exit $?: $(cat err)"
-	assert_equal "$(rcli ZM GET "$(key dep)")" "$token"
-	assert_equal "$(rcli ZR EXISTS "$(key dep)")" 0
+	assert_equal "$(rcli ZM GET "$(key "$name")")" "$token"
+	assert_equal "$(rcli ZR EXISTS "$(key "$name")")" 0
+}
+
+@test "a waiter hears of a failover from the sentinels, though its deposed master still says master" {
+	deposed_waiter dep
+}
+
+@test "a waiting set (--with) hears of a failover from the sentinels as a single waiter does, though its deposed master still says master" {
+	deposed_waiter dsa --with dsb
+	# The set was taken on the new master, and released there.
+	assert_equal "$(rcli ZR EXISTS "$(key dsb)" "$(key dsa):with")" 0
+	assert_equal "$(rcli ZM EXISTS "$(key dsb)")" 0
+	run -0 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$ZR_PORT" log --json dsb
+	json_check "$(head -n 1 <<<"$output")" 'd["event"] == "acquired" and d["with"] == ["dsa"]'
+
 }
 
 @test "a grant from a master the sentinels replaced while the request was out is given back, and taken on the new one" {

@@ -9,7 +9,7 @@ load test_helper
 @test "with: a set waits while one of its locks is held, holding none of them meanwhile" {
 	bg_start h "$RLOCK" run wb -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
 	wait_until 5 lock_held wb
-	bg_start m "$RLOCK" run -w 30s wa --with wb -- sh -c 'echo "$RLOCK_LOCKS $RLOCK_NAME_0 $RLOCK_NAME_1" > started'
+	bg_start m "$RLOCK" run -w 30s wa --with wb -- sh -c 'echo "$RLOCK_LOCKS $RLOCK_NAME_0 $RLOCK_NAME_1 ${RLOCK_SLOT-none}" > started'
 	wait_until 5 line_is wa 1
 	wait_until 5 line_is wb 1
 	# In both lines, and holding neither lock.
@@ -18,7 +18,7 @@ load test_helper
 	touch go
 	bg_wait "$BG_PID" 30
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(cat started)" "2 wa wb"
+	assert_equal "$(cat started)" "2 wa wb none"
 	lock_free wa
 	lock_free wb
 	line_is wa 0
@@ -134,9 +134,11 @@ print("ok")'
 @test "with: acquire --json and --format env give every lock's fence" {
 	run -0 "$RLOCK" acquire ja --with jb --json
 	json_check "$output"
-	run python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print([l["name"] for l in d["locks"]], d["locks"][0]["fence"] == d["fence"])' "$output"
-	assert_output "['ja', 'jb'] True"
+	run python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print([l["name"] for l in d["locks"]], d["locks"][0]["fence"] == d["fence"], "slot" in d)' "$output"
+	# A set of exclusive locks has no semaphore's slot.
+	assert_output "['ja', 'jb'] True False"
 	run -0 "$RLOCK" acquire ea --with eb --format env
+	[[ $output != *RLOCK_SLOT* ]] || fail "a set given a slot: $output"
 	eval "$output"
 	assert_equal "$RLOCK_LOCKS $RLOCK_NAME_0 $RLOCK_NAME_1" "2 ea eb"
 	assert_equal "$RLOCK_FENCE_0" "$RLOCK_FENCE"
@@ -286,4 +288,195 @@ print(len(l), l[-1] == g[-1] if l and g else "")')
 	run -76 "$RLOCK" extend ya "$t"
 	run -0 "$RLOCK" run za2 --with zb2 -- true
 	run -0 "$RLOCK" last --max-age 1m za2 zb2
+}
+
+# lost_fences NAME: "N F" for lock NAME's history: how many losses it
+# records, and the fence of the last.
+lost_fences() {
+	"$RLOCK" log --json "$1" | python3 -c 'import json,sys
+l=[x.get("fence") for x in map(json.loads, sys.stdin) if x["event"]=="lost"]
+print(len(l), l[-1] if l else "")'
+}
+
+# renewed_set_lost DEL...: a set na nb nc taken by acquire --renew --json
+# (-t 1500ms: a renewal every 500ms), the keys of DEL deleted behind its
+# back; once the renewer saw it, each lock's history holds one loss, with
+# that lock's fence.
+renewed_set_lost() {
+	local spid n i fences
+	bg_start follow sleep 60
+	spid=$BG_PID
+	run -0 --separate-stderr "$RLOCK" acquire --renew --pid "$spid" \
+		-t 1500ms --json na --with nb --with nc
+	fences=$(python3 -c 'import json,sys
+print(" ".join(str(l["fence"]) for l in json.loads(sys.argv[1])["locks"]))' "$output")
+	for n in "$@"; do
+		rcli R DEL "$(key "$n")" >/dev/null
+	done
+	# The renewer records the loss lock by lock: the last is nc's.
+	wait_until 10 eval '[[ $(lost_fences nc) == 1\ * ]]'
+	i=0
+	for n in na nb nc; do
+		i=$((i + 1))
+		assert_equal "$(lost_fences "$n")" "1 $(cut -d ' ' -f "$i" <<<"$fences")"
+	done
+	kill "$spid"
+}
+
+@test "with: a set's loss in every history: acquire --with --renew's renewer records it in each lock's log, with its fence (one lock deleted)" {
+	renewed_set_lost nb
+}
+
+@test "with: a set's loss in every history: acquire --with --renew's renewer records it in each lock's log, with its fence (every lock deleted)" {
+	renewed_set_lost na nb nc
+}
+
+# ---- the baton: a release grants the next in line ---------------------------
+
+# set_waits NAME...: a run of the set NAME... (-t 30s) waits in line; its
+# command writes its token and fences to set.got.  Sets SET_PID and
+# SET_MEMBER, its place ("x:ID"), once the release would find in every line
+# what it needs to grant it the set.
+set_waits() {
+	local n first=$1
+	local -a args=("$1")
+	for n in "${@:2}"; do args+=(--with "$n"); done
+	bg_start set "$RLOCK" run -t 30s -w 60s "${args[@]}" -- \
+		sh -c 'echo "$RLOCK_TOKEN $RLOCK_FENCE_0 $RLOCK_FENCE_1" >set.got'
+	SET_PID=$BG_PID
+	wait_until 10 eval '[[ $(line_members "$first") == *x:* ]]'
+	SET_MEMBER=$(line_members "$first" | tail -n 1)
+	for n in "$@"; do
+		wait_until 5 eval '[[ $(rcli R HEXISTS "$(key "$n"):line:who" "&$SET_MEMBER") == 1 ]]'
+	done
+}
+
+# stop_pid PID: SIGSTOP, until it is stopped: only a release can grant it
+# anything now.
+stop_pid() {
+	kill -STOP "$1"
+	wait_until 5 pid_stopped "$1"
+}
+
+# set_granted A B: the stopped set waiter SET_PID holds A and B by the
+# release's grant: one token, its pid in both records, the set's record,
+# a first lease within the short baton lease of a 30s TTL (1.5s + 3.002s),
+# its places and what it left for the release gone.  Then it runs,
+# continued, with the fences of that grant.
+set_granted() {
+	local a=$1 b=$2 tok n p f0 f1 gtok g0 g1
+	tok=$(holder "$a")
+	[[ -n $tok ]] || fail "$a is free: the release granted nothing"
+	held_by "$b" "$tok"
+	for n in "$a" "$b"; do
+		assert_equal "$(meta "$n" pid)" "$SET_PID"
+		p=$(pttl "$n")
+		((p > 0 && p <= 4502)) || fail "the first lease of $n: pttl $p"
+		assert_equal "$(rcli R ZSCORE "$(key "$n"):line" "$SET_MEMBER")" ""
+		assert_equal "$(rcli R HEXISTS "$(key "$n"):line:who" "&$SET_MEMBER")" 0
+	done
+	f0=$(meta "$a" fence)
+	f1=$(meta "$b" fence)
+	assert_equal "$(rcli R GET "$(key "$b"):with")" "$(printf '%s\n%s\n%s\n%s\n%s' "$tok" "$a" "$f0" "$b" "$f1")"
+	kill -CONT "$SET_PID"
+	bg_wait "$SET_PID" 10
+	assert_equal "$BG_STATUS" 0
+	read -r gtok g0 g1 <set.got
+	assert_equal "$gtok $g0 $g1" "$tok $f0 $f1"
+	lock_free "$a"
+	lock_free "$b"
+}
+
+@test "with: a single lock's release grants the set waiting next the whole set, in the release itself (the baton)" {
+	local t
+	t=$("$RLOCK" acquire -t 30s ba)
+	set_waits ba bb
+	stop_pid "$SET_PID"
+	run -0 "$RLOCK" release ba "$t"
+	set_granted ba bb
+}
+
+@test "with: a set's release grants the set waiting next the whole set, in the release itself (the baton)" {
+	local t
+	t=$("$RLOCK" acquire -t 30s ea --with eb)
+	set_waits eb ea
+	stop_pid "$SET_PID"
+	run -0 "$RLOCK" release ea "$t"
+	set_granted eb ea
+}
+
+@test "with: a set's release grants the single run waiting next, in the release itself (the baton)" {
+	local t m f
+	t=$("$RLOCK" acquire -t 30s ga --with gb)
+	bg_start single "$RLOCK" run -t 30s -w 60s gb -- sh -c 'echo "$RLOCK_FENCE" >single.got'
+	local spid=$BG_PID
+	wait_until 10 line_is gb 1
+	m=$(line_members gb)
+	stop_pid "$spid"
+	run -0 "$RLOCK" release ga "$t"
+	lock_free ga
+	assert_equal "$(meta gb pid)" "$spid"
+	p=$(pttl gb)
+	((p > 0 && p <= 4502)) || fail "the first lease: pttl $p"
+	line_is gb 0
+	assert_equal "$(rcli R HEXISTS "$(key gb):line:who" "^$m")" 0
+	f=$(meta gb fence)
+	kill -CONT "$spid"
+	bg_wait "$spid" 10
+	assert_equal "$BG_STATUS" 0
+	(($(cat single.got) >= f)) || fail "fence $(cat single.got) below the grant's $f"
+	lock_free gb
+}
+
+@test "with: the baton keeps each line's order: a set first in line is granted only once all its locks are free, and the single waiter behind it waits" {
+	local t1 t2 wpid
+	t1=$("$RLOCK" acquire -t 30s ha)
+	t2=$("$RLOCK" acquire -t 30s hb)
+	set_waits ha hb
+	bg_start single "$RLOCK" run -t 30s -w 60s ha -- sh -c 'echo single >>order'
+	wpid=$BG_PID
+	wait_until 10 line_is ha 2
+	# ha freed: the set heads its line but hb is held, and the single
+	# waiter is behind the set: nobody is granted ha.
+	run -0 "$RLOCK" release ha "$t1"
+	lock_free ha
+	line_is ha 2
+	line_is hb 1
+	held_by hb "$t2"
+	# hb freed: its release grants the set both, ha included.
+	stop_pid "$SET_PID"
+	run -0 "$RLOCK" release hb "$t2"
+	set_granted ha hb
+	# The set's release then hands ha to the single waiter.
+	bg_wait "$wpid" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat order)" single
+	lock_free ha
+}
+
+@test "with: the baton keeps priority: a single --priority waiter that came after a waiting set is handed the lock first, then the set its whole set" {
+	local t ppid
+	t=$("$RLOCK" acquire -t 30s ia --with ib)
+	bg_start set "$RLOCK" run -t 30s -w 60s ia --with ib -- sh -c 'echo set >>order'
+	SET_PID=$BG_PID
+	wait_until 10 line_is ia 1
+	bg_start prio "$RLOCK" run -t 30s -w 60s --priority 10 ia -- sh -c "echo prio >>order; $(gate "$BATS_TEST_TMPDIR/go")"
+	ppid=$BG_PID
+	wait_until 10 line_is ia 2
+	# The --priority waiter is first in ia's line, the set first in ib's.
+	[[ $(line_members ia | head -n 1) != "$(line_members ib)" ]]
+	run -0 "$RLOCK" release ib "$t"
+	# ia went to the --priority waiter, and the set does not hold ib
+	# without ia.
+	wait_until 10 file_has order prio
+	assert_equal "$(meta ia pid)" "$ppid"
+	lock_free ib
+	touch go
+	bg_wait "$ppid" 10
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$SET_PID" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat order)" "$(printf 'prio\nset')"
+	lock_free ia
+	lock_free ib
 }

@@ -19,7 +19,7 @@
 local function leave(m)
   redis.call('ZREM', KEYS[5], m)
   redis.call('ZREM', KEYS[6], m)
-  redis.call('HDEL', KEYS[7], m, '^' .. m)
+  redis.call('HDEL', KEYS[7], m, '^' .. m, '&' .. m)
 end
 local function line_purge()
   local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', ms(now), 'LIMIT', 0, 64)
@@ -27,7 +27,11 @@ local function line_purge()
     redis.call('ZREM', KEYS[5], unpack(gone))
     redis.call('ZREM', KEYS[6], unpack(gone))
     redis.call('HDEL', KEYS[7], unpack(gone))
-    for i = 1, #gone do gone[i] = '^' .. gone[i] end
+    local n = #gone
+    for i = 1, n do
+      gone[n + i] = '&' .. gone[i]
+      gone[i] = '^' .. gone[i]
+    end
     redis.call('HDEL', KEYS[7], unpack(gone))
   end
 end

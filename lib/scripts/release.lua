@@ -120,35 +120,7 @@ if cur == tok and redis.call('EXISTS', KEYS[5]) == 0 then return announce() end
 --@include holders.lua
 --@include pool.lua
 --@include line.lua
-local function baton()
-  for _ = 1, 8 do
-    local m = redis.call('ZRANGE', KEYS[5], 0, 0)[1]
-    if not m or kind(m) ~= 'x' then return false end
-    local b = redis.call('HGET', KEYS[7], '^' .. m)
-    if not b then return false end
-    local btok, lease, hold, stamp, at, hmax, httl, note = string.match(b,
-      '^([^\n]*)\n(%d+)\n(%d+)\n(%d+)\n(%d+)\n(%d+)\n(%d+)\n(.*)$')
-    local since, pid, host, user, cmd = string.match(redis.call('HGET', KEYS[7], m) or '',
-      '^(%d+)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n[^\n]*\n(.*)$')
-    if not btok or not since then return false end
-    local ch = ARGV[3] .. string.match(m, '[^:]*$')
-    local p = redis.pcall('PUBLISH', ch, 'wake')
-    if type(p) == 'table' then return false end
-    leave(m)
-    if p > 0 then
-      if redis.call('HGET', KEYS[7], '~sup') == m then redis.call('HDEL', KEYS[7], '~sup') end
-      local g = grant_x(btok, lease, 'x\n' .. ms(now - tonumber(since)) .. '\n' ..
-                        string.sub(btok, 1, 8) .. '\n' .. pid .. '\n' .. host .. '\n' ..
-                        user .. '\n' .. note .. '\n' .. cmd, hold, hmax, httl, false)
-      if g.err then return false end
-      local fs, rec = ms(g[2]), g[3]
-      redis.pcall('PUBLISH', ch, 'granted\n' .. fs .. '\n' .. stamp .. '\n' ..
-                  ms(math.max(now - tonumber(at), 0)) .. '\n' .. (rec or ''))
-      return true
-    end
-  end
-  return false
-end
+--@include baton.lua
 if cur ~= tok then
   local sc = redis.call('ZSCORE', KEYS[3], tok)
   if not sc then return 0 end
@@ -168,6 +140,6 @@ if cur ~= tok then
   if redis.call('EXISTS', KEYS[5]) == 0 then return announce() end
 end
 line_purge()
-if cur == tok and baton() then return 1 end
+if cur == tok and baton(ARGV[3]) then return 1 end
 if wake(ARGV[3], nil) then return 3 end
 return 1

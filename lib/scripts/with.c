@@ -47,11 +47,11 @@ static void req_with_begin(struct request *q, const struct with_set *w,
 
 /* ARGV after the token: ttl, the holder's fields (as acquire.lua's short
  * layout packs them), the waiter id, join, the history's length and ttl,
- * the names one a line, details. */
+ * the names one a line, details, the baton's lease (0 none). */
 void req_with_acquire(struct request *q, const struct with_set *w,
 		      const char *token, int64_t ttl_ms,
 		      const struct acquirer *who, const char *waiter, int join,
-		      int details, const struct history *h)
+		      int details, const struct history *h, int64_t baton_ms)
 {
 	req_with_begin(q, w, "a", token);
 	req_with_arg(q, req_num(q, 0, ttl_ms));
@@ -65,6 +65,7 @@ void req_with_acquire(struct request *q, const struct with_set *w,
 	req_with_history(q, 1, h);
 	req_with_arg(q, w->names);
 	req_with_arg(q, details ? "1" : "0");
+	req_with_arg(q, baton_ms > 0 ? req_num(q, 3, baton_ms) : "0");
 }
 
 /* ARGV after the token: ttl. */

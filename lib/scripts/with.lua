@@ -16,7 +16,11 @@
 --       none), held the first lock held by an exclusive holder (1.., 0
 --       none), and with details and such a lock its holder as acquire.lua's
 --       busy answer gives it (host, pid, user, command, since, fence,
---       token8) and the server's time.
+--       token8) and the server's time.  11 (absent: '0') a waiting
+--       run's baton lease: in line, it leaves what a release needs to
+--       grant it the whole set (baton.lua), for that long until it
+--       confirms the grant with its next request, which finds the set
+--       its own.
 --   'e' extend: 3 ttl.  Answers 1, or 0 when the token holds not every one.
 --   'r' release: 3 exit ('' unknown), 4 signal, 5 and 6 the history's
 --       length and ttl.  Answers how many it held.
@@ -73,12 +77,15 @@ end
 --@include holders.lua
 --@include pool.lua
 --@include line.lua
+--@include baton.lua
 --@include unpack_meta.lua
 --@include holder_meta.lua
 local t8 = string.sub(tok, 1, 8)
 -- The release of the lock KEYS names, held by tok: its history entry and
--- the record of the last runs as release.lua writes them, and the next in
--- its line woken.
+-- the record of the last runs as release.lua writes them.  Once every
+-- lock of the set is released, hand_on() gives each to the next in its
+-- line (baton.lua: a single waiting run, or a set that heads every line
+-- of its own and finds them all free) or wakes it.
 local function release_one(ex, sig, hmax, httl, why)
   local m = holder_meta(tok, 10)
   local v = ''
@@ -112,36 +119,46 @@ local function release_one(ex, sig, hmax, httl, why)
       if n == 1 then redis.pcall('PEXPIRE', rec, httl) end
     end
   end
-  if redis.call('EXISTS', KEYS[5]) == 1 then
-    line_purge()
-    wake(KEYS[1] .. ':wake:', nil)
+end
+local function hand_on(touched)
+  for _, i in ipairs(touched) do
+    KEYS = G[i]
+    if redis.call('EXISTS', KEYS[5]) == 1 then
+      line_purge()
+      if not baton(KEYS[1] .. ':wake:') then wake(KEYS[1] .. ':wake:', nil) end
+    end
   end
 end
 if op == 'r' then
-  local n = 0
+  local n, touched = 0, {}
   for i = 1, #G do
     KEYS = G[i]
     if redis.call('GET', KEYS[1]) == tok then
       release_one(A[3], A[4], A[5], A[6], nil)
       n = n + 1
+      touched[#touched + 1] = i
     end
   end
+  hand_on(touched)
   return n
 end
 if op == 'l' then
-  local me = 'x:' .. A[3]
+  local me, touched = 'x:' .. A[3], {}
   for i = 1, #G do
     KEYS = G[i]
+    local was = false
     -- A grant whose answer was lost as the wait ended: given back.
     if redis.call('GET', KEYS[1]) == tok then
       release_one('', '', A[4], A[5], 'handed over as its wait ended')
+      was = true
     end
     if redis.call('ZSCORE', KEYS[5], me) then
       leave(me)
-      line_purge()
-      wake(KEYS[1] .. ':wake:', nil)
+      was = true
     end
+    if was then touched[#touched + 1] = i end
   end
+  hand_on(touched)
   return 1
 end
 if op ~= 'a' then return redis.error_reply('BADARGS the operation') end
@@ -291,6 +308,19 @@ if me then
         redis.call('PEXPIRE', KEYS[7], keep)
       end
     end
+  end
+end
+-- A waiting run's baton (baton.lua): what a release needs to grant it
+-- the whole set, in every line it has its place in.
+if me and A[11] and A[11] ~= '0' and places[1] and
+   (joined == 1 or not redis.call('HGET', G[1][7], '&' .. me)) then
+  local b = {tok, A[11], hmax, httl, ms(#G)}
+  for i = 1, #G do b[#b + 1] = G[i][1] end
+  for i = 1, #G do b[#b + 1] = names[i] end
+  b[#b + 1] = info
+  local v = table.concat(b, '\n')
+  for i = 1, #G do
+    if places[i] then redis.call('HSET', G[i][7], '&' .. me, v) end
   end
 end
 local r = {0, pttl, near, joined, hj}
