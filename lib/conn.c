@@ -289,10 +289,10 @@ static int handshake_call(struct rlock_conn *c, int64_t deadline, int argc,
 	if (rc != RLOCK_OK)
 		return rc;
 	if (r->type == REDIS_REPLY_ERROR) {
-		char why[400];
+		char why[400], text[SERVER_TEXT_MAX + 1];
 
-		snprintf(why, sizeof(why), "%s: %.*s", what, (int)r->len,
-			 r->str);
+		snprintf(why, sizeof(why), "%s: %s", what,
+			 server_text(text, sizeof(text), r->str, r->len));
 		freeReplyObject(r);
 		c->refusal = why_refused;
 		return conn_fail(c, "%s: %s", why);
@@ -353,9 +353,10 @@ static int hello(struct rlock_conn *c, int64_t deadline)
 		 * trust the sentinels, as before HELLO. */
 		int old = strncmp(r->str, "ERR unknown command", 19) == 0 ||
 			  strncmp(r->str, "NOPERM", 6) == 0;
+		char text[SERVER_TEXT_MAX + 1];
 
-		snprintf(why, sizeof(why), "authentication failed: %.*s",
-			 (int)r->len, r->str);
+		snprintf(why, sizeof(why), "authentication failed: %s",
+			 server_text(text, sizeof(text), r->str, r->len));
 		freeReplyObject(r);
 		if (old)
 			return 1;

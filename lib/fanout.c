@@ -148,9 +148,12 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 			 * failover under way, worth asking again soon, not
 			 * sixteen times in a second. */
 			if (s->redirects > 2) {
+				char text[SERVER_TEXT_MAX + 1];
+
 				snprintf(s->res.err, sizeof(s->res.err),
-					 "%s: %.*s", conn_addr(n->cmd),
-					 (int)r->len, r->str);
+					 "%s: %s", conn_addr(n->cmd),
+					 server_text(text, sizeof(text),
+						     r->str, r->len));
 				retry_later(s, BUSY_RETRY_MS);
 			} else {
 				s->state = ST_SEND;

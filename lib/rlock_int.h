@@ -265,4 +265,17 @@ void sha1_hex(const void *data, size_t len, char out[41]);
 void set_error(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The most of a server's error text a message shows. */
+#define SERVER_TEXT_MAX 300
+
+/*
+ * A server's error text (n bytes at s) for a message, into buf (len
+ * bytes, terminated): whole when it has at most SERVER_TEXT_MAX bytes and
+ * fits, else cut before a space (or, with no space near the cut, before a
+ * UTF-8 character) and "..." put after it: never inside a word the reader
+ * would take for the whole.  The bytes are kept as they came: the CLI
+ * escapes what it prints.  Returns buf.
+ */
+char *server_text(char *buf, size_t len, const char *s, size_t n);
+
 #endif /* RLOCK_INT_H */

@@ -18,6 +18,16 @@ local function fence_of_id(eid)
     return (tonumber(m) + 1) * 1000 + tonumber(q)
   end
 end
+-- acl_refused(e): whether the error text e of a call the script made says
+-- the server's ACL refused it.  By its kind where the server says one
+-- (NOPERM), else in the words each server puts in a script's way: "ERR
+-- ACL failure in script: ..." (Valkey, Redis 7.2 and later), "The user
+-- executing the script can't ..." (Redis 7.0 and 7.0's forks).
+local function acl_refused(e)
+  return string.find(e, '^NOPERM') ~= nil or
+         string.find(e, 'ACL failure in script', 1, true) ~= nil or
+         string.find(e, 'user executing the script can', 1, true) ~= nil
+end
 -- xadd(stream, max, nomk, eid, ...): XADD with id eid, trimmed to about
 -- max entries, into a stream that exists only when nomk.  Max '0' keeps
 -- no entry: the caller deletes the one added (a stream that several
@@ -71,9 +81,7 @@ local function grant_entry(hmax, httl, fields, ...)
     -- Only a refusal of the history (an ACL without XADD, a key of
     -- another type) leaves the fence to the counter: the server's state
     -- (OOM, NOREPLICAS...) is the caller's error.
-    local e = eid.err or ''
-    if not wrongtype and not string.find(e, 'NOPERM', 1, true) and
-       not string.find(e, "can't run this command", 1, true) then
+    if not wrongtype and not acl_refused(eid.err or '') then
       return nil, eid
     end
     local f, fs = next_fence()
