@@ -107,6 +107,11 @@ enum conn_refusal conn_refusal(const struct rlock_conn *c)
 	return c->refusal;
 }
 
+int conn_garbled(const struct rlock_conn *c)
+{
+	return c->garbled;
+}
+
 int conn_fd(const struct rlock_conn *c)
 {
 	return c->fd;
@@ -427,6 +432,7 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 
 	conn_close(c);
 	c->refusal = CONN_REFUSED_NOT;
+	c->garbled = 0;
 	rc = connect_any(c, deadline);
 	if (rc == RLOCK_OK && c->tp->start != NULL)
 		rc = c->tp->start(c, deadline);
@@ -531,6 +537,7 @@ int conn_feed(struct rlock_conn *c, const char *buf, size_t n)
 		char msg[200];
 
 		snprintf(msg, sizeof(msg), "protocol error: %s", why);
+		c->garbled = 1;
 		return conn_fail(c, "%s: %s", msg);
 	}
 	if (redisReaderFeed(c->reader, buf, n) != 0)
@@ -641,6 +648,7 @@ int conn_take_reply(struct rlock_conn *c, redisReply **r)
 
 		snprintf(why, sizeof(why), "protocol error: %s",
 			 c->reader->errstr);
+		c->garbled = 1;
 		conn_fail(c, "%s: %s", why);
 		return -1;
 	}

@@ -46,6 +46,7 @@ struct rlock_conn {
 	int up;
 	enum conn_refusal refusal;	/* why the last conn_open failed */
 	long long replies;		/* read since the connection opened */
+	int garbled;			/* closed for a reply that is no RESP2 */
 	redisReader *reader;
 	struct resp_guard guard;	/* bounds what reaches the reader */
 	char *obuf;			/* requests, as RESP */

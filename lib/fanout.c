@@ -332,14 +332,20 @@ void fan_run(struct rlock *rl, struct fan *f)
 			if (pfd[k].revents == 0)
 				continue;
 			if (conn_on_ready(n->cmd, pfd[k].revents) != RLOCK_OK) {
-				on_drop(f, n, s, deadline);
+				if (conn_garbled(n->cmd))
+					finish(s, RLOCK_EUNAVAIL,
+					       conn_errstr(n->cmd));
+				else
+					on_drop(f, n, s, deadline);
 				continue;
 			}
 			/* The +OK of ASKING and the reply may come together. */
 			while (s->state == ST_WAIT &&
 			       (got = conn_take_reply(n->cmd, &r)) != 0) {
+				/* A protocol error, as the guard's above:
+				 * the server is unavailable to rlock. */
 				if (got < 0)
-					finish(s, RLOCK_EPROTO,
+					finish(s, RLOCK_EUNAVAIL,
 					       conn_errstr(n->cmd));
 				else
 					on_reply(n, s, r);

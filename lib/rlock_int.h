@@ -122,6 +122,14 @@ enum conn_refusal {
 };
 enum conn_refusal conn_refusal(const struct rlock_conn *c);
 
+/*
+ * Whether c was last closed for a protocol error: a reply that is no RESP2
+ * (a RESP3 type byte, a bad length, past the bounds).  Such a server is
+ * not asked again on a new connection as after a drop: the request that
+ * was out is undone as one that may have been granted.  Returns 1 or 0.
+ */
+int conn_garbled(const struct rlock_conn *c);
+
 /* ---- RESP (resp.c) ---- */
 
 /* The bytes of a request of argc arguments of lengths lens, as RESP2, and
