@@ -676,6 +676,20 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "which is not a fence rlock wrote (digits, below "
 			 "2^53 - 2^20): no fence handed out, nothing granted",
 			 key, v);
+	} else if (starts_with(r, "FENCEMAX ")) {
+		char v[300];
+
+		/* A counter at the last fence there can be (fence_of.lua):
+		 * the name can give no larger one, and a smaller one would
+		 * be a fence going back. */
+		res->rc = RLOCK_EPROTO;
+		snprintf(v, sizeof(v), "%.*s", n - 9, r->str + 9);
+		snprintf(res->err, sizeof(res->err), "%s:fence holds %s, "
+			 "above which no fence can be handed out (fences stay "
+			 "below 2^53 - 2^20, and a history's at or below "
+			 "9007199253691999): nothing granted; take the lock "
+			 "under another name or --prefix (deleting or "
+			 "lowering the key would let fences go back)", key, v);
 	} else if (starts_with(r, "BADSLOT ")) {
 		char v[300];
 
@@ -697,11 +711,16 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 
 		res->rc = RLOCK_EPROTO;
 		snprintf(v, sizeof(v), "%.*s", n - 10, r->str + 10);
+		/* Ids only go up: a stream past the last that gives a
+		 * fence gives none ever after, and the history deleted would
+		 * start again at the clock, below the fences it gave. */
 		snprintf(res->err, sizeof(res->err), "%s:log gave the id '%s', "
 			 "which gives no fence (its ms must be 13 digits, "
-			 "before the year 2255): no fence handed out, nothing "
-			 "granted; deleting %s:log starts the history anew",
-			 key, v, key);
+			 "before the year 2255, and its sequence number at "
+			 "most 999): nothing granted, and no later "
+			 "grant can have a larger fence; take the lock under "
+			 "another name or --prefix (deleting the key would let "
+			 "fences go back)", key, v);
 	} else if ((bad = memmem(r->str, (size_t)n, "BADLINE ", 8)) != NULL) {
 		char v[300];
 

@@ -102,8 +102,13 @@ local function grant_entry(hmax, httl, fields, ...)
   local c = redis.call('GET', KEYS[8])
   if c then
     local floor = fence_of(c)
-    if not floor then
-      redis.pcall('XDEL', stream, eid)
+    -- The entry is taken back (the stream too when this call made it: no
+    -- key without an expiry is left behind) and the counter left as it is.
+    if not floor or (f <= floor and floor >= 9007199253691999) then
+      if made then redis.call('DEL', stream) else redis.pcall('XDEL', stream, eid) end
+      -- No id gives a fence above 9007199253691999 (MS below
+      -- 9007199253691): a floor there leaves none to hand out.
+      if floor then return nil, fence_limit(c) end
       return nil, bad_fence(c)
     end
     if f <= floor then
@@ -111,8 +116,9 @@ local function grant_entry(hmax, httl, fields, ...)
       redis.pcall('XDEL', stream, eid)
       eid = xadd(stream, hmax, true, ms(math.floor((floor + 1) / 1000) - 1) .. '-' ..
                  ms((floor + 1) % 1000), 'a1', fields, ...)
-      f = type(eid) == 'string' and fence_of_id(eid)
-      if not f then return nil, redis.error_reply('BADSTREAM ' .. tostring(eid.err or eid)) end
+      if type(eid) ~= 'string' then return nil, eid end
+      f = fence_of_id(eid)
+      if not f then return nil, redis.error_reply('BADSTREAM ' .. string.sub(eid, 1, 64)) end
     end
     redis.call('DEL', KEYS[8])
   end
