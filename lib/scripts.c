@@ -451,11 +451,16 @@ static void acl_error(const redisReply *r, int n, const char *addr,
 		q2 = at;
 		p = at + 1;
 	}
-	for (q1 = q2 != NULL ? q2 - 1 : NULL; q1 != NULL && q1 >= r->str &&
-	     *q1 != '\''; q1--)
-		;
-	if (q1 != NULL && q1 < r->str)
-		q1 = q2 = NULL;
+	if (q2 != NULL) {
+		size_t k = (size_t)(q2 - r->str);
+
+		while (k > 0 && r->str[k - 1] != '\'')
+			k--;
+		if (k > 0)
+			q1 = r->str + k - 1;
+		else
+			q2 = NULL;
+	}
 	if (q2 != NULL && history_read(q1 + 1, (size_t)(q2 - q1 - 1)))
 		snprintf(rule, sizeof(rule), "%s", HISTORY_READS);
 	else if (q2 != NULL)
