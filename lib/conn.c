@@ -107,6 +107,11 @@ enum conn_refusal conn_refusal(const struct rlock_conn *c)
 	return c->refusal;
 }
 
+int conn_garbled(const struct rlock_conn *c)
+{
+	return c->garbled;
+}
+
 int conn_fd(const struct rlock_conn *c)
 {
 	return c->fd;
@@ -294,10 +299,10 @@ static int handshake_call(struct rlock_conn *c, int64_t deadline, int argc,
 	if (rc != RLOCK_OK)
 		return rc;
 	if (r->type == REDIS_REPLY_ERROR) {
-		char why[400];
+		char why[400], text[SERVER_TEXT_MAX + 1];
 
-		snprintf(why, sizeof(why), "%s: %.*s", what, (int)r->len,
-			 r->str);
+		snprintf(why, sizeof(why), "%s: %s", what,
+			 server_text(text, sizeof(text), r->str, r->len));
 		freeReplyObject(r);
 		c->refusal = why_refused;
 		return conn_fail(c, "%s: %s", why);
@@ -358,9 +363,10 @@ static int hello(struct rlock_conn *c, int64_t deadline)
 		 * trust the sentinels, as before HELLO. */
 		int old = strncmp(r->str, "ERR unknown command", 19) == 0 ||
 			  strncmp(r->str, "NOPERM", 6) == 0;
+		char text[SERVER_TEXT_MAX + 1];
 
-		snprintf(why, sizeof(why), "authentication failed: %.*s",
-			 (int)r->len, r->str);
+		snprintf(why, sizeof(why), "authentication failed: %s",
+			 server_text(text, sizeof(text), r->str, r->len));
 		freeReplyObject(r);
 		if (old)
 			return 1;
@@ -431,6 +437,7 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 
 	conn_close(c);
 	c->refusal = CONN_REFUSED_NOT;
+	c->garbled = 0;
 	rc = connect_any(c, deadline);
 	if (rc == RLOCK_OK && c->tp->start != NULL)
 		rc = c->tp->start(c, deadline);
@@ -536,6 +543,7 @@ int conn_feed(struct rlock_conn *c, const char *buf, size_t n)
 		char msg[200];
 
 		snprintf(msg, sizeof(msg), "protocol error: %s", why);
+		c->garbled = 1;
 		return conn_fail(c, "%s: %s", msg);
 	}
 	if (redisReaderFeed(c->reader, buf, n) != 0)
@@ -646,6 +654,7 @@ int conn_take_reply(struct rlock_conn *c, redisReply **r)
 
 		snprintf(why, sizeof(why), "protocol error: %s",
 			 c->reader->errstr);
+		c->garbled = 1;
 		conn_fail(c, "%s: %s", why);
 		return -1;
 	}

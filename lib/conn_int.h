@@ -48,6 +48,7 @@ struct rlock_conn {
 					 * server to identify again */
 	enum conn_refusal refusal;	/* why the last conn_open failed */
 	long long replies;		/* read since the connection opened */
+	int garbled;			/* closed for a reply that is no RESP2 */
 	redisReader *reader;
 	struct resp_guard guard;	/* bounds what reaches the reader */
 	char *obuf;			/* requests, as RESP */

@@ -149,9 +149,12 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 			 * failover under way, worth asking again soon, not
 			 * sixteen times in a second. */
 			if (s->redirects > 2) {
+				char text[SERVER_TEXT_MAX + 1];
+
 				snprintf(s->res.err, sizeof(s->res.err),
-					 "%s: %.*s", conn_addr(n->cmd),
-					 (int)r->len, r->str);
+					 "%s: %s", conn_addr(n->cmd),
+					 server_text(text, sizeof(text),
+						     r->str, r->len));
 				retry_later(s, BUSY_RETRY_MS);
 			} else {
 				s->state = ST_SEND;
@@ -361,14 +364,20 @@ static void fan_send_all(struct rlock *rl, struct fan *f)
 			if (pfd[k].revents == 0)
 				continue;
 			if (conn_on_ready(n->cmd, pfd[k].revents) != RLOCK_OK) {
-				on_drop(f, n, s, deadline);
+				if (conn_garbled(n->cmd))
+					finish(s, RLOCK_EUNAVAIL,
+					       conn_errstr(n->cmd));
+				else
+					on_drop(f, n, s, deadline);
 				continue;
 			}
 			/* The +OK of ASKING and the reply may come together. */
 			while (s->state == ST_WAIT &&
 			       (got = conn_take_reply(n->cmd, &r)) != 0) {
+				/* A protocol error, as the guard's above:
+				 * the server is unavailable to rlock. */
 				if (got < 0)
-					finish(s, RLOCK_EPROTO,
+					finish(s, RLOCK_EUNAVAIL,
 					       conn_errstr(n->cmd));
 				else
 					on_reply(n, s, r);

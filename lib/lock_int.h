@@ -371,6 +371,20 @@ void explain_wrongtype(struct rlock_conn *c, const struct request *q,
  */
 int scripts_unavailable(const redisReply *r, char *why, size_t len);
 
+/*
+ * Whether r is an error reply that says the server's ACL refused
+ * something: NOPERM, or a call inside a script refused in Valkey's or
+ * Redis 7's words.  Returns 1 or 0.
+ */
+int acl_refusal(const redisReply *r);
+
+/*
+ * Where the tail a server puts after a script's error starts (" script:
+ * SHA, on @user_script:N."), in the n bytes at s; NULL when there is
+ * none.  The error before it is the server's whole message.
+ */
+const char *script_tail(const char *s, size_t n);
+
 /* Where line (1 the first) of script s's body comes from: the file in
  * lib/scripts/ and its line there.  Returns 0, or -1 for a line the body
  * does not have. */

@@ -328,8 +328,11 @@ static enum node_next redirected(struct rlock_node *n, const redisReply *r,
 	int slot, p = redirect_peer(n, r, &slot);
 
 	if (p < 0) {
-		snprintf(n->err, sizeof(n->err), "%s: cannot follow %.*s",
-			 conn_addr(n->cmd), (int)r->len, r->str);
+		char text[SERVER_TEXT_MAX + 1];
+
+		snprintf(n->err, sizeof(n->err), "%s: cannot follow %s",
+			 conn_addr(n->cmd),
+			 server_text(text, sizeof(text), r->str, r->len));
 		return NODE_FAIL;
 	}
 	n->peer[p]->down_until = 0;
@@ -502,8 +505,10 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 	} else if (r->type == REDIS_REPLY_ERROR && starts_with(r, "NOAUTH")) {
 		a = ASKED_NOAUTH;
 	} else if (r->type == REDIS_REPLY_ERROR) {
-		snprintf(why, whylen, "%s: %.*s", conn_addr(c), (int)r->len,
-			 r->str);
+		char text[SERVER_TEXT_MAX + 1];
+
+		snprintf(why, whylen, "%s: %s", conn_addr(c),
+			 server_text(text, sizeof(text), r->str, r->len));
 	} else {
 		snprintf(why, whylen, "%s: unexpected reply to SENTINEL "
 			 "GET-MASTER-ADDR-BY-NAME", conn_addr(c));

@@ -170,6 +170,39 @@ static const char *guard_line_done(struct resp_guard *g)
 	       "a reply larger than " STR_BOUND(RLOCK_REPLY_MAX_BYTES) : NULL;
 }
 
+/* Why a RESP3 type byte c is refused, NULL when c is none: rlock never
+ * sends HELLO 3, and hiredis 0.14 would call it only "got c as reply type
+ * byte". */
+static const char *resp3_type(char c)
+{
+	static const struct {
+		char c;
+		const char *why;
+	} t[] = {
+		{ '%', "a RESP3 map (type byte '%'), where rlock speaks RESP2" },
+		{ '~', "a RESP3 set (type byte '~'), where rlock speaks RESP2" },
+		{ '_', "a RESP3 null (type byte '_'), where rlock speaks RESP2" },
+		{ ',', "a RESP3 double (type byte ','), where rlock speaks "
+		  "RESP2" },
+		{ '#', "a RESP3 boolean (type byte '#'), where rlock speaks "
+		  "RESP2" },
+		{ '(', "a RESP3 big number (type byte '('), where rlock speaks "
+		  "RESP2" },
+		{ '=', "a RESP3 verbatim string (type byte '='), where rlock "
+		  "speaks RESP2" },
+		{ '|', "a RESP3 attribute (type byte '|'), where rlock speaks "
+		  "RESP2" },
+		{ '>', "a RESP3 push (type byte '>'), where rlock speaks RESP2" },
+		{ '!', "a RESP3 blob error (type byte '!'), where rlock speaks "
+		  "RESP2" },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (t[i].c == c)
+			return t[i].why;
+	return NULL;
+}
+
 const char *resp_guard_feed(struct resp_guard *g, const char *buf, size_t n)
 {
 	size_t i = 0;
@@ -182,6 +215,10 @@ const char *resp_guard_feed(struct resp_guard *g, const char *buf, size_t n)
 
 		switch (g->state) {
 		case GUARD_TYPE:
+			if ((why = resp3_type(c)) != NULL) {
+				g->failed = why;
+				return why;
+			}
 			if (c != '+' && c != '-' && c != ':' && c != '$' &&
 			    c != '*') {
 				/* hiredis refuses it at this very byte, as the

@@ -125,6 +125,14 @@ enum conn_refusal {
 };
 enum conn_refusal conn_refusal(const struct rlock_conn *c);
 
+/*
+ * Whether c was last closed for a protocol error: a reply that is no RESP2
+ * (a RESP3 type byte, a bad length, past the bounds).  Such a server is
+ * not asked again on a new connection as after a drop: the request that
+ * was out is undone as one that may have been granted.  Returns 1 or 0.
+ */
+int conn_garbled(const struct rlock_conn *c);
+
 /* ---- RESP (resp.c) ---- */
 
 /* The bytes of a request of argc arguments of lengths lens, as RESP2, and
@@ -267,5 +275,18 @@ void sha1_hex(const void *data, size_t len, char out[41]);
 
 void set_error(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The most of a server's error text a message shows. */
+#define SERVER_TEXT_MAX 300
+
+/*
+ * A server's error text (n bytes at s) for a message, into buf (len
+ * bytes, terminated): whole when it has at most SERVER_TEXT_MAX bytes and
+ * fits, else cut before a space (or, with no space near the cut, before a
+ * UTF-8 character) and "..." put after it: never inside a word the reader
+ * would take for the whole.  The bytes are kept as they came: the CLI
+ * escapes what it prints.  Returns buf.
+ */
+char *server_text(char *buf, size_t len, const char *s, size_t n);
 
 #endif /* RLOCK_INT_H */

@@ -342,12 +342,46 @@ static int starts_with(const redisReply *r, const char *p)
 	"+zadd +zrem +zrange +zrangebyscore +zrank +zscore +zcard +zcount " \
 	"+xadd +xrange +xrevrange"
 
-/* Whether the error reply says an ACL refused something. */
-static int acl_refusal(const redisReply *r)
+/*
+ * Whether the error reply says an ACL refused something: by its kind,
+ * NOPERM, where the server says one; a call inside a script is refused in
+ * each server's own words, "ERR ACL failure in script: ..." (Valkey, Redis
+ * 7.2 and later) or "ERR The user executing the script can't ..." (Redis
+ * 7.0), which are recognised both, as entry.lua does.
+ */
+int acl_refusal(const redisReply *r)
 {
-	return starts_with(r, "NOPERM") ||
-	       memmem(r->str, r->len, "user executing the script can't",
-		      31) != NULL;
+	return r->type == REDIS_REPLY_ERROR &&
+	       (starts_with(r, "NOPERM") ||
+		memmem(r->str, r->len, "ACL failure in script", 21) != NULL ||
+		memmem(r->str, r->len, "user executing the script can",
+		       29) != NULL);
+}
+
+/*
+ * The tail Redis 7 and Valkey put after a script's error, " script: SHA,
+ * on @user_script:N.", NULL when there is none.  The last " script: " that
+ * 40 hex digits follow: the error itself may say "script: " too ("ERR ACL
+ * failure in script: User ...").
+ */
+const char *script_tail(const char *s, size_t n)
+{
+	static const char mark[] = " script: ";
+	const size_t ml = sizeof(mark) - 1;
+	const char *found = NULL, *p = s, *at;
+
+	while ((at = memmem(p, (size_t)(s + n - p), mark, ml)) != NULL) {
+		size_t k = 0;
+
+		while (k < 40 && at + ml + k < s + n &&
+		       strchr("0123456789abcdef", at[ml + k]) != NULL &&
+		       at[ml + k] != '\0')
+			k++;
+		if (k == 40)
+			found = at;
+		p = at + 1;
+	}
+	return found;
 }
 
 int scripts_unavailable(const redisReply *r, char *why, size_t len)
@@ -403,36 +437,51 @@ static void acl_error(const redisReply *r, int n, const char *addr,
 		      const char *user, const char *key,
 		      struct rlock_result *res)
 {
+	static const char cmd_end[] = "' command";
 	const char *brace = strchr(key, '{');
-	const char *q1 = memchr(r->str, '\'', r->len), *q2 = NULL;
+	const char *q1 = NULL, *q2 = NULL, *p = r->str, *at;
 	int plen = brace != NULL ? (int)(brace - key) : (int)strlen(key);
-	char rule[240];
+	char rule[240], text[SERVER_TEXT_MAX + 1];
 
 	if (user[0] == '\0')
 		user = "default";
-	if (q1 != NULL)
-		q2 = memchr(q1 + 1, '\'', r->len - (size_t)(q1 + 1 - r->str));
-	if (memmem(r->str, r->len, "channel", 7) != NULL)
-		snprintf(rule, sizeof(rule), "&%.*s*", plen > 100 ? 100 : plen,
-			 key);
-	else if (memmem(r->str, r->len, "key", 3) != NULL)
-		snprintf(rule, sizeof(rule), "~%.*s*", plen > 100 ? 100 : plen,
-			 key);
-	else if (q2 != NULL && starts_with(r, "NOPERM") &&
-		 history_read(q1 + 1, (size_t)(q2 - q1 - 1)))
+	/* The command refused, as every server names it: "... to run the
+	 * 'xadd' command".  The last such: a user's name may hold a quote. */
+	while ((at = memmem(p, (size_t)(r->str + n - p), cmd_end,
+			    sizeof(cmd_end) - 1)) != NULL) {
+		q2 = at;
+		p = at + 1;
+	}
+	if (q2 != NULL) {
+		size_t k = (size_t)(q2 - r->str);
+
+		while (k > 0 && r->str[k - 1] != '\'')
+			k--;
+		if (k > 0)
+			q1 = r->str + k - 1;
+		else
+			q2 = NULL;
+	}
+	if (q2 != NULL && history_read(q1 + 1, (size_t)(q2 - q1 - 1)))
 		snprintf(rule, sizeof(rule), "%s", HISTORY_READS);
-	else if (q2 != NULL && starts_with(r, "NOPERM"))
+	else if (q2 != NULL)
 		snprintf(rule, sizeof(rule), "+%.*s",
 			 (int)(q2 - q1 - 1) > 60 ? 60 : (int)(q2 - q1 - 1),
 			 q1 + 1);
+	else if (memmem(r->str, (size_t)n, "channel", 7) != NULL)
+		snprintf(rule, sizeof(rule), "&%.*s*", plen > 100 ? 100 : plen,
+			 key);
+	else if (memmem(r->str, (size_t)n, "key", 3) != NULL)
+		snprintf(rule, sizeof(rule), "~%.*s*", plen > 100 ? 100 : plen,
+			 key);
 	else
 		snprintf(rule, sizeof(rule), "%s", SCRIPT_COMMANDS);
 	res->rc = RLOCK_ENOPERM;
 	snprintf(res->err, sizeof(res->err), "%.100s: permission refused to "
-		 "user '%.40s' (%.*s): allow it with ACL SETUSER %.40s %s%s",
-		 addr, user, n > 120 ? 120 : n, r->str, user, rule,
-		 rule[0] == '~' || rule[0] == '&' ? ", or use a --prefix the "
-		 "user's keys are under" : "");
+		 "user '%.40s' (%s): allow it with ACL SETUSER %.40s %s%s",
+		 addr, user, server_text(text, sizeof(text), r->str, (size_t)n),
+		 user, rule, rule[0] == '~' || rule[0] == '&' ?
+		 ", or use a --prefix the user's keys are under" : "");
 }
 
 /* The type rlock keeps at a key, by its suffix (the longest that ends
@@ -530,22 +579,21 @@ int script_source(const struct rlock_script *s, unsigned long line,
 	return 0;
 }
 
-/* The script whose digest follows the first "script: " (Redis 7's tail)
- * or "f_" (Redis 6: "call to f_SHA") in s, NULL none of rlock's. */
+/* The script whose digest is in s: after Redis 7's tail (script_tail) or
+ * "f_" (Redis 6: "call to f_SHA"); NULL when none of rlock's. */
 static const struct rlock_script *named_script(const char *s, size_t n)
 {
-	static const char *const marks[] = { "script: ", "f_" };
+	const char *tail = script_tail(s, n);
+	const char *at = memmem(s, n, "f_", 2);
+	const char *digest = tail != NULL ? tail + 9 :
+			     at != NULL && (size_t)(s + n - at) >= 42 ? at + 2 :
+			     NULL;
 
-	for (size_t m = 0; m < 2; m++) {
-		size_t ml = strlen(marks[m]);
-		const char *at = memmem(s, n, marks[m], ml);
-
-		if (at == NULL || (size_t)(s + n - at) < ml + 40)
-			continue;
-		for (int i = 0; i < RLOCK_SCRIPT_COUNT; i++)
-			if (memcmp(at + ml, rlock_scripts[i].sha, 40) == 0)
-				return &rlock_scripts[i];
-	}
+	if (digest == NULL)
+		return NULL;
+	for (int i = 0; i < RLOCK_SCRIPT_COUNT; i++)
+		if (memcmp(digest, rlock_scripts[i].sha, 40) == 0)
+			return &rlock_scripts[i];
 	return NULL;
 }
 
@@ -566,7 +614,7 @@ static size_t user_line(const char *s, const char *end, unsigned long *line)
 void script_error_text(const char *s, size_t n, char *buf, size_t len)
 {
 	const struct rlock_script *sc = named_script(s, n);
-	const char *tail = memmem(s, n, " script:", 8), *p = s, *end, *file;
+	const char *tail = script_tail(s, n), *p = s, *end, *file;
 	unsigned long line, src;
 	size_t at = 0, skip;
 	int named = 0, w;
@@ -606,8 +654,8 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 {
 	const char *addr = conn_addr(c);
 	int n = (int)r->len;
-	const char *tail = memmem(r->str, r->len, " script:", 8), *bad;
-	char why[128];
+	const char *tail = script_tail(r->str, r->len), *bad;
+	char why[128], text[SERVER_TEXT_MAX + 1];
 
 	if (tail != NULL)
 		n = (int)(tail - r->str);
@@ -634,6 +682,20 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "which is not a fence rlock wrote (digits, below "
 			 "2^53 - 2^20): no fence handed out, nothing granted",
 			 key, v);
+	} else if (starts_with(r, "FENCEMAX ")) {
+		char v[300];
+
+		/* A counter at the last fence there can be (fence_of.lua):
+		 * the name can give no larger one, and a smaller one would
+		 * be a fence going back. */
+		res->rc = RLOCK_EPROTO;
+		snprintf(v, sizeof(v), "%.*s", n - 9, r->str + 9);
+		snprintf(res->err, sizeof(res->err), "%s:fence holds %s, "
+			 "above which no fence can be handed out (fences stay "
+			 "below 2^53 - 2^20, and a history's at or below "
+			 "9007199253691999): nothing granted; take the lock "
+			 "under another name or --prefix (deleting or "
+			 "lowering the key would let fences go back)", key, v);
 	} else if (starts_with(r, "BADSLOT ")) {
 		char v[300];
 
@@ -655,11 +717,16 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 
 		res->rc = RLOCK_EPROTO;
 		snprintf(v, sizeof(v), "%.*s", n - 10, r->str + 10);
+		/* Ids only go up: a stream past the last that gives a
+		 * fence gives none ever after, and the history deleted would
+		 * start again at the clock, below the fences it gave. */
 		snprintf(res->err, sizeof(res->err), "%s:log gave the id '%s', "
 			 "which gives no fence (its ms must be 13 digits, "
-			 "before the year 2255): no fence handed out, nothing "
-			 "granted; deleting %s:log starts the history anew",
-			 key, v, key);
+			 "before the year 2255, and its sequence number at "
+			 "most 999): nothing granted, and no later "
+			 "grant can have a larger fence; take the lock under "
+			 "another name or --prefix (deleting the key would let "
+			 "fences go back)", key, v);
 	} else if ((bad = memmem(r->str, (size_t)n, "BADLINE ", 8)) != NULL) {
 		char v[300];
 
@@ -687,7 +754,8 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 	} else if (starts_with(r, "WRONGPASS")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
-			 "%s: authentication failed: %.*s", addr, n, r->str);
+			 "%s: authentication failed: %s", addr,
+			 server_text(text, sizeof(text), r->str, (size_t)n));
 	} else if (starts_with(r, "LOADING")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
@@ -711,14 +779,16 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 	} else if (starts_with(r, "LOADING") || starts_with(r, "MASTERDOWN") ||
 		   starts_with(r, "CLUSTERDOWN") || starts_with(r, "BUSY")) {
 		res->rc = RLOCK_EUNAVAIL;
-		snprintf(res->err, sizeof(res->err), "%s: %.*s", addr, n,
-			 r->str);
+		snprintf(res->err, sizeof(res->err), "%s: %s", addr,
+			 server_text(text, sizeof(text), r->str, (size_t)n));
 	} else {
-		char text[512];
+		char named[1024];
 
 		/* A script's own error names its line in lib/scripts/. */
-		script_error_text(r->str, r->len, text, sizeof(text));
+		script_error_text(r->str, r->len, named, sizeof(named));
 		res->rc = RLOCK_EPROTO;
-		snprintf(res->err, sizeof(res->err), "%s: %s", addr, text);
+		snprintf(res->err, sizeof(res->err), "%s: %s", addr,
+			 server_text(text, sizeof(text), named,
+				     strlen(named)));
 	}
 }

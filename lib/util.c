@@ -339,6 +339,42 @@ int rlock_utf8_shown(uint32_t c)
 	return 1;
 }
 
+char *server_text(char *buf, size_t len, const char *s, size_t n)
+{
+	size_t room, cut, k;
+
+	if (len == 0)
+		return buf;
+	room = len - 1 < SERVER_TEXT_MAX ? len - 1 : SERVER_TEXT_MAX;
+	if (n <= room) {
+		memcpy(buf, s, n);
+		buf[n] = '\0';
+		return buf;
+	}
+	if (room < 4) {
+		buf[0] = '\0';
+		return buf;
+	}
+	/* Room for "..." after the text kept. */
+	cut = room - 3;
+	/* A space in the last half: the words before it are whole. */
+	for (k = cut; k > cut / 2 && s[k] != ' '; k--)
+		;
+	if (s[k] == ' ') {
+		cut = k;
+	} else {
+		/* One long word: cut before a UTF-8 continuation byte's
+		 * lead, so that no character is split. */
+		while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80)
+			cut--;
+	}
+	while (cut > 0 && s[cut - 1] == ' ')
+		cut--;
+	memcpy(buf, s, cut);
+	memcpy(buf + cut, "...", 4);
+	return buf;
+}
+
 char *rlock_vis(char *dst, size_t len, const char *src, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";

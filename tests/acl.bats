@@ -132,16 +132,22 @@ history_warning() {
 
 @test "acl: keys outside the user's pattern exit 77 with the rule and --prefix" {
 	make_user app -@all
+	local words
+	words=$(refused_words R app secret GET other:x)
+	[[ $words == NOPERM* ]] || fail "GET other:x as app: $words"
 	run -77 --separate-stderr "$RLOCK" -u "redis://app:secret@127.0.0.1:$R_PORT" --prefix other: acquire job
-	assert_stderr "rlock: acquire: 127.0.0.1:$R_PORT: permission refused to user 'app' (NOPERM this user has no permissions to access one of the keys used as arguments): allow it with ACL SETUSER app ~other:*, or use a --prefix the user's keys are under"
+	assert_stderr "rlock: acquire: 127.0.0.1:$R_PORT: permission refused to user 'app' ($words): allow it with ACL SETUSER app ~other:*, or use a --prefix the user's keys are under"
 	run -77 --separate-stderr "$RLOCK" -u "redis://app:secret@127.0.0.1:$R_PORT" --prefix other: run job -- true
 	[[ $stderr == *"allow it with ACL SETUSER app ~other:*"* ]]
 }
 
 @test "acl: a refused EVALSHA exits 77 with the rule to add" {
 	make_user noeval -@all -evalsha
+	local words
+	words=$(refused_words R noeval secret EVALSHA "$(printf %040d 0)" 0)
+	[[ $words == "NOPERM "*"'evalsha' command" ]] || fail "EVALSHA as noeval: $words"
 	run -77 --separate-stderr "$RLOCK" -u "redis://noeval:secret@127.0.0.1:$R_PORT" acquire job
-	assert_stderr "rlock: acquire: 127.0.0.1:$R_PORT: permission refused to user 'noeval' (NOPERM this user has no permissions to run the 'evalsha' command): allow it with ACL SETUSER noeval +evalsha"
+	assert_stderr "rlock: acquire: 127.0.0.1:$R_PORT: permission refused to user 'noeval' ($words): allow it with ACL SETUSER noeval +evalsha"
 	lock_free job
 }
 
@@ -317,7 +323,10 @@ history_warning() {
 	run -1 --separate-stderr "$RLOCK" -u "$url" status job
 	assert_equal "$stderr" ""
 	refute_output --partial 'last:'
-	local why="127.0.0.1:$R_PORT: permission refused to user 'noread' (NOPERM this user has no permissions to run the 'xrevrange' command): allow it with ACL SETUSER noread +xrange +xrevrange"
+	local words why
+	words=$(refused_words R noread secret XREVRANGE "$(key job):log" + - COUNT 1)
+	[[ $words == "NOPERM "*"'xrevrange' command" ]] || fail "XREVRANGE as noread: $words"
+	why="127.0.0.1:$R_PORT: permission refused to user 'noread' ($words): allow it with ACL SETUSER noread +xrange +xrevrange"
 	run -77 --separate-stderr "$RLOCK" -u "$url" log job
 	assert_output ""
 	assert_stderr "rlock: log: $why"

@@ -190,18 +190,23 @@ keyspace() {
 }
 
 @test "doctor: --json is a list of {check, server, level, message, value}, the version's with its product" {
+	# The product of the server under test, as it names itself (Redis or
+	# Valkey).
+	local product
+	product=$(redis-server --version | cut -d' ' -f1)
+	[[ $product == Redis || $product == Valkey ]] || fail "redis-server --version: $(redis-server --version)"
 	run -1 --separate-stderr "$RLOCK" --json doctor
 	json_check "$output" \
 		'isinstance(d, list) and len(d) >= 15' \
 		'all(sorted(c) == ["check", "level", "message", "server", "value"] for c in d if c["check"] != "version")' \
 		'[sorted(c) for c in d if c["check"] == "version"] == [["check", "level", "message", "product", "server", "value"]]' \
-		'[(c["product"], c["message"].startswith("Redis " + c["value"] + ": ")) for c in d if c["check"] == "version"] == [("redis", True)]' \
+		'[(c["product"], c["message"].startswith(a[1] + " " + c["value"] + ": ")) for c in d if c["check"] == "version"] == [(a[1].lower(), True)]' \
 		'all(c["level"] in ("ok", "note", "warn", "fail") for c in d)' \
 		'all(c["server"] == a[0] for c in d)' \
 		'[c["check"] for c in d][:4] == ["reach", "tls", "auth", "rtt"]' \
 		'all(isinstance(c["value"], (int, float)) and c["value"] >= 0 for c in d if c["check"] in ("rtt", "wakeup", "reach"))' \
 		'[c["value"] for c in d if c["check"] == "version"][0].count(".") == 2' \
-		-- "127.0.0.1:$R_PORT"
+		-- "127.0.0.1:$R_PORT" "$product"
 }
 
 @test "doctor: the table fits 80 columns and has no colour when not on a terminal" {

@@ -222,6 +222,78 @@ no_replicas() {
 	assert_equal "$(last_fence ah)" "$h"
 }
 
+# spent_limit NAME VALUE VERB [OPTIONS...]: VERB (run or acquire) of lock
+# NAME whose counter holds VALUE, a fence with none above it: 70 with the
+# line that says so and never advises what would lower a fence; no command,
+# no token, nothing held, the counter as it was and no history made.
+spent_limit() {
+	local name=$1 v=$2 verb=$3
+	shift 3
+	rcli R DEL "$(key "$name"):log" >/dev/null
+	rcli R SET "$(key "$name"):fence" "$v" >/dev/null
+	if [[ $verb == run ]]; then
+		run -70 --separate-stderr "$RLOCK" run "$@" "$name" -- touch ran
+		[[ ! -e ran ]] || fail "the command ran ($*)"
+	else
+		run -70 --separate-stderr "$RLOCK" acquire "$@" "$name"
+	fi
+	assert_output ""
+	assert_stderr "rlock: $verb: $(key "$name"):fence holds $v, above which no fence can be handed out (fences stay below 2^53 - 2^20, and a history's at or below 9007199253691999): nothing granted; take the lock under another name or --prefix (deleting or lowering the key would let fences go back)"
+	assert_equal "$(counter "$name")" "$v"
+	assert_equal "$(rcli R EXISTS "$(key "$name"):log")" 0
+	lock_free "$name" && holders_is "$name" 0 && line_is "$name" 0 ||
+		fail "held after the refused grant ($*): $(rcli R --scan --pattern "$(key "$name")*")"
+}
+
+@test "a counter at the end of the range: 70 saying no larger fence can be handed out and to go on under another name, the counter left as it was, no history made, nothing run" {
+	local v mode
+	# 2^53 - 2^20 - 1, the last fence; 9007199253691999, the last a
+	# history's id gives (a new stream's floor must be below it).
+	for v in 9007199253692415 9007199253691999; do
+		for mode in "" -s "-l 3"; do
+			# shellcheck disable=SC2086
+			spent_limit end "$v" run $mode
+			# shellcheck disable=SC2086
+			spent_limit end "$v" acquire $mode
+		done
+	done
+}
+
+@test "the last fence a history's ids give is handed out once; every grant after it: 70, nothing granted, the name spent, never a lower fence" {
+	local f mode
+	rcli R SET "$(key last):fence" 9007199253691998 >/dev/null
+	f=$(take_fence last)
+	assert_equal "$f" 9007199253691999
+	assert_equal "$(counter last)" ""
+	for mode in "" -s "-l 3"; do
+		# shellcheck disable=SC2086
+		run -70 --separate-stderr "$RLOCK" run $mode last -- touch ran
+		[[ ! -e ran ]] || fail "the command ran ($mode)"
+		[[ $stderr == "rlock: run: $(key last):log gave the id '9007199253690-1"[0-9][0-9][0-9]"', which gives no fence (its ms must be 13 digits, before the year 2255, and its sequence number at most 999): nothing granted, and no later grant can have a larger fence; take the lock under another name or --prefix (deleting the key would let fences go back)" ]] ||
+			fail "$mode: $stderr"
+		# shellcheck disable=SC2086
+		run -70 --separate-stderr "$RLOCK" acquire $mode last
+		assert_output ""
+		lock_free last && holders_is last 0 && line_is last 0 || fail "held ($mode)"
+	done
+	assert_equal "$(counter last)" ""
+	assert_equal "$(last_fence last)" 9007199253691999
+}
+
+@test "the counter's fences (a history key of another type) end at 2^53 - 2^20 - 1: handed out once, then 70 saying so, the counter left at it" {
+	local f
+	rcli R SET "$(key cnt):log" junk >/dev/null
+	rcli R SET "$(key cnt):fence" 9007199253692414 >/dev/null
+	run -0 --separate-stderr "$RLOCK" run cnt -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 9007199253692415
+	assert_equal "$(counter cnt)" 9007199253692415
+	run -70 --separate-stderr "$RLOCK" run cnt -- touch ran
+	[[ ! -e ran ]] || fail "the command ran"
+	assert_stderr "rlock: run: $(key cnt):fence holds 9007199253692415, above which no fence can be handed out (fences stay below 2^53 - 2^20, and a history's at or below 9007199253691999): nothing granted; take the lock under another name or --prefix (deleting or lowering the key would let fences go back)"
+	assert_equal "$(counter cnt)" 9007199253692415
+	lock_free cnt
+}
+
 @test "the history stream (whose ids are the fences) deleted by hand between two grants, or under a shared holder: the next fence is greater" {
 	local f1 f2 b a s1 t1
 	f1=$(take_fence dl)

@@ -190,6 +190,53 @@ bounded_status() {
 	((PEAK_KB < most)) || fail "peak RSS ${PEAK_KB} kB: more than $((most / 1024)) MiB read"
 }
 
+# resp3_kind BYTE: what rlock calls the RESP3 type BYTE starts.
+resp3_kind() {
+	case $1 in
+	%) echo map ;; '~') echo set ;; _) echo null ;; ,) echo double ;;
+	'#') echo boolean ;; '(') echo 'big number' ;; =) echo 'verbatim string' ;;
+	'|') echo attribute ;; '>') echo push ;; '!') echo 'blob error' ;;
+	esac
+}
+
+# undone_tokens NAME: the tokens of NAME's releases, one a line (a
+# release's ARGV[1] follows its 12 keys).
+undone_tokens() {
+	hostile_log "$1" | awk '$1 == "EVALSHA" && $2 == "release" { print $16 }'
+}
+
+@test "a RESP3 reply to the acquire, of each type: 69, one line naming it, no command, no token, and the request undone" {
+	local -a replies=('%1\r\n+a\r\n:1\r\n' '~2\r\n:1\r\n:1\r\n' '_\r\n'
+		',1.5\r\n' '#t\r\n' '(1795736700000000\r\n' '=7\r\ntxt:abc\r\n'
+		'|1\r\n+a\r\n+b\r\n*2\r\n:1\r\n:1\r\n' '>2\r\n+a\r\n+b\r\n'
+		'!3\r\nERR\r\n' '*2\r\n:1\r\n(1795736700000000\r\n')
+	local r b why tok verb
+	for r in "${replies[@]}"; do
+		# The byte that is RESP3: the first, or the grant's fence.
+		b=${r:0:1}
+		[[ $b == '*' ]] && b='('
+		why="protocol error: a RESP3 $(resp3_kind "$b") (type byte '$b'), where rlock speaks RESP2"
+		for verb in run acquire; do
+			start_hostile H "acquire $r" "release $OK_1"
+			if [[ $verb == run ]]; then
+				run --separate-stderr "$RLOCK" -u "$H_URL" run f -- touch ran
+				[[ ! -e ran ]] || fail "the command ran on $r"
+			else
+				run --separate-stderr "$RLOCK" -u "$H_URL" acquire f
+			fi
+			((status == 69)) || fail "$verb answered $r: exit $status, $stderr"
+			assert_equal "$output" ""
+			assert_equal "$stderr" "rlock: $verb: 127.0.0.1:$H_PORT: $why"
+			# Asked once, then undone with the request's own token.
+			assert_equal "$(hostile_calls H acquire)" 1
+			tok=$(hostile_log H | awk '$1 == "EVALSHA" && $2 == "acquire" { print $5 }')
+			[[ $tok =~ ^[0-9a-f]{32}$ ]] || fail "no token in the acquire: $(hostile_log H | cut -c1-80)"
+			assert_equal "$(undone_tokens H)" "$tok"
+			stop_all_hostile
+		done
+	done
+}
+
 # ---- b. the renewer is not blinded ---------------------------------------
 
 # lost_by_junk EXTEND_REPLY: a run whose grant is fine and whose renewals

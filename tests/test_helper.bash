@@ -605,6 +605,18 @@ rcli() {
 	_rl_redis_cli "$dir" "$@"
 }
 
+# refused_words SERVER USER PASSWORD COMMAND...: the words SERVER refuses
+# COMMAND with when USER runs it, its error reply as rlock shows it (a
+# script's tail, " script: SHA, on @user_script:N.", taken off).  Redis 7.0
+# and Valkey word a refusal differently: a test asks the server under test.
+refused_words() {
+	local server=$1 user=$2 pass=$3
+	shift 3
+	rcli "$server" --user "$user" --pass "$pass" "$@" 2>&1 |
+		sed -e '/^$/d' -e 's/^(error) //' \
+			-e 's/ script: [0-9a-f]\{40\}, on @user_script:[0-9]*\.$//'
+}
+
 _rl_stop_all_in() {
 	local base=$1 d
 	[[ -d $base ]] || return 0

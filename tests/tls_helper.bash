@@ -100,7 +100,31 @@ _tls_start() {
 		rm -f "$dir/wantplain"
 	fi
 	_rl_save_args "$dir" "$@"
-	_rl_start_tcp "$name" "$dir"
+	if ! _rl_start_tcp "$name" "$dir" 2>"$dir/start.err"; then
+		if tls_missing "$dir/log"; then
+			echo "start_redis_tls $name: $TLS_MISSING" >&2
+		else
+			cat "$dir/start.err" >&2
+		fi
+		return 1
+	fi
+}
+
+# tls_missing LOG: whether the server that wrote LOG would not start for
+# want of TLS (built without it: Valkey's BUILD_TLS=no, as
+# ../shared/valkey/build.sh builds it, or a Redis without BUILD_TLS).  Then
+# exports TLS_MISSING, the one line a TLS test fails with on that server:
+# it cannot pass there, and is not skipped (a skip would look like a pass).
+tls_missing() {
+	grep -q 'Failed finding TLS support' "$1" 2>/dev/null || return 1
+	TLS_MISSING="this redis-server ($(redis-server --version | cut -d' ' -f1-3)) has no TLS (built without it): the TLS tests cannot run on it"
+	export TLS_MISSING
+}
+
+# need_tls: fail the test at once, with that line, on a server without TLS
+# (a file whose setup_file went on without its TLS server).
+need_tls() {
+	[[ -z ${TLS_MISSING:-} ]] || fail "$TLS_MISSING"
 }
 
 # start_redis_tls NAME [redis-server args...]

@@ -18,6 +18,16 @@ local function fence_of_id(eid)
     return (tonumber(m) + 1) * 1000 + tonumber(q)
   end
 end
+-- acl_refused(e): whether the error text e of a call the script made says
+-- the server's ACL refused it.  By its kind where the server says one
+-- (NOPERM), else in the words each server puts in a script's way: "ERR
+-- ACL failure in script: ..." (Valkey, Redis 7.2 and later), "The user
+-- executing the script can't ..." (Redis 7.0 and 7.0's forks).
+local function acl_refused(e)
+  return string.find(e, '^NOPERM') ~= nil or
+         string.find(e, 'ACL failure in script', 1, true) ~= nil or
+         string.find(e, 'user executing the script can', 1, true) ~= nil
+end
 -- xadd(stream, max, nomk, eid, ...): XADD with id eid, trimmed to about
 -- max entries, into a stream that exists only when nomk.  Max '0' keeps
 -- no entry: the caller deletes the one added (a stream that several
@@ -71,9 +81,7 @@ local function grant_entry(hmax, httl, fields, ...)
     -- Only a refusal of the history (an ACL without XADD, a key of
     -- another type) leaves the fence to the counter: the server's state
     -- (OOM, NOREPLICAS...) is the caller's error.
-    local e = eid.err or ''
-    if not wrongtype and not string.find(e, 'NOPERM', 1, true) and
-       not string.find(e, "can't run this command", 1, true) then
+    if not wrongtype and not acl_refused(eid.err or '') then
       return nil, eid
     end
     local f, fs = next_fence()
@@ -94,8 +102,13 @@ local function grant_entry(hmax, httl, fields, ...)
   local c = redis.call('GET', KEYS[8])
   if c then
     local floor = fence_of(c)
-    if not floor then
-      redis.pcall('XDEL', stream, eid)
+    -- The entry is taken back (the stream too when this call made it: no
+    -- key without an expiry is left behind) and the counter left as it is.
+    if not floor or (f <= floor and floor >= 9007199253691999) then
+      if made then redis.call('DEL', stream) else redis.pcall('XDEL', stream, eid) end
+      -- No id gives a fence above 9007199253691999 (MS below
+      -- 9007199253691): a floor there leaves none to hand out.
+      if floor then return nil, fence_limit(c) end
       return nil, bad_fence(c)
     end
     if f <= floor then
@@ -103,8 +116,9 @@ local function grant_entry(hmax, httl, fields, ...)
       redis.pcall('XDEL', stream, eid)
       eid = xadd(stream, hmax, true, ms(math.floor((floor + 1) / 1000) - 1) .. '-' ..
                  ms((floor + 1) % 1000), 'a1', fields, ...)
-      f = type(eid) == 'string' and fence_of_id(eid)
-      if not f then return nil, redis.error_reply('BADSTREAM ' .. tostring(eid.err or eid)) end
+      if type(eid) ~= 'string' then return nil, eid end
+      f = fence_of_id(eid)
+      if not f then return nil, redis.error_reply('BADSTREAM ' .. string.sub(eid, 1, 64)) end
     end
     redis.call('DEL', KEYS[8])
   end

@@ -19,8 +19,18 @@
 -- the caller returns.  Counting on from it could give a fence of 0 (Lua
 -- reads 9223372036854775807 as 2^63, which INCR's reply wraps), the same
 -- fence twice (above 2^53 a double has no room for the +1) or a lower one
--- ("1e300", "0x10" and " 12" are numbers to tonumber, not to INCR).
+-- ("1e300", "0x10" and " 12" are numbers to tonumber, not to INCR).  A
+-- counter at the last fence below FENCE_LIMIT is put back likewise:
+-- returns nil and the FENCEMAX error reply (no larger fence exists).
 --@include fence_of.lua
+-- fence_limit(v): the error reply of a counter v rlock may have written
+-- but above which no fence can be handed out, "FENCEMAX " and v: one
+-- below FENCE_LIMIT by less than one, or at or above the highest fence a
+-- history entry's id gives (9007199253691999, entry.lua).  Fences never
+-- go back: nothing is granted, the counter is left as it is.
+local function fence_limit(v)
+  return redis.error_reply('FENCEMAX ' .. string.sub(v, 1, 64))
+end
 local prev
 local function next_fence()
   local c = sec * 1000000 + usec
@@ -34,6 +44,7 @@ local function next_fence()
     if old then
       prev = fence_of(old)
       if not prev then return nil, bad_fence(old) end
+      if prev + 1 >= @FENCE_LIMIT@ then return nil, fence_limit(old) end
       if prev >= c then c = prev + 1 end
     end
     cs = ms(c)
@@ -47,6 +58,10 @@ local function next_fence()
     return nil, bad_fence(old)
   end
   if prev < c then return c, cs end
+  if prev + 1 >= @FENCE_LIMIT@ then
+    redis.call('SET', KEYS[8], old)
+    return nil, fence_limit(old)
+  end
   cs = ms(prev + 1)
   redis.call('SET', KEYS[8], cs)
   return prev + 1, cs

@@ -6,8 +6,9 @@
  * reader, and every reply through the acquire script's decoders
  * (decode_grant, parse_busy, elem_num: lib/lock.c), the baton message's
  * (history_hint), the holder layout's (parse_holder), the force script's
- * (decode_force: lib/scripts/force.c) and a sentinel's +switch-master
- * message's (node_is_switch: lib/node.c).
+ * (decode_force: lib/scripts/force.c), a sentinel's +switch-master
+ * message's (node_is_switch: lib/node.c) and an error's text as messages
+ * show it (acl_refusal, script_tail, server_text).
  *
  * Beyond not crashing: the guard answers the same whatever the split; a
  * declared array or string past the bounds is refused before hiredis
@@ -85,6 +86,29 @@ static void decode(const redisReply *r)
 		REQUIRE(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
 		REQUIRE(r->element[2]->len > 9 &&
 			memcmp(r->element[2]->str, "mymaster ", 9) == 0);
+	}
+	/* An error's text as a message shows it: the server's bytes, whole
+	 * up to the bound, else cut before a word or character with
+	 * "..."; a script's tail is inside the text with its digest. */
+	if (r->type == REDIS_REPLY_ERROR &&
+	    memchr(r->str, '\0', r->len) == NULL) {
+		char text[SERVER_TEXT_MAX + 1];
+		const char *tail = script_tail(r->str, r->len);
+		size_t k;
+
+		(void)acl_refusal(r);
+		REQUIRE(tail == NULL ||
+			(tail >= r->str && tail + 49 <= r->str + r->len));
+		server_text(text, sizeof(text), r->str, r->len);
+		k = strlen(text);
+		REQUIRE(k <= SERVER_TEXT_MAX);
+		if (r->len <= SERVER_TEXT_MAX) {
+			REQUIRE(k == r->len && memcmp(text, r->str, k) == 0);
+		} else {
+			REQUIRE(k >= 3 && memcmp(text + k - 3, "...", 3) == 0);
+			REQUIRE(memcmp(text, r->str, k - 3) == 0);
+			REQUIRE(((unsigned char)r->str[k - 3] & 0xc0) != 0x80);
+		}
 	}
 	fence = history_hint(r);
 	REQUIRE(fence >= 0 && fence <= FENCE_LIMIT);

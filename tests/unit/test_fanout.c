@@ -1073,10 +1073,13 @@ static void single(void)
 			  RLOCK_NOTOURS);
 		CHECK_STR(rlock_errstr(w.rl),
 			  "job: token does not hold the lock");
-		/* A reply that is no RESP: a protocol error, not retried. */
+		/* A reply that is no RESP2 (a RESP3 blob error): a
+		 * protocol error, the server unavailable (69), not
+		 * retried. */
 		CHECK_INT(rlock_release(w.rl, "job", TOKEN, NULL, NULL),
-			  RLOCK_EPROTO);
-		CHECK(has(rlock_errstr(w.rl), "protocol error"));
+			  RLOCK_EUNAVAIL);
+		CHECK(has(rlock_errstr(w.rl), "protocol error: a RESP3 blob "
+			  "error (type byte '!'), where rlock speaks RESP2"));
 	}
 	world_stop(&w);
 	CHECK_INT(w.fake[0].nrec, 6);
@@ -1093,6 +1096,97 @@ static void single(void)
 		CHECK_STR(rlock_errstr(w.rl), want);
 	}
 	world_stop(&w);
+	unit_context(NULL);
+}
+
+/* ---- one server: replies that are no RESP2 ---------------------------- */
+
+/* A RESP3 reply, one hiredis refuses and one past the guard's bounds, to
+ * the acquire: a protocol error (69) with one line, not asked again, and
+ * the acquire undone as one that may have been granted. */
+static void garbled(void)
+{
+	static const struct {
+		const char *reply, *why;
+	} cases[] = {
+		{ "%1\r\n+a\r\n:1\r\n", "protocol error: a RESP3 map (type "
+		  "byte '%'), where rlock speaks RESP2" },
+		{ "*2\r\n:1\r\n,1.5\r\n", "protocol error: a RESP3 double "
+		  "(type byte ','), where rlock speaks RESP2" },
+		{ ">2\r\n+a\r\n+b\r\n", "protocol error: a RESP3 push (type "
+		  "byte '>'), where rlock speaks RESP2" },
+		{ "x\r\n", "protocol error: Protocol error, got \"x\" as reply "
+		  "type byte" },
+		{ "$99999999999999999999\r\n", "protocol error: a length that "
+		  "is not a number" },
+	};
+	struct rlock_lease l;
+	struct rlock_holder h;
+	struct world w;
+	char want[300];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		unit_context("acquire answered '%s'", cases[i].reply);
+		world_init(&w, 1);
+		PLAN(&w.fake[0], { A_RAW, 0, cases[i].reply });
+		if (world_start(&w) == 0) {
+			CHECK_INT(acquire(&w, &l, &h), RLOCK_EUNAVAIL);
+			snprintf(want, sizeof(want), "%s: %s", w.fake[0].path,
+				 cases[i].why);
+			CHECK_STR(rlock_errstr(w.rl), want);
+		}
+		world_stop(&w);
+		CHECK_INT(count(&w.fake[0], RLOCK_SCRIPT_ACQUIRE), 1);
+		CHECK(released(&w.fake[0]));
+	}
+	unit_context(NULL);
+}
+
+/* An ACL refusal inside a script, in each server's words: 77, the
+ * server's text whole, the rule. */
+static void script_acl(void)
+{
+	static const struct {
+		const char *text, *rule;
+	} cases[] = {
+		/* Valkey 8 (and Redis 7.2): the command named. */
+		{ "ERR ACL failure in script: User app has no permissions to "
+		  "run the 'xadd' command", "+xadd" },
+		/* Redis 7.0: not named, every command the scripts call. */
+		{ "ERR The user executing the script can't run this command or "
+		  "subcommand", "+evalsha +eval +get +set" },
+		{ "NOPERM User monkey has no permissions to run the 'evalsha' "
+		  "command", "+evalsha" },
+		{ "ERR ACL failure in script: No permissions to access a key",
+		  "~rlock:*, or use a --prefix" },
+	};
+	const char *sha = rlock_scripts[RLOCK_SCRIPT_ACQUIRE].sha;
+	struct rlock_lease l;
+	struct rlock_holder h;
+	struct world w;
+	char err[400], want[600];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		unit_context("%s", cases[i].text);
+		snprintf(err, sizeof(err), "%s script: %s, on "
+			 "@user_script:120.", cases[i].text, sha);
+		world_init(&w, 1);
+		PLAN(&w.fake[0], { A_ERR, 0, err });
+		if (world_start(&w) == 0) {
+			CHECK_INT(acquire(&w, &l, &h), RLOCK_ENOPERM);
+			snprintf(want, sizeof(want), "%s: permission refused "
+				 "to user 'default' (%s): allow it with ACL "
+				 "SETUSER default %s", w.fake[0].path,
+				 cases[i].text, cases[i].rule);
+			/* The rule's start: the rest is the list's. */
+			if (strncmp(rlock_errstr(w.rl), want,
+				    strlen(want)) != 0)
+				CHECK_STR(rlock_errstr(w.rl), want);
+		}
+		world_stop(&w);
+		/* Refused: nothing granted, nothing to undo. */
+		CHECK(!released(&w.fake[0]));
+	}
 	unit_context(NULL);
 }
 
@@ -1394,6 +1488,8 @@ void test_fanout(void)
 	loading();
 	silence();
 	single();
+	garbled();
+	script_acl();
 	status();
 	partial();
 	switch_master();

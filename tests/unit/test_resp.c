@@ -634,9 +634,25 @@ static void guarded(void)
 	guard_both(S("*+1\r\n"), "not a number");
 	guard_both(S("$ 1\r\n"), "not a number");
 	guard_both(S("$\r\n"), "not a number");
+	/* A RESP3 type byte, anywhere a reply or element starts: refused
+	 * at that byte, by its name. */
+	guard_both(S("%2\r\n*2147483647\r\n"), "a RESP3 map (type byte '%')");
+	guard_both(S("~1\r\n:1\r\n"), "a RESP3 set (type byte '~')");
+	guard_both(S("_\r\n"), "a RESP3 null (type byte '_')");
+	guard_both(S(",1.5\r\n"), "a RESP3 double (type byte ',')");
+	guard_both(S("#t\r\n"), "a RESP3 boolean (type byte '#')");
+	guard_both(S("(1\r\n"), "a RESP3 big number (type byte '(')");
+	guard_both(S("=7\r\ntxt:abc\r\n"),
+		   "a RESP3 verbatim string (type byte '=')");
+	guard_both(S("|1\r\n+a\r\n+b\r\n"), "a RESP3 attribute (type byte '|')");
+	guard_both(S(">2\r\n+a\r\n+b\r\n"), "a RESP3 push (type byte '>')");
+	guard_both(S("!3\r\nERR\r\n"), "a RESP3 blob error (type byte '!')");
+	guard_both(S("*2\r\n:1\r\n#t\r\n"), "where rlock speaks RESP2");
+	/* Inside a bulk string the same bytes are data. */
+	guard_both(S("$5\r\n%~_#!\r\n"), NULL);
 	/* Not RESP at all: hiredis refuses it at that byte, as a protocol
 	 * error of its own. */
-	guard_both(S("%2\r\n*2147483647\r\n"), NULL);
+	guard_both(S("x2\r\n*2147483647\r\n"), NULL);
 	guard_both(S("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n"),
 		   NULL);
 	guard_both(S("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n"),

@@ -157,6 +157,19 @@ void test_script_errors(void)
 	script_error_text("ERR unknown command 'X'", 23, got, sizeof(got));
 	CHECK_STR(got, "ERR unknown command 'X'");
 
+	/* Valkey's words for an ACL refusal say "script: " themselves: the
+	 * tail is the last, with a digest, and the words stay whole. */
+	snprintf(in, sizeof(in), "ERR ACL failure in script: User nolog has "
+		 "no permissions to run the 'xadd' command script: %s, on "
+		 "@user_script:%lu.", ext, le);
+	CHECK(script_tail(in, strlen(in)) == strstr(in, " command") + 8);
+	snprintf(want, sizeof(want), "ERR ACL failure in script: User nolog "
+		 "has no permissions to run the 'xadd' command (%s)", we);
+	script_error_text(in, strlen(in), got, sizeof(got));
+	CHECK_STR(got, want);
+	CHECK(script_tail("ERR ACL failure in script: User x", 32) == NULL);
+	CHECK(script_tail("ERR x script: 0123", 18) == NULL);
+
 	/* Cut to the room there is. */
 	snprintf(in, sizeof(in), "ERR user_script:%lu: attempt to compare "
 		 "script: %s, on @user_script:%lu.", lr, rel, lr);

@@ -548,8 +548,45 @@ static void prom(void)
 	unit_context(NULL);
 }
 
+/* A server's text: whole up to the bound, else cut before a word (or a
+ * UTF-8 character) with "...". */
+static void servertext(void)
+{
+	char buf[SERVER_TEXT_MAX + 1], small[16], in[700];
+	const char *valkey = "ERR ACL failure in script: User nolog has no "
+			     "permissions to run the 'xadd' command";
+	size_t n;
+
+	CHECK_STR(server_text(buf, sizeof(buf), valkey, strlen(valkey)),
+		  valkey);
+	CHECK_STR(server_text(buf, sizeof(buf), "", 0), "");
+	/* Words past the bound: cut before the one that does not fit. */
+	n = 0;
+	while (n + 6 < sizeof(in) - 1) {
+		memcpy(in + n, "word, ", 6);
+		n += 6;
+	}
+	in[n] = '\0';
+	server_text(buf, sizeof(buf), in, n);
+	CHECK(strlen(buf) <= SERVER_TEXT_MAX);
+	CHECK(strlen(buf) > SERVER_TEXT_MAX - 10);
+	CHECK_INT(strncmp(buf, in, strlen(buf) - 3), 0);
+	CHECK_STR(buf + strlen(buf) - 5, "d,...");
+	/* A small buffer: the same, in its room. */
+	CHECK_STR(server_text(small, sizeof(small), valkey, strlen(valkey)),
+		  "ERR ACL...");
+	CHECK_STR(server_text(small, 4, valkey, strlen(valkey)), "");
+	/* One long word of two-byte characters: cut between two. */
+	for (n = 0; n + 2 < sizeof(in); n += 2)
+		memcpy(in + n, "\xc3\xa9", 2);
+	server_text(buf, sizeof(buf), in, n);
+	CHECK_INT((int)strlen(buf) % 2, 1);
+	CHECK_STR(buf + strlen(buf) - 5, "\xc3\xa9...");
+}
+
 void test_util(void)
 {
+	servertext();
 	parse_ll();
 	vis();
 	utf8();
