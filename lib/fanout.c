@@ -249,8 +249,13 @@ static void time_out(struct rlock *rl, struct fan *f)
  * now (identify_servers). */
 int node_identified(const struct rlock_node *n)
 {
-	return n->id_conn != NULL && n->id_conn == n->cmd &&
-	       conn_is_up(n->cmd) && conn_opens(n->cmd) == n->id_opens;
+	if (n->id_conn == NULL || n->id_conn != n->cmd || !conn_is_up(n->cmd))
+		return 0;
+	/* Opened again since (a dropped connection resent on): the same
+	 * server while it reached the same address. */
+	return conn_opens(n->cmd) == n->id_opens ||
+	       (n->id_peer[0] != '\0' &&
+		strcmp(conn_peer(n->cmd), n->id_peer) == 0);
 }
 
 /* After f's request: an answer that came on a connection opened since its
@@ -264,14 +269,17 @@ static void drop_unidentified(struct rlock *rl, struct fan *f)
 		struct rlock_result *res = &f->slot[i].res;
 		struct rlock_node *n = &rl->node[i];
 
+		/* One never identified was left out by skip_unanswered, or
+		 * its caller asks no vote of it (an undo). */
 		if (f->slot[i].req == NULL || res->rc != RLOCK_OK ||
-		    node_identified(n))
+		    n->id_conn == NULL || node_identified(n))
 			continue;
 		freeReplyObject(res->r);
 		res->r = NULL;
 		res->rc = RLOCK_EUNAVAIL;
 		set_error(res->err, sizeof(res->err), "%s: connected again "
-			  "during the request, not yet identified: no vote",
+			  "during the request, to another address than the one "
+			  "identified: no vote",
 			  conn_addr(n->cmd));
 	}
 }

@@ -788,6 +788,8 @@ int identify_servers(struct rlock *rl)
 		    (by_key ? n->kid[0] : n->run_id[0]) != '\0') {
 			n->id_conn = n->cmd;
 			n->id_opens = conn_opens(n->cmd);
+			rlock_strlcpy(n->id_peer, conn_peer(n->cmd),
+				      sizeof(n->id_peer));
 		} else if (n->probe_rc == RLOCK_OK) {
 			n->probe_rc = RLOCK_EPROTO;
 			set_error(n->probe_err, sizeof(n->probe_err), "%s: "

@@ -479,6 +479,7 @@ struct rlock_node {
 	char kid[RLOCK_TOKEN_LEN + 1];	/* the identity key's, "" unknown */
 	const struct rlock_conn *id_conn;
 	unsigned long id_opens;
+	char id_peer[600];		/* the address it reached then */
 	int probe_rc;
 	char probe_err[768];
 	char err[600];
