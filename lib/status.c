@@ -1547,15 +1547,42 @@ static int server_clock(struct rlock *rl, const struct names *n,
 }
 
 /*
+ * Whether the record's ok, which the history does not vouch for, is later
+ * than the servers' clock, asked once (*now: -1 not yet).  Returns 1 or
+ * 0, or -1 when no server told its clock.
+ */
+static int ok_ahead(struct rlock *rl, const struct names *nm,
+		    const struct rlock_event *ok, long long *now)
+{
+	if (*now < 0 && server_clock(rl, nm, now) != RLOCK_OK) {
+		*now = -1;
+		return -1;
+	}
+	return ok->time_ms > *now;
+}
+
+/* Why the record's ok that names no entry is ignored. */
+static const char *no_entry(struct rlock *rl, const struct names *nm,
+			    const struct rlock_event *ok, long long *now)
+{
+	return ok_ahead(rl, nm, ok, now) == 1 ?
+	       "later than the server's clock" :
+	       "the history has no entry of that ID";
+}
+
+/*
  * Whether the record of the last success, ok (server i's: the one bit of
  * ok->from), names a success: one read of that server's history at and
- * before ok's ID.  A success the history holds goes into *entry; a record
- * the history starts after (trimmed) is the only witness, and stands.
- * Anything else is noted.  Returns OKREC_ENTRY, OKREC_TRIMMED, or -1: the
- * record is ignored.
+ * before ok's ID.  A success the history holds goes into *entry, whatever
+ * its time (a history's ids run ahead of the clock where its fences do:
+ * entry.lua); a record the history starts after (trimmed) is the only
+ * witness, and stands if it is not later than the servers' clock (*now,
+ * asked then).  Anything else is noted.  Returns OKREC_ENTRY,
+ * OKREC_TRIMMED, or -1: the record is ignored.
  */
 static int check_ok(struct rlock *rl, const struct names *nm,
-		    const struct rlock_event *ok, struct rlock_event *entry)
+		    const struct rlock_event *ok, struct rlock_event *entry,
+		    long long *now)
 {
 	const char *argv[6] = { "XREVRANGE", nm->v.log, ok->id, "-", "COUNT",
 				"1" };
@@ -1577,6 +1604,16 @@ static int check_ok(struct rlock *rl, const struct names *nm,
 		entry->from = 1u << i;
 		break;
 	case OKREC_TRIMMED:
+		if (ok_ahead(rl, nm, ok, now) == 1) {
+			ok_junk(rl, nm, id, strlen(id),
+				"later than the server's clock");
+			v = -1;
+		} else if (*now < 0) {
+			last_note(rl, "ignored %s ok '%s': it could not be "
+				  "checked against the server's clock: %s",
+				  nm->v.last, id, rl->err);
+			v = -1;
+		}
 		break;
 	case OKREC_FAILED:
 		ok_junk(rl, nm, id, strlen(id), "its history entry is no "
@@ -1584,8 +1621,7 @@ static int check_ok(struct rlock *rl, const struct names *nm,
 		v = -1;
 		break;
 	case OKREC_NONE:
-		ok_junk(rl, nm, id, strlen(id), "the history has no entry of "
-			"that ID");
+		ok_junk(rl, nm, id, strlen(id), no_entry(rl, nm, ok, now));
 		v = -1;
 		break;
 	default:
@@ -1671,7 +1707,7 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 	char top[48] = "+";
 	struct names nm;
 	size_t read = 0;
-	long long now;
+	long long now = -1;
 	int rc;
 
 	*has_last = *has_ok = 0;
@@ -1683,14 +1719,6 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 		return rc;
 	if ((rc = read_runs(rl, &nm, last, &rec_run, ok, &rec_ok)) != RLOCK_OK)
 		return rc;
-	/* No success counts that is later than the server's clock. */
-	if ((rc = server_clock(rl, &nm, &now)) != RLOCK_OK)
-		return rc;
-	if (rec_ok && ok->time_ms > now) {
-		ok_junk(rl, &nm, ok->id, strlen(ok->id),
-			"later than the server's clock");
-		rec_ok = 0;
-	}
 	for (;;) {
 		struct evlist l = { 0 };
 		size_t i;
@@ -1711,7 +1739,7 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 			    (got[1] && cmp_time(&found[1], ok) >= 0))
 				break;
 			checked = 1;
-			switch (check_ok(rl, &nm, ok, &entry)) {
+			switch (check_ok(rl, &nm, ok, &entry, &now)) {
 			case OKREC_ENTRY:
 				found[1] = entry;
 				got[1] = 1;
@@ -1753,7 +1781,7 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 		 * matter (no read more). */
 		if (rec_ok && inside_page(ok->id, ok->from, &l, top)) {
 			ok_junk(rl, &nm, ok->id, strlen(ok->id),
-				"the history has no entry of that ID");
+				no_entry(rl, &nm, ok, &now));
 			rec_ok = 0;
 		}
 		merge(&l, rl->nnode > 1);
@@ -1766,12 +1794,7 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 				found[0] = *e;
 				got[0] = 1;
 			}
-			if (!got[1] && rlock_event_ok(e) && e->time_ms > now) {
-				last_note(rl, "ignored the success %s of %s "
-					  "(another client's data): later "
-					  "than the server's clock", e->id,
-					  nm.v.log);
-			} else if (!got[1] && rlock_event_ok(e)) {
+			if (!got[1] && rlock_event_ok(e)) {
 				grant_text(e, l.ev, i);
 				found[1] = *e;
 				got[1] = 1;
