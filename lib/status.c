@@ -1655,11 +1655,12 @@ static void prev_id(const char *id, char *out, size_t len)
  * decoded before; top "+" is above every id). */
 static int cmp_id(const char *a, const char *b)
 {
+	int ta = strcmp(a, "+") == 0, tb = strcmp(b, "+") == 0;
 	unsigned long long sa = 0, sb = 0;
 	long long ma = 0, mb = 0;
 
-	if (strcmp(a, "+") == 0 || strcmp(b, "+") == 0)
-		return strcmp(a, "+") == 0 ? (strcmp(b, "+") == 0 ? 0 : 1) : -1;
+	if (ta || tb)
+		return ta - tb;
 	decode_id(a, strlen(a), &ma, &sa);
 	decode_id(b, strlen(b), &mb, &sb);
 	if (ma != mb)
@@ -1695,7 +1696,6 @@ static void grant_text(struct rlock_event *e, const struct rlock_event *ev,
 		snprintf(e->note, sizeof(e->note), "%s", ev[i].note);
 	}
 }
-
 
 #define LAST_PAGE 500
 
