@@ -535,6 +535,11 @@ int cmd_last(int argc, char **argv, struct cli *g)
 		all[i].name = argv[optind + (int)i];
 		rc = rlock_last(rl, all[i].name, &all[i].run, &all[i].has_run,
 				&all[i].ok, &all[i].has_ok);
+		/* A record another client wrote, never a success: said
+		 * once, escaped with the rest of the line. */
+		if (rc == RLOCK_OK && rlock_last_junk(rl) != NULL &&
+		    g->verbose >= 0)
+			cli_warn(g, "%s: %s", all[i].name, rlock_last_junk(rl));
 	}
 	if (rc != RLOCK_OK) {
 		cli_warn(g, "%s", rlock_errstr(rl));

@@ -619,6 +619,8 @@ struct rlock {
 	struct history hist;
 	int watching;			/* rlock_watch_open has run */
 	char hist_refused[400];		/* why a server refused the history */
+	char last_junk[RLOCK_KEY_MAX + 200];	/* rlock_last's note: a
+					 * record it ignored, "" none */
 	int hist_junk;			/* because its key holds another type */
 	struct with_set *with;		/* rlock_with's set, NULL none */
 	char err[800];
@@ -681,6 +683,22 @@ int decode_entry(const redisReply *e, struct rlock_event *ev);
  * id "MS-SEQ", into ev: a release that ended well, whose details are in
  * that entry (ev->trimmed until it is found).  Returns 0, or -1. */
 int decode_ok(const char *s, size_t n, struct rlock_event *ev);
+/*
+ * One server's answer to XREVRANGE LOG ID - COUNT 1, the newest entry of
+ * the history at or before id, the ID the record of the last success
+ * names: OKREC_ENTRY, the history holds id and it is a success as
+ * rlock_event_ok judges it (into ev); OKREC_TRIMMED, the history holds
+ * nothing at or before id (it starts after it, or is empty); OKREC_FAILED,
+ * id's entry is no success (or no event of rlock's); OKREC_NONE, the
+ * history holds no entry id (the answer is one before it).  Returns one
+ * of them, or -1 for a reply of another shape.
+ */
+enum { OKREC_ENTRY, OKREC_TRIMMED, OKREC_FAILED, OKREC_NONE };
+int decode_ok_check(const redisReply *r, const char *id,
+		    struct rlock_event *ev);
+/* TIME's answer, [seconds, microseconds], as ms since the epoch (within
+ * what a fence allows).  Returns 0, or -1 for anything else. */
+int decode_time(const redisReply *r, long long *ms);
 /* One SCAN reply of lock keys, prefix{NAME} (plen: the prefix's
  * length), as a listing reads it: the cursor (1 to 20 digits) into cursor,
  * how many lock names and how many keys that are none.  Returns RLOCK_OK,

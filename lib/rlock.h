@@ -541,11 +541,21 @@ int rlock_log_follow(struct rlock *rl, const char *name,
  * flag is 1 when found.  Read from the record of the last runs, which
  * trimming the history never reaches, and the newest history entries;
  * without that record (a history older rlock wrote) at most
- * RLOCK_LAST_SCAN entries back.  Returns RLOCK_OK or an error.
+ * RLOCK_LAST_SCAN entries back.  The record's success counts only when the
+ * history holds it as a success, or when it lies before the history's
+ * first entry (trimmed) and not after the server's clock (TIME, asked only
+ * then).  What is ignored is said by rlock_last_junk.  Returns RLOCK_OK or
+ * an error.
  */
 #define RLOCK_LAST_SCAN 20000
 int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 	       int *has_last, struct rlock_event *ok, int *has_ok);
+
+/* After rlock_last: what it ignored as another client's data (a record
+ * of the last success that names no success of the history, or one later
+ * than the server's clock), as one line, raw (escape it to show it); NULL
+ * when nothing was. */
+const char *rlock_last_junk(const struct rlock *rl);
 
 /* Whether an event ended a run successfully: released with exit status 0,
  * or by a plain release (no status, no signal, no reason); never a field

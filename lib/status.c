@@ -5,6 +5,7 @@
  * in lock.c.
  */
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -935,6 +936,37 @@ int decode_ok(const char *s, size_t n, struct rlock_event *ev)
 	return 0;
 }
 
+int decode_ok_check(const redisReply *r, const char *id,
+		    struct rlock_event *ev)
+{
+	int d;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements > 1)
+		return -1;
+	if (r->elements == 0)
+		return OKREC_TRIMMED;
+	if ((d = decode_entry(r->element[0], ev)) < 0)
+		return -1;
+	/* XREVRANGE's end is inclusive: another id is one before it. */
+	if (strcmp(ev->id, id) != 0)
+		return OKREC_NONE;
+	return d == 0 && rlock_event_ok(ev) ? OKREC_ENTRY : OKREC_FAILED;
+}
+
+int decode_time(const redisReply *r, long long *ms)
+{
+	long long sec, usec;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING ||
+	    r->element[1]->type != REDIS_REPLY_STRING ||
+	    elem_num(r, 0, 0, FENCE_LIMIT / 1000000, &sec) != 0 ||
+	    elem_num(r, 1, 0, 999999, &usec) != 0)
+		return -1;
+	*ms = sec * 1000 + usec / 1000;
+	return 0;
+}
+
 int rlock_event_ok(const struct rlock_event *e)
 {
 	return strcmp(e->event, "released") == 0 &&
@@ -1388,13 +1420,39 @@ static void keep_newer(struct rlock_event *have, int *has,
 	}
 }
 
+/* Note, once per rlock_last, what it ignored as another client's data. */
+static void last_note(struct rlock *rl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void last_note(struct rlock *rl, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (rl->last_junk[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(rl->last_junk, sizeof(rl->last_junk), fmt, ap);
+	va_end(ap);
+}
+
+/* Note that the record of the last success, the n bytes at v (cut at 40,
+ * raw: escaped where it is shown), was ignored, and why. */
+static void ok_junk(struct rlock *rl, const struct names *nm, const char *v,
+		    size_t n, const char *why)
+{
+	last_note(rl, "ignored %s ok '%.*s%s' (another client's data): %s",
+		  nm->v.last, (int)(n > 40 ? 40 : n), v, n > 40 ? "..." : "",
+		  why);
+}
+
 /*
  * The record of the last runs on every server (HMGET LOG:last run ok:
  * the last that did not end well, the last that did), the newest run
- * into run and the newest success into ok.  A record of another type or
- * one that does not decode (not rlock's) leaves it to the history.
- * Returns RLOCK_OK, or the error when no quorum answered (the history
- * would not either: not waited for twice).
+ * into run and the newest success into ok as the record names it, still
+ * to be checked against the history (rlock_last).  A record of another
+ * type, or a run that does not decode (not rlock's), leaves it to the
+ * history; an ok that is no entry's ID is noted.  Returns RLOCK_OK, or
+ * the error when no quorum answered (the history would not either: not
+ * waited for twice).
  */
 static int read_runs(struct rlock *rl, const struct names *n,
 		     struct rlock_event *run, int *has_run,
@@ -1425,16 +1483,20 @@ static int read_runs(struct rlock *rl, const struct names *n,
 			const redisReply *e = r->element[k];
 			struct rlock_event ev;
 
-			if (e->type != REDIS_REPLY_STRING ||
-			    (k == 0 && decode_run(e->str, e->len, &ev) != 0) ||
-			    (k == 1 && decode_ok(e->str, e->len, &ev) != 0) ||
-			    !ends_run(&ev) || (k == 1 && !rlock_event_ok(&ev)))
+			if (e->type != REDIS_REPLY_STRING)
 				continue;
-			/* A release that ended well writes only 'ok': the
-			 * last run is the newer of the two. */
+			if (k == 1 && decode_ok(e->str, e->len, &ev) != 0) {
+				ok_junk(rl, n, e->str, e->len,
+					"not a history entry's ID");
+				continue;
+			}
+			if (k == 0 && (decode_run(e->str, e->len, &ev) != 0 ||
+				       !ends_run(&ev)))
+				continue;
 			ev.from = 1u << i;
-			keep_newer(run, has_run, &ev, 0);
-			if (k == 1)
+			if (k == 0)
+				keep_newer(run, has_run, &ev, 0);
+			else
 				keep_newer(ok, has_ok, &ev, 0);
 		}
 	}
@@ -1442,6 +1504,135 @@ static int read_runs(struct rlock *rl, const struct names *n,
 		rc = fan_first_error(rl, &f, fail);
 	fan_done(&f);
 	return rc;
+}
+
+/*
+ * The servers' clock (TIME, asked of the servers that keep the lock), in
+ * ms: the latest any of them gives, so that several masters a few ms
+ * apart never make a fresh success one from the future.  Into *now.
+ * Returns RLOCK_OK, or the error when none answered.
+ */
+static int server_clock(struct rlock *rl, const struct names *n,
+			long long *now)
+{
+	const char *argv[1] = { "TIME" };
+	struct request q;
+	struct fan f;
+	size_t fail = 0;
+	int rc = RLOCK_OK;
+
+	*now = -1;
+	req_command(&q, 1, argv, n->v.slot);
+	fan_init(&f, rl);
+	fan_all(&f, &q);
+	skip_unanswered(rl, &f);
+	fan_run(rl, &f);
+	for (size_t i = 0; i < f.n; i++) {
+		long long t = -1;
+
+		if (f.slot[i].res.rc == RLOCK_OK &&
+		    decode_time(f.slot[i].res.r, &t) != 0)
+			fan_unexpected(&f, i, "TIME");
+		if (f.slot[i].res.rc != RLOCK_OK) {
+			fail++;
+			continue;
+		}
+		if (t > *now)
+			*now = t;
+	}
+	if (*now < 0)
+		rc = fan_first_error(rl, &f, fail);
+	fan_done(&f);
+	return rc;
+}
+
+/*
+ * Whether the record's ok, which the history does not vouch for, is later
+ * than the servers' clock, asked once (*now: -1 not yet).  Returns 1 or
+ * 0, or -1 when no server told its clock.
+ */
+static int ok_ahead(struct rlock *rl, const struct names *nm,
+		    const struct rlock_event *ok, long long *now)
+{
+	if (*now < 0 && server_clock(rl, nm, now) != RLOCK_OK) {
+		*now = -1;
+		return -1;
+	}
+	return ok->time_ms > *now;
+}
+
+/* Why the record's ok that names no entry is ignored. */
+static const char *no_entry(struct rlock *rl, const struct names *nm,
+			    const struct rlock_event *ok, long long *now)
+{
+	return ok_ahead(rl, nm, ok, now) == 1 ?
+	       "later than the server's clock" :
+	       "the history has no entry of that ID";
+}
+
+/*
+ * Whether the record of the last success, ok (server i's: the one bit of
+ * ok->from), names a success: one read of that server's history at and
+ * before ok's ID.  A success the history holds goes into *entry, whatever
+ * its time (a history's ids run ahead of the clock where its fences do:
+ * entry.lua); a record the history starts after (trimmed) is the only
+ * witness, and stands if it is not later than the servers' clock (*now,
+ * asked then).  Anything else is noted.  Returns OKREC_ENTRY,
+ * OKREC_TRIMMED, or -1: the record is ignored.
+ */
+static int check_ok(struct rlock *rl, const struct names *nm,
+		    const struct rlock_event *ok, struct rlock_event *entry,
+		    long long *now)
+{
+	const char *argv[6] = { "XREVRANGE", nm->v.log, ok->id, "-", "COUNT",
+				"1" };
+	unsigned i = (unsigned)__builtin_ctz(ok->from);
+	const char *id = ok->id;
+	struct request q;
+	struct fan f;
+	int v = -1;
+
+	req_command(&q, 6, argv, nm->v.slot);
+	fan_init(&f, rl);
+	f.slot[i].req = &q;
+	fan_run(rl, &f);
+	if (f.slot[i].res.rc == RLOCK_OK &&
+	    (v = decode_ok_check(f.slot[i].res.r, id, entry)) < 0)
+		fan_unexpected(&f, i, "XREVRANGE");
+	switch (v) {
+	case OKREC_ENTRY:
+		entry->from = 1u << i;
+		break;
+	case OKREC_TRIMMED:
+		if (ok_ahead(rl, nm, ok, now) == 1) {
+			ok_junk(rl, nm, id, strlen(id),
+				"later than the server's clock");
+			v = -1;
+		} else if (*now < 0) {
+			last_note(rl, "ignored %s ok '%s': it could not be "
+				  "checked against the server's clock: %s",
+				  nm->v.last, id, rl->err);
+			v = -1;
+		}
+		break;
+	case OKREC_FAILED:
+		ok_junk(rl, nm, id, strlen(id), "its history entry is no "
+			"success");
+		v = -1;
+		break;
+	case OKREC_NONE:
+		ok_junk(rl, nm, id, strlen(id), no_entry(rl, nm, ok, now));
+		v = -1;
+		break;
+	default:
+		/* Not checked, not believed. */
+		last_note(rl, "ignored %s ok '%s': it could not be checked "
+			  "against the history: %s", nm->v.last, id,
+			  f.slot[i].res.err);
+		break;
+	}
+	fan_done(&f);
+	return v;
 }
 
 /* The id before id ("ms-seq"), for a read that ends before it; "" when
@@ -1458,6 +1649,39 @@ static void prev_id(const char *id, char *out, size_t len)
 		snprintf(out, len, "%lld-%llu", ms, seq - 1);
 	else
 		snprintf(out, len, "%lld-%llu", ms - 1, ~0ULL);
+}
+
+/* The order of two stream ids of one server: by MS, then SEQ (ids are
+ * decoded before; top "+" is above every id). */
+static int cmp_id(const char *a, const char *b)
+{
+	int ta = strcmp(a, "+") == 0, tb = strcmp(b, "+") == 0;
+	unsigned long long sa = 0, sb = 0;
+	long long ma = 0, mb = 0;
+
+	if (ta || tb)
+		return ta - tb;
+	decode_id(a, strlen(a), &ma, &sa);
+	decode_id(b, strlen(b), &mb, &sb);
+	if (ma != mb)
+		return ma < mb ? -1 : 1;
+	return sa < sb ? -1 : sa > sb;
+}
+
+/* Whether id, which names no entry of page l (read down from top), lies
+ * within what the page holds of the history of server from: between its
+ * oldest entry there and top.  Then it is no entry at all. */
+static int inside_page(const char *id, unsigned from, const struct evlist *l,
+		       const char *top)
+{
+	const char *lo = NULL;
+
+	for (size_t i = 0; i < l->n; i++) {
+		if ((l->ev[i].from & from) != 0 &&
+		    (lo == NULL || cmp_id(l->ev[i].id, lo) < 0))
+			lo = l->ev[i].id;
+	}
+	return lo != NULL && cmp_id(id, lo) > 0 && cmp_id(id, top) <= 0;
 }
 
 /* The command and note of e's grant, when it is among ev[0..n). */
@@ -1478,14 +1702,16 @@ static void grant_text(struct rlock_event *e, const struct rlock_event *ev,
 int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 	       int *has_last, struct rlock_event *ok, int *has_ok)
 {
-	struct rlock_event found[2];
-	int got[2] = { 0, 0 }, rec_run = 0, rec_ok = 0;
+	struct rlock_event found[2], entry;
+	int got[2] = { 0, 0 }, rec_run = 0, rec_ok = 0, checked = 0;
 	char top[48] = "+";
 	struct names nm;
 	size_t read = 0;
+	long long now = -1;
 	int rc;
 
 	*has_last = *has_ok = 0;
+	rl->last_junk[0] = '\0';
 	rc = make_names(rl, name, &nm);
 	if (rc != RLOCK_OK)
 		return rc;
@@ -1493,13 +1719,40 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 		return rc;
 	if ((rc = read_runs(rl, &nm, last, &rec_run, ok, &rec_ok)) != RLOCK_OK)
 		return rc;
-	/* The newest page of the history, and older ones only while what
-	 * the record does not say (a history an older rlock wrote) is still
-	 * missing: at most RLOCK_LAST_SCAN entries, a page at a time. */
-	while (read < RLOCK_LAST_SCAN && top[0] != '\0') {
+	for (;;) {
 		struct evlist l = { 0 };
 		size_t i;
 
+		/* The newest page of the history, and older ones only while
+		 * what the record does not say (a history an older rlock
+		 * wrote, a record ignored) is still missing: at most
+		 * RLOCK_LAST_SCAN entries, a page at a time.  A success
+		 * ends a run too. */
+		if (read >= RLOCK_LAST_SCAN || top[0] == '\0' ||
+		    (read > 0 && (got[0] || got[1] || rec_run || rec_ok) &&
+		     (got[1] || rec_ok))) {
+			/* A success the record names beyond the pages
+			 * read, newer than any they hold: its entry, or
+			 * the start of the history after it (one read,
+			 * only then).  Ignored, the pages go on. */
+			if (!rec_ok || checked ||
+			    (got[1] && cmp_time(&found[1], ok) >= 0))
+				break;
+			checked = 1;
+			switch (check_ok(rl, &nm, ok, &entry, &now)) {
+			case OKREC_ENTRY:
+				found[1] = entry;
+				got[1] = 1;
+				rec_ok = 0;
+				break;
+			case OKREC_TRIMMED:
+				break;
+			default:
+				rec_ok = 0;
+				break;
+			}
+			continue;
+		}
 		rc = read_log(rl, &nm, LAST_PAGE, 0, top, 0, NULL, &l);
 		if (rc != RLOCK_OK) {
 			free(l.ev);
@@ -1507,14 +1760,29 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 		}
 		/* A record whose entry the pages hold is that entry: the
 		 * history's event (several masters: its earliest record,
-		 * counted once) stands for it, whatever the record's time. */
+		 * counted once) stands for it, whatever the record's time,
+		 * and a success only if the entry is one. */
 		for (i = 0; i < l.n; i++) {
 			if (rec_run && strcmp(l.ev[i].id, last->id) == 0 &&
 			    (l.ev[i].from & last->from) != 0)
 				rec_run = 0;
 			if (rec_ok && strcmp(l.ev[i].id, ok->id) == 0 &&
-			    (l.ev[i].from & ok->from) != 0)
+			    (l.ev[i].from & ok->from) != 0) {
+				if (!rlock_event_ok(&l.ev[i]))
+					ok_junk(rl, &nm, ok->id,
+						strlen(ok->id),
+						"its history entry is no "
+						"success");
 				rec_ok = 0;
+			}
+		}
+		/* One that none matched, inside what the page holds, is no
+		 * entry: said here, whether or not a newer success makes it
+		 * matter (no read more). */
+		if (rec_ok && inside_page(ok->id, ok->from, &l, top)) {
+			ok_junk(rl, &nm, ok->id, strlen(ok->id),
+				no_entry(rl, &nm, ok, &now));
+			rec_ok = 0;
 		}
 		merge(&l, rl->nnode > 1);
 		join_grants(l.ev, l.n);
@@ -1539,27 +1807,9 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 		if (l.n < LAST_PAGE)
 			top[0] = '\0';
 		free(l.ev);
-		if ((got[0] || rec_run) && (got[1] || rec_ok))
-			break;
 	}
 	if (rc != RLOCK_OK)
 		return rc;
-	/* A success the record names, beyond the pages read: its entry, if
-	 * the history still has it (one read, only then). */
-	if (rec_ok && ok->trimmed && (!got[1] || cmp_time(&found[1], ok) < 0)) {
-		struct evlist one = { 0 };
-
-		if (read_log(rl, &nm, 1, 0, ok->id, 0, NULL, &one) == RLOCK_OK &&
-		    one.n > 0) {
-			merge(&one, rl->nnode > 1);
-			if (strcmp(one.ev[one.n - 1].id, ok->id) == 0 &&
-			    rlock_event_ok(&one.ev[one.n - 1])) {
-				found[1] = one.ev[one.n - 1];
-				got[1] = 1;
-			}
-		}
-		free(one.ev);
-	}
 	/* Releases whose grant is older than what was read. */
 	for (int k = 0; k < 2; k++) {
 		if (got[k] && unjoined(&found[k])) {
@@ -1568,11 +1818,22 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 			join_older(rl, &nm, &one);
 		}
 	}
+	/* A release that ended well writes only 'ok': the last run is the
+	 * newer of the two records, and of what the history holds. */
 	*has_last = rec_run;
 	*has_ok = rec_ok;
+	if (rec_ok)
+		keep_newer(last, has_last, ok, 0);
 	if (got[0])
 		keep_newer(last, has_last, &found[0], 1);
-	if (got[1])
+	if (got[1]) {
+		keep_newer(last, has_last, &found[1], 1);
 		keep_newer(ok, has_ok, &found[1], 1);
+	}
 	return RLOCK_OK;
+}
+
+const char *rlock_last_junk(const struct rlock *rl)
+{
+	return rl->last_junk[0] != '\0' ? rl->last_junk : NULL;
 }

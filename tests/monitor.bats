@@ -344,6 +344,272 @@ scan_rule() {
 	lock_free r2
 }
 
+# ---- the record of the last success is checked against the history --------------
+
+# server_ms: the server's clock (TIME) in ms.
+server_ms() {
+	local t
+	t=$(rcli R TIME | tr '\n' ' ')
+	read -r sec usec <<<"$t"
+	echo $((sec * 1000 + usec / 1000))
+}
+
+# forge_ok NAME VALUE: another client's 'ok' in NAME's record of the last runs.
+forge_ok() {
+	rcli R HSET "$(hist_key "$1"):last" ok "$2" >/dev/null
+}
+
+# ignored NAME VALUE WHY: the one line last says of a record it ignored.
+ignored() {
+	echo "rlock: last: $1: ignored $(hist_key "$1"):last ok '$2' (another client's data): $3"
+}
+
+# hist_ids NAME: the IDs of NAME's history, oldest first, one a line.
+hist_ids() {
+	rcli R XRANGE "$(hist_key "$1")" - + | grep -E '^[0-9]+-[0-9]+$'
+}
+
+# no_entry_inside NAME: an ID between two entries of NAME's history that is
+# no entry (the first such gap after the first entry).
+no_entry_inside() {
+	hist_ids "$1" | python3 -c '
+import sys
+ids = [tuple(map(int, l.split("-"))) for l in sys.stdin.read().split()]
+for a, b in zip(ids, ids[1:]):
+    c = (a[0], a[1] + 1)
+    if c < b:
+        print("%d-%d" % c)
+        break
+else:
+    sys.exit("no gap in %r" % ids)'
+}
+
+# stale_exactly NAME WHY VALUE [RAW]: last --max-age 1h NAME exits 1 as if
+# NAME had no record of a success (the history holds none), and says once
+# that it ignored VALUE (as shown: RAW, the record, cut); the text, JSON and
+# Prometheus answers have no success.
+stale_exactly() {
+	local name=$1 why=$2 v=$3 raw=${4-$3}
+	run -1 --separate-stderr "$RLOCK" last --max-age 1h "$name"
+	assert_equal "${#lines[@]}" 1
+	assert_regex "${lines[0]}" "^$name: no successful run within 1h(0m)?: last success never; last run [^ ]+ ago on $HOST \\([^ ]+ pid [0-9]+\\): exit 1 after [^ ]+$"
+	assert_equal "$stderr" "$(ignored "$name" "$v" "$why")"
+	run -0 --separate-stderr "$RLOCK" last --json "$name"
+	json_check "$output" 'd["last_success"] is None' \
+		'd["last"]["event"] == "released" and d["last"]["exit"] == 1 and d["last"]["command"] == "false"'
+	assert_equal "$stderr" "$(ignored "$name" "$v" "$why")"
+	run -0 --separate-stderr "$RLOCK" last --prometheus "$name"
+	refute_output --partial "rlock_last_success_timestamp_seconds{"
+	assert_line "rlock_last_run_exit_code{lock=\"$name\"} 1"
+	assert_equal "$stderr" "$(ignored "$name" "$v" "$why")"
+	# -q: the answer alone.
+	run -1 --separate-stderr "$RLOCK" -q last --max-age 1h "$name"
+	assert_equal "$stderr" ""
+	# rlock reads the record; it leaves it as it found it.
+	assert_equal "$(rcli R HGET "$(hist_key "$name"):last" ok)" "$raw"
+}
+
+@test "a forged 'ok' 28 hours in the future: no success for last --max-age (1), --json or --prometheus, said once on stderr" {
+	run -1 "$RLOCK" run f -- false
+	run -1 "$RLOCK" run f -- false
+	local v
+	v="$(($(server_ms) + 28 * 3600 * 1000))-0"
+	forge_ok f "$v"
+	stale_exactly f "later than the server's clock" "$v"
+	run -0 --separate-stderr "$RLOCK" last f
+	assert_regex "$output" "^f: last run ended [^ ]+ ago on $HOST \\([^ ]+ pid [0-9]+\\): exit 1 after [^ ]+$"
+	# A minute ahead is the future too.
+	v="$(($(server_ms) + 60000))-0"
+	forge_ok f "$v"
+	stale_exactly f "later than the server's clock" "$v"
+}
+
+@test "a forged 'ok' naming a failed entry, an acquired entry, or an ID inside the history that is no entry: ignored, said once" {
+	run -1 "$RLOCK" run g -- false
+	run -1 "$RLOCK" run g -- false
+	local -a ids
+	mapfile -t ids < <(hist_ids g)
+	assert_equal "${#ids[@]}" 4
+	# The newest entry: the second run's release, exit 1.
+	forge_ok g "${ids[3]}"
+	stale_exactly g "its history entry is no success" "${ids[3]}"
+	# The first grant.
+	forge_ok g "${ids[0]}"
+	stale_exactly g "its history entry is no success" "${ids[0]}"
+	local v
+	v=$(no_entry_inside g)
+	forge_ok g "$v"
+	stale_exactly g "the history has no entry of that ID" "$v"
+	# Past the newest entry, not in the future of the clock.
+	v="${ids[3]%-*}-$((${ids[3]#*-} + 1))"
+	forge_ok g "$v"
+	stale_exactly g "the history has no entry of that ID" "$v"
+}
+
+@test "a forged 'ok' is ignored, and the history's own older success is the last success" {
+	run -0 "$RLOCK" run h -- true
+	local s
+	s=$(newest_id h)
+	run -1 "$RLOCK" run h -- false
+	# The failure wrote the success into the record: it counts.
+	assert_equal "$(rcli R HGET "$(hist_key h):last" ok)" "$s"
+	success h
+	local v
+	v=$(no_entry_inside h)
+	forge_ok h "$v"
+	run -0 --separate-stderr "$RLOCK" last --max-age 1h h
+	assert_output ""
+	assert_equal "$stderr" "$(ignored h "$v" "the history has no entry of that ID")"
+	run -0 --separate-stderr "$RLOCK" last --json h
+	json_check "$output" 'd["last_success"]["id"] == a[0] and d["last_success"]["command"] == "true"' \
+		'd["last_success"].get("trimmed") is not True' \
+		'd["last"]["exit"] == 1' -- "$s"
+	v="$(($(server_ms) + 28 * 3600 * 1000))-0"
+	forge_ok h "$v"
+	run -0 --separate-stderr "$RLOCK" last --prometheus h
+	assert_line "rlock_last_success_timestamp_seconds{lock=\"h\"} $((${s%-*} / 1000)).$(printf %03d $((${s%-*} % 1000)))"
+	assert_equal "$stderr" "$(ignored h "$v" "later than the server's clock")"
+}
+
+@test "an 'ok' before the history's first entry (trimmed) still counts: the record is the only witness; and so without any history" {
+	run -1 "$RLOCK" run t -- false
+	run -1 "$RLOCK" run t -- false
+	local first v
+	first=$(hist_ids t | head -n 1)
+	v="$((${first%-*} - 60000))-3"
+	forge_ok t "$v"
+	success t
+	run -0 --separate-stderr "$RLOCK" last --json t
+	assert_equal "$stderr" ""
+	json_check "$output" 'd["last_success"]["id"] == a[0] and d["last_success"]["trimmed"] is True' \
+		'd["last_success"]["time_ms"] == int(a[0].split("-")[0])' \
+		'd["last"]["exit"] == 1' -- "$v"
+	run -0 --separate-stderr "$RLOCK" last --prometheus t
+	assert_equal "$stderr" ""
+	assert_line "rlock_last_success_timestamp_seconds{lock=\"t\"} $((${v%-*} / 1000)).$(printf %03d $((${v%-*} % 1000)))"
+	# Two hours before: counted, and stale.
+	v="$((${first%-*} - 7200000))-0"
+	forge_ok t "$v"
+	run -1 --separate-stderr "$RLOCK" last --max-age 1h t
+	assert_equal "$stderr" ""
+	assert_regex "$output" "^t: no successful run within 1h(0m)?: last success 2h(0m)? ago; last run [^ ]+ ago on $HOST \\([^ ]+ pid [0-9]+\\): exit 1 after "
+
+	# No history at all (deleted by another client), the record left: a
+	# success of the past counts, one of the future does not.
+	v="$(($(server_ms) - 1000))-0"
+	forge_ok gone "$v"
+	run -0 --separate-stderr "$RLOCK" last --max-age 1h gone
+	assert_output ""
+	assert_equal "$stderr" ""
+	v="$(($(server_ms) + 3600000))-0"
+	forge_ok gone "$v"
+	run -1 --separate-stderr "$RLOCK" last --max-age 1h gone
+	assert_output --regexp "^gone: no successful run within 1h(0m)?: last success never; never ran$"
+	assert_equal "$stderr" "$(ignored gone "$v" "later than the server's clock")"
+	run -0 --separate-stderr "$RLOCK" last --prometheus gone
+	refute_output --partial "{lock="
+}
+
+@test "an 'ok' the history holds as a success counts though its ID runs ahead of the clock (the fences do: an older rlock's counter)" {
+	# A counter 11.6 days ahead: the new stream's IDs start above it.
+	local s
+	fence_ahead ah >/dev/null
+	run -0 "$RLOCK" run ah -- true
+	s=$(newest_id ah)
+	((${s%-*} > $(server_ms) + 86400000)) || fail "the success's ID $s is not ahead"
+	run -1 "$RLOCK" run ah -- false
+	assert_equal "$(rcli R HGET "$(hist_key ah):last" ok)" "$s"
+	success ah
+	run -0 --separate-stderr "$RLOCK" last --json ah
+	assert_equal "$stderr" ""
+	json_check "$output" 'd["last_success"]["id"] == a[0] and d["last_success"]["command"] == "true"' -- "$s"
+	run -0 --separate-stderr "$RLOCK" last --prometheus ah
+	assert_equal "$stderr" ""
+	assert_line "rlock_last_success_timestamp_seconds{lock=\"ah\"} $((${s%-*} / 1000)).$(printf %03d $((${s%-*} % 1000)))"
+}
+
+@test "an 'ok' that is no ID (garbage, empty, a number, over-long, a terminal escape): ignored, said once, escaped" {
+	run -1 "$RLOCK" run n -- false
+	local -a vals=(garbage '' 12 -5 '1-2-3' '01-x' ' 1-0' \
+		"$(printf '1%.0s' {1..60})-0")
+	local v
+	for v in "${vals[@]}"; do
+		forge_ok n "$v"
+		stale_exactly n "not a history entry's ID" \
+			"$(printf '%.40s' "$v")$( ((${#v} > 40)) && echo ...)" "$v"
+	done
+	forge_ok n $'\x1b[2J1-0'
+	run -1 --separate-stderr "$RLOCK" last --max-age 1h n
+	assert_equal "$stderr" "$(ignored n '\x1b[2J1-0' "not a history entry's ID")"
+	run -0 --separate-stderr "$RLOCK" last --prometheus n
+	refute_output --partial "rlock_last_success_timestamp_seconds{"
+	refute_stderr --partial $'\x1b'
+}
+
+@test "run --once-per is not fooled by a forged future 'ok': its period is its own record (:once), not the record of the last runs" {
+	local v
+	v="$(($(server_ms) + 28 * 3600 * 1000))-0"
+	forge_ok o "$v"
+	run -0 "$RLOCK" run --once-per 1h o -- true
+	run -75 "$RLOCK" run --once-per 1h o -- true
+	# After a failure too: the record's 'ok' is forged again, the period
+	# done by the run before still skips, a new period still runs.
+	run -1 "$RLOCK" run --once-per 1h o2 -- false
+	forge_ok o2 "$v"
+	run -0 "$RLOCK" run --once-per 1h o2 -- true
+	run -75 "$RLOCK" run --once-per 1h o2 -- true
+	assert_equal "$(rcli R HGET "$(key o2):once" per)" 3600000
+}
+
+@test "every kind writes its 'ok' where the check finds it: exclusive, shared, semaphore, pool, --with; also once trimmed" {
+	start_redis ONE --stream-node-max-entries 1
+	export RLOCK_URL=$ONE_URL
+	run -0 "$RLOCK" pool envs add m1
+	local -a kinds=("x" "-s" "-l 3" "--pool envs" "--with wb")
+	local i k name s
+	for i in "${!kinds[@]}"; do
+		k=${kinds[i]}
+		name=k$i
+		[[ $k == --pool* ]] && name=envs
+		# shellcheck disable=SC2086
+		if [[ $k == --pool* ]]; then
+			run -0 "$RLOCK" run $k -- true
+		elif [[ $k == x ]]; then
+			run -0 "$RLOCK" run "$name" -- true
+		else
+			run -0 "$RLOCK" run $k "$name" -- true
+		fi
+		s=$(rcli ONE XREVRANGE "$(hist_key "$name")" + - COUNT 1 | head -n 1)
+		# Two failed runs in a history of 4 entries: the first writes
+		# the success into the record, the second trims its entry.
+		for _ in 1 2; do
+			# shellcheck disable=SC2086
+			if [[ $k == --pool* ]]; then
+				RLOCK_LOG_MAX=4 run -1 "$RLOCK" run $k -- false
+			elif [[ $k == x ]]; then
+				RLOCK_LOG_MAX=4 run -1 "$RLOCK" run "$name" -- false
+			else
+				RLOCK_LOG_MAX=4 run -1 "$RLOCK" run $k "$name" -- false
+			fi
+			assert_equal "$(rcli ONE HGET "$(hist_key "$name"):last" ok)" "$s"
+		done
+		# Trimmed: the success's entry is gone, the record stands.
+		assert_equal "$(rcli ONE XRANGE "$(hist_key "$name")" "$s" "$s")" ""
+		run -0 --separate-stderr "$RLOCK" last --max-age 1h "$name"
+		assert_output ""
+		assert_equal "$stderr" "" "[$k] stderr"
+		run -0 --separate-stderr "$RLOCK" last --json "$name"
+		json_check "$output" 'd["last_success"]["id"] == a[0] and d["last_success"]["trimmed"] is True' \
+			'd["last"]["exit"] == 1' -- "$s"
+		assert_equal "$stderr" ""
+	done
+	# --with recorded the set's run in the other lock's history too.
+	assert_equal "$(rcli ONE HEXISTS "$(hist_key wb):last" ok)" 1
+	run -0 --separate-stderr "$RLOCK" last --max-age 1h wb
+	assert_output ""
+	assert_equal "$stderr" ""
+}
+
 # ---- keys under the prefix that rlock did not write -----------------------------
 
 @test "status lists the held lock and names the keys under the prefix that are not locks" {

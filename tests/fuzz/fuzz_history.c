@@ -9,12 +9,16 @@
  *   2: a run of the record of the last runs (decode_run)
  *   3: a stream id (decode_id)
  *   4: a SCAN reply of a listing (decode_scan), prefix "rlock:"
+ *   5: the history at and before the ID the record of the last success
+ *      names (decode_ok_check), that ID "1795771430791-8"
+ *   6: the server's clock (decode_time)
  *
  * Beyond not crashing: every number that decodes is within the range its
  * field allows (a fence in 0..2^53, a pid positive, an exit 0..255); a
  * field that does not decode is unknown and marked; no success is made of
  * an event with a junk exit or signal; junk notes are bounded (they are
- * escaped where they are shown).
+ * escaped where they are shown); the record's success is believed only of
+ * its own entry, a success; a clock is within what a fence allows.
  */
 #include "fuzz.h"
 #include "lock_int.h"
@@ -57,6 +61,28 @@ static void reply(int what, const redisReply *r)
 	struct rlock_event e;
 	size_t n = 0;
 
+	if (what == 5) {
+		static const char id[] = "1795771430791-8";
+		int v = decode_ok_check(r, id, &e);
+
+		REQUIRE(v >= -1 && v <= OKREC_NONE);
+		if (v == OKREC_ENTRY) {
+			check_event(&e);
+			REQUIRE(strcmp(e.id, id) == 0);
+			REQUIRE(rlock_event_ok(&e));
+		}
+		return;
+	}
+	if (what == 6) {
+		long long ms = -1;
+
+		if (decode_time(r, &ms) == 0)
+			REQUIRE(ms >= 0 && ms <= FENCE_LIMIT / 1000);
+		else
+			REQUIRE(ms == -1);
+		return;
+	}
+
 	if (what == 4) {
 		char cursor[32];
 		size_t nn, nj;
@@ -97,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	what = data[0] % 5;
+	what = data[0] % 7;
 	data++;
 	size--;
 	if (what == 2) {

@@ -433,8 +433,92 @@ static void with_records(void)
 	}
 }
 
+/* The check of the record of the last success against one server's
+ * history (XREVRANGE LOG ID - COUNT 1), and the server's clock (TIME):
+ * what the history answers, and shapes no server sends, which are -1. */
+static void ok_checks(void)
+{
+#define REL(id, v) "*1\r\n*2\r\n$15\r\n" id "\r\n*2\r\n$2\r\nr1\r\n$" v
+	static const struct {
+		const char *resp;
+		int want;
+	} t[] = {
+		/* The success itself; a plain release (exit not known). */
+		{ REL("1795771430791-8", "11\r\nabcdef01\n0\n\r\n"), OKREC_ENTRY },
+		{ REL("1795771430791-8", "10\r\nabcdef01\n\n\r\n"), OKREC_ENTRY },
+		/* Nothing at or before it: the history starts after it. */
+		{ "*0\r\n", OKREC_TRIMMED },
+		/* Its entry, a failure, a signal, a grant, a junk exit. */
+		{ REL("1795771430791-8", "11\r\nabcdef01\n1\n\r\n"), OKREC_FAILED },
+		{ REL("1795771430791-8", "15\r\nabcdef01\n0\nTERM\r\n"),
+		  OKREC_FAILED },
+		{ REL("1795771430791-8", "12\r\nabcdef01\nxx\n\r\n"), OKREC_FAILED },
+		{ "*1\r\n*2\r\n$15\r\n1795771430791-8\r\n*2\r\n$2\r\na1\r\n"
+		  "$21\r\ns\n0\nabcdef01\n1\nh\nu\n\nc\r\n", OKREC_FAILED },
+		/* An entry with no event of rlock's. */
+		{ "*1\r\n*2\r\n$15\r\n1795771430791-8\r\n*2\r\n$1\r\nx\r\n$1\r\n"
+		  "y\r\n", OKREC_FAILED },
+		/* One before it: no entry of that ID, success or not. */
+		{ REL("1795771430791-7", "11\r\nabcdef01\n0\n\r\n"), OKREC_NONE },
+		{ REL("0795771430791-8", "11\r\nabcdef01\n0\n\r\n"), OKREC_NONE },
+		/* Never: two entries, not an array, not an entry. */
+		{ "*2\r\n*0\r\n*0\r\n", -1 },
+		{ ":0\r\n", -1 },
+		{ "$-1\r\n", -1 },
+		{ "*1\r\n:1\r\n", -1 },
+		{ "*1\r\n*2\r\n$3\r\nabc\r\n*0\r\n", -1 },
+	};
+	static const struct {
+		const char *resp;
+		int rc;
+		long long ms;
+	} tt[] = {
+		{ "*2\r\n$10\r\n1795771430\r\n$6\r\n791999\r\n", 0,
+		  1795771430791LL },
+		{ "*2\r\n$1\r\n0\r\n$1\r\n0\r\n", 0, 0 },
+		{ "*2\r\n$10\r\n1795771430\r\n$7\r\n1000000\r\n", -1, 0 },
+		{ "*2\r\n$11\r\n99999999999\r\n$1\r\n0\r\n", -1, 0 },
+		{ "*2\r\n$2\r\n-1\r\n$1\r\n0\r\n", -1, 0 },
+		{ "*2\r\n:1795771430\r\n:0\r\n", -1, 0 },
+		{ "*3\r\n$1\r\n1\r\n$1\r\n0\r\n$1\r\n0\r\n", -1, 0 },
+		{ "*1\r\n$1\r\n1\r\n", -1, 0 },
+		{ "$10\r\n1795771430\r\n", -1, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		redisReply *r = unit_reply(t[i].resp);
+		struct rlock_event ev;
+
+		unit_context("ok check %zu", i);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		CHECK_INT(decode_ok_check(r, "1795771430791-8", &ev), t[i].want);
+		if (t[i].want == OKREC_ENTRY) {
+			CHECK_STR(ev.id, "1795771430791-8");
+			CHECK_INT(rlock_event_ok(&ev), 1);
+		}
+		freeReplyObject(r);
+	}
+	for (size_t i = 0; i < sizeof(tt) / sizeof(tt[0]); i++) {
+		redisReply *r = unit_reply(tt[i].resp);
+		long long ms = -7;
+
+		unit_context("time %zu", i);
+		CHECK(r != NULL);
+		if (r == NULL)
+			continue;
+		CHECK_INT(decode_time(r, &ms), tt[i].rc);
+		CHECK_INT(ms, tt[i].rc == 0 ? tt[i].ms : -7);
+		freeReplyObject(r);
+	}
+	unit_context(NULL);
+#undef REL
+}
+
 void test_decoders(void)
 {
+	ok_checks();
 	grant_ids();
 	grant_slots();
 	pool_members();
