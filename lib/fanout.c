@@ -411,6 +411,14 @@ void fan_run(struct rlock *rl, struct fan *f)
 	drop_unidentified(rl, f);
 }
 
+void fan_ask(struct rlock *rl, struct fan *f, const struct request *q)
+{
+	fan_init(f, rl);
+	fan_all(f, q);
+	skip_unanswered(rl, f);
+	fan_run(rl, f);
+}
+
 void fan_done(struct fan *f)
 {
 	for (size_t i = 0; i < f->n; i++) {

@@ -2120,10 +2120,7 @@ int rlock_holds(struct rlock *rl, const char *name, const char *token,
 	/* An exclusive hold, else a shared, semaphore or pool one. */
 	for (kind = kind == 'h' ? 'h' : 'x';; kind = 'h') {
 		req_extend(&q, &n.v, token, 0, kind);
-		fan_init(&f, rl);
-		fan_all(&f, &q);
-		skip_unanswered(rl, &f);
-		fan_run(rl, &f);
+		fan_ask(rl, &f, &q);
 		rc = fan_tally(rl, &f, "extend", 1, NULL);
 		fan_done(&f);
 		if (rc != RLOCK_NOTOURS || kind == 'h')
@@ -2192,10 +2189,7 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 		return rc;
 	req_release(&q, &n.v, token, &rl->hist, how,
 		    lease != NULL ? lease->once_ms : 0, rl->nnode > 1);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	skip_unanswered(rl, &f);
-	fan_run(rl, &f);
+	fan_ask(rl, &f, &q);
 	lost = count_lost_replies(&f, lease);
 	rc = fan_tally(rl, &f, "release", 3, NULL);
 	/* Refused on the release channel (several masters), or on the
@@ -2237,10 +2231,7 @@ int rlock_force_release(struct rlock *rl, const char *name,
 	if ((rc = identify_servers(rl)) != RLOCK_OK)
 		return rc;
 	req_force(&q, &n.v, by, &rl->hist);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	skip_unanswered(rl, &f);
-	fan_run(rl, &f);
+	fan_ask(rl, &f, &q);
 	for (i = 0; i < f.n; i++) {
 		struct rlock_result *res = &f.slot[i].res;
 		struct force_reply fr;

@@ -826,6 +826,10 @@ void fan_all(struct fan *f, const struct request *q);
  */
 void fan_run(struct rlock *rl, struct fan *f);
 
+/* Send q to every server that was identified (skip_unanswered) and wait
+ * for their replies: fan_init, fan_all, skip_unanswered and fan_run. */
+void fan_ask(struct rlock *rl, struct fan *f, const struct request *q);
+
 /* Free the replies. */
 void fan_done(struct fan *f);
 

@@ -126,10 +126,7 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	if ((rc = identify_servers(rl)) != RLOCK_OK)
 		return rc;
 	req_status(&q, &n.v);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	skip_unanswered(rl, &f);
-	fan_run(rl, &f);
+	fan_ask(rl, &f, &q);
 	for (i = 0; i < f.n; i++) {
 		if (f.slot[i].res.rc == RLOCK_OK &&
 		    decode_status(f.slot[i].res.r, &h[i], rl->nnode == 1 ?
@@ -1465,10 +1462,7 @@ static int read_runs(struct rlock *rl, const struct names *n,
 	int rc = RLOCK_OK;
 
 	req_command(&q, 4, argv, n->v.slot);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	skip_unanswered(rl, &f);
-	fan_run(rl, &f);
+	fan_ask(rl, &f, &q);
 	for (size_t i = 0; i < f.n; i++) {
 		const redisReply *r = f.slot[i].res.r;
 
@@ -1523,10 +1517,7 @@ static int server_clock(struct rlock *rl, const struct names *n,
 
 	*now = -1;
 	req_command(&q, 1, argv, n->v.slot);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	skip_unanswered(rl, &f);
-	fan_run(rl, &f);
+	fan_ask(rl, &f, &q);
 	for (size_t i = 0; i < f.n; i++) {
 		long long t = -1;
 
