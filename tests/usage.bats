@@ -295,6 +295,16 @@ setup_file() {
 	assert_usage run "rlock: run: missing COMMAND"
 }
 
+@test "run: a '--' before any NAME: the NAME is what is missing, not the COMMAND" {
+	run -64 --separate-stderr "$RLOCK" run -w 30m -- ./report.sh
+	assert_usage run "rlock: run: missing lock NAME before '--': rlock run [OPTION]... NAME -- COMMAND"
+	run -64 --separate-stderr "$RLOCK" run -- x
+	assert_usage run "rlock: run: missing lock NAME before '--': rlock run [OPTION]... NAME -- COMMAND"
+	# -c gives the command: "-- x" names the lock.
+	run -64 --separate-stderr "$RLOCK" run -c true -- x y
+	assert_usage run "rlock: run: give COMMAND or -c STRING, not both"
+}
+
 @test "-c and a COMMAND together are a usage error" {
 	run -64 --separate-stderr "$RLOCK" run -c 'true' x -- true
 	assert_try run
