@@ -123,7 +123,8 @@ int64_t cli_duration(const struct cli *g, const char *opt, const char *arg,
 	int64_t ms;
 
 	if (rlock_parse_duration(arg, &ms) != 0)
-		cli_usage_error(g, "invalid %s '%s': not a duration", opt, arg);
+		cli_usage_error(g, "invalid %s '%s': not a duration (e.g. 500ms, "
+				"30s, 1.5m, 1h30m, 2d)", opt, arg);
 	if (ttl && (ms < RLOCK_TTL_MIN_MS || ms > RLOCK_TTL_MAX_MS))
 		cli_usage_error(g, "invalid %s '%s': must be between 10ms "
 				"and 30d", opt, arg);

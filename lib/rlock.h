@@ -704,8 +704,10 @@ int64_t rlock_boot_ms(void);
 int64_t rlock_mono_ms(void);
 
 /*
- * Parse a duration: seconds as a decimal ("1.5") or a number with a unit
- * ms, s, m, h or d ("500ms", "5m", "1d"), with no space and nothing after it.
+ * Parse a duration: seconds as a decimal ("1.5") or numbers with units
+ * d, h, m, s or ms ("500ms", "5m", "1d", "1h30m"), each unit at most once,
+ * largest first, only the last with a fraction, with no space and nothing
+ * after it.
  * Zero is accepted: callers decide whether it makes sense.  Returns 0 and
  * sets *ms (fractions of a millisecond are dropped), or -1 for empty,
  * malformed, negative or overflowing input (more than 100 years) and for a

@@ -179,7 +179,7 @@ progress_re() {
 		case $v in
 		0) assert_usage run "rlock: run: invalid --progress '0': must be more than zero" ;;
 		500ms | 31d) assert_usage run "rlock: run: invalid --progress '$v': must be between 1s and 30d" ;;
-		*) assert_usage run "rlock: run: invalid --progress '$v': not a duration" ;;
+		*) assert_usage run "rlock: run: invalid --progress '$v': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)" ;;
 		esac
 	done
 	run -64 --separate-stderr "$RLOCK" acquire x --progress 0

@@ -232,9 +232,9 @@ setup_file() {
 		assert_stderr_line --index 0 --partial "rlock: run: invalid --ttl '$ttl': "
 	done
 	run -64 --separate-stderr "$RLOCK" run --timeout abc x -- true
-	assert_usage run "rlock: run: invalid --timeout 'abc': not a duration"
+	assert_usage run "rlock: run: invalid --timeout 'abc': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)"
 	run -64 --separate-stderr "$RLOCK" run -w abc x -- true
-	assert_usage run "rlock: run: invalid --timeout 'abc': not a duration"
+	assert_usage run "rlock: run: invalid --timeout 'abc': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)"
 }
 
 @test "every duration option rejects garbage" {
@@ -252,7 +252,7 @@ setup_file() {
 		done
 	done
 	run -64 --separate-stderr "$RLOCK" acquire --timeout abc x
-	assert_usage acquire "rlock: acquire: invalid --timeout 'abc': not a duration"
+	assert_usage acquire "rlock: acquire: invalid --timeout 'abc': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)"
 }
 
 @test "-w 0 means -n and is accepted; decimal seconds are accepted" {
@@ -261,6 +261,18 @@ setup_file() {
 	run -0 "$RLOCK" run -w 1.5 -t 2.5 x -- true
 	run -0 "$RLOCK" run -w 500ms -t 1m x -- true
 	run -0 "$RLOCK" run -t 1h x -- true
+}
+
+@test "compound durations: each unit once, largest first (1h30m, 1m30s)" {
+	export RLOCK_URL=$R_URL
+	run -0 "$RLOCK" acquire -t 1m30s -w 1h30m cx
+	local p
+	p=$(pttl cx)
+	((p > 88000 && p <= 90000)) || fail "pttl $p"
+	for bad in 30m1h 1h1h 1.5h30m 1h30 '1h 30m'; do
+		run -64 --separate-stderr "$RLOCK" run -w "$bad" x -- true
+		assert_usage run "rlock: run: invalid --timeout '$bad': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)"
+	done
 }
 
 @test "bad --conflict-exit-code exits 64" {
