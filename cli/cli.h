@@ -29,6 +29,8 @@
 #define EX_NOTFOUND 127
 
 #define CLI_MAX_URLS 16
+/* The server tried when none is given. */
+#define CLI_DEFAULT_ADDR "127.0.0.1:6379"
 
 /* Long-only option codes, above any character. */
 enum {
@@ -98,6 +100,7 @@ struct cli {
 	const char *urls[CLI_MAX_URLS];
 	size_t nurls;
 	char *env_urls;			/* storage for RLOCK_URL's pieces */
+	int default_url;		/* no -u, RLOCK_URL or REDIS_URL given */
 	const char *prefix;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;

@@ -16,6 +16,29 @@
 
 #include "cli.h"
 
+/*
+ * A user who gave no server did not choose 127.0.0.1:6379 and may not know
+ * it was tried: a failure to reach it says it was the default, and how to
+ * name another ("cannot connect to 127.0.0.1:6379 (the default; set -u or
+ * RLOCK_URL): Connection refused").  Whatever layer worded the failure.
+ */
+static void name_default(char *buf, size_t len)
+{
+	static const char what[] = "cannot connect to " CLI_DEFAULT_ADDR;
+	static const char note[] = " (the default; set -u or RLOCK_URL)";
+	char *at = strstr(buf, what);
+	size_t tail;
+
+	if (at == NULL)
+		return;
+	at += sizeof(what) - 1;
+	if (*at != ':' || strlen(buf) + sizeof(note) > len)
+		return;
+	tail = strlen(at) + 1;
+	memmove(at + sizeof(note) - 1, at, tail);
+	memcpy(at, note, sizeof(note) - 1);
+}
+
 static void vwarn_cmd(const struct cli *g, const char *fmt, va_list ap)
 {
 	char buf[2048], vis[CLI_VIS(2048)];
@@ -25,6 +48,8 @@ static void vwarn_cmd(const struct cli *g, const char *fmt, va_list ap)
 	 * terminal escaped.  rlock's own text is printable ASCII, which
 	 * passes as it is. */
 	vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (g != NULL && g->default_url)
+		name_default(buf, sizeof(buf));
 	cli_vis(vis, sizeof(vis), buf);
 	/* One write, so that lines of concurrent processes do not mix. */
 	if (g != NULL && g->cmd != NULL)
@@ -568,8 +593,10 @@ void cli_finish(struct cli *g)
 			}
 			split_urls(g, g->env_urls);
 		}
-		if (g->nurls == 0)
-			add_url(g, "redis://127.0.0.1:6379");
+		if (g->nurls == 0) {
+			add_url(g, "redis://" CLI_DEFAULT_ADDR);
+			g->default_url = 1;
+		}
 	}
 	finish_tls(g);
 	if (g->prefix == NULL) {
