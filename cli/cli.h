@@ -230,7 +230,17 @@ void cli_with_check(const struct cli *g, const char *name,
 int cli_getopt(int argc, char **argv, const char *shortopts,
 	       const struct option *longopts);
 
-/* Report a getopt failure ('?' or ':') and exit 64. */
+/* Whether subcommand cmd (NULL: none) takes option opt ("-w",
+ * "--timeout"), as its help lists it. */
+int cli_has_option(const char *cmd, const char *opt);
+
+/* The long option of cmd (NULL: none) nearest to the n bytes at opt
+ * ("--tiemout": "--timeout"), in buf, when it is a near miss; else NULL. */
+const char *cli_nearest_option(const char *cmd, const char *opt, size_t n,
+			       char *buf, size_t len);
+
+/* Report a getopt failure ('?' or ':') and exit 64; an unknown long
+ * option with the nearest known one. */
 void cli_bad_option(struct cli *g, int c, char **argv)
 	__attribute__((noreturn));
 

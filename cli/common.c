@@ -83,7 +83,8 @@ void cli_usage_error(const struct cli *g, const char *fmt, ...)
 
 void cli_bad_option(struct cli *g, int c, char **argv)
 {
-	const char *opt = argv[optind - 1];
+	const char *opt = argv[optind - 1], *near;
+	char buf[64];
 	int len;
 
 	/* A long option is named as it was written, without "=value";
@@ -96,6 +97,11 @@ void cli_bad_option(struct cli *g, int c, char **argv)
 		if (optopt != 0 && opt[len] == '=')
 			cli_usage_error(g, "option '%.*s' takes no value", len,
 					opt);
+		near = cli_nearest_option(g->cmd, opt, (size_t)len, buf,
+					  sizeof(buf));
+		if (near != NULL)
+			cli_usage_error(g, "unknown option '%.*s'; did you "
+					"mean '%s'?", len, opt, near);
 		cli_usage_error(g, "unknown option '%.*s'", len, opt);
 	}
 	if (c == ':')

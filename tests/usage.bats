@@ -164,6 +164,44 @@ setup_file() {
 	done
 }
 
+@test "a subcommand's option before the subcommand says where it belongs" {
+	run -64 --separate-stderr "$RLOCK" -w 5s run x -- true
+	assert_usage run "rlock: run: option '-w' belongs after the subcommand: rlock run -w 5s ..."
+	run -64 --separate-stderr "$RLOCK" -w5s run x -- true
+	assert_usage run "rlock: run: option '-w' belongs after the subcommand: rlock run -w5s ..."
+	run -64 --separate-stderr "$RLOCK" -q --timeout=5s -t 10s acquire x
+	assert_usage acquire "rlock: acquire: option '--timeout' belongs after the subcommand: rlock acquire --timeout=5s -t 10s ..."
+	run -64 --separate-stderr "$RLOCK" --max-age 26h last nightly
+	assert_usage last "rlock: last: option '--max-age' belongs after the subcommand: rlock last --max-age 26h ..."
+	# Global options may come first; one the subcommand does not take
+	# either is only unknown.
+	run -64 --separate-stderr "$RLOCK" -w 5s status x
+	assert_usage "" "rlock: unknown option '-w'"
+	run -64 --separate-stderr "$RLOCK" --bogus run x -- true
+	assert_usage "" "rlock: unknown option '--bogus'"
+}
+
+@test "an unknown long option names the nearest one, when it is a near miss" {
+	run -64 --separate-stderr "$RLOCK" run --tiemout 5s x -- true
+	assert_usage run "rlock: run: unknown option '--tiemout'; did you mean '--timeout'?"
+	run -64 --separate-stderr "$RLOCK" run --ttll 5s x -- true
+	assert_usage run "rlock: run: unknown option '--ttll'; did you mean '--ttl'?"
+	run -64 --separate-stderr "$RLOCK" acquire --nonblok x
+	assert_usage acquire "rlock: acquire: unknown option '--nonblok'; did you mean '--nonblock'?"
+	run -64 --separate-stderr "$RLOCK" last --max-ages 26h x
+	assert_usage last "rlock: last: unknown option '--max-ages'; did you mean '--max-age'?"
+	# A global option, at the top level and after the subcommand.
+	run -64 --separate-stderr "$RLOCK" --urll redis://x status
+	assert_usage "" "rlock: unknown option '--urll'; did you mean '--url'?"
+	run -64 --separate-stderr "$RLOCK" status --pefix p: x
+	assert_usage status "rlock: status: unknown option '--pefix'; did you mean '--prefix'?"
+	# Far from all of them, or another subcommand's: no guess.
+	run -64 --separate-stderr "$RLOCK" run --wiat 5 x -- true
+	assert_usage run "rlock: run: unknown option '--wiat'"
+	run -64 --separate-stderr "$RLOCK" status --nonblok x
+	assert_usage status "rlock: status: unknown option '--nonblok'"
+}
+
 @test "unknown short option exits 64 with the Try line" {
 	run -64 --separate-stderr "$RLOCK" run -Z x -- true
 	assert_try run
