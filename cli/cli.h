@@ -453,9 +453,6 @@ void cli_wait_setup(struct cli *g, const char *name,
 /* After the wait: erase the live line, close the progress's handle. */
 void cli_wait_end(struct cli_waitline *line, struct cli_progress *p);
 
-/* n as "1st", "2nd", "3rd", "11th"... into buf. */
-const char *cli_ordinal(long long n, char *buf, size_t len);
-
 /* Erase the live line if one was drawn. */
 void cli_wait_line_end(struct cli_waitline *l);
 

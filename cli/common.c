@@ -743,29 +743,24 @@ static const char *more(const struct rlock_holder *h, char *buf, size_t len)
 	return buf;
 }
 
-const char *cli_ordinal(long long n, char *buf, size_t len)
-{
-	const char *sfx = "th";
-
-	if (n % 100 < 11 || n % 100 > 13)
-		sfx = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" :
-		      n % 10 == 3 ? "rd" : "th";
-	snprintf(buf, len, "%lld%s", n, sfx);
-	return buf;
-}
-
 void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg)
 {
 	struct cli_waitline *l = arg;
-	char who[600], a[32], w[32], place[64] = "", nth[24], mb[64];
+	char who[600], a[32], w[32], place[64] = "", mb[64];
 	char vname[CLI_VIS(RLOCK_NAME_MAX)], vwho[CLI_VIS(sizeof(who))];
 
+	/* The words of the progress line in a log ("0 ahead"), so that a
+	 * terminal and a CI log say a place in line alike. */
 	if (h->place >= 0)
-		snprintf(place, sizeof(place), "; %s in line",
-			 cli_ordinal(h->place + 1, nth, sizeof(nth)));
+		snprintf(place, sizeof(place), "; %lld ahead", h->place);
 	/* Whole seconds: the line is redrawn once a second. */
 	rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w));
-	if (!h->held)
+	if (h->unreachable != NULL)
+		fprintf(stderr, "\rrlock: waiting for %s: trying again: %s; "
+			"waited %s\033[K",
+			cli_vis(vname, sizeof(vname), l->name),
+			cli_vis(vwho, sizeof(vwho), h->unreachable), w);
+	else if (!h->held)
 		fprintf(stderr, "\rrlock: waiting for %s: being handed to "
 			"the next in line; waited %s%s\033[K",
 			cli_vis(vname, sizeof(vname), l->name), w,

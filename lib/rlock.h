@@ -100,6 +100,10 @@ struct rlock_holder {
 	long long nholders;		/* holders (shared, semaphore) */
 	long long place;		/* a waiter's own place in line: 0
 					 * next, -1 not in line */
+	const char *unreachable;	/* a waiter's callback: why the
+					 * servers do not answer while it tries
+					 * again (its place as last known);
+					 * NULL when they answer */
 	int slot;			/* status's list of holders: a
 					 * semaphore holder's slot, -1 none or
 					 * unknown (junk says) */
