@@ -68,7 +68,7 @@ load test_helper
 	if ! unshare -rn true 2>/dev/null; then
 		ns=()
 		if (exec 9<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
-			skip "something listens on 127.0.0.1:6379 and unshare -rn is refused"
+			fail "something listens on 127.0.0.1:6379 and unshare -rn is refused: the default server cannot be tested here"
 		fi
 	fi
 	run -69 --separate-stderr "${ns[@]}" "$RLOCK" run x -- touch ran
