@@ -29,6 +29,8 @@
 #define EX_NOTFOUND 127
 
 #define CLI_MAX_URLS 16
+/* The server tried when none is given. */
+#define CLI_DEFAULT_ADDR "127.0.0.1:6379"
 
 /* Long-only option codes, above any character. */
 enum {
@@ -98,6 +100,7 @@ struct cli {
 	const char *urls[CLI_MAX_URLS];
 	size_t nurls;
 	char *env_urls;			/* storage for RLOCK_URL's pieces */
+	int default_url;		/* no -u, RLOCK_URL or REDIS_URL given */
 	const char *prefix;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
@@ -227,7 +230,17 @@ void cli_with_check(const struct cli *g, const char *name,
 int cli_getopt(int argc, char **argv, const char *shortopts,
 	       const struct option *longopts);
 
-/* Report a getopt failure ('?' or ':') and exit 64. */
+/* Whether subcommand cmd (NULL: none) takes option opt ("-w",
+ * "--timeout"), as its help lists it. */
+int cli_has_option(const char *cmd, const char *opt);
+
+/* The long option of cmd (NULL: none) nearest to the n bytes at opt
+ * ("--tiemout": "--timeout"), in buf, when it is a near miss; else NULL. */
+const char *cli_nearest_option(const char *cmd, const char *opt, size_t n,
+			       char *buf, size_t len);
+
+/* Report a getopt failure ('?' or ':') and exit 64; an unknown long
+ * option with the nearest known one. */
 void cli_bad_option(struct cli *g, int c, char **argv)
 	__attribute__((noreturn));
 
@@ -439,9 +452,6 @@ void cli_wait_setup(struct cli *g, const char *name,
 
 /* After the wait: erase the live line, close the progress's handle. */
 void cli_wait_end(struct cli_waitline *line, struct cli_progress *p);
-
-/* n as "1st", "2nd", "3rd", "11th"... into buf. */
-const char *cli_ordinal(long long n, char *buf, size_t len);
 
 /* Erase the live line if one was drawn. */
 void cli_wait_line_end(struct cli_waitline *l);

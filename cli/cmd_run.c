@@ -71,7 +71,7 @@ static void parse(struct run *r, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli *g = r->g;
-	int c, have_name = 0;
+	int c, have_name = 0, name_after_dashdash = 0;
 
 	for (;;) {
 		c = getopt_long(argc, argv,
@@ -89,6 +89,7 @@ static void parse(struct run *r, int argc, char **argv)
 			r->name = argv[optind++];
 			have_name = 1;
 			if (dashdash) {
+				name_after_dashdash = 1;
 				if (optind < argc &&
 				    strcmp(argv[optind], "--") == 0)
 					optind++;
@@ -136,6 +137,12 @@ static void parse(struct run *r, int argc, char **argv)
 	}
 	if (!have_name)
 		cli_usage_error(g, "missing lock NAME");
+	/* "rlock run -w 30m -- ./report.sh": the "--" came before any
+	 * NAME, so the command was taken as the NAME; what the user left
+	 * out is the NAME, not the command. */
+	if (r->shell_cmd == NULL && optind >= argc && name_after_dashdash)
+		cli_usage_error(g, "missing lock NAME before '--': "
+				"rlock run [OPTION]... NAME -- COMMAND");
 	cli_check_name(g, r->name);
 	cli_lock_check(g, &r->ao);
 	cli_with_check(g, r->name, &r->ao);

@@ -16,6 +16,29 @@
 
 #include "cli.h"
 
+/*
+ * A user who gave no server did not choose 127.0.0.1:6379 and may not know
+ * it was tried: a failure to reach it says it was the default, and how to
+ * name another ("cannot connect to 127.0.0.1:6379 (the default; set -u or
+ * RLOCK_URL): Connection refused").  Whatever layer worded the failure.
+ */
+static void name_default(char *buf, size_t len)
+{
+	static const char what[] = "cannot connect to " CLI_DEFAULT_ADDR;
+	static const char note[] = " (the default; set -u or RLOCK_URL)";
+	char *at = strstr(buf, what);
+	size_t tail;
+
+	if (at == NULL)
+		return;
+	at += sizeof(what) - 1;
+	if (*at != ':' || strlen(buf) + sizeof(note) > len)
+		return;
+	tail = strlen(at) + 1;
+	memmove(at + sizeof(note) - 1, at, tail);
+	memcpy(at, note, sizeof(note) - 1);
+}
+
 static void vwarn_cmd(const struct cli *g, const char *fmt, va_list ap)
 {
 	char buf[2048], vis[CLI_VIS(2048)];
@@ -25,6 +48,8 @@ static void vwarn_cmd(const struct cli *g, const char *fmt, va_list ap)
 	 * terminal escaped.  rlock's own text is printable ASCII, which
 	 * passes as it is. */
 	vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (g != NULL && g->default_url)
+		name_default(buf, sizeof(buf));
 	cli_vis(vis, sizeof(vis), buf);
 	/* One write, so that lines of concurrent processes do not mix. */
 	if (g != NULL && g->cmd != NULL)
@@ -58,7 +83,8 @@ void cli_usage_error(const struct cli *g, const char *fmt, ...)
 
 void cli_bad_option(struct cli *g, int c, char **argv)
 {
-	const char *opt = argv[optind - 1];
+	const char *opt = argv[optind - 1], *near;
+	char buf[64];
 	int len;
 
 	/* A long option is named as it was written, without "=value";
@@ -71,6 +97,11 @@ void cli_bad_option(struct cli *g, int c, char **argv)
 		if (optopt != 0 && opt[len] == '=')
 			cli_usage_error(g, "option '%.*s' takes no value", len,
 					opt);
+		near = cli_nearest_option(g->cmd, opt, (size_t)len, buf,
+					  sizeof(buf));
+		if (near != NULL)
+			cli_usage_error(g, "unknown option '%.*s'; did you "
+					"mean '%s'?", len, opt, near);
 		cli_usage_error(g, "unknown option '%.*s'", len, opt);
 	}
 	if (c == ':')
@@ -123,7 +154,8 @@ int64_t cli_duration(const struct cli *g, const char *opt, const char *arg,
 	int64_t ms;
 
 	if (rlock_parse_duration(arg, &ms) != 0)
-		cli_usage_error(g, "invalid %s '%s': not a duration", opt, arg);
+		cli_usage_error(g, "invalid %s '%s': not a duration (e.g. 500ms, "
+				"30s, 1.5m, 1h30m, 2d)", opt, arg);
 	if (ttl && (ms < RLOCK_TTL_MIN_MS || ms > RLOCK_TTL_MAX_MS))
 		cli_usage_error(g, "invalid %s '%s': must be between 10ms "
 				"and 30d", opt, arg);
@@ -567,8 +599,10 @@ void cli_finish(struct cli *g)
 			}
 			split_urls(g, g->env_urls);
 		}
-		if (g->nurls == 0)
-			add_url(g, "redis://127.0.0.1:6379");
+		if (g->nurls == 0) {
+			add_url(g, "redis://" CLI_DEFAULT_ADDR);
+			g->default_url = 1;
+		}
 	}
 	finish_tls(g);
 	if (g->prefix == NULL) {
@@ -709,29 +743,24 @@ static const char *more(const struct rlock_holder *h, char *buf, size_t len)
 	return buf;
 }
 
-const char *cli_ordinal(long long n, char *buf, size_t len)
-{
-	const char *sfx = "th";
-
-	if (n % 100 < 11 || n % 100 > 13)
-		sfx = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" :
-		      n % 10 == 3 ? "rd" : "th";
-	snprintf(buf, len, "%lld%s", n, sfx);
-	return buf;
-}
-
 void cli_wait_line(const struct rlock_holder *h, int64_t waited, void *arg)
 {
 	struct cli_waitline *l = arg;
-	char who[600], a[32], w[32], place[64] = "", nth[24], mb[64];
+	char who[600], a[32], w[32], place[64] = "", mb[64];
 	char vname[CLI_VIS(RLOCK_NAME_MAX)], vwho[CLI_VIS(sizeof(who))];
 
+	/* The words of the progress line in a log ("0 ahead"), so that a
+	 * terminal and a CI log say a place in line alike. */
 	if (h->place >= 0)
-		snprintf(place, sizeof(place), "; %s in line",
-			 cli_ordinal(h->place + 1, nth, sizeof(nth)));
+		snprintf(place, sizeof(place), "; %lld ahead", h->place);
 	/* Whole seconds: the line is redrawn once a second. */
 	rlock_fmt_ms(waited / 1000 * 1000, w, sizeof(w));
-	if (!h->held)
+	if (h->unreachable != NULL)
+		fprintf(stderr, "\rrlock: waiting for %s: trying again: %s; "
+			"waited %s\033[K",
+			cli_vis(vname, sizeof(vname), l->name),
+			cli_vis(vwho, sizeof(vwho), h->unreachable), w);
+	else if (!h->held)
 		fprintf(stderr, "\rrlock: waiting for %s: being handed to "
 			"the next in line; waited %s%s\033[K",
 			cli_vis(vname, sizeof(vname), l->name), w,

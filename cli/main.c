@@ -202,6 +202,177 @@ static const char global_opts[] =
 	"  -h, --help                     show this help\n"
 	"  -V, --version                  show the version\n";
 
+/* ---- options as the help names them ------------------------------------ */
+
+/*
+ * The help is the one list of each subcommand's options that the user
+ * reads (tests/docs.bats holds the completions and the man page to it), so
+ * misplaced and mistyped options are looked up in it: every line that
+ * starts "  -x, --long" or "      --long" names its options.
+ */
+static int each_option(const char *text, const char *opt,
+		       void (*fn)(const char *o, size_t n, void *arg),
+		       void *arg)
+{
+	const char *p = text;
+
+	while (p != NULL && *p != '\0') {
+		const char *q = p, *end = strchr(p, '\n');
+
+		if (strncmp(q, "  -", 3) == 0 || strncmp(q, "      --", 8) == 0) {
+			for (;;) {
+				size_t n;
+
+				while (*q == ' ')
+					q++;
+				if (*q != '-')
+					break;
+				n = strcspn(q, " ,\n");
+				if (opt != NULL && strlen(opt) == n &&
+				    strncmp(opt, q, n) == 0)
+					return 1;
+				if (fn != NULL)
+					fn(q, n, arg);
+				q += n;
+				if (*q != ',')
+					break;
+				q++;
+			}
+		}
+		p = end != NULL ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+static const struct cmd *find_cmd(const char *name)
+{
+	const struct cmd *c;
+
+	for (c = cli_cmds; name != NULL && c->name != NULL; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+int cli_has_option(const char *cmd, const char *opt)
+{
+	const struct cmd *c = find_cmd(cmd);
+
+	return each_option(global_opts, opt, NULL, NULL) ||
+	       (c != NULL && each_option(c->usage, opt, NULL, NULL));
+}
+
+/* The optimal string alignment distance of a and b (an edit is an insert,
+ * a delete, a change or two neighbours swapped), at most 64 long each. */
+static size_t distance(const char *a, size_t na, const char *b, size_t nb)
+{
+	size_t d[65][65], i, j, v;
+
+	if (na > 64 || nb > 64)
+		return (size_t)-1;
+	for (i = 0; i <= na; i++)
+		d[i][0] = i;
+	for (j = 0; j <= nb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= na; i++) {
+		for (j = 1; j <= nb; j++) {
+			v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[na][nb];
+}
+
+struct nearest {
+	const char *typed;
+	size_t ntyped;
+	const char *best;
+	size_t nbest, dist;
+};
+
+static void consider(const char *o, size_t n, void *arg)
+{
+	struct nearest *near = arg;
+	size_t d;
+
+	if (n < 3 || o[1] != '-')
+		return;		/* only long options: letters are too near */
+	d = distance(near->typed, near->ntyped, o, n);
+	if (d < near->dist) {
+		near->best = o;
+		near->nbest = n;
+		near->dist = d;
+	}
+}
+
+const char *cli_nearest_option(const char *cmd, const char *opt, size_t n,
+			       char *buf, size_t len)
+{
+	const struct cmd *c = find_cmd(cmd);
+	struct nearest near = { opt, n, NULL, 0, (size_t)-1 };
+
+	each_option(global_opts, NULL, consider, &near);
+	if (c != NULL)
+		each_option(c->usage, NULL, consider, &near);
+	/* Only a near miss: one edit in a short name, two in a longer
+	 * one; a guess further off would mislead. */
+	if (near.best == NULL || near.dist == 0 ||
+	    near.dist > (n - 2 <= 5 ? 1 : 2))
+		return NULL;
+	snprintf(buf, len, "%.*s", (int)near.nbest, near.best);
+	return buf;
+}
+
+/*
+ * An option that getopt did not know before the subcommand's name, but
+ * that subcommand does ("rlock -w 5s run x"): say where it belongs,
+ * with the words that came between it and the name moved there.
+ */
+static void misplaced_option(struct cli *g, int ch, int argc, char **argv)
+{
+	const struct cmd *c = NULL;
+	char opt[128], moved[256] = "";
+	int i, at, k;
+	size_t used = 0;
+
+	for (i = optind; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if ((c = find_cmd(argv[i])) != NULL)
+			break;
+	if (c == NULL || ch != '?')
+		return;
+	at = i;
+	/* The word that held the option: getopt moved past it, unless it
+	 * stopped inside a cluster of letters ("-nw"). */
+	k = optind - 1;
+	if (optopt != 0 && optind < at && argv[optind][0] == '-' &&
+	    strchr(argv[optind] + 1, optopt) != NULL)
+		k = optind;
+	if (k < 1 || k >= at)
+		return;
+	if (strncmp(argv[k], "--", 2) == 0)
+		snprintf(opt, sizeof(opt), "%.*s", (int)strcspn(argv[k], "="),
+			 argv[k]);
+	else if (optopt != 0)
+		snprintf(opt, sizeof(opt), "-%c", optopt);
+	else
+		return;
+	if (!cli_has_option(c->name, opt))
+		return;
+	for (i = k; i < at && used < sizeof(moved); i++)
+		used += (size_t)snprintf(moved + used, sizeof(moved) - used,
+					 " %s", argv[i]);
+	g->cmd = c->name;	/* its help is the one to read */
+	cli_usage_error(g, "option '%s' belongs after the subcommand: "
+			"rlock %s%s ...", opt, c->name, moved);
+}
+
 static void usage(void)
 {
 	const struct cmd *c;
@@ -308,8 +479,10 @@ int main(int argc, char **argv)
 			usage();
 			return cli_flush_stdout(&g) == 0 ? EX_OK : EX_OSERR;
 		}
-		if (!cli_global_option(&g, ch, optarg))
+		if (!cli_global_option(&g, ch, optarg)) {
+			misplaced_option(&g, ch, argc, argv);
 			cli_bad_option(&g, ch, argv);
+		}
 	}
 	if (optind >= argc)
 		cli_usage_error(&g, "missing COMMAND");

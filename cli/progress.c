@@ -119,6 +119,13 @@ void cli_progress_line(const struct rlock_holder *h, int64_t waited,
 	 * each call: the first line after every_ms of waiting. */
 	if (waited < p->every_ms)
 		return;
+	if (h->unreachable != NULL) {
+		/* No side read either: it would wait for the same
+		 * servers. */
+		cli_warn(p->g, "waiting %s for %s: trying again: %s",
+			 secs(waited, w, sizeof(w)), p->label, h->unreachable);
+		return;
+	}
 	if (p->side == NULL && !p->side_failed) {
 		p->side = cli_try_open(p->g, &rc, err, sizeof(err));
 		p->side_failed = p->side == NULL;

@@ -650,10 +650,21 @@ int conn_take_reply(struct rlock_conn *c, redisReply **r)
 	if (c->reader == NULL)
 		return 0;
 	if (redisReaderGetReply(c->reader, &reply) != 0) {
+		static const char pfx[] = "Protocol error, ";
+		const char *e = c->reader->errstr;
 		char why[200];
 
-		snprintf(why, sizeof(why), "protocol error: %s",
-			 c->reader->errstr);
+		/* A byte that starts no reply at all: the peer speaks
+		 * something else (an HTTP server answers '<' or "HTTP/1.1"),
+		 * and the user has the wrong port, not a broken Redis. */
+		if (strstr(e, "as reply type byte") != NULL) {
+			if (strncmp(e, pfx, sizeof(pfx) - 1) == 0)
+				e += sizeof(pfx) - 1;
+			snprintf(why, sizeof(why), "protocol error: %s; is "
+				 "this a Redis server?", e);
+		} else {
+			snprintf(why, sizeof(why), "protocol error: %s", e);
+		}
 		c->garbled = 1;
 		conn_fail(c, "%s: %s", why);
 		return -1;

@@ -1928,9 +1928,21 @@ int rlock_acquire(struct rlock *rl, const char *name,
 			 * timeout; no -w: FAILOVER_GRACE_MS).  Back off and
 			 * try again; a server that never answered, for any
 			 * other reason, fails at once. */
+			/* A wait that goes quiet while its servers are gone
+			 * looks hung: the line says what it is doing. */
+			if (o->wait_cb != NULL && seen_busy &&
+			    now - last_cb >= cb_due) {
+				holder->unreachable = rl->err;
+				o->wait_cb(holder, now - start, o->wait_arg);
+				holder->unreachable = NULL;
+				last_cb = now;
+			}
 			if (backoff < 1000)
 				backoff = backoff == 0 ? 100 : backoff * 2;
 			wake = now + backoff + jitter((unsigned)backoff / 2);
+			if (o->wait_cb != NULL && seen_busy &&
+			    wake > last_cb + cb_due)
+				wake = last_cb + cb_due;
 			if (wake > retry_end)
 				wake = retry_end;
 			unsubscribe(rl);

@@ -100,6 +100,10 @@ struct rlock_holder {
 	long long nholders;		/* holders (shared, semaphore) */
 	long long place;		/* a waiter's own place in line: 0
 					 * next, -1 not in line */
+	const char *unreachable;	/* a waiter's callback: why the
+					 * servers do not answer while it tries
+					 * again (its place as last known);
+					 * NULL when they answer */
 	int slot;			/* status's list of holders: a
 					 * semaphore holder's slot, -1 none or
 					 * unknown (junk says) */
@@ -704,8 +708,10 @@ int64_t rlock_boot_ms(void);
 int64_t rlock_mono_ms(void);
 
 /*
- * Parse a duration: seconds as a decimal ("1.5") or a number with a unit
- * ms, s, m, h or d ("500ms", "5m", "1d"), with no space and nothing after it.
+ * Parse a duration: seconds as a decimal ("1.5") or numbers with units
+ * d, h, m, s or ms ("500ms", "5m", "1d", "1h30m"), each unit at most once,
+ * largest first, only the last with a fraction, with no space and nothing
+ * after it.
  * Zero is accepted: callers decide whether it makes sense.  Returns 0 and
  * sets *ms (fractions of a millisecond are dropped), or -1 for empty,
  * malformed, negative or overflowing input (more than 100 years) and for a

@@ -136,7 +136,7 @@ no_bench_keys() {
 	run -64 --separate-stderr "$RLOCK" bench -t 1s --hold 1s
 	assert_usage bench "rlock: bench: invalid --hold: must be shorter than --ttl (bench does not renew)"
 	run -64 --separate-stderr "$RLOCK" bench --hold x
-	assert_usage bench "rlock: bench: invalid --hold 'x': not a duration"
+	assert_usage bench "rlock: bench: invalid --hold 'x': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)"
 	run -64 --separate-stderr "$RLOCK" bench --frobnicate
 	assert_usage bench "rlock: bench: unknown option '--frobnicate'"
 	run -64 --separate-stderr "$RLOCK" bench -c

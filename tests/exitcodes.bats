@@ -59,6 +59,33 @@ load test_helper
 	[[ ! -e ran ]]
 }
 
+@test "69: the default server, tried when none was given, is said to be the default" {
+	# In a network namespace of its own nothing listens on 127.0.0.1:6379
+	# (a machine's own Redis would answer there); without one, only
+	# where nothing listens there.
+	local ns=(unshare -rn)
+	unset RLOCK_URL REDIS_URL
+	if ! unshare -rn true 2>/dev/null; then
+		ns=()
+		if (exec 9<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
+			fail "something listens on 127.0.0.1:6379 and unshare -rn is refused: the default server cannot be tested here"
+		fi
+	fi
+	run -69 --separate-stderr "${ns[@]}" "$RLOCK" run x -- touch ran
+	assert_stderr --regexp "^rlock: run: cannot connect to 127\.0\.0\.1:6379 \(the default; set -u or RLOCK_URL\): [A-Z][a-z ]+$"
+	[[ ! -e ran ]]
+	run -69 --separate-stderr "${ns[@]}" "$RLOCK" status
+	assert_stderr --regexp "^rlock: status: cannot connect to 127\.0\.0\.1:6379 \(the default; set -u or RLOCK_URL\): "
+	# Named by the user, it is theirs: no note.
+	run -69 --separate-stderr "${ns[@]}" "$RLOCK" -u redis://127.0.0.1:6379 run x -- touch ran
+	assert_stderr --regexp "^rlock: run: cannot connect to 127\.0\.0\.1:6379: [A-Z][a-z ]+$"
+	RLOCK_URL=redis://127.0.0.1:6379 run -69 --separate-stderr "${ns[@]}" "$RLOCK" acquire x
+	assert_stderr --regexp "^rlock: acquire: cannot connect to 127\.0\.0\.1:6379: [A-Z][a-z ]+$"
+	REDIS_URL=redis://127.0.0.1:6379 run -69 --separate-stderr "${ns[@]}" "$RLOCK" acquire x
+	assert_stderr --regexp "^rlock: acquire: cannot connect to 127\.0\.0\.1:6379: [A-Z][a-z ]+$"
+	[[ ! -e ran ]]
+}
+
 @test "69: a unix socket that is not there" {
 	run -69 --separate-stderr "$RLOCK" -u "unix://$BATS_TEST_TMPDIR/none.sock" run x -- touch ran
 	assert_stderr_line --index 0 --partial "rlock: run: cannot connect to"

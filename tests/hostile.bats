@@ -141,6 +141,22 @@ bounded_status() {
 	hostile_calls_at_least H status 1
 }
 
+@test "a peer that is not Redis (an HTTP server's '<' or 'HTTP/1.1'): 69, 'is this a Redis server?'" {
+	local reply b
+	for reply in '<!DOCTYPE html>\r\n' 'HTTP/1.1 400 Bad Request\r\n\r\n'; do
+		b=${reply:0:1}
+		start_hostile H "acquire $reply" "status $reply" "release $reply" "ping $reply"
+		run -69 --separate-stderr "$RLOCK" -u "$H_URL" run x -- touch ran
+		assert_stderr "rlock: run: 127.0.0.1:$H_PORT: protocol error: got \"$b\" as reply type byte; is this a Redis server?"
+		run -69 --separate-stderr "$RLOCK" -u "$H_URL" status x
+		assert_stderr "rlock: status: 127.0.0.1:$H_PORT: protocol error: got \"$b\" as reply type byte; is this a Redis server?"
+		run -69 --separate-stderr "$RLOCK" -u "$H_URL" acquire x
+		assert_stderr "rlock: acquire: 127.0.0.1:$H_PORT: protocol error: got \"$b\" as reply type byte; is this a Redis server?"
+		stop_hostile H
+	done
+	[[ ! -e ran ]]
+}
+
 @test "a bulk string declared 10^12 bytes long and streamed: 69, protocol error, at once and in little memory" {
 	bounded_status stream-bulk
 }

@@ -39,6 +39,11 @@ hold() {
 	wait_until 5 lock_held "$1"
 }
 
+# lines_at_least_matching FILE TEXT N: FILE has N lines or more with TEXT.
+lines_at_least_matching() {
+	(($(grep -c -- "$2" "$1") >= $3))
+}
+
 # progress_re CMD NAME REST: the regex of a progress line of CMD waiting
 # for NAME held by tester@HOST pid HPID, ending with REST (a regex).
 progress_re() {
@@ -179,7 +184,7 @@ progress_re() {
 		case $v in
 		0) assert_usage run "rlock: run: invalid --progress '0': must be more than zero" ;;
 		500ms | 31d) assert_usage run "rlock: run: invalid --progress '$v': must be between 1s and 30d" ;;
-		*) assert_usage run "rlock: run: invalid --progress '$v': not a duration" ;;
+		*) assert_usage run "rlock: run: invalid --progress '$v': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)" ;;
 		esac
 	done
 	run -64 --separate-stderr "$RLOCK" acquire x --progress 0
@@ -196,4 +201,20 @@ progress_re() {
 	rcli R SET "$(key other)" foreign PX 60000 >/dev/null
 	run -75 --separate-stderr "$RLOCK" run --progress 1s -w 2500ms other -- true
 	assert_regex "${stderr_lines[0]}" '^rlock: run: waiting [0-9]+s for other: held by another client \(no rlock metadata\), 0 ahead, no estimate$'
+}
+
+@test "a waiter whose server goes away says so on its progress line while it tries again" {
+	start_redis C
+	export RLOCK_URL=$C_URL
+	bg_start h "$RLOCK" run gone -c "$(gate "$BATS_TEST_TMPDIR/go")"
+	wait_until 5 lock_held gone C
+	bg_start w "$RLOCK" run --progress 1s -w 60s gone -- true
+	wait_until 10 grep -qE '^rlock: run: waiting [0-9]+s for gone: held [0-9]+s by .*, 0 ahead, no estimate$' "$BATS_TEST_TMPDIR/w.err"
+	stop_redis C
+	# Not a quiet wait: within a --progress or two, it says why it
+	# waits on.
+	wait_until 10 grep -q 'trying again' "$BATS_TEST_TMPDIR/w.err"
+	run grep 'trying again' "$BATS_TEST_TMPDIR/w.err"
+	assert_regex "${lines[0]}" "^rlock: run: waiting [0-9]+s for gone: trying again: cannot connect to 127\\.0\\.0\\.1:$C_PORT: Connection refused\$"
+	wait_until 10 lines_at_least_matching "$BATS_TEST_TMPDIR/w.err" 'trying again' 2
 }

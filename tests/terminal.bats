@@ -75,6 +75,8 @@ tty_rc() {
 	tok=$("$RLOCK" acquire -t 60s --label 'nightly report' tty-line)
 	on_tty t "$RLOCK run -w 30s tty-line -- echo took-it"
 	wait_until 5 grep -q 'waiting for tty-line: held by .* (nightly report)' "$BATS_TEST_TMPDIR/t.out"
+	# The place in line in the words of the progress line of a log.
+	wait_until 5 grep -q 'waiting for tty-line: held by .* (nightly report) for [^;]*; waited [^;]*; 0 ahead' "$BATS_TEST_TMPDIR/t.out"
 	"$RLOCK" release tty-line "$tok"
 	run tty_rc t
 	assert_output 0

@@ -164,6 +164,44 @@ setup_file() {
 	done
 }
 
+@test "a subcommand's option before the subcommand says where it belongs" {
+	run -64 --separate-stderr "$RLOCK" -w 5s run x -- true
+	assert_usage run "rlock: run: option '-w' belongs after the subcommand: rlock run -w 5s ..."
+	run -64 --separate-stderr "$RLOCK" -w5s run x -- true
+	assert_usage run "rlock: run: option '-w' belongs after the subcommand: rlock run -w5s ..."
+	run -64 --separate-stderr "$RLOCK" -q --timeout=5s -t 10s acquire x
+	assert_usage acquire "rlock: acquire: option '--timeout' belongs after the subcommand: rlock acquire --timeout=5s -t 10s ..."
+	run -64 --separate-stderr "$RLOCK" --max-age 26h last nightly
+	assert_usage last "rlock: last: option '--max-age' belongs after the subcommand: rlock last --max-age 26h ..."
+	# Global options may come first; one the subcommand does not take
+	# either is only unknown.
+	run -64 --separate-stderr "$RLOCK" -w 5s status x
+	assert_usage "" "rlock: unknown option '-w'"
+	run -64 --separate-stderr "$RLOCK" --bogus run x -- true
+	assert_usage "" "rlock: unknown option '--bogus'"
+}
+
+@test "an unknown long option names the nearest one, when it is a near miss" {
+	run -64 --separate-stderr "$RLOCK" run --tiemout 5s x -- true
+	assert_usage run "rlock: run: unknown option '--tiemout'; did you mean '--timeout'?"
+	run -64 --separate-stderr "$RLOCK" run --ttll 5s x -- true
+	assert_usage run "rlock: run: unknown option '--ttll'; did you mean '--ttl'?"
+	run -64 --separate-stderr "$RLOCK" acquire --nonblok x
+	assert_usage acquire "rlock: acquire: unknown option '--nonblok'; did you mean '--nonblock'?"
+	run -64 --separate-stderr "$RLOCK" last --max-ages 26h x
+	assert_usage last "rlock: last: unknown option '--max-ages'; did you mean '--max-age'?"
+	# A global option, at the top level and after the subcommand.
+	run -64 --separate-stderr "$RLOCK" --urll redis://x status
+	assert_usage "" "rlock: unknown option '--urll'; did you mean '--url'?"
+	run -64 --separate-stderr "$RLOCK" status --pefix p: x
+	assert_usage status "rlock: status: unknown option '--pefix'; did you mean '--prefix'?"
+	# Far from all of them, or another subcommand's: no guess.
+	run -64 --separate-stderr "$RLOCK" run --wiat 5 x -- true
+	assert_usage run "rlock: run: unknown option '--wiat'"
+	run -64 --separate-stderr "$RLOCK" status --nonblok x
+	assert_usage status "rlock: status: unknown option '--nonblok'"
+}
+
 @test "unknown short option exits 64 with the Try line" {
 	run -64 --separate-stderr "$RLOCK" run -Z x -- true
 	assert_try run
@@ -232,9 +270,9 @@ setup_file() {
 		assert_stderr_line --index 0 --partial "rlock: run: invalid --ttl '$ttl': "
 	done
 	run -64 --separate-stderr "$RLOCK" run --timeout abc x -- true
-	assert_usage run "rlock: run: invalid --timeout 'abc': not a duration"
+	assert_usage run "rlock: run: invalid --timeout 'abc': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)"
 	run -64 --separate-stderr "$RLOCK" run -w abc x -- true
-	assert_usage run "rlock: run: invalid --timeout 'abc': not a duration"
+	assert_usage run "rlock: run: invalid --timeout 'abc': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)"
 }
 
 @test "every duration option rejects garbage" {
@@ -252,7 +290,7 @@ setup_file() {
 		done
 	done
 	run -64 --separate-stderr "$RLOCK" acquire --timeout abc x
-	assert_usage acquire "rlock: acquire: invalid --timeout 'abc': not a duration"
+	assert_usage acquire "rlock: acquire: invalid --timeout 'abc': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)"
 }
 
 @test "-w 0 means -n and is accepted; decimal seconds are accepted" {
@@ -261,6 +299,18 @@ setup_file() {
 	run -0 "$RLOCK" run -w 1.5 -t 2.5 x -- true
 	run -0 "$RLOCK" run -w 500ms -t 1m x -- true
 	run -0 "$RLOCK" run -t 1h x -- true
+}
+
+@test "compound durations: each unit once, largest first (1h30m, 1m30s)" {
+	export RLOCK_URL=$R_URL
+	run -0 "$RLOCK" acquire -t 1m30s -w 1h30m cx
+	local p
+	p=$(pttl cx)
+	((p > 88000 && p <= 90000)) || fail "pttl $p"
+	for bad in 30m1h 1h1h 1.5h30m 1h30 '1h 30m'; do
+		run -64 --separate-stderr "$RLOCK" run -w "$bad" x -- true
+		assert_usage run "rlock: run: invalid --timeout '$bad': not a duration (e.g. 500ms, 30s, 1.5m, 1h30m, 2d)"
+	done
 }
 
 @test "bad --conflict-exit-code exits 64" {
@@ -293,6 +343,16 @@ setup_file() {
 	assert_usage run "rlock: run: missing COMMAND"
 	run -64 --separate-stderr "$RLOCK" run -n x --
 	assert_usage run "rlock: run: missing COMMAND"
+}
+
+@test "run: a '--' before any NAME: the NAME is what is missing, not the COMMAND" {
+	run -64 --separate-stderr "$RLOCK" run -w 30m -- ./report.sh
+	assert_usage run "rlock: run: missing lock NAME before '--': rlock run [OPTION]... NAME -- COMMAND"
+	run -64 --separate-stderr "$RLOCK" run -- x
+	assert_usage run "rlock: run: missing lock NAME before '--': rlock run [OPTION]... NAME -- COMMAND"
+	# -c gives the command: "-- x" names the lock.
+	run -64 --separate-stderr "$RLOCK" run -c true -- x y
+	assert_usage run "rlock: run: give COMMAND or -c STRING, not both"
 }
 
 @test "-c and a COMMAND together are a usage error" {

@@ -4,7 +4,9 @@
  *
  * Beyond not crashing: an accepted duration is in 0..100 years of
  * milliseconds, zero only when all its digits are; the input matches
- * DIGITS[.DIGITS][ms|s|m|h|d] and nothing else; and the value is the one
+ * DIGITS[.DIGITS] alone or parts DIGITS[.DIGITS](d|h|m|s|ms), largest unit
+ * first, each once, a fraction only last, and nothing else; and the value
+ * is the one
  * computed here independently, exactly, in 128-bit arithmetic, whenever
  * the digits fit it.  A refused one leaves *ms alone.
  */
@@ -19,37 +21,14 @@ static int is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-/* The milliseconds s stands for, floor'd: -1 when it breaks the grammar,
- * -2 when its fraction has too many digits for this reckoning, and more
- * than MAX_MS for an integer part of more than 20 digits. */
-static __int128 reference(const char *s, int *grammar_ok)
+/* One part "DIGITS[.DIGITS]" of s, in milliseconds at mult, floor'd: -2
+ * when its fraction has too many digits for this reckoning, and more than
+ * MAX_MS for an integer part of more than 20 digits. */
+static __int128 part_ms(const char *i0, size_t ni, const char *f0, size_t nf,
+			int64_t mult)
 {
-	static const struct {
-		const char *suffix;
-		int64_t ms;
-	} units[] = { { "", 1000 }, { "ms", 1 }, { "s", 1000 },
-		      { "m", 60000 }, { "h", 3600000 }, { "d", 86400000 } };
-	const char *p = s, *i0, *f0 = NULL;
-	size_t ni = 0, nf = 0, k;
 	__int128 whole = 0, frac = 0, pow = 1;
-	int64_t mult = -1;
-
-	for (i0 = p; is_digit(*p); p++, ni++)
-		;
-	if (*p == '.') {
-		f0 = ++p;
-		for (; is_digit(*p); p++, nf++)
-			;
-	}
-	*grammar_ok = 0;
-	if ((ni == 0 && nf == 0) || (f0 != NULL && nf == 0))
-		return -1;
-	for (k = 0; k < sizeof(units) / sizeof(units[0]); k++)
-		if (strcmp(p, units[k].suffix) == 0)
-			mult = units[k].ms;
-	if (mult < 0)
-		return -1;
-	*grammar_ok = 1;
+	size_t k;
 
 	/* Leading zeros of the integer part and trailing zeros of the
 	 * fraction change nothing; what is left must fit. */
@@ -70,6 +49,77 @@ static __int128 reference(const char *s, int *grammar_ok)
 	return whole * mult + frac * mult / pow;
 }
 
+/* The milliseconds s stands for, floor'd: -1 when it breaks the grammar
+ * (a bare number alone, or parts NUMBER UNIT with units among d, h, m, s,
+ * ms, strictly largest first, a fraction in the last part only), -2 when
+ * a fraction has too many digits for this reckoning, and more than MAX_MS
+ * for an integer part of more than 20 digits. */
+static __int128 reference(const char *s, int *grammar_ok)
+{
+	/* Largest first: a part's unit must come later in this list than
+	 * the one before it. */
+	static const struct {
+		const char *suffix;
+		int64_t ms;
+	} units[] = { { "d", 86400000 }, { "h", 3600000 }, { "m", 60000 },
+		      { "s", 1000 }, { "ms", 1 } };
+	const char *p = s;
+	__int128 sum = 0, v;
+	int next = 0, parts = 0, toolong = 0;
+
+	*grammar_ok = 0;
+	while (*p != '\0') {
+		const char *i0 = p, *f0 = NULL;
+		size_t ni = 0, nf = 0, len = 0;
+		int k, found = -1;
+
+		for (; is_digit(*p); p++, ni++)
+			;
+		if (*p == '.') {
+			f0 = ++p;
+			for (; is_digit(*p); p++, nf++)
+				;
+		}
+		if ((ni == 0 && nf == 0) || (f0 != NULL && nf == 0))
+			return -1;
+		if (*p == '\0' && parts == 0) {
+			/* A bare number: seconds. */
+			v = part_ms(i0, ni, f0, nf, 1000);
+			parts++;
+			if (v == -2)
+				toolong = 1;
+			else
+				sum += v;
+			break;
+		}
+		parts++;
+		/* The longest unit spelt here: "ms" before "m". */
+		for (k = 0; k < 5; k++) {
+			size_t l = strlen(units[k].suffix);
+
+			if (strncmp(p, units[k].suffix, l) == 0 && l > len) {
+				found = k;
+				len = l;
+			}
+		}
+		if (found < next)
+			return -1;
+		p += len;
+		if (f0 != NULL && *p != '\0')
+			return -1;
+		next = found + 1;
+		v = part_ms(i0, ni, f0, nf, units[found].ms);
+		if (v == -2)
+			toolong = 1;
+		else
+			sum += v;
+	}
+	if (parts == 0)
+		return -1;
+	*grammar_ok = 1;
+	return toolong ? -2 : sum;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *s = fuzz_cstr(data, size);
@@ -78,7 +128,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	__int128 want = reference(s, &grammar_ok);
 	int rc = rlock_parse_duration(s, &ms);
 
-	for (const char *p = s; *p != '\0' && (is_digit(*p) || *p == '.'); p++)
+	/* Every digit of the string is a number's: units have none. */
+	for (const char *p = s; *p != '\0'; p++)
 		if (*p >= '1' && *p <= '9')
 			any_nonzero = 1;
 	REQUIRE(rc == 0 || rc == -1);

@@ -82,6 +82,21 @@ static const struct {
 	{ "876600h", MAX_MS },
 	{ "3155759999.999", MAX_MS - 1 },
 	{ "3155760000000.9ms", MAX_MS },	/* the .9 ms is dropped */
+
+	/* Compound: each unit once, largest first, a fraction only last. */
+	{ "1h30m", 5400000 },
+	{ "1m30s", 90000 },
+	{ "2d12h", 216000000 },
+	{ "1d1h1m1s1ms", 90061001 },
+	{ "1h0m", 3600000 },
+	{ "0h0m0s", 0 },
+	{ "1m30ms", 60030 },
+	{ "1m1.5s", 61500 },
+	{ "1h.5m", 3630000 },
+	{ "1s0.5ms", 1000 },	/* the .5 ms is dropped */
+	{ "876599h60m", MAX_MS },
+	{ "36524d24h", MAX_MS },
+	{ "3155759999s1000ms", MAX_MS },
 	{ "000000000000000000000000000000000001", 1000 },
 };
 
@@ -100,7 +115,15 @@ static const char *const bad[] = {
 	/* Unknown or wrongly cased units, and anything after the unit. */
 	"5w", "5y", "5us", "5ns", "5sec", "5secs", "5min", "5hr",
 	"5S", "5MS", "5Ms", "5mS", "5M", "5H", "5D", "5dd", "5ss", "5mss", "5sm",
-	"5m5", "1h30m", "1m30s", "ms5", "5s;", "5\xc2\xa0s",
+	"5m5", "ms5", "5s;", "5\xc2\xa0s",
+	/* Compound forms out of order, repeated, with a fraction before
+	 * the last part, a sign, a space or a bare number in them. */
+	"30m1h", "1s1m", "1ms1s", "1h1h", "1m1m", "1s1s", "1h30m1h", "1d1d",
+	"1.5h30m", "1.5m1s", "1h 30m", "1h+30m", "1h-30m", "1h30", "1h30m5",
+	"1h30mm", "1h30m ", "h30m", "1hm", "1h.m", "1h30.m", "1h30ms1s",
+	"1s1", "30m1", "0.5ms0.5ms",
+	/* Compound past 100 years, or non-zero below one millisecond. */
+	"876600h1ms", "36525d1ms", "3155760000s1ms", "0h0.0001s",
 	/* Non-ASCII digits and a Unicode minus. */
 	"\xd9\xa1", ("\xe2\x88\x92" "1"),
 	/* Non-zero but below one millisecond. */

@@ -1115,8 +1115,8 @@ static void garbled(void)
 		  "(type byte ','), where rlock speaks RESP2" },
 		{ ">2\r\n+a\r\n+b\r\n", "protocol error: a RESP3 push (type "
 		  "byte '>'), where rlock speaks RESP2" },
-		{ "x\r\n", "protocol error: Protocol error, got \"x\" as reply "
-		  "type byte" },
+		{ "x\r\n", "protocol error: got \"x\" as reply type byte; is "
+		  "this a Redis server?" },
 		{ "$99999999999999999999\r\n", "protocol error: a length that "
 		  "is not a number" },
 	};
