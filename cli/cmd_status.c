@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -278,13 +279,38 @@ static void print_json(struct status *s, const char *name,
 	fputs("}", s->out);
 }
 
+/*
+ * When a hold began, in local time as rlock log shows it, and as ps(1)
+ * shows a start: the time of day when it began today, else the day
+ * ("Dec02"), else the year; "-" when the key has no metadata.
+ */
+static const char *fmt_since(long long ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000), now = (time_t)(cli_wall_ms() / 1000);
+	struct tm tm, today;
+	const char *f = "%Y";
+
+	if (ms <= 0 || localtime_r(&t, &tm) == NULL ||
+	    localtime_r(&now, &today) == NULL) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	if (tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday)
+		f = "%H:%M:%S";
+	else if (tm.tm_year == today.tm_year)
+		f = "%b%d";
+	if (strftime(buf, len, f, &tm) == 0)
+		snprintf(buf, len, "-");
+	return buf;
+}
+
 /* Under a lock's row: the holders of a shared lock or a semaphore, and
  * the next in line. */
 static void print_more(const struct status *s, const struct rlock_holder *h)
 {
 	const struct rlock_holder *list;
 	size_t n = rlock_status_holders(s->rl, &list);
-	char who[400], ttl[32], age[32], vwho[CLI_VIS(sizeof(who))];
+	char who[400], ttl[32], age[32], since[32], vwho[CLI_VIS(sizeof(who))];
 	char cmd[CLI_VIS(RLOCK_LABEL_MAX)], note[CLI_VIS(RLOCK_NOTE_MAX)];
 	char tp[CLI_VIS(sizeof(h->token_prefix))];
 	char slot[CLI_VIS(RLOCK_MEMBERS_MAX) + 16];
@@ -324,9 +350,10 @@ static void print_more(const struct status *s, const struct rlock_holder *h)
 			cli_vis(mem, sizeof(mem), ms);
 			snprintf(slot, sizeof(slot), "members %s ", mem);
 		}
-		fprintf(s->out, "    %-*s %sfence %-16lld age %-7s ttl %-7s "
-			"%-*s %s\n", cli_cols(tp, 8), tp, slot, x->fence,
-			rlock_fmt_ms(x->age_ms, age, sizeof(age)),
+		fprintf(s->out, "    %-*s %sfence %-16lld age %-7s since %-8s "
+			"ttl %-7s %-*s %s\n", cli_cols(tp, 8), tp, slot,
+			x->fence, rlock_fmt_ms(x->age_ms, age, sizeof(age)),
+			fmt_since(x->since_ms, since, sizeof(since)),
 			rlock_fmt_ms(x->ttl_ms, ttl, sizeof(ttl)),
 			cli_cols(vwho, 24), vwho,
 			cli_vis(cmd, sizeof(cmd), x->command));
@@ -403,25 +430,25 @@ static void print_with(struct status *s, const char *name,
 static void print_row(struct status *s, const char *name,
 		      const struct rlock_holder *h)
 {
-	char age[32], ttl[32], holder[400], w[24];
+	char age[32], since[32], ttl[32], holder[400], w[24];
 	char vname[CLI_VIS(RLOCK_NAME_MAX)], vholder[CLI_VIS(sizeof(holder))];
 	char cmd[CLI_VIS(RLOCK_LABEL_MAX)];
 
 	/* A name listed by SCAN is another client's text too. */
 	cli_vis(vname, sizeof(vname), name);
 	if (s->rows++ == 0)
-		fprintf(s->out, "%-20s %-5s %16s %8s %8s %7s  %-24s %s\n", "NAME",
-		       "STATE", "FENCE", "AGE", "TTL", "WAITERS", "HOLDER",
-		       "COMMAND");
+		fprintf(s->out, "%-20s %-5s %16s %8s %8s %8s %7s  %-24s %s\n",
+			"NAME", "STATE", "FENCE", "AGE", "SINCE", "TTL",
+			"WAITERS", "HOLDER", "COMMAND");
 	/* "?": the server refused PUBSUB, so the count is unknown. */
 	if (h->waiters >= 0)
 		snprintf(w, sizeof(w), "%lld", h->waiters);
 	else
 		snprintf(w, sizeof(w), "?");
 	if (!h->held) {
-		fprintf(s->out, "%-*s %-5s %16lld %8s %8s %7s  %-24s %s\n",
+		fprintf(s->out, "%-*s %-5s %16lld %8s %8s %8s %7s  %-24s %s\n",
 			cli_cols(vname, 20), vname, "free", h->fence, "-", "-",
-			w, "-", "-");
+			"-", w, "-", "-");
 		print_more(s, h);
 		print_views(s);
 		print_last(s, h);
@@ -433,10 +460,10 @@ static void print_row(struct status *s, const char *name,
 	else
 		snprintf(holder, sizeof(holder), "?");
 	cli_vis(vholder, sizeof(vholder), holder);
-	fprintf(s->out, "%-*s %-5s %16lld %8s %8s %7s  %-*s %s\n",
+	fprintf(s->out, "%-*s %-5s %16lld %8s %8s %8s %7s  %-*s %s\n",
 		cli_cols(vname, 20), vname, "held", h->fence,
 		h->since_ms > 0 ? rlock_fmt_ms(h->age_ms, age, sizeof(age)) :
-		"-",
+		"-", fmt_since(h->since_ms, since, sizeof(since)),
 		h->ttl_ms >= 0 ? rlock_fmt_ms(h->ttl_ms, ttl, sizeof(ttl)) :
 		"none", w, cli_cols(vholder, 24), vholder,
 		cli_vis(cmd, sizeof(cmd), h->command));

@@ -162,7 +162,7 @@ wake_chan() {
 	assert_equal "$(rcli R ZSCORE "$(key quit):line:lease" "$m1")" ""
 	assert_equal "$(rcli R HEXISTS "$(key quit):line:who" "$m1")" 0
 	run -0 "$RLOCK" status quit
-	assert_equal "$(awk '$1 == "quit" { print $6 }' <<<"$output")" 1
+	assert_equal "$(awk '$1 == "quit" { print $7 }' <<<"$output")" 1
 	run -0 "$RLOCK" status --json quit
 	json_check "$output" "d['locks'][0]['waiters'] == 1" \
 		"d['locks'][0]['next']['pid'] == int(a[0])" -- "$w2"
@@ -173,7 +173,7 @@ wake_chan() {
 	assert_equal "$(rcli R EXISTS "$(key quit):line" "$(key quit):line:lease" \
 		"$(key quit):line:who")" 0
 	run -0 "$RLOCK" status quit
-	assert_equal "$(awk '$1 == "quit" { print $6 }' <<<"$output")" 0
+	assert_equal "$(awk '$1 == "quit" { print $7 }' <<<"$output")" 0
 	[[ ! -e w1ran && ! -e w2ran ]]
 	held_by quit "$t"
 }
@@ -439,7 +439,7 @@ pttl_below() {
 	wait_until 10 line_is st 2
 
 	run -0 --separate-stderr "$RLOCK" status st
-	assert_equal "$(awk '$1 == "st" { print $2, $6, $7, $8 }' <<<"$output")" \
+	assert_equal "$(awk '$1 == "st" { print $2, $7, $8, $9 }' <<<"$output")" \
 		"held 2 $user@$host:$h holder-job"
 	assert_line --regexp "^  next: $user@$host:$w1, waiting [0-9.]+(ms|s)  first-waiter\$"
 	assert_equal "${#lines[@]}" 3

@@ -797,7 +797,7 @@ start_run() {
 	fence_on_majority st "$f" M1 M2 M3
 	run -0 --separate-stderr "$RLOCK" "${U3[@]}" status st
 	assert_equal "$stderr" ""
-	assert_regex "${lines[0]}" '^NAME +STATE +FENCE +AGE +TTL +WAITERS +HOLDER +COMMAND *$'
+	assert_regex "${lines[0]}" '^NAME +STATE +FENCE +AGE +SINCE +TTL +WAITERS +HOLDER +COMMAND *$'
 	assert_status_row "${lines[1]}" st held "$f"
 	local who
 	RQ=$(grant_meta "$(grant_record st M1)")

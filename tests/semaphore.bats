@@ -354,12 +354,12 @@ place_lapsed() {
 
 	run -0 --separate-stderr "$RLOCK" status st
 	# The row shows the holder whose lease ends first: the first one.
-	assert_equal "$(awk '$1 == "st" { print $2, $3, $6 }' <<<"$output")" "held $(sed -n 1p <<<"$meta") 1"
+	assert_equal "$(awk '$1 == "st" { print $2, $3, $7 }' <<<"$output")" "held $(sed -n 1p <<<"$meta") 1"
 	assert_status_row "${lines[1]}" st held "$(sed -n 1p <<<"$meta")"
 	assert_line "  semaphore: 3 of 3 places held"
 	for ((i = 1; i <= 3; i++)); do
 		# Each with its slot (issue 35): the three slots, in turn.
-		assert_line --regexp "^    ${toks[i]:0:8} slot $((i - 1))     $(printf 'fence %-16s age' "${fen[i]}") +[^ ]+ +ttl [^ ]+ +$user@$host:${pids[i - 1]} +job-$i\$"
+		assert_line --regexp "^    ${toks[i]:0:8} slot $((i - 1))     $(printf 'fence %-16s age' "${fen[i]}") +[^ ]+ +since [^ ]+ +ttl [^ ]+ +$user@$host:${pids[i - 1]} +job-$i\$"
 	done
 	assert_line --regexp "^  next: $user@$host:$w, waiting [^ ]+  waiter\$"
 	assert_equal "${#lines[@]}" 7

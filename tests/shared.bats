@@ -321,8 +321,8 @@ EOF
 	assert_equal "$(awk '$1 == "ss" { print $2, $3 }' <<<"$output")" "held $f1"
 	assert_status_row "${lines[1]}" ss held "$f1"
 	assert_line "  shared: 2 holders"
-	assert_line --regexp "^    ${t1:0:8} $(printf 'fence %-16s age' "$f1") +[^ ]+ +ttl [^ ]+ +$user@$host:$p1 +reader-1\$"
-	assert_line --regexp "^    ${t2:0:8} $(printf 'fence %-16s age' "$f2") +[^ ]+ +ttl [^ ]+ +$user@$host:$p2 +reader-2\$"
+	assert_line --regexp "^    ${t1:0:8} $(printf 'fence %-16s age' "$f1") +[^ ]+ +since [^ ]+ +ttl [^ ]+ +$user@$host:$p1 +reader-1\$"
+	assert_line --regexp "^    ${t2:0:8} $(printf 'fence %-16s age' "$f2") +[^ ]+ +since [^ ]+ +ttl [^ ]+ +$user@$host:$p2 +reader-2\$"
 	assert_equal "${#lines[@]}" 5
 	run -0 "$RLOCK" status --json ss
 	json_check "$output" \

@@ -164,8 +164,8 @@ assert not held
 	run -0 --separate-stderr "$RLOCK" status st
 	assert_equal "$stderr" ""
 	assert_line "  semaphore: 2 of 4 places held"
-	assert_line --regexp "^    ${t[0]:0:8} slot 0     fence [0-9]+ +age [^ ]+ +ttl [^ ]+ +$user@$host:[0-9]+ +job-0\$"
-	assert_line --regexp "^    ${t[2]:0:8} slot 2     fence [0-9]+ +age [^ ]+ +ttl [^ ]+ +$user@$host:[0-9]+ +job-2\$"
+	assert_line --regexp "^    ${t[0]:0:8} slot 0     fence [0-9]+ +age [^ ]+ +since [^ ]+ +ttl [^ ]+ +$user@$host:[0-9]+ +job-0\$"
+	assert_line --regexp "^    ${t[2]:0:8} slot 2     fence [0-9]+ +age [^ ]+ +since [^ ]+ +ttl [^ ]+ +$user@$host:[0-9]+ +job-2\$"
 	run -0 "$RLOCK" status --json st
 	json_check "$output" \
 		"sorted((h['token_prefix'], h['slot']) for h in d['locks'][0]['holders']) == sorted([('${t[0]:0:8}', 0), ('${t[2]:0:8}', 2)])"

@@ -20,15 +20,47 @@ start_holder() {
 	start_holder s
 	run -0 --separate-stderr "$RLOCK" status s
 	assert_equal "$stderr" ""
-	assert_regex "${lines[0]}" '^NAME +STATE +FENCE +AGE +TTL +WAITERS +HOLDER +COMMAND *$'
+	assert_regex "${lines[0]}" '^NAME +STATE +FENCE +AGE +SINCE +TTL +WAITERS +HOLDER +COMMAND *$'
 	# FENCE is 16 wide, right-aligned over the fences below it.
-	assert_equal "${lines[0]}" "$(printf '%-20s %-5s %16s %8s %8s %7s  %-24s %s' \
-		NAME STATE FENCE AGE TTL WAITERS HOLDER COMMAND)"
+	assert_equal "${lines[0]}" "$(printf '%-20s %-5s %16s %8s %8s %8s %7s  %-24s %s' \
+		NAME STATE FENCE AGE SINCE TTL WAITERS HOLDER COMMAND)"
 	assert_equal "${#lines[@]}" 2
 	assert_fence "$(meta s fence)"
 	assert_status_row "${lines[1]}" s held "$(meta s fence)"
 	assert_output --partial "$(meta s user)@$(meta s host):$HOLDER_PID"
 	assert_output --partial "sleep 30"
+}
+
+# since_of TZ NAME: the SINCE column of `rlock status NAME` in time zone TZ.
+since_of() {
+	TZ=$1 run -0 --separate-stderr "$RLOCK" status "$2"
+	assert_equal "$stderr" ""
+	awk '{ print $5 }' <<<"${lines[1]}"
+}
+
+@test "status shows when a hold began, in local time as rlock log does (ps's form: the time today, else the day)" {
+	local ms utc ist t
+	start_holder began
+	ms=$(meta began since)
+	[[ $ms =~ ^[0-9]{13}$ ]] || fail "no since in the record: '$ms'"
+	t=$((ms / 1000))
+	utc=$(since_of UTC began)
+	ist=$(since_of Asia/Kolkata began)
+	# The hold began today, unless midnight passed since.
+	[[ $utc == "$(TZ=UTC date -d "@$t" +%H:%M:%S)" ||
+	   $utc == "$(TZ=UTC date -d "@$t" +%b%d)" ]] || fail "UTC: SINCE '$utc'"
+	[[ $ist == "$(TZ=Asia/Kolkata date -d "@$t" +%H:%M:%S)" ||
+	   $ist == "$(TZ=Asia/Kolkata date -d "@$t" +%b%d)" ]] || fail "+05:30: SINCE '$ist'"
+	# Local time, not the server's UTC.
+	[[ $utc != "$ist" ]] || fail "the same SINCE in UTC and +05:30: '$utc'"
+	# The time of rlock log's acquired line.
+	TZ=UTC run -0 "$RLOCK" log began
+	assert_line --regexp "^$(TZ=UTC date -d "@$t" +%F) $(TZ=UTC date -d "@$t" +%T)  acquired "
+}
+
+@test "status of a key without rlock's metadata shows no SINCE" {
+	rcli R SET "$(key nosince)" foreign-token NX PX 30000
+	assert_equal "$(since_of UTC nosince)" -
 }
 
 @test "status of a free lock exits 1" {
@@ -161,7 +193,7 @@ start_holder() {
 	run -0 "$RLOCK" status --json w
 	json_check "$output" 'd["locks"][0]["waiters"] == 2'
 	run -0 "$RLOCK" status w
-	assert_regex "${lines[1]}" '^w +held +[0-9]+ +[^ ]+ +[^ ]+ +2 '
+	assert_regex "${lines[1]}" '^w +held +[0-9]+ +[^ ]+ +[^ ]+ +[^ ]+ +2 '
 }
 
 @test "status on a unix socket and with a URL option" {
