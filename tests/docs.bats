@@ -2,8 +2,8 @@
 # docs.bats - the man page and the bash, zsh and fish completions agree with
 # what the binary says in "rlock --help" and "rlock CMD --help": the same
 # subcommands, the same options (short and long) for each subcommand, in
-# both directions.  Needs no server, but for the README's recipes, which are
-# run as the README has them against a server of their own.
+# both directions.  Needs no server (the recipes of the README and the
+# guides are run by recipes.bats).
 #
 # Options are read from the option lines of the help: lines that start with
 # spaces and a dash ("  -t, --ttl DUR   ..." or "      --label TEXT  ...").
@@ -452,80 +452,4 @@ check_options() {
 		echo "$output"
 		[ "$status" -eq 0 ]
 	fi
-}
-
-# ---- the README's recipes, run ------------------------------------------------
-
-# readme_block TEXT: the README's ```sh block that has TEXT.
-readme_block() {
-	awk -v want="$1" '
-		/^```sh$/ { inblock = 1; block = ""; next }
-		/^```$/ && inblock {
-			inblock = 0
-			if (index(block, want)) { printf "%s", block; found = 1; exit }
-			next
-		}
-		inblock { block = block $0 "\n" }
-		END { exit !found }' "$REPO_DIR/README.md"
-}
-
-# backup_recipe WORK: the README's acquire --renew --on-lost term script
-# with WORK instead of its tar, and a 3s lease (renewed every second, so a
-# loss is found within one) instead of the default 30s, into backup.sh.
-backup_recipe() {
-	local recipe tar='tar -czf /backup/home.tgz /home &'
-	recipe=$(readme_block 'acquire --renew --on-lost term backup') || {
-		echo "README has no sh block with 'acquire --renew --on-lost term backup'" >&2
-		return 1
-	}
-	[[ $recipe == *"$tar"* ]] || {
-		echo "the README's backup recipe has no '$tar' line:" >&2
-		echo "$recipe" >&2
-		return 1
-	}
-	recipe=${recipe//"$tar"/"$1 &"}
-	recipe=${recipe//'rlock acquire --renew'/'rlock acquire -t 3s --renew'}
-	printf '%s\n' "$recipe" >backup.sh
-}
-
-@test "docs: README's --on-lost term recipe stops its work within a second of the loss and exits 76" {
-	rl_setup
-	start_redis R
-	export RLOCK_URL=$R_URL PATH="$REPO_DIR:$PATH"
-	# sleep stands in for tar, and says its pid.
-	backup_recipe "sh -c 'echo \$\$ >work.pid; exec sleep 60'"
-	bg_start s bash backup.sh
-	local spid=$BG_PID work
-	wait_until 5 file_nonempty work.pid
-	work=$(<work.pid)
-	track_pid "$work"
-	pid_alive "$work"
-	lock_held backup
-	# The lock is lost: the renewer finds it out at its next renewal.
-	rcli R DEL "$(key backup)"
-	wait_until 5 file_has s.err "lost the lock"
-	wait_until 1 pid_gone "$work"
-	bg_wait "$spid" 5
-	assert_equal "$BG_STATUS" 76
-	run bg_err s
-	assert_line --index 0 "lost the lock"
-	assert_line --index 1 --regexp '^rlock: release: backup: the lock was lost at .*: the token no longer holds it$'
-	assert_equal "${#lines[@]}" 2
-	lock_free backup
-}
-
-@test "docs: README's --on-lost term recipe releases the lock when its work ends, with the work's status" {
-	rl_setup
-	start_redis R
-	export RLOCK_URL=$R_URL PATH="$REPO_DIR:$PATH"
-	backup_recipe 'true'
-	run -0 --separate-stderr bash backup.sh
-	assert_equal "$stderr" ""
-	assert_output ""
-	lock_free backup
-	# A failed work: its status, the ERR trap's line, the lock released.
-	backup_recipe 'sh -c "exit 3"'
-	run -3 --separate-stderr bash backup.sh
-	assert_stderr --regexp '^failed at line [0-9]+$'
-	lock_free backup
 }
