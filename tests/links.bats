@@ -58,7 +58,8 @@ links() {
 		'Is my Redis safe for locks?' 'What it *cannot* guarantee' \
 		'Sentinel and Cluster (high availability)' \
 		'TLS: `--cacert`, `--sni` and [--insecure](x.md)' \
-		'The `P{NAME}:log` key' 'Exit 76, "lost"' 'À la carte_1'
+		'The `P{NAME}:log` key' 'Exit 76, "lost"' 'À la carte_1' \
+		'1. Overhead of `<tool> KEY -- true`' 'a <b>bold</b> move'
 	assert_output "several-locks-at-once---with
 is-my-redis-safe-for-locks
 what-it-cannot-guarantee
@@ -66,7 +67,9 @@ sentinel-and-cluster-high-availability
 tls---cacert---sni-and---insecure
 the-pnamelog-key
 exit-76-lost
-à-la-carte_1"
+à-la-carte_1
+1-overhead-of-tool-key----true
+a-bold-move"
 }
 
 @test "links: the checker finds a link to a missing file, a missing anchor and an anchor of another file, and nothing in code" {

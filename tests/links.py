@@ -46,17 +46,28 @@ SCHEME = re.compile(r'^[a-zA-Z][a-zA-Z0-9+.-]*:')
 
 def slug_base(text):
     """The anchor GitHub gives a heading, before duplicates are counted."""
-    text = INLINE_CODE.sub(lambda m: m.group(2).strip(), text)
-    text = re.sub(r'!?\[([^\]]*)\]\([^)]*\)', r'\1', text)  # links: text
-    text = re.sub(r'<[^>]+>', '', text)  # inline HTML
-    text = re.sub(r'(\*+|_+)(\S(?:.*?\S)?)\1', r'\2', text)  # emphasis
-    text = text.replace('\\', '')
-    text = text.strip().lower()
+    parts = []
+    last = 0
+    for m in INLINE_CODE.finditer(text):  # code spans are text as they are
+        parts.append(plain_text(text[last:m.start()]))
+        parts.append(m.group(2).strip())
+        last = m.end()
+    parts.append(plain_text(text[last:]))
+    text = ''.join(parts).strip().lower()
     # github-slugger drops what is not a letter, mark, digit, connector,
     # '-' or a space; \w covers letters, digits and '_'.
     text = ''.join(c for c in text if c == '-' or c == ' ' or c.isalnum()
                    or c == '_' or unicode_mark(c))
     return text.replace(' ', '-')
+
+
+def plain_text(text):
+    """Markdown outside code spans as rendered: links, HTML and emphasis
+    reduced to their text."""
+    text = re.sub(r'!?\[([^\]]*)\]\([^)]*\)', r'\1', text)  # links: text
+    text = re.sub(r'<[^>]+>', '', text)  # inline HTML
+    text = re.sub(r'(\*+|_+)(\S(?:.*?\S)?)\1', r'\2', text)  # emphasis
+    return text.replace('\\', '')
 
 
 def unicode_mark(c):
