@@ -2,9 +2,11 @@
 # links.bats - every link of the documentation leads somewhere: each
 # relative link in README.md, docs/*.md and bench/*.md to a file that
 # exists and, with a #anchor, to a heading of that file (GitHub's anchor
-# rules); each ".Xr rlock... N" in man/ to a page man/NAME.N.  Then the
-# checker itself (tests/links.py) on small trees of its own: it fails on
-# each kind of broken link and knows GitHub's anchors.  Needs no server.
+# rules); each ".Xr rlock... N" in man/ to a page man/NAME.N; each
+# "docs/design.md#section" that the code and tests cite to a section of
+# that page.  Then the checker itself (tests/links.py) on small trees of
+# its own: it fails on each kind of broken link and knows GitHub's
+# anchors.  Needs no server.
 
 bats_require_minimum_version 1.5.0
 load test_helper
@@ -49,6 +51,22 @@ links() {
 	cd "$REPO_DIR"
 	run -0 links xr man man/*.[1-9]
 	assert_output ""
+}
+
+@test "links: every docs/PAGE.md#section the code, scripts and tests cite is a heading of that page" {
+	local files=()
+	cd "$REPO_DIR"
+	mapfile -t files < <(git ls-files lib cli tests Makefile 2>/dev/null |
+		grep -v -e '^tests/links\.' -e '/corpus/')
+	if ((${#files[@]} == 0)); then # not a git checkout: the tarball
+		mapfile -t files < <(grep -v -e '^tests/links\.' -e '/corpus/' MANIFEST |
+			grep -E '^(lib|cli|tests)/|^Makefile$')
+	fi
+	((${#files[@]} > 100))
+	run -0 links cites "${files[@]}"
+	assert_output ""
+	# They do cite it.
+	run -0 grep -l 'docs/design.md#the-keys' lib/lock_int.h
 }
 
 # ---- the checker, on trees of its own ------------------------------------
@@ -126,4 +144,21 @@ docs/g.md:3: ../README.md#the-guide: no heading with that anchor in README.md"
 man/rlock.1:6: .Xr rlock-nope 1: no page man/rlock-nope.1"
 	run -0 env LINKS_ASSUME="man/rlock-nope.1 man/rlock-formats.7" python3 "$LINKS" xr man man/rlock.1
 	assert_output ""
+}
+
+@test "links: the checker finds a cited section that is not a heading, a page that is not there, and the old DESIGN citations" {
+	mkdir -p docs lib
+	printf '# Design\n\n## The keys\n' >docs/design.md
+	{
+		echo '/* the layout (docs/design.md#the-keys) */'
+		echo '/* the line (docs/design.md#the-wait-line) */'
+		echo '/* see docs/gone.md#x and xdocs/design.md#nope */'
+		printf '/* keys: %s section 3 */\n' DESIGN
+		printf '/* exit codes (%s.md section 2) */\n' DESIGN
+	} >lib/a.c
+	run -1 python3 "$LINKS" cites lib/a.c
+	assert_output "lib/a.c:2: docs/design.md#the-wait-line: no heading with that anchor in docs/design.md
+lib/a.c:3: docs/gone.md#x: no such file
+lib/a.c:4: cites DESIGN, which is docs/design.md now
+lib/a.c:5: cites DESIGN, which is docs/design.md now"
 }

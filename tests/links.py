@@ -10,6 +10,9 @@
 A path in LINKS_ASSUME (separated by blanks, relative to the current
 directory) counts as a file that exists: a page or guide another branch
 is writing, linked to before it lands.  Its anchors are not checked.
+    links.py cites SOURCE...   every "docs/NAME.md#anchor" that a source
+                               file cites names a heading of that page,
+                               and none cites the old DESIGN sections
     links.py slug TEXT...      the GitHub anchor of each heading TEXT
 
 Prints one line per broken link, "FILE:LINE: why", and exits 1 if there
@@ -197,8 +200,30 @@ def check_xr(mandir, path):
     return bad
 
 
+CITE = re.compile(r'(?<![\w/.-])(docs/[\w.-]+\.md)#([\w-]+)')
+OLD_CITE = re.compile(r'\bDESIGN(?:\.md)?(?: section| "|,? section)')
+
+
+def check_cites(path):
+    """The citations of a source file, from the repository's top."""
+    bad = []
+    with open(path, encoding='utf-8') as f:
+        for n, line in enumerate(f, 1):
+            for m in CITE.finditer(line):
+                page, anchor = m.group(1), m.group(2)
+                if not exists(page):
+                    bad.append('%s:%d: %s#%s: no such file' % (path, n, page, anchor))
+                elif os.path.exists(page) and anchor not in anchors_of_file(page):
+                    bad.append('%s:%d: %s#%s: no heading with that anchor in %s'
+                               % (path, n, page, anchor, page))
+            if OLD_CITE.search(line):
+                bad.append('%s:%d: cites DESIGN, which is docs/design.md now'
+                           % (path, n))
+    return bad
+
+
 def main(argv):
-    if len(argv) < 2 or argv[1] not in ('md', 'xr', 'slug'):
+    if len(argv) < 2 or argv[1] not in ('md', 'xr', 'cites', 'slug'):
         print(__doc__.strip().split('\n\n')[1], file=sys.stderr)
         return 2
     bad = []
@@ -210,6 +235,9 @@ def main(argv):
         if argv[1] == 'md':
             for path in argv[2:]:
                 bad += check_md(path)
+        elif argv[1] == 'cites':
+            for path in argv[2:]:
+                bad += check_cites(path)
         else:
             if len(argv) < 3 or not os.path.isdir(argv[2]):
                 print('links.py: xr needs a directory of man pages', file=sys.stderr)
