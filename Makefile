@@ -27,6 +27,12 @@ MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+DOCDIR ?= $(PREFIX)/share/doc/rlock
+# What make install puts in DOCDIR: the README and the guides, side by side
+# (the man pages name that directory).  docs/README.md, the guides' index
+# for readers of the repository, would take the README's name; the
+# README's own "where to go next" lists the guides instead.
+DOCS = README.md $(filter-out docs/README.md,$(sort $(wildcard docs/*.md)))
 
 PKG_CONFIG ?= pkg-config
 CC ?= cc
@@ -203,11 +209,15 @@ install: rlock rlock.1
 	install -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
 	install -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
 	install -m 644 completions/rlock.fish $(DESTDIR)$(FISHCOMPDIR)/rlock.fish
+	install -d $(DESTDIR)$(DOCDIR)
+	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rlock $(DESTDIR)$(MANDIR)/man1/rlock.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock \
 		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean-objs:
 	rm -f lib/*.o lib/scripts/*.o cli/*.o tests/unit/*.o lib/librlock.a

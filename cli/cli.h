@@ -14,8 +14,8 @@
 
 #include "rlock.h"
 
-/* Exit statuses (DESIGN.md section 2); the table in usage() and in the
- * man page says the same. */
+/* Exit statuses (docs/design.md#exit-status); the table in usage() and in
+ * the man page says the same. */
 #define EX_OK 0
 #define EX_FREE 1
 #define EX_USAGE 64

@@ -14,7 +14,7 @@
  * 13 keys of each on a cluster, and adds its own arguments. */
 #define RLOCK_REQ_MAXARGS (13 * RLOCK_WITH_MAX + 16)
 
-/* ---- key names (one place for the layout of DESIGN section 3) -------- */
+/* ---- key names (one place for docs/design.md#the-keys) ---------------- */
 
 #define KEY_META ":owner"
 #define KEY_FENCE ":fence"
@@ -626,7 +626,7 @@ struct rlock {
 	char err[800];
 };
 
-/* The names of lock name (DESIGN section 3), and a waiter's own wake-up
+/* The names of lock name (docs/design.md#the-keys), and a waiter's own wake-up
  * channel. */
 struct names {
 	struct lock_keys k;

@@ -13,16 +13,16 @@
 #include "rlock_int.h"
 
 /*
- * The wait line (DESIGN section 4): a waiter among the first LINE_NEAR
- * keeps its place by running the acquire script every LINE_BEAT_MS, and
- * loses it when not heard of for LINE_LEASE_MS; one further back asks
- * less often, in proportion to its place (at most LINE_FAR_MAX times
- * less), with a lease as much longer, so that keeping a long line costs
- * the server about the same per hand-off as a short one.  A waiter that is
- * woken has its lease cut back to LINE_LEASE_MS, so one whose host
- * vanished holds the line up for at most LINE_LEASE_MS + LINE_BEAT_MS
- * wherever it stood.  One that died on a live host costs nothing: its
- * wake-up channel has no subscriber left.
+ * The wait line (docs/design.md#the-wait-line): a waiter among the first
+ * LINE_NEAR keeps its place by running the acquire script every
+ * LINE_BEAT_MS, and loses it when not heard of for LINE_LEASE_MS; one
+ * further back asks less often, in proportion to its place (at most
+ * LINE_FAR_MAX times less), with a lease as much longer, so that keeping a
+ * long line costs the server about the same per hand-off as a short one.  A
+ * waiter that is woken has its lease cut back to LINE_LEASE_MS, so one
+ * whose host vanished holds the line up for at most LINE_LEASE_MS +
+ * LINE_BEAT_MS wherever it stood.  One that died on a live host costs
+ * nothing: its wake-up channel has no subscriber left.
  */
 #define LINE_BEAT_MS 400
 #define LINE_LEASE_MS 1500

@@ -475,7 +475,7 @@ size_t rlock_status_holders(const struct rlock *rl,
 
 /* ---- the history ----------------------------------------------------- */
 
-/* One entry of a lock's history (DESIGN section 3). */
+/* One entry of a lock's history (docs/design.md#the-history). */
 struct rlock_event {
 	char id[48];			/* the stream entry's id */
 	char event[12];			/* acquired, released, abandoned, lost,

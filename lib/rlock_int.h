@@ -41,7 +41,7 @@ struct rlock_url {
 };
 
 /*
- * Parse one URL of the forms in DESIGN.md section 1.  User and password
+ * Parse one URL of the forms in docs/design.md#urls.  User and password
  * are percent-decoded.  Default port 6379 (26379 for sentinels), db 0.
  * Returns 0, or -1 with a short reason (static string) in *why.
  */

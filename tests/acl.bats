@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
-# acl.bats - least privilege: the minimal ACL rule that README's "Least
-# privilege" documents (read from the README itself) runs every subcommand,
+# acl.bats - least privilege: the minimal ACL rule that docs/servers.md's
+# "Least privilege" documents (read from that page) runs every subcommand,
 # and so does its category-based alternative; keys outside the pattern and
 # a refused EVALSHA exit 77 with the rule to add; a user without channel
 # rights runs, acquires and releases quietly with exit 0, and its waiters
-# are still served within about a second.  The history: the README's rules
+# are still served within about a second.  The history: the guide's rules
 # let log, last and status's last line read it; a user without +xadd still
 # takes, renews and gives up every kind of lock, records nothing, and hears
 # why from -v (once) and doctor; a user without the history's reads gets 77
@@ -19,31 +19,31 @@ setup_file() {
 	export T_DEFAULT_URL=$R_URL
 }
 
-# readme_rule WORD: README's "ACL SETUSER app ..." line that has WORD, with
-# this test's prefix and user NAME, as words in RULE.
-readme_rule() {
+# guide_rule WORD: docs/servers.md's "ACL SETUSER app ..." line that has
+# WORD, with this test's prefix and user NAME, as words in RULE.
+guide_rule() {
 	local line
-	line=$(grep -E '^ACL SETUSER app on >secret ' "$REPO_DIR/README.md" | grep -F -- "$1" | head -n 1)
-	[[ -n $line ]] || { echo "README has no ACL SETUSER line with $1" >&2; return 1; }
+	line=$(grep -E '^ACL SETUSER app on >secret ' "$REPO_DIR/docs/servers.md" | grep -F -- "$1" | head -n 1)
+	[[ -n $line ]] || { echo "docs/servers.md has no ACL SETUSER line with $1" >&2; return 1; }
 	line=${line//rlock:/$RLOCK_PREFIX}
 	set -f
 	read -r -a RULE <<<"$line"
 	set +f
 }
 
-# make_user NAME WORD [EXTRA...]: create user NAME from README's rule that
+# make_user NAME WORD [EXTRA...]: create user NAME from the guide's rule that
 # has WORD, plus EXTRA rules.
 make_user() {
 	local name=$1 word=$2
 	shift 2
-	readme_rule "$word" || return 1
+	guide_rule "$word" || return 1
 	RULE[2]=$name
 	rcli R "${RULE[@]}" "$@" >/dev/null
 	[[ $(rcli R ACL GETUSER "$name" | head -n 1) == flags ]]
 }
 
 # every_subcommand URL: run, acquire (--renew too), extend, status, status
-# NAME, release (--force too), bench and doctor all succeed.
+# NAME, release (--force too), log, last, pool, bench and doctor all succeed.
 every_subcommand() {
 	local url=$1 token
 	run -0 --separate-stderr "$RLOCK" -u "$url" run job -- true
@@ -73,6 +73,12 @@ every_subcommand() {
 	run -0 --separate-stderr "$RLOCK" -u "$url" release kept "$output"
 	run -0 --separate-stderr "$RLOCK" -u "$url" acquire kept
 	run -0 --separate-stderr "$RLOCK" -u "$url" release --force kept
+	run -0 --separate-stderr "$RLOCK" -u "$url" pool envs add env-a url=https://a.example
+	run -0 --separate-stderr "$RLOCK" -u "$url" run --pool envs -- sh -c 'echo "$RLOCK_RESOURCE_URL"'
+	assert_output "https://a.example"
+	run -0 --separate-stderr "$RLOCK" -u "$url" pool envs
+	assert_line --regexp '^env-a +free '
+	run -0 --separate-stderr "$RLOCK" -u "$url" pool envs rm env-a
 	run -0 --separate-stderr "$RLOCK" -u "$url" bench -c 4 -n 100
 	assert_line --regexp '^  violations   0$'
 	run -0 --separate-stderr "$RLOCK" -u "$url" --json doctor
@@ -90,7 +96,7 @@ history_warning() {
 	echo "warning: 127.0.0.1:$R_PORT refused to record the lock's history (XADD): history is not kept; allow it with ACL SETUSER $1 +xadd +xrange +xrevrange"
 }
 
-@test "acl: README's minimal rule lets every subcommand work" {
+@test "acl: docs/servers.md's minimal rule lets every subcommand work" {
 	make_user app -@all
 	every_subcommand "redis://app:secret@127.0.0.1:$R_PORT"
 	# Nothing beyond it: a key outside the prefix is refused.
@@ -100,7 +106,7 @@ history_warning() {
 	[[ $output == *NOPERM* ]]
 }
 
-@test "acl: README's minimal rule lets the line's policies work: --priority and --supersede in line, --once-per's period" {
+@test "acl: docs/servers.md's minimal rule lets the line's policies work: --priority and --supersede in line, --once-per's period" {
 	local url token w1 w2
 	make_user pol -@all
 	url="redis://pol:secret@127.0.0.1:$R_PORT"
@@ -125,7 +131,7 @@ history_warning() {
 	assert_line --regexp "^  done this period: $(id -un)@$(hostname) pid [0-9]+ at "
 }
 
-@test "acl: README's category rule lets every subcommand work" {
+@test "acl: docs/servers.md's category rule lets every subcommand work" {
 	make_user cats -@dangerous
 	every_subcommand "redis://cats:secret@127.0.0.1:$R_PORT"
 }
@@ -361,7 +367,7 @@ history_warning() {
 	assert_equal "$(wc -l <follow.out)" 6
 }
 
-@test "acl: README's minimal rule lets a set of locks work: --with waits in line, is granted, shown, released by its token" {
+@test "acl: docs/servers.md's minimal rule lets a set of locks work: --with waits in line, is granted, shown, released by its token" {
 	local url token
 	make_user sets -@all
 	url="redis://sets:secret@127.0.0.1:$R_PORT"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # doctor_hostile.bats - rlock doctor against a server whose INFO lies
-# (issue 31 item 7, DESIGN "Data rlock did not write"): a replica count of
+# (issue 31 item 7, docs/design.md#data-rlock-did-not-write): a replica count of
 # 2^63-1, numbers beyond any integer, fields that are no numbers, control
 # bytes in values.  The server is the tests' own (hostile_helper.bash):
 # it answers PING, INFO and what the probe sends (a grant, the extend and

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
-# exitcodes.bats - one test per row of the exit-status table (DESIGN.md
-# section 2).  71 (system error) is provoked by interposing on libc: shims
-# make one chosen allocation fail (tests/shim/failcalloc.c) or every
-# thread fail to start (tests/shim/failthread.c).
+# exitcodes.bats - one test per row of the exit-status table
+# (docs/design.md#exit-status).  71 (system error) is provoked by
+# interposing on libc: shims make one chosen allocation fail
+# (tests/shim/failcalloc.c) or every thread fail to start
+# (tests/shim/failthread.c).
 
 bats_require_minimum_version 1.5.0
 load test_helper

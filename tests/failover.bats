@@ -4,7 +4,7 @@
 # workers looping `rlock run` through a Sentinel set (a master, two
 # replicas, three sentinels) while forced failovers, SIGKILLs, SIGSTOPs and
 # restarts without persistence of the master replace or empty it, every
-# critical section writing through the README's fenced resource.  The
+# critical section writing through docs/ha.md's fenced resource.  The
 # harness brings its own servers; it runs once, from setup_file, and each
 # test reads its summary (key=value lines).
 

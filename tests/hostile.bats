@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # hostile.bats - never a false grant (issue 31): a command runs only under a
 # lock the server confirmed, whatever another client, a broken server's
-# replies or the environment say (DESIGN section 3 and "Data rlock did not
-# write").
+# replies or the environment say (docs/design.md#the-keys and
+# docs/design.md#data-rlock-did-not-write).
 #
 # Two kinds of peer.  A RESP server of the tests' own (hostile_helper.bash,
 # helpers/hostile_server.py) answers each command as the test asks: huge

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# nest.bats - a run inside a run (re-entrancy, DESIGN section 4): a hold
+# nest.bats - a run inside a run (docs/design.md#re-entrancy): a hold
 # names exactly one lock (its server, db, prefix and name: the token in
 # RLOCK_HELD, confirmed by the server), a nested run's command is stopped
 # with the holder's when that one loses the lock, and the nested run then

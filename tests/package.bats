@@ -57,8 +57,18 @@ deb_files() {
 	assert_output "$(printf '%s\n' dist dist.log root | LC_ALL=C sort)"
 }
 
+# The README and the guides, docs/*.md but their index docs/README.md, as
+# make install puts them in DOCDIR: one path of the repository a line.
+guides() {
+	local f
+	echo README.md
+	for f in "$REPO_DIR"/docs/*.md; do
+		[[ ${f##*/} == README.md ]] || echo "docs/${f##*/}"
+	done
+}
+
 @test "package: the .deb holds the binary, man page, completions and docs, owned by root" {
-	local want ex
+	local want ex f
 	want=$({
 		printf '%s\n' usr/bin/rlock \
 			usr/share/bash-completion/completions/rlock \
@@ -66,10 +76,13 @@ deb_files() {
 			usr/share/fish/vendor_completions.d/rlock.fish \
 			usr/share/man/man1/rlock.1.gz \
 			usr/share/doc/rlock/copyright \
-			usr/share/doc/rlock/changelog.gz \
-			usr/share/doc/rlock/README.md.gz
+			usr/share/doc/rlock/changelog.gz
 		for ex in "$REPO_DIR"/examples/*; do
 			echo "usr/share/doc/rlock/examples/${ex##*/}"
+		done
+		# Not compressed: the man pages name them by these paths.
+		for f in $(guides); do
+			echo "usr/share/doc/rlock/${f##*/}"
 		done
 	} | LC_ALL=C sort)
 	run -0 deb_files
@@ -84,6 +97,11 @@ deb_files() {
 	cmp "$T_ROOT/usr/share/zsh/vendor-completions/_rlock" "$REPO_DIR/completions/_rlock"
 	cmp "$T_ROOT/usr/share/fish/vendor_completions.d/rlock.fish" "$REPO_DIR/completions/rlock.fish"
 	cmp "$T_ROOT/usr/share/doc/rlock/copyright" "$REPO_DIR/debian/copyright"
+	# The README and the guides are the tree's, and there are guides.
+	[[ $(guides | grep -c '^docs/') -ge 5 ]]
+	for f in $(guides); do
+		cmp "$T_ROOT/usr/share/doc/rlock/${f##*/}" "$REPO_DIR/$f"
+	done
 }
 
 @test "package: control fields: version from VERSION, Depends from dh_shlibdeps" {
@@ -214,6 +232,32 @@ deb_files() {
 	unpacked_make "src/$top"
 	run -0 "src/$top/rlock" --version
 	assert_line --index 0 "rlock $T_VERSION (git $(git -C "src/$top" rev-parse HEAD | cut -c1-12)-dirty)"
+}
+
+@test "package: make install from the tarball puts the README and the guides in DOCDIR, and make uninstall takes them away" {
+	local top=rlock-$T_VERSION dest=$BATS_TEST_TMPDIR/dest f
+	mkdir src
+	tar -xzf "$T_TARBALL" -C src
+	unpacked_make "src/$top"
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "src/$top" install \
+		DESTDIR="$dest" PREFIX=/usr >install.log 2>&1 || {
+		cat install.log
+		return 1
+	}
+	run -0 ls "$dest/usr/share/doc/rlock"
+	assert_output "$(guides | sed 's,.*/,,' | LC_ALL=C sort)"
+	for f in $(guides); do
+		cmp "$dest/usr/share/doc/rlock/${f##*/}" "$REPO_DIR/$f"
+		[[ $(stat -c %a "$dest/usr/share/doc/rlock/${f##*/}") == 644 ]]
+	done
+	[ -x "$dest/usr/bin/rlock" ]
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "src/$top" uninstall \
+		DESTDIR="$dest" PREFIX=/usr >uninstall.log 2>&1 || {
+		cat uninstall.log
+		return 1
+	}
+	[ ! -e "$dest/usr/share/doc/rlock" ]
+	[ ! -e "$dest/usr/bin/rlock" ]
 }
 
 @test "package: make deb refuses a VERSION that debian/changelog does not have" {

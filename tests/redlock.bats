@@ -1,9 +1,10 @@
 #!/usr/bin/env bats
-# redlock.bats - rlock over several independent masters (Redlock, DESIGN
-# section 4): the acquire script goes to every master and needs a majority,
-# renewals and release go to every master, the lock is lost when a majority
-# no longer confirms it.  Five real redis-server processes are started once
-# for the file; the three-master tests use M1..M3, the others all five.
+# redlock.bats - rlock over several independent masters (Redlock,
+# docs/design.md#several-masters): the acquire script goes to every master
+# and needs a majority, renewals and release go to every master, the lock is
+# lost when a majority no longer confirms it.  Five real redis-server
+# processes are started once for the file; the three-master tests use
+# M1..M3, the others all five.
 # A test that stops, freezes or kills a master leaves it to teardown to
 # bring it back (servers_up), so that a failed test cannot take the next
 # one's servers down with it.  Fault proxies (a lost reply, slow replies)

@@ -1034,7 +1034,7 @@ setup() { rl_setup; }
 teardown() { rl_teardown; }
 
 # ---- the wait line, shared locks and semaphores ---------------------------
-# For fifo.bats, shared.bats and semaphore.bats (keys: DESIGN section 3).
+# For fifo.bats, shared.bats and semaphore.bats (keys: docs/design.md#the-keys).
 #	line_len NAME [SERVER]		places taken in NAME's wait line (ZCARD)
 #	line_is NAME N [SERVER]		exactly N places taken
 #	line_members NAME [SERVER]	their "KIND:ID", first in line first

@@ -1,5 +1,5 @@
--- A grant's history entry and its fence (DESIGN section 3).  A grant is
--- recorded by one entry, "a1" and the holder's fields (the acquire
+-- A grant's history entry and its fence (docs/design.md#the-history).  A
+-- grant is recorded by one entry, "a1" and the holder's fields (the acquire
 -- script's ARGV[3]), and the entry's id is the fence: the id MS-SEQ gives
 -- (MS + 1) * 1000 + SEQ.  A stream's ids never go back while it lives
 -- (XADD takes the server's clock, or the last id's MS and the next SEQ

@@ -1,6 +1,7 @@
--- The history (DESIGN section 3): record(key, max, ttl, ...) appends one
--- entry of field/value pairs to the lock's stream, trimmed to about max
--- entries, and keeps the stream ttl ms from now.  max '0' records nothing.
+-- The history (docs/design.md#the-history): record(key, max, ttl, ...)
+-- appends one entry of field/value pairs to the lock's stream, trimmed to
+-- about max entries, and keeps the stream ttl ms from now.  max '0' records
+-- nothing.
 -- A pcall: a server or ACL that refuses the stream (a user without +xadd,
 -- a server without streams) never fails the lock operation around it.
 -- Returns the entry's id, 0 refused (2: the key is not a stream, another

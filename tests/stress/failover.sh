@@ -7,7 +7,7 @@
 # or, with --cluster, a cluster of three masters with a replica each.  Each
 # critical section writes through a fenced resource at its start and again
 # at its end: a separate redis-server, never disturbed, running the
-# README's fence-set.lua recipe (taken from README.md: accept a write when
+# fence-set.lua recipe of docs/ha.md (taken from there: accept a write when
 # its fence is >= the highest seen, and store it), which also logs every
 # attempt in the order it judged them.  Sections log their start, writes
 # and end on one clock (bash's EPOCHREALTIME) to a file per worker.
@@ -776,16 +776,16 @@ monitor() {
 
 # ---- set up ------------------------------------------------------------------
 
-# The fenced resource: the README's recipe as it is written there (this
+# The fenced resource: docs/ha.md's recipe as it is written there (this
 # checks the documented recipe), inside a function, and a log of every
 # attempt in the order the server judged them.
 RECIPE=$(awk '
 	/with this script in `fence-set.lua`/ { want = 1; next }
 	want && /^~~~lua/ { inside = 1; next }
 	inside && /^~~~/ { exit }
-	inside { print }' README.md)
+	inside { print }' docs/ha.md)
 [[ $RECIPE == *"redis.call('SET', KEYS[2], ARGV[1])"* ]] ||
-	die "cannot find the fence-set.lua recipe in README.md"
+	die "cannot find the fence-set.lua recipe in docs/ha.md"
 ORACLE_LUA="local function fence_set(KEYS, ARGV)
 $RECIPE
 end
