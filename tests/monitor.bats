@@ -95,6 +95,20 @@ scan_rule() {
 	assert_output ""
 }
 
+@test "status's last line of a free lock is its abandoned run, not the run before it" {
+	"$RLOCK" run j3 -- true
+	bg_start script bash -c 't=$("$RLOCK" acquire --renew j3) || exit 9; echo "$t" > tok; sleep 30'
+	local spid=$BG_PID
+	wait_until 10 file_nonempty tok
+	kill -9 "$spid"
+	bg_wait "$spid" 5 2>/dev/null
+	wait_until 3 lock_free j3
+	assert_equal "$(hist_names j3)" "acquired released acquired abandoned"
+	run -1 --separate-stderr "$RLOCK" status j3
+	assert_equal "$stderr" ""
+	assert_regex "${lines[2]}" "^  last: [^ ]+ ago on $HOST, abandoned \\(the process that held it ended without releasing\\) after [^ ]+$"
+}
+
 @test "a script killed -9 while it holds acquire --renew: the renewer frees the lock and records abandoned, which is no success anywhere" {
 	bg_start script bash -c 't=$("$RLOCK" acquire --renew j2) || exit 9; echo "$t" > tok; sleep 30'
 	local spid=$BG_PID tok

@@ -60,7 +60,7 @@ local function last_run()
   if type(es) ~= 'table' or es.err then return {}, {} end
   for i, e in ipairs(es) do
     local ev = event_of(e)
-    if ev == 'released' or ev == 'lost' then
+    if ev == 'released' or ev == 'abandoned' or ev == 'lost' then
       local tok = token_of(e)
       for j = i + 1, #es do
         if event_of(es[j]) == 'acquired' and token_of(es[j]) == tok then return e, es[j] end
