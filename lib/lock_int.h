@@ -573,16 +573,6 @@ struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard);
 int node_confirm(struct rlock_node *n, int64_t hard);
 /* Close n's connections: the next request asks the sentinels again. */
 void node_drop(struct rlock_node *n);
-/* Whether the sentinels of each Sentinel server of rl still name the
- * master that answered (node_confirm): a slow grant may come from one they
- * replaced while the request was out.  drop_replaced: close the
- * connections of the servers seen failing over, so that the next request
- * asks the sentinels again. */
-int confirmed(struct rlock *rl);
-void drop_replaced(struct rlock *rl);
-/* After a grant: whether a sentinel announced on the watch (node_watch),
- * while the request was out, that a master of rl moved. */
-int switched_meanwhile(struct rlock *rl);
 
 /*
  * The masters of n: for a cluster every master serving slots (CLUSTER
@@ -762,12 +752,6 @@ long long num_field(const char *v, size_t n, long long min, long long max,
 		    long long unk, const char *what, char *junk, size_t jlen);
 /* A shared or semaphore holder's metadata into h. */
 void parse_meta(const char *v, long long now, struct rlock_holder *h);
-
-/* The wait of lock.c, for lib/with.c: until a message on rl's
- * subscriptions, cancel_fd or wake (monotonic ms); closing them. */
-int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
-		 long long *hint);
-void unsubscribe(struct rlock *rl);
 
 /* Several locks (lib/with.c), which rlock_acquire, rlock_extend and
  * rlock_release hand rl's set to: name is its first. */
