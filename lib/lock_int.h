@@ -587,6 +587,21 @@ int node_masters(struct rlock_node *n, int64_t hard, size_t *out,
 const struct rlock_url *node_url(const struct rlock_node *n, int slot,
 				 const struct rlock_conn_opts **o);
 
+/* ---- leases (lib/lease.c) ------------------------------------------- */
+
+/* Whether a grant asked at some moment and confirmed elapsed_ms later is
+ * still of use: the TTL less the clock drift allowance must remain. */
+int lease_valid(int64_t ttl_ms, int64_t elapsed_ms);
+/* A lease of o's kind granted at t0 (CLOCK_BOOTTIME ms, when the request
+ * that got it was sent). */
+void lease_init(struct rlock_lease *l, const char *token, long long fence,
+		const struct rlock_acquire_opts *o, const char *kind,
+		long long pid, int64_t t0);
+/* When the lease may have run out by our clock, and when its next
+ * renewal is due (CLOCK_BOOTTIME ms). */
+int64_t lease_end(const struct rlock_lease *l);
+int64_t lease_renew_at(const struct rlock_lease *l);
+
 /* ---- the handle -------------------------------------------------------- */
 
 struct rlock {
@@ -628,7 +643,7 @@ struct names {
  * (RLOCK_EUSAGE). */
 int make_names(struct rlock *rl, const char *name, struct names *n);
 
-/* ---- reading replies (lock.c) ---- */
+/* ---- reading replies (lib/reply.c) ---- */
 
 /* Element i of array r as a number in min..max: an integer reply, or a
  * string that rlock_parse_ll reads in full.  Returns 0 with *v set, or
@@ -832,10 +847,6 @@ void fan_unexpected(struct fan *f, size_t i, const char *what);
 
 /* Undo a grant that did not make a quorum: release token everywhere. */
 void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
-
-/* Whether a grant asked at some moment and confirmed elapsed_ms later is
- * still of use: the TTL less the clock drift allowance must remain. */
-int lease_valid(int64_t ttl_ms, int64_t elapsed_ms);
 
 /* Before each request of several masters: identify every server that was
  * not identified on the connection it uses now (a first request, or a
