@@ -524,8 +524,3 @@ void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token)
 	fan_done(&f);
 	rl->hard_deadline = hard;
 }
-
-int lease_valid(int64_t ttl_ms, int64_t elapsed_ms)
-{
-	return elapsed_ms < ttl_ms - rlock_drift_ms(ttl_ms);
-}

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lock_int.h"
+#include "wait.h"
 
 /* ---- handle --------------------------------------------------------- */
 
@@ -227,36 +228,6 @@ int make_names(struct rlock *rl, const char *name, struct names *n)
 	return RLOCK_OK;
 }
 
-int64_t rlock_drift_ms(int64_t ttl_ms)
-{
-	return ttl_ms / 100 + 2;
-}
-
-int64_t rlock_safety_margin_ms(int64_t ttl_ms)
-{
-	return rlock_drift_ms(ttl_ms) + ttl_ms * 9 / 100;
-}
-
-/* ---- leases --------------------------------------------------------- */
-
-/* A lease granted at t0 (CLOCK_BOOTTIME ms, when the request that got it
- * was sent). */
-static void lease_init(struct rlock_lease *l, const char *token,
-		       long long fence, const struct rlock_acquire_opts *o,
-		       const char *kind, long long pid, int64_t t0)
-{
-	rlock_strlcpy(l->token, token, sizeof(l->token));
-	l->fence = fence;
-	l->ttl_ms = o->ttl_ms;
-	l->taken_boot_ms = t0;
-	l->renewed_boot_ms = t0;
-	l->wait_replicas = o->wait_replicas;
-	l->once_ms = o->once_per_ms;
-	l->kind = strcmp(kind, "x") == 0 ? 'x' : 'h';
-	l->pid = pid;
-	l->slot = -1;
-}
-
 /*
  * A pool's grant, {1, fence, recorded, {member, properties, ...}}: its
  * members into rl->granted (one server: a pool has no other).  Returns 0
@@ -303,205 +274,6 @@ static int agreed_slot(const int *slot, const long long *got, size_t n,
 			return slot[i];
 	}
 	return -1;
-}
-
-/* When the lease may have run out, by our clock (its safety margin off). */
-static int64_t lease_end(const struct rlock_lease *l)
-{
-	return l->renewed_boot_ms + l->ttl_ms - rlock_safety_margin_ms(l->ttl_ms);
-}
-
-/* When its next renewal is due: a third of the TTL after the last. */
-static int64_t lease_renew_at(const struct rlock_lease *l)
-{
-	return l->renewed_boot_ms + l->ttl_ms / 3;
-}
-
-int64_t rlock_renewal_in(const struct rlock_lease *lease)
-{
-	return lease_renew_at(lease) - rlock_boot_ms();
-}
-
-/* ---- reading replies ------------------------------------------------ */
-
-int elem_num(const redisReply *r, size_t i, long long min, long long max,
-	     long long *v)
-{
-	const redisReply *e;
-
-	if (r->type != REDIS_REPLY_ARRAY || i >= r->elements)
-		return -1;
-	e = r->element[i];
-	if (e->type == REDIS_REPLY_INTEGER && e->integer >= min &&
-	    e->integer <= max) {
-		*v = e->integer;
-		return 0;
-	}
-	if (e->type == REDIS_REPLY_STRING)
-		return rlock_parse_ll(e->str, e->len, min, max, v);
-	return -1;
-}
-
-long long elem_ll(const redisReply *r, size_t i)
-{
-	long long v;
-
-	return elem_num(r, i, LLONG_MIN, LLONG_MAX, &v) == 0 ? v : 0;
-}
-
-void elem_str(const redisReply *r, size_t i, char *buf, size_t len)
-{
-	const redisReply *e;
-
-	buf[0] = '\0';
-	if (r->type != REDIS_REPLY_ARRAY || i >= r->elements)
-		return;
-	e = r->element[i];
-	if (e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS)
-		snprintf(buf, len, "%.*s", (int)e->len, e->str);
-}
-
-/* Note in junk (when it holds nothing yet) that field what held the n
- * bytes at v, which rlock did not write: for one line of status (raw; the
- * cli escapes it where it is shown). */
-void note_junk(char *junk, size_t len, const char *what, const char *v,
-	       size_t n)
-{
-	if (junk[0] != '\0')
-		return;
-	/* Raw: escaped where it is shown, as all text from others. */
-	snprintf(junk, len, "%s '%.*s%s'", what, (int)(n > 40 ? 40 : n), v,
-		 n > 40 ? "..." : "");
-}
-
-/* A number field of n bytes at v: empty is unknown (unk), else digits
- * within min..max, else junk (noted, unk). */
-long long num_field(const char *v, size_t n, long long min, long long max,
-		    long long unk, const char *what, char *junk, size_t jlen)
-{
-	long long x;
-
-	if (n == 0)
-		return unk;
-	if (rlock_parse_ll(v, n, min, max, &x) == 0)
-		return x;
-	note_junk(junk, jlen, what, v, n);
-	return unk;
-}
-
-
-int parse_kind(const char *k, int *shared, int *limit)
-{
-	long long l;
-
-	*shared = strcmp(k, "s") == 0;
-	*limit = 1;
-	/* A pool's (pool_kind) is neither shared nor a semaphore. */
-	if (*shared || strcmp(k, "x") == 0 || k[0] == '\0' || pool_kind(k))
-		return 0;
-	if (rlock_parse_ll(k, strlen(k), 2, RLOCK_LIMIT_MAX, &l) != 0) {
-		*limit = 0;
-		return -1;
-	}
-	*limit = (int)l;
-	return 0;
-}
-
-/* Point f[0..max-1] at the newline-separated fields of v (the last one
- * runs to the end, newlines and all).  Returns how many were found. */
-static size_t split_fields(const char *v, const char **f, size_t max)
-{
-	size_t nf = 0;
-
-	f[nf++] = v;
-	for (const char *p = v; *p != '\0' && nf < max; p++) {
-		if (*p == '\n')
-			f[nf++] = p + 1;
-	}
-	return nf;
-}
-
-/* The length of field f, up to its newline. */
-static size_t flen(const char *f)
-{
-	return strcspn(f, "\n");
-}
-
-/* Whether the field at f, up to its newline, is a priority: an integer
- * -100..100 (a waiter of an older rlock has no priority field). */
-static int priority_at(const char *f, int *prio)
-{
-	long long v;
-
-	if (rlock_parse_ll(f, flen(f), -100, 100, &v) != 0)
-		return 0;
-	*prio = (int)v;
-	return 1;
-}
-
-void parse_waiter(const char *v, long long now, struct rlock_waiter *w,
-		  char *junk, size_t jlen)
-{
-	const char *f[7];
-	char kind[24];
-	long long since;
-	size_t nf;
-
-	memset(w, 0, sizeof(*w));
-	if (v[0] == '\0')
-		return;
-	if ((nf = split_fields(v, f, 7)) < 6) {
-		note_junk(junk, jlen, "next in line", v, strlen(v));
-		return;
-	}
-	w->present = 1;
-	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(f[0], ":\n"), f[0]);
-	if (parse_kind(kind, &w->shared, &w->limit) != 0)
-		note_junk(junk, jlen, "waiter's kind", kind, strlen(kind));
-	w->pool = pool_kind(kind);
-	since = num_field(f[1], flen(f[1]), 0, FENCE_LIMIT, -1,
-			  "waiter's arrival", junk, jlen);
-	w->waited_ms = since >= 0 && now >= since ? now - since : 0;
-	w->pid = num_field(f[2], flen(f[2]), 1, INT_MAX, 0, "waiter's pid",
-			   junk, jlen);
-	snprintf(w->host, sizeof(w->host), "%.*s", (int)flen(f[3]), f[3]);
-	snprintf(w->user, sizeof(w->user), "%.*s", (int)flen(f[4]), f[4]);
-	if (nf == 7 && priority_at(f[5], &w->priority))
-		snprintf(w->command, sizeof(w->command), "%s", f[6]);
-	else
-		snprintf(w->command, sizeof(w->command), "%s", f[5]);
-}
-
-/* Split a shared or semaphore holder's "fence\nsince\nhold_until\npid\n
- * host\nuser\nnote\ncommand" into h (a holder of an older rlock has no
- * note: seven fields); what does not decode is unknown, noted in
- * h->junk. */
-void parse_meta(const char *v, long long now, struct rlock_holder *h)
-{
-	const char *f[8];
-	size_t nf = split_fields(v, f, 8);
-
-	h->fence = -1;
-	if (nf < 7) {
-		if (v[0] != '\0')
-			note_junk(h->junk, sizeof(h->junk), "holder's record",
-				  v, strlen(v));
-		return;
-	}
-	h->fence = num_field(f[0], flen(f[0]), 1, FENCE_LIMIT, -1, "fence",
-			     h->junk, sizeof(h->junk));
-	h->since_ms = num_field(f[1], flen(f[1]), 1, FENCE_LIMIT, 0, "since",
-				h->junk, sizeof(h->junk));
-	h->age_ms = h->since_ms > 0 && now >= h->since_ms ?
-		    now - h->since_ms : 0;
-	h->pid = num_field(f[3], flen(f[3]), 1, INT_MAX, 0, "pid", h->junk,
-			   sizeof(h->junk));
-	snprintf(h->host, sizeof(h->host), "%.*s", (int)flen(f[4]), f[4]);
-	snprintf(h->user, sizeof(h->user), "%.*s", (int)flen(f[5]), f[5]);
-	if (nf == 8)
-		snprintf(h->note, sizeof(h->note), "%.*s", (int)flen(f[6]),
-			 f[6]);
-	snprintf(h->command, sizeof(h->command), "%s", f[nf - 1]);
 }
 
 /* ---- acquire -------------------------------------------------------- */
@@ -588,10 +360,6 @@ static size_t wait_replicas(struct rlock *rl, const struct names *n, int want,
 	fan_done(&f);
 	return ok;
 }
-
-/* A grant undone because too few replicas acknowledged it (private to
- * this file: rlock_acquire turns it into RLOCK_EUNAVAIL). */
-#define UNREPLICATED 101
 
 /* After a grant: make sure want replicas have it, or undo it and return
  * UNREPLICATED. */
@@ -953,6 +721,8 @@ static void record_grant(struct rlock *rl, const struct names *n,
 /* One acquire's own state: the lock's names, the token, what it asks for
  * and, on one server, the waiter's id and wake-up channel. */
 struct acq {
+	const char *name;
+	const struct rlock_acquire_opts *o;
 	struct names n;
 	struct ask a;
 	char token[RLOCK_TOKEN_LEN + 1];
@@ -1209,190 +979,6 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	return rc;
 }
 
-/* Subscribe every reachable server's second connection to chan (the
- * release channel, or a waiter's own), on the master that owns the lock's
- * slot.  Returns the number subscribed. */
-static size_t subscribe(struct rlock *rl, const struct names *n,
-			const char *chan, int64_t deadline, int cancel_fd)
-{
-	size_t i, ok = 0;
-
-	for (i = 0; i < rl->nnode; i++) {
-		struct rlock_conn *c = node_sub(&rl->node[i], n->v.slot,
-					       deadline);
-		const char *argv[2] = { "SUBSCRIBE", chan };
-		redisReply *r = NULL;
-
-		if (c == NULL || conn_call(c, deadline, cancel_fd, 2, argv,
-					   NULL, &r) != RLOCK_OK)
-			continue;
-		if (r->type == REDIS_REPLY_ARRAY)
-			ok++;
-		else
-			conn_close(c);
-		freeReplyObject(r);
-	}
-	return ok;
-}
-
-static int sub_up(const struct rlock_node *n)
-{
-	return n->sub != NULL && conn_is_up(n->sub);
-}
-
-/* Whether any subscription is still up: one is enough to hear of a
- * release, and a master that is down must not be retried every round. */
-static int subs_up(const struct rlock *rl)
-{
-	for (size_t i = 0; i < rl->nnode; i++) {
-		if (sub_up(&rl->node[i]))
-			return 1;
-	}
-	return 0;
-}
-
-void unsubscribe(struct rlock *rl)
-{
-	/* A subscribed connection cannot run commands: close it rather than
-	 * track the UNSUBSCRIBE reply. */
-	for (size_t i = 0; i < rl->nnode; i++) {
-		if (rl->node[i].sub != NULL)
-			conn_close(rl->node[i].sub);
-	}
-}
-
-
-/* The sentinels' +switch-master connections (node_watch) into p, marked
- * ready (*ready) when input waits inside the transport.  Returns how
- * many. */
-static size_t watch_fds(const struct rlock *rl, struct pollfd *p, int *ready)
-{
-	size_t nw = 0;
-
-	for (size_t i = 0; i < rl->nnode; i++) {
-		int fd = node_watch_fd(&rl->node[i]);
-
-		if (fd < 0)
-			continue;
-		p[nw] = (struct pollfd){ .fd = fd, .events = POLLIN };
-		if (node_watch_buffered(&rl->node[i])) {
-			p[nw].revents = POLLIN;
-			*ready = 1;
-		}
-		nw++;
-	}
-	return nw;
-}
-
-/* After poll: whether a sentinel announced that a master of rl moved (its
- * connections are closed then: the next request asks the sentinels). */
-static int watch_heard(struct rlock *rl, const struct pollfd *p, size_t nw)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < rl->nnode && k < nw; i++) {
-		if (node_watch_fd(&rl->node[i]) < 0)
-			continue;
-		if (p[k++].revents != 0 &&
-		    node_watch_check(&rl->node[i], p[k - 1].revents))
-			return 1;
-	}
-	return 0;
-}
-
-/*
- * Wait until a release message arrives, a sentinel announces a new
- * master, cancel_fd is readable, or wake (monotonic ms).  Returns
- * RLOCK_OK (woken), RLOCK_CANCELED.  *hint (when not NULL) gets
- * history_hint's of the messages.
- *
- * A message is a hint, never a grant, whatever it says: anyone with the
- * right to PUBLISH can send one, and Redis grants channels apart from
- * keys.  The caller asks the server next; a release that handed us the
- * lock (the baton) left our token in the key, which that request finds
- * and renews, with the fence the server keeps.
- */
-int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
-		 long long *hint)
-{
-	struct pollfd p[2 * RLOCK_MAX_SERVERS + 1];
-	size_t i, np, nw;
-	int64_t now;
-	int ready;
-
-	for (;;) {
-		/* First the sentinels' +switch-master (node_watch). */
-		ready = 0;
-		nw = watch_fds(rl, p, &ready);
-		np = nw;
-		for (i = 0; i < rl->nnode; i++) {
-			struct rlock_conn *c = rl->node[i].sub;
-
-			if (!sub_up(&rl->node[i]))
-				continue;
-			p[np].fd = conn_fd(c);
-			p[np].events = conn_events(c);
-			p[np].revents = 0;
-			/* Input held inside the transport (TLS) is invisible
-			 * to poll: take it now. */
-			if (conn_buffered(c)) {
-				p[np].revents = POLLIN;
-				ready = 1;
-			}
-			np++;
-		}
-		if (cancel_fd >= 0) {
-			p[np].fd = cancel_fd;
-			p[np].events = POLLIN;
-			p[np].revents = 0;
-			np++;
-		}
-		now = rlock_mono_ms();
-		if (now >= wake)
-			return RLOCK_OK;
-		/* A lease can be 30 days: more than poll's int of ms. */
-		if (!ready && poll(p, np, wake - now > 60000 ? 60000 :
-				   (int)(wake - now)) <= 0)
-			continue;
-		if (cancel_fd >= 0 && p[np - 1].revents)
-			return RLOCK_CANCELED;
-		if (watch_heard(rl, p, nw))
-			return RLOCK_OK;	/* ask the new master */
-		np = nw;
-		for (i = 0; i < rl->nnode; i++) {
-			struct rlock_conn *c = rl->node[i].sub;
-			redisReply *r;
-			int woke = 0;
-
-			if (!sub_up(&rl->node[i]))
-				continue;
-			if (p[np++].revents == 0)
-				continue;
-			if (conn_on_ready(c, p[np - 1].revents) != RLOCK_OK)
-				return RLOCK_OK; /* retry at once */
-			while (conn_take_reply(c, &r) == 1) {
-				long long f = hint != NULL ? history_hint(r) : 0;
-
-				woke = 1;
-				if (f != 0)
-					*hint = f;
-				freeReplyObject(r);
-			}
-			if (woke)
-				return RLOCK_OK;
-		}
-	}
-}
-
-static unsigned jitter(unsigned max)
-{
-	static __thread unsigned seed;
-
-	if (seed == 0)
-		seed = (unsigned)getpid() ^ (unsigned)rlock_mono_ms();
-	return max > 0 ? (unsigned)rand_r(&seed) % max : 0;
-}
-
 /* A waiter's id: 64 random bits in hex, public (its wake-up channel is
  * seen by PUBSUB CHANNELS), unlike the token. */
 static int make_waiter_id(char id[LINE_ID_LEN + 1])
@@ -1420,14 +1006,6 @@ static void leave_line(struct rlock *rl, const struct names *n,
 	fan_all(&f, &q);
 	fan_run(rl, &f);
 	fan_done(&f);
-}
-
-/* When to ask again while waiting (see line_wait_ms). */
-static int64_t next_try(const struct rlock_holder *h, int in_line,
-			int subscribed, int64_t now)
-{
-	return now + line_wait_ms(h->ttl_ms, h->place, in_line, subscribed,
-				  jitter(1000));
 }
 
 const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,
@@ -1496,6 +1074,8 @@ static int acq_init(struct rlock *rl, const char *name,
 
 	if (rc != RLOCK_OK)
 		return rc;
+	q->name = name;
+	q->o = o;
 	rlock_kind(o, q->kind, sizeof(q->kind));
 	rc = rlock_check_acquire(rl, o);
 	if (rc != RLOCK_OK)
@@ -1629,7 +1209,7 @@ static void record_skipped(struct rlock *rl, struct acq *q,
 			   const struct rlock_holder *h, int64_t waited)
 {
 	const char *v[EV_NFIELDS] = { 0 };
-	char pid[24], ms[24], tb[32], who[400], reason[600], tok[9];
+	char pid[24], ms[24], tb[32], who[400], reason[sizeof(q->skip)], tok[9];
 
 	identify(rl);
 	if (h->host[0] != '\0')
@@ -1785,45 +1365,52 @@ static void acq_end(struct rlock *rl, const char *name, struct acq *q,
 		set_error(rl->err, sizeof(rl->err), "%s: held", name);
 }
 
-/* After a grant: whether a sentinel announced, while the request was out,
- * that a master of rl moved (node_watch; its connections are closed then,
- * and it is marked failing over). */
-int switched_meanwhile(struct rlock *rl)
-{
-	struct pollfd p[RLOCK_MAX_SERVERS];
-	int ready = 0;
-	size_t nw = watch_fds(rl, p, &ready);
+/* ---- a single lock, a shared hold, a semaphore's place, a pool's members:
+ * the kinds one key's scripts grant, as the wait loop (wait.c) asks them */
 
-	if (nw == 0 || (!ready && poll(p, nw, 0) <= 0))
-		return 0;
-	return watch_heard(rl, p, nw);
+static int one_attempt(struct rlock *rl, void *self, int64_t waited_ms,
+		       int details, int listening, struct rlock_lease *lease,
+		       struct rlock_holder *h, struct hold_try *t)
+{
+	struct acq *q = self;
+	int rc;
+
+	q->a.details = details;
+	q->a.join = listening && q->id[0] != '\0';
+	rc = try_acquire(rl, q->name, q, q->o, lease, h, &t->joined,
+			 waited_ms, &t->undid);
+	t->ttl_ms = h->ttl_ms;
+	t->place = h->place;
+	return rc;
 }
 
-int confirmed(struct rlock *rl)
+static void one_undo(struct rlock *rl, void *self)
 {
-	int ok = 1;
+	struct acq *q = self;
 
-	for (size_t i = 0; i < rl->nnode; i++)
-		ok &= node_confirm(&rl->node[i], rlock_mono_ms() +
-				   rl->copts.connect_timeout_ms);
-	return ok;
+	fan_undo(rl, &q->n.v, q->token);
 }
 
-void drop_replaced(struct rlock *rl)
+static int one_channels(struct rlock *rl, void *self, const char **chan,
+			size_t *nchan, int *slot)
 {
-	for (size_t i = 0; i < rl->nnode; i++)
-		if (rl->node[i].failing_over)
-			node_drop(&rl->node[i]);
+	struct acq *q = self;
+	int rc = acq_waiter(rl, q, q->o);
+
+	chan[0] = q->chan;
+	*nchan = 1;
+	*slot = q->n.v.slot;
+	return rc;
 }
 
-/* Whether a server of rl was seen failing over by the last request. */
-static int failing_over(const struct rlock *rl)
+static void one_end(struct rlock *rl, void *self, int rc, int in_line,
+		    const struct rlock_holder *h, int64_t waited_ms)
 {
-	for (size_t i = 0; i < rl->nnode; i++) {
-		if (rl->node[i].failing_over)
-			return 1;
-	}
-	return 0;
+	struct acq *q = self;
+
+	acq_end(rl, q->name, q, rc, in_line, h);
+	if (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)
+		record_skipped(rl, q, q->o, rc, h, waited_ms);
 }
 
 int rlock_acquire(struct rlock *rl, const char *name,
@@ -1831,16 +1418,10 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		  struct rlock_lease *lease, struct rlock_holder *holder)
 {
 	struct rlock_holder h;
+	struct hold_kind one = { one_attempt, one_undo, one_channels, one_end,
+				 NULL };
 	struct acq q;
-	int64_t start = rlock_mono_ms(), deadline, now, wake, last_cb = 0;
-	int64_t backoff = 0, retry_until, retry_end, hard, tried;
-	char why[sizeof(rl->err)];
-	int rc, subscribed = 0, seen_busy = 0, attempts = 0, in_line = 0;
-	int detailed = 0;
-	int joined, undid;
-	/* A live line is drawn about once a second (a wake-up a little
-	 * early draws it too); a line every wait_cb_ms never early. */
-	int64_t cb_due = o->wait_cb_ms > 0 ? o->wait_cb_ms : 900;
+	int rc;
 
 	rl->err[0] = '\0';
 	rl->ngranted = 0;
@@ -1852,194 +1433,8 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	rc = acq_init(rl, name, o, &q);
 	if (rc != RLOCK_OK)
 		return rc;
-	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
-	hard = rl->hard_deadline;
-	retry_end = 0;
-	retry_until = start + (o->wait_ms < 0 ? FAILOVER_GRACE_MS :
-			       rl->copts.io_timeout_ms);
-	if (o->wait_ms >= 0 && retry_until < deadline)
-		retry_until = deadline;
-	for (;;) {
-		/* The holder's details until a busy answer gave them (a
-		 * first answer may be a failover's); then for the live line
-		 * on every try, and for a line every wait_cb_ms on the try
-		 * it is due at. */
-		q.a.details = !detailed ||
-			      (o->wait_cb != NULL &&
-			       (o->wait_cb_ms == 0 ||
-				rlock_mono_ms() - last_cb >= cb_due));
-		attempts++;
-		for (size_t i = 0; i < rl->nnode; i++)
-			rl->node[i].failing_over = 0;
-		/* Asking again through a failover: within what is left of
-		 * the time to, not an I/O timeout past it. */
-		if (backoff > 0 && hard == 0)
-			rl->hard_deadline = retry_end;
-		if (backoff > 0)
-			memcpy(why, rl->err, sizeof(why));
-		/* The first try waited for nothing, whatever the clock's
-		 * millisecond turned meanwhile: its entry says so by
-		 * leaving "waited" out. */
-		tried = rlock_mono_ms();
-		rc = try_acquire(rl, name, &q, o, lease, holder, &joined,
-				 attempts == 1 ? 0 : rlock_mono_ms() - start,
-				 &undid);
-		rl->hard_deadline = hard;
-		detailed |= rc == RLOCK_BUSY && q.a.details;
-		/* A last try that the wait's end cut short says only that
-		 * time ran out: the try before it says why. */
-		if (rc == RLOCK_EUNAVAIL && backoff > 0 &&
-		    rlock_mono_ms() >= retry_end && why[0] != '\0')
-			memcpy(rl->err, why, sizeof(why));
-		if (rc == RLOCK_OK && (switched_meanwhile(rl) ||
-				       (rlock_mono_ms() - tried >= CONFIRM_MS &&
-					!confirmed(rl)))) {
-			/* Granted by a master the sentinels replaced while
-			 * the request was out (one frozen past a failover
-			 * answers when it thaws), as they said on the watch
-			 * or when asked after a slow grant: give it back,
-			 * and ask them for the new master. */
-			fan_undo(rl, &q.n.v, q.token);
-			drop_replaced(rl);
-			set_error(rl->err, sizeof(rl->err), "%s: granted by a "
-				  "master the sentinels had just replaced; "
-				  "given back", name);
-			rc = RLOCK_EUNAVAIL;
-		}
-		now = rlock_mono_ms();
-		if (rc == UNREPLICATED) {
-			/* Granted where the replicas do not follow: a master
-			 * not yet demoted after a failover, or a new one
-			 * whose replicas are still syncing.  Within a wait,
-			 * ask again until they do. */
-			rc = RLOCK_EUNAVAIL;
-			if (o->wait_ms > 0)
-				seen_busy = 1;
-		}
-		retry_end = seen_busy ? deadline : 0;
-		if (failing_over(rl) && retry_until > retry_end)
-			retry_end = retry_until;
-		if (rc == RLOCK_EUNAVAIL && now < retry_end) {
-			/* The servers answered before: a restart, a failover
-			 * or a dropped connection must not end a wait of
-			 * minutes.  Nor a failover seen under way (a replica
-			 * named master, READONLY, a cluster slot down), even
-			 * before any answer: within the wait (-n: the I/O
-			 * timeout; no -w: FAILOVER_GRACE_MS).  Back off and
-			 * try again; a server that never answered, for any
-			 * other reason, fails at once. */
-			/* A wait that goes quiet while its servers are gone
-			 * looks hung: the line says what it is doing. */
-			if (o->wait_cb != NULL && seen_busy &&
-			    now - last_cb >= cb_due) {
-				holder->unreachable = rl->err;
-				o->wait_cb(holder, now - start, o->wait_arg);
-				holder->unreachable = NULL;
-				last_cb = now;
-			}
-			if (backoff < 1000)
-				backoff = backoff == 0 ? 100 : backoff * 2;
-			wake = now + backoff + jitter((unsigned)backoff / 2);
-			if (o->wait_cb != NULL && seen_busy &&
-			    wake > last_cb + cb_due)
-				wake = last_cb + cb_due;
-			if (wake > retry_end)
-				wake = retry_end;
-			unsubscribe(rl);
-			subscribed = 0;
-			q.a.join = 0;
-			rc = wait_release(rl, wake, o->cancel_fd, NULL);
-			if (rc == RLOCK_CANCELED)
-				break;
-			continue;
-		}
-		if (rc != RLOCK_BUSY || o->wait_ms == 0 || holder->skip != 0)
-			break;
-		seen_busy = 1;
-		backoff = 0;
-		if (joined && in_line) {
-			/* Our place was lost (a stall longer than the
-			 * waiter's lease, a server that failed over, a wake-up
-			 * that found no subscriber) and taken again at the
-			 * end: listen again where the slot's master is now. */
-			unsubscribe(rl);
-			subscribed = 0;
-		}
-		in_line |= joined;
-		if (now >= deadline)
-			break;
-		if (subscribed && !subs_up(rl))
-			subscribed = 0; /* dropped: subscribe again */
-		if (!subscribed && (rc = acq_waiter(rl, &q, o)) != RLOCK_OK)
-			break;
-		if (!subscribed) {
-			/* Subscribe, then try again (and take a place in
-			 * line): a release between the first try and the
-			 * subscription is not missed, and a place is taken
-			 * only once its wake-up can be heard. */
-			subscribed = subscribe(rl, &q.n, q.chan, now +
-					       rl->copts.io_timeout_ms,
-					       o->cancel_fd) > 0;
-			for (size_t i = 0; subscribed && i < rl->nnode; i++)
-				node_watch(&rl->node[i], rlock_mono_ms() +
-					   rl->copts.connect_timeout_ms);
-			q.a.join = subscribed && q.id[0] != '\0';
-			if (subscribed)
-				continue;
-		}
-		if (undid) {
-			/* Our own undo told the masters' release channels
-			 * that the lock was given back: deaf to that for 50
-			 * to 150ms (Redlock's random retry delay), or we
-			 * would wake at once and try again, thousands of
-			 * times a second.  Then wait as usual, but try again
-			 * within a second: a release in the pause went
-			 * unheard. */
-			int64_t until = now + 50 + jitter(100);
-
-			if (until > deadline)
-				until = deadline;
-			do
-				rc = wait_release(rl, until, o->cancel_fd,
-						  NULL);
-			while (rc == RLOCK_OK && rlock_mono_ms() < until);
-			if (rc == RLOCK_CANCELED) {
-				set_error(rl->err, sizeof(rl->err),
-					  "%s: canceled", name);
-				break;
-			}
-			now = rlock_mono_ms();
-			if (now >= deadline)
-				continue;
-		}
-		if (o->wait_cb != NULL && now - last_cb >= cb_due) {
-			o->wait_cb(holder, now - start, o->wait_arg);
-			last_cb = now;
-		}
-		wake = next_try(holder, in_line, subscribed, now);
-		if ((o->wait_cb != NULL || undid) && wake > now + 1000 &&
-		    (o->wait_cb_ms == 0 || undid))
-			wake = now + 1000;
-		if (o->wait_cb_ms > 0 && last_cb > 0 &&
-		    wake > last_cb + o->wait_cb_ms)
-			wake = last_cb + o->wait_cb_ms;
-		if (wake > deadline)
-			wake = deadline;
-		rc = wait_release(rl, wake, o->cancel_fd, &q.hint);
-		if (rc == RLOCK_CANCELED) {
-			set_error(rl->err, sizeof(rl->err), "%s: canceled",
-				  name);
-			break;
-		}
-	}
-	acq_end(rl, name, &q, rc, in_line, holder);
-	if (subscribed)
-		unsubscribe(rl);
-	for (size_t i = 0; i < rl->nnode; i++)
-		node_watch_close(&rl->node[i]);
-	if (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)
-		record_skipped(rl, &q, o, rc, holder, rlock_mono_ms() - start);
-	return rc;
+	one.hint = &q.hint;
+	return hold_wait(rl, name, o, &one, &q, lease, holder);
 }
 
 /* ---- extend, release, force ---------------------------------------- */

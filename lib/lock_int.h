@@ -573,16 +573,6 @@ struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard);
 int node_confirm(struct rlock_node *n, int64_t hard);
 /* Close n's connections: the next request asks the sentinels again. */
 void node_drop(struct rlock_node *n);
-/* Whether the sentinels of each Sentinel server of rl still name the
- * master that answered (node_confirm): a slow grant may come from one they
- * replaced while the request was out.  drop_replaced: close the
- * connections of the servers seen failing over, so that the next request
- * asks the sentinels again. */
-int confirmed(struct rlock *rl);
-void drop_replaced(struct rlock *rl);
-/* After a grant: whether a sentinel announced on the watch (node_watch),
- * while the request was out, that a master of rl moved. */
-int switched_meanwhile(struct rlock *rl);
 
 /*
  * The masters of n: for a cluster every master serving slots (CLUSTER
@@ -596,6 +586,21 @@ int node_masters(struct rlock_node *n, int64_t hard, size_t *out,
  * opens thousands), and with which options. */
 const struct rlock_url *node_url(const struct rlock_node *n, int slot,
 				 const struct rlock_conn_opts **o);
+
+/* ---- leases (lib/lease.c) ------------------------------------------- */
+
+/* Whether a grant asked at some moment and confirmed elapsed_ms later is
+ * still of use: the TTL less the clock drift allowance must remain. */
+int lease_valid(int64_t ttl_ms, int64_t elapsed_ms);
+/* A lease of o's kind granted at t0 (CLOCK_BOOTTIME ms, when the request
+ * that got it was sent). */
+void lease_init(struct rlock_lease *l, const char *token, long long fence,
+		const struct rlock_acquire_opts *o, const char *kind,
+		long long pid, int64_t t0);
+/* When the lease may have run out by our clock, and when its next
+ * renewal is due (CLOCK_BOOTTIME ms). */
+int64_t lease_end(const struct rlock_lease *l);
+int64_t lease_renew_at(const struct rlock_lease *l);
 
 /* ---- the handle -------------------------------------------------------- */
 
@@ -638,7 +643,7 @@ struct names {
  * (RLOCK_EUSAGE). */
 int make_names(struct rlock *rl, const char *name, struct names *n);
 
-/* ---- reading replies (lock.c) ---- */
+/* ---- reading replies (lib/reply.c) ---- */
 
 /* Element i of array r as a number in min..max: an integer reply, or a
  * string that rlock_parse_ll reads in full.  Returns 0 with *v set, or
@@ -763,12 +768,6 @@ long long num_field(const char *v, size_t n, long long min, long long max,
 /* A shared or semaphore holder's metadata into h. */
 void parse_meta(const char *v, long long now, struct rlock_holder *h);
 
-/* The wait of lock.c, for lib/with.c: until a message on rl's
- * subscriptions, cancel_fd or wake (monotonic ms); closing them. */
-int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
-		 long long *hint);
-void unsubscribe(struct rlock *rl);
-
 /* Several locks (lib/with.c), which rlock_acquire, rlock_extend and
  * rlock_release hand rl's set to: name is its first. */
 int with_acquire(struct rlock *rl, const char *name,
@@ -848,10 +847,6 @@ void fan_unexpected(struct fan *f, size_t i, const char *what);
 
 /* Undo a grant that did not make a quorum: release token everywhere. */
 void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
-
-/* Whether a grant asked at some moment and confirmed elapsed_ms later is
- * still of use: the TTL less the clock drift allowance must remain. */
-int lease_valid(int64_t ttl_ms, int64_t elapsed_ms);
 
 /* Before each request of several masters: identify every server that was
  * not identified on the connection it uses now (a first request, or a

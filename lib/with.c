@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lock_int.h"
+#include "wait.h"
 
 int rlock_with(struct rlock *rl, const char *const *names, size_t n)
 {
@@ -211,34 +212,6 @@ static void set_lease(struct rlock_lease *l, const char *token,
 	l->pid = pid;
 }
 
-/* Listen on the set's wake-up channels for waiter id.  Returns 1 when
- * every subscription is up. */
-static int subscribe_all(struct rlock *rl, const char *id, int64_t deadline,
-			 int cancel_fd)
-{
-	struct with_set *w = rl->with;
-
-	for (size_t i = 0; i < w->n; i++) {
-		struct rlock_conn *c = node_sub(&rl->node[0], w->slot,
-					       deadline);
-		char chan[RLOCK_KEY_MAX + 16 + LINE_ID_LEN + 1];
-		const char *argv[2] = { "SUBSCRIBE", chan };
-		redisReply *r = NULL;
-
-		snprintf(chan, sizeof(chan), "%s%s", w->wake[i], id);
-		if (c == NULL || conn_call(c, deadline, cancel_fd, 2, argv,
-					   NULL, &r) != RLOCK_OK)
-			return 0;
-		if (r->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(r);
-			conn_close(c);
-			return 0;
-		}
-		freeReplyObject(r);
-	}
-	return 1;
-}
-
 static void leave_all(struct rlock *rl, const char *token, const char *id)
 {
 	struct request q;
@@ -333,22 +306,134 @@ static int64_t baton_ms(const struct rlock *rl,
 	return b < o->ttl_ms ? b : o->ttl_ms;
 }
 
+/* A set's wait, as the wait loop (wait.c) asks it. */
+struct set_wait {
+	struct rlock *rl;
+	const char *name;
+	const struct rlock_acquire_opts *o;
+	struct acquirer who;
+	char token[RLOCK_TOKEN_LEN + 1];
+	char id[RLOCK_TOKEN_LEN + 1];	/* the waiter's, kept while the wait
+					 * lasts: the places a failover
+					 * carried to a new master are still
+					 * the set's */
+	char chan[RLOCK_WITH_MAX][RLOCK_KEY_MAX + 16 + LINE_ID_LEN + 1];
+};
+
+/* Give the set back (a grant that came too late, or from a replaced
+ * master). */
+static void set_undo(struct rlock *rl, void *self)
+{
+	struct set_wait *s = self;
+	struct request u;
+	redisReply *r;
+
+	req_with_release(&u, rl->with, s->token, &rl->hist, NULL);
+	if (with_call(rl, &u, &r) == RLOCK_OK)
+		freeReplyObject(r);
+}
+
+static int set_attempt(struct rlock *rl, void *self, int64_t waited_ms,
+		       int details, int listening, struct rlock_lease *lease,
+		       struct rlock_holder *h, struct hold_try *t)
+{
+	struct set_wait *s = self;
+	struct with_set *w = rl->with;
+	struct with_reply wr;
+	struct request q;
+	redisReply *r;
+	int64_t t0;
+	int rc;
+
+	s->who.waited_ms = waited_ms;
+	/* Who holds a lock of the set: for the first answer's message, and
+	 * the caller's live line. */
+	req_with_acquire(&q, w, s->token, s->o->ttl_ms, &s->who,
+			 listening ? s->id : "", listening, details,
+			 &rl->hist, baton_ms(rl, s->o));
+	t0 = rlock_boot_ms();
+	rc = with_call(rl, &q, &r);
+	if (rc != RLOCK_OK)
+		return rc;
+	if (decode_with_acquire(r, w->n, &wr, h) != 0) {
+		set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
+			  "acquire (--with)", s->name);
+		freeReplyObject(r);
+		return RLOCK_EPROTO;
+	}
+	freeReplyObject(r);
+	if (wr.granted && !lease_valid(s->o->ttl_ms, rlock_boot_ms() - t0)) {
+		/* Granted too late to be of use: given back, the reason
+		 * kept. */
+		set_undo(rl, s);
+		set_error(rl->err, sizeof(rl->err), "acquire took longer "
+			  "than the TTL allows");
+		return RLOCK_EUNAVAIL;
+	}
+	if (wr.granted) {
+		memcpy(w->fence, wr.fence, sizeof(w->fence));
+		set_lease(lease, s->token, wr.fence[0], s->o, s->who.pid, t0);
+		return RLOCK_OK;
+	}
+	t->joined = wr.joined;
+	t->in_line = wr.place >= 0;
+	t->ttl_ms = wr.pttl;
+	t->place = wr.place;
+	if (wr.held == 0)
+		h->held = 0;
+	h->place = wr.place;
+	w->held = (size_t)wr.held;
+	return RLOCK_BUSY;
+}
+
+/* The set's wake-up channels, one per lock, for its waiter id. */
+static int set_channels(struct rlock *rl, void *self, const char **chan,
+			size_t *nchan, int *slot)
+{
+	struct set_wait *s = self;
+	struct with_set *w = rl->with;
+
+	if (s->id[0] == '\0' && rlock_make_token(s->id) != 0) {
+		set_error(rl->err, sizeof(rl->err), "cannot make a waiter "
+			  "id: %s", strerror(errno));
+		return RLOCK_ESYS;
+	}
+	s->id[LINE_ID_LEN] = '\0';
+	for (size_t i = 0; i < w->n; i++) {
+		snprintf(s->chan[i], sizeof(s->chan[i]), "%s%s", w->wake[i],
+			 s->id);
+		chan[i] = s->chan[i];
+	}
+	*nchan = w->n;
+	*slot = w->slot;
+	return RLOCK_OK;
+}
+
+static void set_end(struct rlock *rl, void *self, int rc, int in_line,
+		    const struct rlock_holder *h, int64_t waited_ms)
+{
+	struct set_wait *s = self;
+	char names[200];
+
+	if (in_line && s->id[0] != '\0')
+		leave_all(rl, s->token, s->id);
+	if (rc == RLOCK_BUSY && !h->held)
+		set_error(rl->err, sizeof(rl->err), "%s: not all free, or "
+			  "others in line come first",
+			  set_text(rl->with, names, sizeof(names)));
+	if (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)
+		with_skipped(rl, s->token, s->o, rc, h, waited_ms);
+}
+
 int with_acquire(struct rlock *rl, const char *name,
 		 const struct rlock_acquire_opts *o, struct rlock_lease *lease,
 		 struct rlock_holder *holder)
 {
+	static const struct hold_kind set = { set_attempt, set_undo,
+					      set_channels, set_end, NULL };
 	struct with_set *w = rl->with;
-	struct acquirer who;
-	struct request q;
-	struct with_reply wr;
-	redisReply *r;
-	char token[RLOCK_TOKEN_LEN + 1], id[RLOCK_TOKEN_LEN + 1] = "";
-	char names[200];
-	int64_t start = rlock_mono_ms(), deadline, now, wake, t0, last_cb = 0;
-	int replaced = 0;
-	int64_t backoff = 0;
-	int rc, subscribed = 0, in_line = 0, attempts = 0, seen_busy = 0;
-	unsigned seed = (unsigned)getpid() ^ (unsigned)start;
+	struct set_wait *s;
+	int rc;
 
 	if (strcmp(name, w->first) != 0) {
 		set_error(rl->err, sizeof(rl->err), "--with: the set is "
@@ -364,181 +449,28 @@ int with_acquire(struct rlock *rl, const char *name,
 			  "--wait-replicas");
 		return RLOCK_EUSAGE;
 	}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		set_error(rl->err, sizeof(rl->err), "out of memory");
+		return RLOCK_ESYS;
+	}
+	s->rl = rl;
+	s->name = name;
+	s->o = o;
 	if (o->token != NULL) {
-		rlock_strlcpy(token, o->token, sizeof(token));
-	} else if (rlock_make_token(token) != 0) {
+		rlock_strlcpy(s->token, o->token, sizeof(s->token));
+	} else if (rlock_make_token(s->token) != 0) {
 		set_error(rl->err, sizeof(rl->err), "cannot make a token: %s",
 			  strerror(errno));
+		free(s);
 		return RLOCK_ESYS;
 	}
 	identify(rl);
-	who = (struct acquirer){ rl->host, rl->user, o->label, o->note,
-				 o->pid > 0 ? o->pid : (long long)getpid(),
-				 0, 0 };
-	deadline = o->wait_ms < 0 ? INT64_MAX : start + o->wait_ms;
-	for (;;) {
-		who.waited_ms = attempts++ == 0 ? 0 : rlock_mono_ms() - start;
-		/* Who holds a lock of the set: for the first answer's
-		 * message, and the caller's live line. */
-		req_with_acquire(&q, w, token, o->ttl_ms, &who,
-				 subscribed ? id : "", subscribed,
-				 attempts == 1 || o->wait_cb != NULL,
-				 &rl->hist, baton_ms(rl, o));
-		t0 = rlock_boot_ms();
-		rc = with_call(rl, &q, &r);
-		now = rlock_mono_ms();
-		if (rc == RLOCK_EUNAVAIL && seen_busy && now < deadline) {
-			/* The server answered before: a restart or a failover
-			 * must not end a wait of minutes.  Listen and take
-			 * the places again once it answers. */
-			backoff = backoff == 0 ? 100 : backoff * 2;
-			if (backoff > 1000)
-				backoff = 1000;
-			wake = now + backoff + rand_r(&seed) % (backoff / 2);
-			if (wake > deadline)
-				wake = deadline;
-			unsubscribe(rl);
-			subscribed = 0;
-			if (wait_release(rl, wake, o->cancel_fd, NULL) ==
-			    RLOCK_CANCELED) {
-				rc = RLOCK_CANCELED;
-				set_error(rl->err, sizeof(rl->err),
-					  "%s: canceled", name);
-				break;
-			}
-			continue;
-		}
-		if (rc != RLOCK_OK)
-			break;
-		backoff = 0;
-		if (decode_with_acquire(r, w->n, &wr, holder) != 0) {
-			set_error(rl->err, sizeof(rl->err), "%s: unexpected "
-				  "reply to acquire (--with)", name);
-			freeReplyObject(r);
-			rc = RLOCK_EPROTO;
-			break;
-		}
-		freeReplyObject(r);
-		if (wr.granted && (switched_meanwhile(rl) ||
-				   (rlock_boot_ms() - t0 >= CONFIRM_MS &&
-				    !confirmed(rl)))) {
-			/* Granted by a master the sentinels replaced while
-			 * the request was out, as they said on the watch or
-			 * when asked after a slow grant (lock.c): given back
-			 * there, and the set asked for again of the new one. */
-			struct request u;
-
-			req_with_release(&u, w, token, &rl->hist, NULL);
-			if (with_call(rl, &u, &r) == RLOCK_OK)
-				freeReplyObject(r);
-			drop_replaced(rl);
-			set_error(rl->err, sizeof(rl->err), "%s: granted by a "
-				  "master the sentinels had just replaced; "
-				  "given back", name);
-			if (rlock_mono_ms() < deadline ||
-			    replaced++ == 0)
-				continue;
-			rc = RLOCK_EUNAVAIL;
-			break;
-		}
-		if (wr.granted) {
-			if (!lease_valid(o->ttl_ms, rlock_boot_ms() - t0)) {
-				/* Granted too late to be of use: given
-				 * back, the reason kept. */
-				struct request u;
-
-				req_with_release(&u, w, token, &rl->hist, NULL);
-				if (with_call(rl, &u, &r) == RLOCK_OK)
-					freeReplyObject(r);
-				set_error(rl->err, sizeof(rl->err), "acquire "
-					  "took longer than the TTL allows");
-				rc = RLOCK_EUNAVAIL;
-				break;
-			}
-			memcpy(w->fence, wr.fence, sizeof(w->fence));
-			set_lease(lease, token, wr.fence[0], o, who.pid, t0);
-			rc = RLOCK_OK;
-			break;
-		}
-		rc = RLOCK_BUSY;
-		seen_busy = 1;
-		in_line |= wr.joined || wr.place >= 0;
-		if (wr.held == 0)
-			holder->held = 0;
-		holder->place = wr.place;
-		w->held = (size_t)wr.held;
-		now = rlock_mono_ms();
-		if (o->wait_ms == 0 || now >= deadline)
-			break;
-		/* The live line about once a second; a line every
-		 * wait_cb_ms (--progress) when it is due, the wake-up
-		 * capped to it below. */
-		if (o->wait_cb != NULL &&
-		    now - last_cb >= (o->wait_cb_ms > 0 ? o->wait_cb_ms : 900)) {
-			o->wait_cb(holder, now - start, o->wait_arg);
-			last_cb = now;
-		}
-		if (subscribed && (rl->node[0].sub == NULL ||
-				   !conn_is_up(rl->node[0].sub)))
-			subscribed = 0; /* dropped: listen again */
-		if (!subscribed) {
-			/* Listen first, then take the places: a release in
-			 * between is not missed.  The id is kept while the
-			 * wait lasts: the places a failover carried to the new
-			 * master are still the set's. */
-			if (id[0] == '\0' && rlock_make_token(id) != 0) {
-				set_error(rl->err, sizeof(rl->err), "cannot "
-					  "make a waiter id: %s",
-					  strerror(errno));
-				rc = RLOCK_ESYS;
-				break;
-			}
-			id[LINE_ID_LEN] = '\0';
-			unsubscribe(rl);
-			subscribed = subscribe_all(rl, id, now +
-						   rl->copts.io_timeout_ms,
-						   o->cancel_fd);
-			/* And hear the sentinels' +switch-master, as a
-			 * single waiter does: a failover moves the set to
-			 * the new master's lines at once, though the old
-			 * one still answers as a master. */
-			if (subscribed)
-				node_watch(&rl->node[0], rlock_mono_ms() +
-					   rl->copts.connect_timeout_ms);
-			if (subscribed)
-				continue;
-		}
-		wake = now + line_wait_ms(wr.pttl, wr.place, wr.place >= 0,
-					  subscribed,
-					  (unsigned)rand_r(&seed) % 1000);
-		if (o->wait_cb != NULL && o->wait_cb_ms == 0 && wake > now + 1000)
-			wake = now + 1000;
-		if (o->wait_cb_ms > 0 && last_cb > 0 &&
-		    wake > last_cb + o->wait_cb_ms)
-			wake = last_cb + o->wait_cb_ms;
-		if (wake > deadline)
-			wake = deadline;
-		if (wait_release(rl, wake, o->cancel_fd, NULL) ==
-		    RLOCK_CANCELED) {
-			rc = RLOCK_CANCELED;
-			set_error(rl->err, sizeof(rl->err), "%s: canceled",
-				  name);
-			break;
-		}
-	}
-	if (in_line && id[0] != '\0' && rc != RLOCK_OK)
-		leave_all(rl, token, id);
-	if (rl->node[0].sub != NULL)
-		unsubscribe(rl);
-	node_watch_close(&rl->node[0]);
-	if (rc == RLOCK_BUSY && !holder->held)
-		set_error(rl->err, sizeof(rl->err), "%s: not all free, or "
-			  "others in line come first",
-			  set_text(w, names, sizeof(names)));
-	if (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)
-		with_skipped(rl, token, o, rc, holder,
-			     rlock_mono_ms() - start);
-	explicit_bzero(token, sizeof(token));
+	s->who = (struct acquirer){ rl->host, rl->user, o->label, o->note,
+				    o->pid > 0 ? o->pid : (long long)getpid(),
+				    0, 0 };
+	rc = hold_wait(rl, name, o, &set, s, lease, holder);
+	explicit_bzero(s->token, sizeof(s->token));
+	free(s);
 	return rc;
 }
 

@@ -1,0 +1,74 @@
+/*
+ * wait.h - the one wait loop, for every kind of hold (lib/wait.c).
+ *
+ * A single lock, a shared hold, a semaphore's place, a pool's members and
+ * a set of locks (--with) all wait the same way: try, and when told
+ * "held", listen for a wake-up, keep the place in line, back off through
+ * a failover, confirm a slow grant, call the progress callback, until -w
+ * ends.  What differs per kind is below the loop, in a struct hold_kind:
+ * how one try is asked and read, how a grant is given back, which
+ * channels its wake-ups come on, and what is done when the wait ends
+ * without the lock.
+ */
+#ifndef RLOCK_WAIT_H
+#define RLOCK_WAIT_H
+
+#include <stdint.h>
+
+#include "rlock.h"
+
+/* A try's code: granted where the replicas do not follow (--wait-replicas:
+ * a master not yet demoted after a failover, or a new one whose replicas
+ * are still syncing); within a wait, asked again. */
+#define UNREPLICATED 101
+
+/* What one try says besides its code. */
+struct hold_try {
+	int joined;		/* took a place in line: the first, or
+				 * again at the end after losing it */
+	int in_line;		/* holds a place after the try */
+	int undid;		/* gave grants back (several masters) */
+	long long ttl_ms;	/* the holder's lease left, -1 unknown */
+	long long place;	/* the place in line, -1 none */
+};
+
+/* One kind of hold, as the loop asks it (self: the kind's own state). */
+struct hold_kind {
+	/* One try.  waited_ms: 0 on the first; details: ask who holds it;
+	 * listening: the wake-up channels are subscribed (take a place).
+	 * Returns RLOCK_OK with *lease set, RLOCK_BUSY with *h and *t
+	 * set, UNREPLICATED, or an error with rl->err set. */
+	int (*attempt)(struct rlock *rl, void *self, int64_t waited_ms,
+		       int details, int listening, struct rlock_lease *lease,
+		       struct rlock_holder *h, struct hold_try *t);
+	/* Give back the grant of the last try (a replaced master's). */
+	void (*undo)(struct rlock *rl, void *self);
+	/* Before the first listen: the channels to subscribe to (up to
+	 * RLOCK_WITH_MAX) and their cluster slot.  Returns RLOCK_OK or an
+	 * error with rl->err set. */
+	int (*channels)(struct rlock *rl, void *self, const char **chan,
+			size_t *nchan, int *slot);
+	/* The wait ended without the lock (rc): leave the line when
+	 * in_line, say why when nothing did yet, record it. */
+	void (*end)(struct rlock *rl, void *self, int rc, int in_line,
+		    const struct rlock_holder *h, int64_t waited_ms);
+	/* Where a wake-up's history hint goes (NULL: not kept). */
+	long long *hint;
+};
+
+/* Wait for name's hold of kind k under o's options (-w, the callbacks,
+ * cancel_fd).  Returns RLOCK_OK with *lease, or why not. */
+int hold_wait(struct rlock *rl, const char *name,
+	      const struct rlock_acquire_opts *o, const struct hold_kind *k,
+	      void *self, struct rlock_lease *lease,
+	      struct rlock_holder *holder);
+
+/* Until a message on rl's subscriptions, a sentinel's +switch-master,
+ * cancel_fd, or wake (monotonic ms).  RLOCK_OK or RLOCK_CANCELED; *hint
+ * (when not NULL) gets the messages' history hint. */
+int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
+		 long long *hint);
+/* Close rl's subscribed connections. */
+void unsubscribe(struct rlock *rl);
+
+#endif
