@@ -782,6 +782,138 @@ static int parse_skip(struct rlock *rl, const char *name,
 	return 0;
 }
 
+/* The answers of one try's servers, counted. */
+struct tally {
+	size_t ngrant, nbusy, nfail;
+	size_t unsure;			/* sent, and no answer: it may have
+					 * been granted */
+	long long fence;		/* the highest fence granted */
+	long long got[RLOCK_MAX_SERVERS];	/* each one's, 0 none */
+	int slot[RLOCK_MAX_SERVERS];
+	int differs;			/* a server holds it as another kind */
+	char theirs[24];		/* that kind */
+};
+
+/* One server's grant into t: its fence, whether the history took it, its
+ * slot and a pool's members; junk counts as unsure (undone with the
+ * rest). */
+static void tally_grant(struct rlock *rl, struct acq *aq, struct fan *f,
+			size_t i, struct tally *t)
+{
+	const redisReply *r = f->slot[i].res.r;
+	int recorded;
+
+	if (decode_grant(r, &t->got[i], &recorded, &t->slot[i]) != 0) {
+		/* Granted or not, no fence we can hand on. */
+		t->got[i] = 0;
+		fan_unexpected(f, i, "acquire (a grant whose fence is not a "
+			       "positive integer below 2^53)");
+		t->unsure++;
+		t->nfail++;
+		return;
+	}
+	if (granted_members(rl, r) != 0) {
+		fan_unexpected(f, i, "acquire (a pool's member or property "
+			       "that rlock did not write)");
+		t->unsure++;
+		t->nfail++;
+		return;
+	}
+	t->ngrant++;
+	if (recorded == 0 || recorded == 2 ||
+	    (aq->hint != 0 && t->got[i] == aq->hint))
+		history_refused(rl, i, recorded == 2 ? 2 : 0, aq->n.v.log);
+	if (t->got[i] > t->fence)
+		t->fence = t->got[i];
+}
+
+/* Count each server's answer to an acquire into t; a busy answer's holder
+ * into holder. */
+static void tally_answers(struct rlock *rl, const char *name, struct acq *aq,
+			  struct fan *f, struct rlock_holder *holder,
+			  int *joined, struct tally *t)
+{
+	long long arrival = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		redisReply *r = f->slot[i].res.r;
+
+		if (f->slot[i].res.rc != RLOCK_OK) {
+			if (f->slot[i].tries > 0 && !f->slot[i].answered)
+				t->unsure++;
+			t->nfail++;
+			continue;
+		}
+		/* A grant on the shortest path answers its entry's id. */
+		if (r->type != REDIS_REPLY_STRING &&
+		    (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+		     r->element[0]->type != REDIS_REPLY_INTEGER)) {
+			fan_unexpected(f, i, "acquire");
+			t->nfail++;
+		} else if (r->type == REDIS_REPLY_STRING || elem_ll(r, 0) == 1) {
+			tally_grant(rl, aq, f, i, t);
+		} else if (elem_ll(r, 0) == -1) {
+			elem_str(r, 1, t->theirs, sizeof(t->theirs));
+			t->differs = 1;
+		} else if ((elem_ll(r, 0) == -2 || elem_ll(r, 0) == -3) &&
+			   parse_skip(rl, name, r, holder, aq) == 0) {
+			t->nbusy++;
+		} else if (elem_ll(r, 0) == 0 &&
+			   parse_busy(r, holder, joined, &arrival) == 0) {
+			/* The first place's arrival is the one kept: taken
+			 * again on a new master, the place is taken there. */
+			if (aq->a.arrival == 0)
+				aq->a.arrival = arrival;
+			t->nbusy++;
+		} else {
+			fan_unexpected(f, i, "acquire");
+			t->nfail++;
+		}
+	}
+}
+
+/*
+ * No grant to keep: undo on all, as Redlock says, a grant that was
+ * counted, and one that may have happened unseen (a server that froze or
+ * dropped the connection after the request went out would otherwise keep
+ * a dead token until its TTL).  Then busy, the servers' error, or a grant
+ * by a quorum too late to be of use.
+ */
+static int no_grant(struct rlock *rl, struct acq *aq, struct fan *f,
+		    const struct tally *t, int *undid)
+{
+	int64_t undo_ms = 0;
+	int rc;
+
+	if (t->ngrant > 0 || t->unsure > 0) {
+		int64_t u0 = rlock_mono_ms();
+
+		fan_undo(rl, &aq->n.v, aq->token);
+		*undid = 1;
+		undo_ms = rlock_mono_ms() - u0;
+	}
+	if (t->nbusy > 0 && t->nbusy + t->nfail > rl->nnode - rl->quorum &&
+	    t->nfail <= rl->nnode - rl->quorum)
+		return RLOCK_BUSY;
+	if (t->nfail == 0) {
+		set_error(rl->err, sizeof(rl->err), "acquire took longer "
+			  "than the TTL allows");
+		return RLOCK_BUSY;
+	}
+	rc = fan_first_error(rl, f, t->nfail);
+	/* A server that never answers costs the undo's wait too: say so,
+	 * the time told is not all it took. */
+	if (undo_ms >= 100) {
+		char d[32];
+		size_t len = strlen(rl->err);
+
+		snprintf(rl->err + len, sizeof(rl->err) - len, "; undoing the "
+			 "request (it may have been granted) took %s more",
+			 rlock_fmt_ms(undo_ms, d, sizeof(d)));
+	}
+	return rc;
+}
+
 /*
  * One try at the lock.  With several masters the grant is recorded in the
  * history only once a quorum granted it (record_grant, with the fence
@@ -800,22 +932,15 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	const char *token = aq->token;
 	struct acquirer who;
 	struct request q;
+	struct tally t;
 	struct fan f;
-	size_t i, ngrant = 0, nbusy = 0, nfail = 0, unsure = 0;
-	long long fence = 0, got[RLOCK_MAX_SERVERS] = { 0 }, arrival = 0;
-	int slot[RLOCK_MAX_SERVERS] = { 0 };
-	char theirs[24] = "";
-	int64_t t0, elapsed;
-	int rc, differs = 0;
+	int64_t t0;
+	int rc;
 
 	identify(rl);
-	who.host = rl->host;
-	who.user = rl->user;
-	who.label = o->label;
-	who.note = o->note;
-	who.pid = o->pid > 0 ? o->pid : (long long)getpid();
-	who.min_hold_ms = o->min_hold_ms;
-	who.waited_ms = waited_ms;
+	who = (struct acquirer){ rl->host, rl->user, o->label, o->note,
+				 o->pid > 0 ? o->pid : (long long)getpid(),
+				 o->min_hold_ms, waited_ms };
 	*undid = 0;
 	*joined = 0;
 	if ((rc = identify_servers(rl)) != RLOCK_OK)
@@ -827,7 +952,6 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	skip_unanswered(rl, &f);
 	t0 = rlock_boot_ms();
 	fan_run(rl, &f);
-	elapsed = rlock_boot_ms() - t0;
 	if (rl->nnode > 1 &&
 	    rlock_distinct(rl, rl->err, sizeof(rl->err)) != RLOCK_OK) {
 		char why[sizeof(rl->err)];
@@ -839,141 +963,42 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 		fan_done(&f);
 		return RLOCK_EUSAGE;
 	}
-	for (i = 0; i < f.n; i++) {
-		redisReply *r = f.slot[i].res.r;
-
-		if (f.slot[i].res.rc != RLOCK_OK) {
-			/* Sent, then no answer: it may have been granted. */
-			if (f.slot[i].tries > 0 && !f.slot[i].answered)
-				unsure++;
-			nfail++;
-			continue;
-		}
-		/* A grant on the shortest path answers its entry's id. */
-		if (r->type != REDIS_REPLY_STRING &&
-		    (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-		     r->element[0]->type != REDIS_REPLY_INTEGER)) {
-			fan_unexpected(&f, i, "acquire");
-			nfail++;
-			continue;
-		}
-		if (r->type == REDIS_REPLY_STRING || elem_ll(r, 0) == 1) {
-			int recorded;
-
-			if (decode_grant(r, &got[i], &recorded,
-					 &slot[i]) != 0) {
-				/* Granted or not, no fence we can hand on:
-				 * undone with the rest. */
-				got[i] = 0;
-				fan_unexpected(&f, i, "acquire (a grant "
-					       "whose fence is not a positive "
-					       "integer below 2^53)");
-				unsure++;
-				nfail++;
-				continue;
-			}
-			if (granted_members(rl, r) != 0) {
-				fan_unexpected(&f, i, "acquire (a pool's "
-					       "member or property that rlock "
-					       "did not write)");
-				unsure++;
-				nfail++;
-				continue;
-			}
-			ngrant++;
-			if (recorded == 0 || recorded == 2 ||
-			    (aq->hint != 0 && got[i] == aq->hint))
-				history_refused(rl, i, recorded == 2 ? 2 : 0,
-						aq->n.v.log);
-			if (got[i] > fence)
-				fence = got[i];
-		} else if (elem_ll(r, 0) == -1) {
-			elem_str(r, 1, theirs, sizeof(theirs));
-			differs = 1;
-		} else if ((elem_ll(r, 0) == -2 || elem_ll(r, 0) == -3) &&
-			   parse_skip(rl, name, r, holder, aq) == 0) {
-			nbusy++;
-		} else if (elem_ll(r, 0) == 0 &&
-			   parse_busy(r, holder, joined, &arrival) == 0) {
-			/* The first place's arrival is the one kept: taken
-			 * again on a new master, the place is taken there. */
-			if (aq->a.arrival == 0)
-				aq->a.arrival = arrival;
-			nbusy++;
-		} else {
-			fan_unexpected(&f, i, "acquire");
-			nfail++;
-		}
-	}
-	if (differs) {
-		if (ngrant > 0 || unsure > 0)
+	memset(&t, 0, sizeof(t));
+	tally_answers(rl, name, aq, &f, holder, joined, &t);
+	if (t.differs) {
+		if (t.ngrant > 0 || t.unsure > 0)
 			fan_undo(rl, &n->v, token);
 		fan_done(&f);
-		return conflict(rl, n, name, a->kind, theirs);
+		return conflict(rl, n, name, a->kind, t.theirs);
 	}
 	if (holder->skip != 0) {
 		/* One server only: nothing was granted. */
 		fan_done(&f);
 		return RLOCK_BUSY;
 	}
-	if (ngrant >= rl->quorum && rl->nnode > 1 &&
-	    raise_fence(rl, n, token, fence, got) < rl->quorum) {
+	if (t.ngrant >= rl->quorum && rl->nnode > 1 &&
+	    raise_fence(rl, n, token, t.fence, t.got) < rl->quorum) {
 		set_error(rl->err, sizeof(rl->err), "no quorum: the fence "
 			  "could not be raised on a majority");
 		fan_undo(rl, &n->v, token);
 		fan_done(&f);
 		return RLOCK_EUNAVAIL;
 	}
-	if (ngrant >= rl->quorum && o->wait_replicas > 0) {
-		rc = replicated(rl, n, token, o->wait_replicas, got);
-		if (rc != RLOCK_OK) {
-			fan_done(&f);
-			return rc;
-		}
+	if (t.ngrant >= rl->quorum && o->wait_replicas > 0 &&
+	    (rc = replicated(rl, n, token, o->wait_replicas, t.got)) !=
+	    RLOCK_OK) {
+		fan_done(&f);
+		return rc;
 	}
-	elapsed = rlock_boot_ms() - t0;
-	if (ngrant >= rl->quorum && lease_valid(o->ttl_ms, elapsed)) {
-		lease_init(lease, token, fence, o, a->kind, who.pid, t0);
-		lease->slot = agreed_slot(slot, got, f.n, rl->quorum);
+	if (t.ngrant >= rl->quorum &&
+	    lease_valid(o->ttl_ms, rlock_boot_ms() - t0)) {
+		lease_init(lease, token, t.fence, o, a->kind, who.pid, t0);
+		lease->slot = agreed_slot(t.slot, t.got, f.n, rl->quorum);
 		if (rl->nnode > 1)
 			record_grant(rl, n, &who, a->kind, lease);
 		rc = RLOCK_OK;
 	} else {
-		/* Undo on all, as Redlock says: a grant that was counted, and
-		 * one that may have happened unseen (a server that froze or
-		 * dropped the connection after the request went out would
-		 * otherwise keep a dead token until its TTL). */
-		int64_t undo_ms = 0;
-
-		if (ngrant > 0 || unsure > 0) {
-			int64_t u0 = rlock_mono_ms();
-
-			fan_undo(rl, &n->v, token);
-			*undid = 1;
-			undo_ms = rlock_mono_ms() - u0;
-		}
-		if (nbusy > 0 && nbusy + nfail > rl->nnode - rl->quorum &&
-		    nfail <= rl->nnode - rl->quorum) {
-			rc = RLOCK_BUSY;
-		} else if (nfail > 0) {
-			rc = fan_first_error(rl, &f, nfail);
-			/* A server that never answers costs the undo's wait
-			 * too: say so, the time told is not all it took. */
-			if (undo_ms >= 100) {
-				char d[32];
-				size_t len = strlen(rl->err);
-
-				snprintf(rl->err + len, sizeof(rl->err) - len,
-					 "; undoing the request (it may have "
-					 "been granted) took %s more",
-					 rlock_fmt_ms(undo_ms, d, sizeof(d)));
-			}
-		} else {
-			/* Granted by a quorum, too late to be of use. */
-			set_error(rl->err, sizeof(rl->err), "acquire took "
-				  "longer than the TTL allows");
-			rc = RLOCK_BUSY;
-		}
+		rc = no_grant(rl, aq, &f, &t, undid);
 	}
 	fan_done(&f);
 	return rc;
