@@ -323,13 +323,6 @@ int req_default_history(const struct history *h)
 
 /* ---- error replies ---------------------------------------------------- */
 
-static int starts_with(const redisReply *r, const char *p)
-{
-	size_t n = strlen(p);
-
-	return r->len >= n && memcmp(r->str, p, n) == 0;
-}
-
 /*
  * Turn an error reply into a code and a message naming what users can act
  * on.  Script errors carry a " script: ..." tail that means nothing to
@@ -352,7 +345,7 @@ static int starts_with(const redisReply *r, const char *p)
 int acl_refusal(const redisReply *r)
 {
 	return r->type == REDIS_REPLY_ERROR &&
-	       (starts_with(r, "NOPERM") ||
+	       (reply_starts_with(r, "NOPERM") ||
 		memmem(r->str, r->len, "ACL failure in script", 21) != NULL ||
 		memmem(r->str, r->len, "user executing the script can",
 		       29) != NULL);
@@ -394,7 +387,7 @@ int scripts_unavailable(const redisReply *r, char *why, size_t len)
 	if (r->type != REDIS_REPLY_ERROR)
 		return 0;
 	/* Quoted with ' from Redis 6.2, with ` before. */
-	if (starts_with(r, unknown) && r->len > at &&
+	if (reply_starts_with(r, unknown) && r->len > at &&
 	    (r->str[at] == '\'' || r->str[at] == '`')) {
 		for (int i = 0; i < 2; i++) {
 			size_t n = strlen(cmd[i]);
@@ -409,7 +402,7 @@ int scripts_unavailable(const redisReply *r, char *why, size_t len)
 		}
 	}
 	/* rlock's scripts have no shebang: the engine asked for is Lua. */
-	if (starts_with(r, "ERR Could not find scripting engine")) {
+	if (reply_starts_with(r, "ERR Could not find scripting engine")) {
 		snprintf(why, len, "cannot run Lua scripts (no Lua engine is "
 			 "loaded): %s", needs);
 		return 1;
@@ -649,31 +642,14 @@ void script_error_text(const char *s, size_t n, char *buf, size_t len)
 		snprintf(buf + at, len - at, " (%s:%lu)", file, src);
 }
 
-void classify_error(const redisReply *r, const struct rlock_conn *c,
-		    const char *key, struct rlock_result *res)
+/* An error about the data at the lock's keys: another client's, or a
+ * limit reached.  Returns 1 when r is one (res set), else 0. */
+static int data_error(const redisReply *r, int n, const char *key,
+		      struct rlock_result *res)
 {
-	const char *addr = conn_addr(c);
-	int n = (int)r->len;
-	const char *tail = script_tail(r->str, r->len), *bad;
-	char why[128], text[SERVER_TEXT_MAX + 1];
+	const char *bad;
 
-	if (tail != NULL)
-		n = (int)(tail - r->str);
-	if (acl_refusal(r)) {
-		acl_error(r, n, addr, conn_url(c)->user, key, res);
-	} else if (scripts_unavailable(r, why, sizeof(why))) {
-		res->rc = RLOCK_EUNAVAIL;
-		snprintf(res->err, sizeof(res->err), "%s %s", addr, why);
-	} else if (starts_with(r, "READONLY")) {
-		res->rc = RLOCK_EUNAVAIL;
-		snprintf(res->err, sizeof(res->err),
-			 "%s is a replica (READONLY): point rlock at the "
-			 "master, or use a redis-sentinel:// URL", addr);
-	} else if (starts_with(r, "OOM")) {
-		res->rc = RLOCK_EUNAVAIL;
-		snprintf(res->err, sizeof(res->err),
-			 "%s: server out of memory (OOM)", addr);
-	} else if (starts_with(r, "BADFENCE ")) {
+	if (reply_starts_with(r, "BADFENCE ")) {
 		char v[300];
 
 		res->rc = RLOCK_EPROTO;
@@ -682,7 +658,7 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "which is not a fence rlock wrote (digits, below "
 			 "2^53 - 2^20): no fence handed out, nothing granted",
 			 key, v);
-	} else if (starts_with(r, "FENCEMAX ")) {
+	} else if (reply_starts_with(r, "FENCEMAX ")) {
 		char v[300];
 
 		/* A counter at the last fence there can be (fence_of.lua):
@@ -696,7 +672,7 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "9007199253691999): nothing granted; take the lock "
 			 "under another name or --prefix (deleting or "
 			 "lowering the key would let fences go back)", key, v);
-	} else if (starts_with(r, "BADSLOT ")) {
+	} else if (reply_starts_with(r, "BADSLOT ")) {
 		char v[300];
 
 		/* A semaphore holder's slot (lib/scripts/slot.lua). */
@@ -705,14 +681,14 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 		snprintf(res->err, sizeof(res->err), "%s:holders:meta holds "
 			 "the slot '%s', which is not a slot rlock wrote "
 			 "(digits, below the limit): nothing granted", key, v);
-	} else if (starts_with(r, "POOLSMALL ")) {
+	} else if (reply_starts_with(r, "POOLSMALL ")) {
 		/* A pool with fewer members than --count asks for. */
 		res->rc = RLOCK_EUSAGE;
 		snprintf(res->err, sizeof(res->err), "%s:members has %.*s "
 			 "member(s), fewer than --count asks for: add some "
 			 "with 'rlock pool NAME add MEMBER'", key, n - 10,
 			 r->str + 10);
-	} else if (starts_with(r, "BADSTREAM ")) {
+	} else if (reply_starts_with(r, "BADSTREAM ")) {
 		char v[300];
 
 		res->rc = RLOCK_EPROTO;
@@ -736,13 +712,36 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 		snprintf(res->err, sizeof(res->err), "%s:line holds '%s', "
 			 "which is not a waiter rlock wrote (KIND:ID): the "
 			 "line cannot be served", key, v);
-	} else if (starts_with(r, "WRONGTYPE")) {
+	} else if (reply_starts_with(r, "WRONGTYPE")) {
 		res->rc = RLOCK_EPROTO;
 		res->wrongtype = 1;
 		snprintf(res->err, sizeof(res->err),
 			 "%s: key holds the wrong kind of value (WRONGTYPE)",
 			 key);
-	} else if (starts_with(r, "NOAUTH") ||
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* An error about the server's state: a replica, out of memory, no
+ * password, loading, a slot migrating, full, down.  Returns 1 when r is
+ * one (res set), else 0. */
+static int server_error(const redisReply *r, int n, const char *addr,
+			const char *key, struct rlock_result *res)
+{
+	char text[SERVER_TEXT_MAX + 1];
+
+	if (reply_starts_with(r, "READONLY")) {
+		res->rc = RLOCK_EUNAVAIL;
+		snprintf(res->err, sizeof(res->err),
+			 "%s is a replica (READONLY): point rlock at the "
+			 "master, or use a redis-sentinel:// URL", addr);
+	} else if (reply_starts_with(r, "OOM")) {
+		res->rc = RLOCK_EUNAVAIL;
+		snprintf(res->err, sizeof(res->err),
+			 "%s: server out of memory (OOM)", addr);
+	} else if (reply_starts_with(r, "NOAUTH") ||
 		   memmem(r->str, r->len, "unauthenticated", 15) != NULL) {
 		/* Redis 7 refuses long commands before AUTH with a
 		 * protocol error instead of NOAUTH. */
@@ -751,20 +750,20 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 			 "%s: authentication required (NOAUTH): give a "
 			 "password in the URL, --password-file or "
 			 "REDISCLI_AUTH", addr);
-	} else if (starts_with(r, "WRONGPASS")) {
+	} else if (reply_starts_with(r, "WRONGPASS")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s: authentication failed: %s", addr,
 			 server_text(text, sizeof(text), r->str, (size_t)n));
-	} else if (starts_with(r, "LOADING")) {
+	} else if (reply_starts_with(r, "LOADING")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s: server is loading its data (LOADING)", addr);
-	} else if (starts_with(r, "TRYAGAIN")) {
+	} else if (reply_starts_with(r, "TRYAGAIN")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err), "%s: the lock's slot is "
 			 "being migrated (TRYAGAIN)", addr);
-	} else if (starts_with(r, "CROSSSLOT")) {
+	} else if (reply_starts_with(r, "CROSSSLOT")) {
 		res->rc = RLOCK_EUSAGE;
 		snprintf(res->err, sizeof(res->err), "%s: the lock name has "
 			 "an empty hash tag: on a cluster its keys would span "
@@ -776,14 +775,34 @@ void classify_error(const redisReply *r, const struct rlock_conn *c,
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err), "%s: the server takes no "
 			 "more clients (maxclients reached)", addr);
-	} else if (starts_with(r, "LOADING") || starts_with(r, "MASTERDOWN") ||
-		   starts_with(r, "CLUSTERDOWN") || starts_with(r, "BUSY")) {
+	} else if (reply_starts_with(r, "MASTERDOWN") ||
+		   reply_starts_with(r, "CLUSTERDOWN") || reply_starts_with(r, "BUSY")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err), "%s: %s", addr,
 			 server_text(text, sizeof(text), r->str, (size_t)n));
 	} else {
-		char named[1024];
+		return 0;
+	}
+	return 1;
+}
 
+void classify_error(const redisReply *r, const struct rlock_conn *c,
+		    const char *key, struct rlock_result *res)
+{
+	const char *addr = conn_addr(c);
+	int n = (int)r->len;
+	const char *tail = script_tail(r->str, r->len);
+	char why[128], text[SERVER_TEXT_MAX + 1], named[1024];
+
+	if (tail != NULL)
+		n = (int)(tail - r->str);
+	if (acl_refusal(r)) {
+		acl_error(r, n, addr, conn_url(c)->user, key, res);
+	} else if (scripts_unavailable(r, why, sizeof(why))) {
+		res->rc = RLOCK_EUNAVAIL;
+		snprintf(res->err, sizeof(res->err), "%s %s", addr, why);
+	} else if (!data_error(r, n, key, res) &&
+		   !server_error(r, n, addr, key, res)) {
 		/* A script's own error names its line in lib/scripts/. */
 		script_error_text(r->str, r->len, named, sizeof(named));
 		res->rc = RLOCK_EPROTO;
