@@ -1690,107 +1690,121 @@ static void grant_text(struct rlock_event *e, const struct rlock_event *ev,
 
 #define LAST_PAGE 500
 
-int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
-	       int *has_last, struct rlock_event *ok, int *has_ok)
-{
-	struct rlock_event found[2], entry;
-	int got[2] = { 0, 0 }, rec_run = 0, rec_ok = 0, checked = 0;
-	char top[48] = "+";
+/* rlock_last's reading of the history against the record of last runs. */
+struct last_scan {
+	struct rlock *rl;
 	struct names nm;
-	size_t read = 0;
-	long long now = -1;
-	int rc;
+	struct rlock_event *last, *ok;	/* the record's last run and success */
+	int rec_run, rec_ok;		/* each read and not yet matched to
+					 * an entry of the pages read */
+	struct rlock_event found[2];	/* the history's last run, success */
+	int got[2];
+	long long now;			/* the server's clock, -1 not read */
+};
 
-	*has_last = *has_ok = 0;
-	rl->last_junk[0] = '\0';
-	rc = make_names(rl, name, &nm);
-	if (rc != RLOCK_OK)
-		return rc;
-	if ((rc = identify_servers(rl)) != RLOCK_OK)
-		return rc;
-	if ((rc = read_runs(rl, &nm, last, &rec_run, ok, &rec_ok)) != RLOCK_OK)
-		return rc;
+/* A record whose entry the page holds is that entry: the history's event
+ * (several masters: its earliest record, counted once) stands for it,
+ * whatever the record's time, and a success only if the entry is one.
+ * One that none matched, inside what the page holds, is no entry: said
+ * here, whether or not a newer success makes it matter. */
+static void match_records(struct last_scan *x, const struct evlist *l,
+			  const char *top)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct rlock_event *e = &l->ev[i];
+
+		if (x->rec_run && strcmp(e->id, x->last->id) == 0 &&
+		    (e->from & x->last->from) != 0)
+			x->rec_run = 0;
+		if (x->rec_ok && strcmp(e->id, x->ok->id) == 0 &&
+		    (e->from & x->ok->from) != 0) {
+			if (!rlock_event_ok(e))
+				ok_junk(x->rl, &x->nm, x->ok->id,
+					strlen(x->ok->id), "its history entry "
+					"is no success");
+			x->rec_ok = 0;
+		}
+	}
+	if (x->rec_ok && inside_page(x->ok->id, x->ok->from, l, top)) {
+		ok_junk(x->rl, &x->nm, x->ok->id, strlen(x->ok->id),
+			no_entry(x->rl, &x->nm, x->ok, &x->now));
+		x->rec_ok = 0;
+	}
+}
+
+/* The newest end of a run and success of a page (oldest first), unless
+ * a newer page gave them. */
+static void take_newest(struct last_scan *x, struct evlist *l)
+{
+	merge(l, x->rl->nnode > 1);
+	join_grants(l->ev, l->n);
+	for (size_t i = l->n; i-- > 0;) {
+		struct rlock_event *e = &l->ev[i];
+
+		if (!x->got[0] && ends_run(e)) {
+			grant_text(e, l->ev, i);
+			x->found[0] = *e;
+			x->got[0] = 1;
+		}
+		if (!x->got[1] && rlock_event_ok(e)) {
+			grant_text(e, l->ev, i);
+			x->found[1] = *e;
+			x->got[1] = 1;
+		}
+	}
+}
+
+/* A success the record names beyond the pages read, newer than any they
+ * hold: its entry, or the start of the history after it (one read, only
+ * then).  Ignored, the pages go on. */
+static void check_beyond(struct last_scan *x)
+{
+	struct rlock_event entry;
+
+	switch (check_ok(x->rl, &x->nm, x->ok, &entry, &x->now)) {
+	case OKREC_ENTRY:
+		x->found[1] = entry;
+		x->got[1] = 1;
+		x->rec_ok = 0;
+		break;
+	case OKREC_TRIMMED:
+		break;
+	default:
+		x->rec_ok = 0;
+		break;
+	}
+}
+
+/* The newest page of the history, and older ones only while what the
+ * record does not say (a history an older rlock wrote, a record ignored)
+ * is still missing: at most RLOCK_LAST_SCAN entries, a page at a time.
+ * A success ends a run too. */
+static int scan_history(struct last_scan *x)
+{
+	char top[48] = "+";
+	size_t read = 0;
+	int checked = 0, rc;
+
 	for (;;) {
 		struct evlist l = { 0 };
-		size_t i;
 
-		/* The newest page of the history, and older ones only while
-		 * what the record does not say (a history an older rlock
-		 * wrote, a record ignored) is still missing: at most
-		 * RLOCK_LAST_SCAN entries, a page at a time.  A success
-		 * ends a run too. */
 		if (read >= RLOCK_LAST_SCAN || top[0] == '\0' ||
-		    (read > 0 && (got[0] || got[1] || rec_run || rec_ok) &&
-		     (got[1] || rec_ok))) {
-			/* A success the record names beyond the pages
-			 * read, newer than any they hold: its entry, or
-			 * the start of the history after it (one read,
-			 * only then).  Ignored, the pages go on. */
-			if (!rec_ok || checked ||
-			    (got[1] && cmp_time(&found[1], ok) >= 0))
-				break;
+		    (read > 0 && (x->got[0] || x->got[1] || x->rec_run ||
+				  x->rec_ok) && (x->got[1] || x->rec_ok))) {
+			if (!x->rec_ok || checked ||
+			    (x->got[1] && cmp_time(&x->found[1], x->ok) >= 0))
+				return RLOCK_OK;
 			checked = 1;
-			switch (check_ok(rl, &nm, ok, &entry, &now)) {
-			case OKREC_ENTRY:
-				found[1] = entry;
-				got[1] = 1;
-				rec_ok = 0;
-				break;
-			case OKREC_TRIMMED:
-				break;
-			default:
-				rec_ok = 0;
-				break;
-			}
+			check_beyond(x);
 			continue;
 		}
-		rc = read_log(rl, &nm, LAST_PAGE, 0, top, 0, NULL, &l);
+		rc = read_log(x->rl, &x->nm, LAST_PAGE, 0, top, 0, NULL, &l);
 		if (rc != RLOCK_OK) {
 			free(l.ev);
-			break;
+			return rc;
 		}
-		/* A record whose entry the pages hold is that entry: the
-		 * history's event (several masters: its earliest record,
-		 * counted once) stands for it, whatever the record's time,
-		 * and a success only if the entry is one. */
-		for (i = 0; i < l.n; i++) {
-			if (rec_run && strcmp(l.ev[i].id, last->id) == 0 &&
-			    (l.ev[i].from & last->from) != 0)
-				rec_run = 0;
-			if (rec_ok && strcmp(l.ev[i].id, ok->id) == 0 &&
-			    (l.ev[i].from & ok->from) != 0) {
-				if (!rlock_event_ok(&l.ev[i]))
-					ok_junk(rl, &nm, ok->id,
-						strlen(ok->id),
-						"its history entry is no "
-						"success");
-				rec_ok = 0;
-			}
-		}
-		/* One that none matched, inside what the page holds, is no
-		 * entry: said here, whether or not a newer success makes it
-		 * matter (no read more). */
-		if (rec_ok && inside_page(ok->id, ok->from, &l, top)) {
-			ok_junk(rl, &nm, ok->id, strlen(ok->id),
-				no_entry(rl, &nm, ok, &now));
-			rec_ok = 0;
-		}
-		merge(&l, rl->nnode > 1);
-		join_grants(l.ev, l.n);
-		for (i = l.n; i-- > 0;) {
-			struct rlock_event *e = &l.ev[i];
-
-			if (!got[0] && ends_run(e)) {
-				grant_text(e, l.ev, i);
-				found[0] = *e;
-				got[0] = 1;
-			}
-			if (!got[1] && rlock_event_ok(e)) {
-				grant_text(e, l.ev, i);
-				found[1] = *e;
-				got[1] = 1;
-			}
-		}
+		match_records(x, &l, top);
+		take_newest(x, &l);
 		read += LAST_PAGE;
 		if (l.n > 0)
 			prev_id(l.ev[0].id, top, sizeof(top));
@@ -1799,28 +1813,56 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 			top[0] = '\0';
 		free(l.ev);
 	}
-	if (rc != RLOCK_OK)
+}
+
+int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
+	       int *has_last, struct rlock_event *ok, int *has_ok)
+{
+	struct last_scan *x;
+	int rc;
+
+	*has_last = *has_ok = 0;
+	rl->last_junk[0] = '\0';
+	if ((x = calloc(1, sizeof(*x))) == NULL) {
+		set_error(rl->err, sizeof(rl->err), "out of memory");
+		return RLOCK_ESYS;
+	}
+	x->rl = rl;
+	x->last = last;
+	x->ok = ok;
+	x->now = -1;
+	rc = make_names(rl, name, &x->nm);
+	if (rc == RLOCK_OK)
+		rc = identify_servers(rl);
+	if (rc == RLOCK_OK)
+		rc = read_runs(rl, &x->nm, last, &x->rec_run, ok, &x->rec_ok);
+	if (rc == RLOCK_OK)
+		rc = scan_history(x);
+	if (rc != RLOCK_OK) {
+		free(x);
 		return rc;
+	}
 	/* Releases whose grant is older than what was read. */
 	for (int k = 0; k < 2; k++) {
-		if (got[k] && unjoined(&found[k])) {
-			struct evlist one = { &found[k], 1, 1 };
+		if (x->got[k] && unjoined(&x->found[k])) {
+			struct evlist one = { &x->found[k], 1, 1 };
 
-			join_older(rl, &nm, &one);
+			join_older(rl, &x->nm, &one);
 		}
 	}
 	/* A release that ended well writes only 'ok': the last run is the
 	 * newer of the two records, and of what the history holds. */
-	*has_last = rec_run;
-	*has_ok = rec_ok;
-	if (rec_ok)
+	*has_last = x->rec_run;
+	*has_ok = x->rec_ok;
+	if (x->rec_ok)
 		keep_newer(last, has_last, ok, 0);
-	if (got[0])
-		keep_newer(last, has_last, &found[0], 1);
-	if (got[1]) {
-		keep_newer(last, has_last, &found[1], 1);
-		keep_newer(ok, has_ok, &found[1], 1);
+	if (x->got[0])
+		keep_newer(last, has_last, &x->found[0], 1);
+	if (x->got[1]) {
+		keep_newer(last, has_last, &x->found[1], 1);
+		keep_newer(ok, has_ok, &x->found[1], 1);
 	}
+	free(x);
 	return RLOCK_OK;
 }
 
