@@ -325,24 +325,17 @@ static void conn_failed(struct bench *b, struct rlock_conn *conn)
 	fatal(b, RLOCK_EUNAVAIL, conn_errstr(conn));
 }
 
-static int starts_with(const redisReply *r, const char *p)
-{
-	size_t n = strlen(p);
-
-	return r->len >= n && memcmp(r->str, p, n) == 0;
-}
-
 static int error_kind(const redisReply *r)
 {
-	if (starts_with(r, "OOM"))
+	if (reply_starts_with(r, "OOM"))
 		return RLOCK_BENCH_ERR_OOM;
-	if (starts_with(r, "READONLY"))
+	if (reply_starts_with(r, "READONLY"))
 		return RLOCK_BENCH_ERR_READONLY;
-	if (starts_with(r, "LOADING"))
+	if (reply_starts_with(r, "LOADING"))
 		return RLOCK_BENCH_ERR_LOADING;
-	if (starts_with(r, "BUSY"))
+	if (reply_starts_with(r, "BUSY"))
 		return RLOCK_BENCH_ERR_BUSY;
-	if (starts_with(r, "WRONGTYPE"))
+	if (reply_starts_with(r, "WRONGTYPE"))
 		return RLOCK_BENCH_ERR_WRONGTYPE;
 	return RLOCK_BENCH_ERR_OTHER;
 }
@@ -568,26 +561,6 @@ static int is_pong(const redisReply *r)
 	       memcmp(r->str, "PONG", 4) == 0;
 }
 
-/* {kind, chan, x}: "subscribe" with a count, or "message" with its
- * payload, on exactly the channel chan. */
-static int is_push(const redisReply *r, const char *kind, const char *chan)
-{
-	const redisReply *k, *c, *x;
-	size_t kn = strlen(kind), cn = strlen(chan);
-
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
-		return 0;
-	k = r->element[0];
-	c = r->element[1];
-	x = r->element[2];
-	return k->type == REDIS_REPLY_STRING && k->len == kn &&
-	       memcmp(k->str, kind, kn) == 0 &&
-	       c->type == REDIS_REPLY_STRING && c->len == cn &&
-	       memcmp(c->str, chan, cn) == 0 &&
-	       x->type == (strcmp(kind, "subscribe") == 0 ?
-			   REDIS_REPLY_INTEGER : REDIS_REPLY_STRING);
-}
-
 /* ---- replies ---------------------------------------------------------- */
 
 static unsigned jitter(struct bench *b, unsigned max)
@@ -672,7 +645,7 @@ static void on_acquire_reply(struct bench *b, struct bclient *c,
 	struct acq_reply a;
 
 	if (r->type == REDIS_REPLY_ERROR) {
-		if (starts_with(r, "NOSCRIPT") && !c->eval) {
+		if (reply_starts_with(r, "NOSCRIPT") && !c->eval) {
 			b->res->noscript++;
 			c->eval = 1;
 			send_acquire(b, c, now);
@@ -703,7 +676,7 @@ static void on_release_reply(struct bench *b, struct bclient *c,
 	long long held;
 
 	if (r->type == REDIS_REPLY_ERROR) {
-		if (starts_with(r, "NOSCRIPT") && !c->eval) {
+		if (reply_starts_with(r, "NOSCRIPT") && !c->eval) {
 			b->res->noscript++;
 			c->eval = 1;
 			send_release(b, c, now);
@@ -842,7 +815,7 @@ static void on_sub_ready(struct bench *b, struct bclient *c, short revents)
 	}
 	wake_chan(b, c, chan, sizeof(chan));
 	while ((got = conn_take_reply(c->sub, &r)) == 1) {
-		msg = is_push(r, "message", chan);
+		msg = reply_is_push(r, "message", chan);
 		freeReplyObject(r);
 		if (!msg) {
 			/* Nothing else comes on a subscribed connection. */
@@ -1153,7 +1126,7 @@ static int subscribe_all(struct bench *b)
 			return b->rc;
 		}
 		wake_chan(b, c, chan, sizeof(chan));
-		if (!is_push(r, "subscribe", chan)) {
+		if (!reply_is_push(r, "subscribe", chan)) {
 			struct rlock_result e;
 
 			if (r->type == REDIS_REPLY_ERROR) {

@@ -506,25 +506,6 @@ static int is_scan_page(const redisReply *r)
 	return r->element[1]->type == REDIS_REPLY_ARRAY;
 }
 
-/* SUBSCRIBE's confirmation, {"subscribe", chan, count}, or a published
- * message, {"message", chan, payload}: both of the channel chan. */
-static int is_push(const redisReply *r, const char *kind, const char *chan)
-{
-	const redisReply *k, *c;
-	size_t kn = strlen(kind), cn = strlen(chan);
-
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
-		return 0;
-	k = r->element[0];
-	c = r->element[1];
-	return k->type == REDIS_REPLY_STRING && k->len == kn &&
-	       memcmp(k->str, kind, kn) == 0 &&
-	       c->type == REDIS_REPLY_STRING && c->len == cn &&
-	       memcmp(c->str, chan, cn) == 0 &&
-	       (strcmp(kind, "subscribe") != 0 ||
-		r->element[2]->type == REDIS_REPLY_INTEGER);
-}
-
 static const char *user_of(const struct rlock_conn *c)
 {
 	return conn_url(c)->user[0] != '\0' ? conn_url(c)->user : "default";
@@ -961,7 +942,7 @@ static void probe_subscribe(struct doc *x, struct server *s, struct probe *p)
 	}
 	if (call(x, p->sub, 2, argv, &r) != RLOCK_OK)
 		return;
-	if (is_push(r, "subscribe", p->k.chan)) {
+	if (reply_is_push(r, "subscribe", p->k.chan)) {
 		p->subscribed = 1;
 		freeReplyObject(r);
 	} else if (r->type == REDIS_REPLY_ERROR) {
@@ -1006,7 +987,7 @@ static int64_t heard_release(struct doc *x, struct probe *p, int64_t t0)
 	if (!p->subscribed)
 		return -1;
 	rc = conn_wait_reply(p->sub, io_deadline(x), -1, &r);
-	heard = rc == RLOCK_OK && is_push(r, "message", p->k.chan);
+	heard = rc == RLOCK_OK && reply_is_push(r, "message", p->k.chan);
 	freeReplyObject(r);
 	return heard ? now_us() - t0 : -1;
 }

@@ -25,13 +25,6 @@ enum { ST_IDLE, ST_SEND, ST_WAIT, ST_RETRY, ST_DONE };
 #define BUSY_RETRY_MS 100	/* LOADING, TRYAGAIN, CLUSTERDOWN */
 #define FALLBACK_RETRY_MS 50	/* a cluster node down: ask another */
 
-static int starts_with(const redisReply *r, const char *p)
-{
-	size_t n = strlen(p);
-
-	return r->len >= n && memcmp(r->str, p, n) == 0;
-}
-
 /* ---- the fan-out -------------------------------------------------------- */
 
 void fan_init(struct fan *f, const struct rlock *rl)
@@ -122,7 +115,7 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 		return;
 	}
 	/* NOSCRIPT (after SCRIPT FLUSH or a restart): EVAL loads it. */
-	if (r->type == REDIS_REPLY_ERROR && starts_with(r, "NOSCRIPT") &&
+	if (r->type == REDIS_REPLY_ERROR && reply_starts_with(r, "NOSCRIPT") &&
 	    s->req->script != REQ_COMMAND && !s->use_eval) {
 		freeReplyObject(r);
 		s->use_eval = 1;

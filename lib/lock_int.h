@@ -645,6 +645,12 @@ int make_names(struct rlock *rl, const char *name, struct names *n);
 
 /* ---- reading replies (lib/reply.c) ---- */
 
+/* Whether r's text (an error or status) starts with p. */
+int reply_starts_with(const redisReply *r, const char *p);
+/* Whether r is {kind, chan, x} of exactly the channel chan: "subscribe"
+ * with a count, or "message" with its payload. */
+int reply_is_push(const redisReply *r, const char *kind, const char *chan);
+
 /* Element i of array r as a number in min..max: an integer reply, or a
  * string that rlock_parse_ll reads in full.  Returns 0 with *v set, or
  * -1 for anything else (absent, another type, junk, out of range). */

@@ -27,13 +27,6 @@ static int64_t cut(int64_t deadline, int64_t hard)
 	return hard > 0 && deadline > hard ? hard : deadline;
 }
 
-static int starts_with(const redisReply *r, const char *p)
-{
-	size_t n = strlen(p);
-
-	return r->len >= n && memcmp(r->str, p, n) == 0;
-}
-
 /* ---- peers ------------------------------------------------------------ */
 
 /* A peer at host:port (NULL host: the URL's own server), with the node's
@@ -502,7 +495,7 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 		snprintf(host, hostlen, "%s", to.host);
 		*port = to.port;
 		a = ASKED_MASTER;
-	} else if (r->type == REDIS_REPLY_ERROR && starts_with(r, "NOAUTH")) {
+	} else if (r->type == REDIS_REPLY_ERROR && reply_starts_with(r, "NOAUTH")) {
 		a = ASKED_NOAUTH;
 	} else if (r->type == REDIS_REPLY_ERROR) {
 		char text[SERVER_TEXT_MAX + 1];
@@ -818,31 +811,31 @@ enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 	}
 	if (r->type != REDIS_REPLY_ERROR)
 		return NODE_OK;
-	if (starts_with(r, "TRYAGAIN") && n->asking) {
+	if (reply_starts_with(r, "TRYAGAIN") && n->asking) {
 		/* The node importing the slot has some of the keys, not all:
 		 * ask it again after the pause, not the one that said ASK. */
 		n->ask = (int)n->cur;
 		return NODE_RETRY;
 	}
-	if (starts_with(r, "TRYAGAIN") || starts_with(r, "CLUSTERDOWN")) {
+	if (reply_starts_with(r, "TRYAGAIN") || reply_starts_with(r, "CLUSTERDOWN")) {
 		n->failing_over = 1;
 		return NODE_RETRY;
 	}
 	/* Too few replicas for min-replicas-to-write: after a failover,
 	 * until they have synced with the new master, or while one is
 	 * down; worth waiting for within the caller's wait. */
-	if (starts_with(r, "NOREPLICAS")) {
+	if (reply_starts_with(r, "NOREPLICAS")) {
 		n->failing_over = 1;
 		return NODE_RETRY;
 	}
-	if (starts_with(r, "LOADING"))
+	if (reply_starts_with(r, "LOADING"))
 		return NODE_RETRY;
-	if (starts_with(r, "MOVED "))
+	if (reply_starts_with(r, "MOVED "))
 		return redirected(n, r, 0);
-	if (starts_with(r, "ASK "))
+	if (reply_starts_with(r, "ASK "))
 		return redirected(n, r, 1);
 	if (n->sent != NULL &&
-	    (starts_with(r, "READONLY") || starts_with(r, "MASTERDOWN"))) {
+	    (reply_starts_with(r, "READONLY") || reply_starts_with(r, "MASTERDOWN"))) {
 		/* The master we were given is one no longer. */
 		n->failing_over = 1;
 		conn_close(n->cmd);

@@ -191,3 +191,28 @@ void parse_meta(const char *v, long long now, struct rlock_holder *h)
 			 f[6]);
 	snprintf(h->command, sizeof(h->command), "%s", f[nf - 1]);
 }
+
+int reply_starts_with(const redisReply *r, const char *p)
+{
+	size_t n = strlen(p);
+
+	return r->len >= n && memcmp(r->str, p, n) == 0;
+}
+
+int reply_is_push(const redisReply *r, const char *kind, const char *chan)
+{
+	const redisReply *k, *c, *x;
+	size_t kn = strlen(kind), cn = strlen(chan);
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
+		return 0;
+	k = r->element[0];
+	c = r->element[1];
+	x = r->element[2];
+	return k->type == REDIS_REPLY_STRING && k->len == kn &&
+	       memcmp(k->str, kind, kn) == 0 &&
+	       c->type == REDIS_REPLY_STRING && c->len == cn &&
+	       memcmp(c->str, chan, cn) == 0 &&
+	       x->type == (strcmp(kind, "subscribe") == 0 ?
+			   REDIS_REPLY_INTEGER : REDIS_REPLY_STRING);
+}
