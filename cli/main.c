@@ -47,7 +47,7 @@ const struct cmd cli_cmds[] = {
 	  "\n"
 	  "Options:\n" LOCK_OPTS
 	  "  -c, --command STRING           run STRING with $SHELL -c (or /bin/sh -c)\n"
-	  "      --on-lost term|kill|ignore what a lost lock does to COMMAND (default term)\n"
+	  "      --on-lost term|kill|ignore  what a lost lock does to COMMAND (default term)\n"
 	  "  -k, --kill-after DUR           SIGKILL this long after SIGTERM (default 10s)\n"
 	  "      --max-time DUR             terminate COMMAND if it runs longer\n"
 	  "      --once-per DUR             at most one run that exits 0 per period DUR\n" },
@@ -61,7 +61,7 @@ const struct cmd cli_cmds[] = {
 	  "Options:\n" LOCK_OPTS
 	  "      --renew                    renew in the background until released\n"
 	  "      --pid PID                  with --renew: release when PID exits\n"
-	  "      --on-lost term|kill|ignore with --renew: what a loss does (default ignore)\n"
+	  "      --on-lost term|kill|ignore  with --renew: what a loss does (default ignore)\n"
 	  "      --format token|json|env    what to print (default token; env is for eval)\n" },
 	{ "release", cmd_release, "give up a lock held by a token",
 	  "Usage: rlock release [options] NAME [TOKEN]\n"

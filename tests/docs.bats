@@ -268,6 +268,169 @@ lint() {
 	done
 }
 
+# ---- one source for each option ---------------------------------------------
+#
+# The help (cli/main.c) is the source of each option's name, argument and
+# one-line help.  The man pages' option lists must have the same names and
+# argument names, and each item's text must begin with the help's; the zsh
+# and fish completions' descriptions must be the help's.  Text is compared
+# rendered and with its blanks squeezed; the man pages write an argument in
+# lower case and begin a sentence with a capital, fish begins a description
+# with one, so case is ignored there.
+
+# help_items [CMD]: CMD's own options (with no CMD, the global options of
+# "rlock --help"), one a line: NAMES<TAB>ARG<TAB>TEXT, NAMES being "-t --ttl"
+# or "--label", ARG "-" for none.  Fails on an option whose help does not
+# fit on its line.
+help_items() {
+	local out block
+	if (($#)); then
+		block='Options:'
+		out=$("$RLOCK" "$1" --help) || return 1
+	else
+		block='Global options:'
+		out=$("$RLOCK" --help) || return 1
+	fi
+	printf '%s\n' "$out" | awk -v block="$block" '
+		/^[^ ].*:$/ { on = ($0 == block); next }
+		/^$/ { on = 0; next }
+		!on { next }
+		match($0, /^ +(-[A-Za-z], )?--[a-z][a-z0-9-]*( [^ ]+)?  +/) {
+			opt = substr($0, 1, RLENGTH)
+			text = substr($0, RLENGTH + 1)
+			sub(/,/, "", opt)
+			n = split(opt, w, " ")
+			names = w[1]
+			arg = ""
+			if (w[1] ~ /^-[A-Za-z]$/) {
+				names = w[1] " " w[2]
+				if (n > 2) arg = w[3]
+			} else if (n > 1)
+				arg = w[2]
+			print names "\t" (arg == "" ? "-" : arg) "\t" text
+			next
+		}
+		{ print "help of " block " option not on one line: " $0 > "/dev/stderr"; bad = 1 }
+		END { exit bad }'
+}
+
+# man_items PAGE SECTION: the items of an option list in SECTION of PAGE, as
+# help_items prints them, TEXT being the item's first paragraph.
+man_items() {
+	man_section "$2" "$1" | awk '
+		/^     -/ {
+			tag = substr($0, 6)
+			body = ""
+			if (match(tag, /   */)) {
+				body = substr(tag, RSTART + RLENGTH)
+				tag = substr(tag, 1, RSTART - 1)
+			}
+			gsub(/ \| /, "|", tag)
+			sub(/,/, "", tag)
+			n = split(tag, w, " ")
+			names = w[1]
+			arg = ""
+			if (w[1] ~ /^-[A-Za-z]$/ && w[2] ~ /^--/) {
+				names = w[1] " " w[2]
+				if (n > 2) arg = w[3]
+			} else if (n > 1)
+				arg = w[2]
+			if (arg == "")
+				arg = "-"
+			if (body != "")
+				print names "\t" arg "\t" body
+			else
+				want = 1
+			next
+		}
+		want && /^ +[^ ]/ { sub(/^ +/, ""); print names "\t" arg "\t" $0; want = 0 }'
+}
+
+# squeeze TEXT: TEXT lower-cased, blanks squeezed.
+squeeze() {
+	tr '[:upper:]' '[:lower:]' <<<"$1" | tr -s ' \t' '  ' | sed 's/^ //; s/ $//'
+}
+
+# same_items WHERE HELP_ITEMS MAN_ITEMS: the same options with the same
+# argument names, each man item's text beginning with the help's.
+same_items() {
+	local where=$1 names arg text mnames marg mtext bad=0 h m
+	same_set "options in $where" "$(cut -f1 <<<"$2" | sort)" "$(cut -f1 <<<"$3" | sort)" || bad=1
+	while IFS=$'\t' read -r names arg text; do
+		[[ -n $names ]] || continue
+		IFS=$'\t' read -r mnames marg mtext < <(awk -F'\t' -v n="$names" '$1 == n' <<<"$3")
+		[[ -n $mnames ]] || continue
+		if [[ $(squeeze "$arg") != "$(squeeze "$marg")" ]]; then
+			echo "$where: $names takes '$arg' in the help, '$marg' in the man page"
+			bad=1
+		fi
+		h=$(squeeze "$text") m=$(squeeze "$mtext")
+		if [[ $m != "$h"* ]]; then
+			echo "$where: $names: the man page's text does not begin with the help's:"
+			echo "  help: $text"
+			echo "  man:  $mtext"
+			bad=1
+		fi
+	done <<<"$2"
+	((bad == 0))
+}
+
+# zsh_descs [CMD]: OPTION<TAB>DESCRIPTION of each option that _rlock offers
+# after CMD (with no CMD, before the subcommand), as _arguments gets them.
+zsh_descs() {
+	zsh -f -c '
+		n=0 want=$2
+		_arguments() {
+			n=$((n + 1))
+			if ((n == want)); then printf "%s\n" "$@"; fi
+			state=args
+		}
+		_describe() { :; }; _message() { :; }
+		source "$1" >/dev/null
+		n=0
+		words=("${3:-}")
+		_rlock' zsh "$ZSH_COMP" "$((1 + ($# > 0)))" "${1:-}" |
+		sed -nE 's/^(\([^)]*\))?\*?(-[-a-zA-Z0-9]*)[+=]?-?\[([^]]*)\].*/\2\t\3/p'
+}
+
+# fish_descs [CMD]: OPTION<TAB>DESCRIPTION of each option that fish
+# completes after "rlock [CMD]".
+fish_descs() {
+	fish -N -c 'source $argv[1]; complete -C "rlock $argv[2] -"; complete -C "rlock $argv[2] --"' \
+		"$FISH_COMP" "${1:-}" | grep -E '^-' | sort -u
+}
+
+# check_descs CMD: the zsh and fish descriptions of every option that CMD
+# takes are the help's: CMD's own help for its own options, the global help
+# for the others (an option that is both, --json, may have either text).
+check_descs() {
+	local cmd=$1 want zsh fish opt text got bad=0
+	want=$({
+		help_items || exit 1
+		[[ -z $cmd || $cmd == help ]] || help_items "$cmd" || exit 1
+	} | awk -F'\t' '{ n = split($1, o, " "); for (i = 1; i <= n; i++) print o[i] "\t" $3 }' |
+		sort -u) || return 1
+	[[ -n $want ]] || { echo "no options in the help of rlock $cmd"; return 1; }
+	zsh=$(zsh_descs ${cmd:+"$cmd"})
+	fish=$(fish_descs ${cmd:+"$cmd"})
+	for opt in $(cut -f1 <<<"$want" | sort -u); do
+		got=$(awk -F'\t' -v o="$opt" '$1 == o { print $2 }' <<<"$zsh")
+		if ! grep -qxF -- "$opt"$'\t'"$got" <<<"$want"; then
+			echo "rlock $cmd $opt: zsh says '$got', the help:"
+			grep -F -- "$opt"$'\t' <<<"$want" | grep -E "^$opt"$'\t' | cut -f2
+			bad=1
+		fi
+		got=$(awk -F'\t' -v o="$opt" '$1 == o { print $2 }' <<<"$fish")
+		while IFS=$'\t' read -r _ text; do
+			[[ $got == "${text^}" ]] && continue 2
+		done < <(grep -E "^$opt"$'\t' <<<"$want")
+		echo "rlock $cmd $opt: fish says '$got', the help (with a capital):"
+		grep -E "^$opt"$'\t' <<<"$want" | cut -f2
+		bad=1
+	done
+	((bad == 0))
+}
+
 # ---- comparing --------------------------------------------------------------
 
 # same_set WHAT EXPECTED ACTUAL: fail, showing the difference, unless the
@@ -462,6 +625,79 @@ check_options() {
 		RLOCK_HELD RLOCK_RESOURCE RLOCK_LOCKS; do
 		grep -qE "^ +$var\$|^ +$var[ ,]" <<<"$env" || { echo "rlock-run(1) ENVIRONMENT lacks $var"; bad=1; }
 	done
+	((bad == 0))
+}
+
+@test "docs: each option's help is one line, and the global options' help is the same in every subcommand's" {
+	need_rlock
+	local cmd global
+	global=$(help_items)
+	[ -n "$global" ]
+	for cmd in $(option_commands); do
+		run --separate-stderr help_items "$cmd"
+		echo "$stderr"
+		[ "$status" -eq 0 ]
+		[ -n "$output" ]
+		# The global options that it prints after its own.
+		run -0 bash -c '"$1" "$2" --help | sed -n "/^Global options:/,/^\$/p" | sed "\$d"' _ "$RLOCK" "$cmd"
+		assert_output "$("$RLOCK" --help | sed -n '/^Global options:/,/^$/p' | sed '$d')"
+	done
+}
+
+@test "docs: each man page's option list has the help's options, arguments and text" {
+	need_rlock
+	local cmd bad=0
+	same_items "rlock(1) GLOBAL OPTIONS" "$(help_items)" "$(man_items "$MAN_PAGE" 'GLOBAL OPTIONS')" || bad=1
+	for cmd in $(option_commands); do
+		same_items "rlock-$cmd(1) OPTIONS" "$(help_items "$cmd")" \
+			"$(man_items "$(cmd_page "$cmd")" OPTIONS)" || bad=1
+	done
+	((bad == 0))
+}
+
+@test "docs: the option checks find a man item or a help text that differs" {
+	local help man
+	help=$(printf '%s\t%s\t%s\n' '-t --ttl' DUR 'lease length (default 30s)' --renew - 'renew it')
+	man=$(printf '%s\t%s\t%s\n' '-t --ttl' dur 'Lease length (default 30s).  More.' --renew - 'Renew it.')
+	run same_items x "$help" "$man"
+	assert_success
+	run same_items x "$help" "${man/default 30s/default 20s}"
+	assert_failure
+	assert_line --partial 'x: -t --ttl: the man page'
+	run same_items x "$help" "${man/dur/n}"
+	assert_failure
+	assert_line "x: -t --ttl takes 'DUR' in the help, 'n' in the man page"
+	run same_items x "$help" "$(head -n 1 <<<"$man")"
+	assert_failure
+	# An option whose help goes on to a second line.
+	printf '#!/bin/sh\nprintf "Options:\\n  -t, --ttl DUR   lease\\n                  length\\n"\n' >fake
+	chmod +x fake
+	RLOCK=./fake run --separate-stderr help_items run
+	assert_failure
+	assert_stderr --partial 'not on one line:                   length'
+}
+
+@test "docs: the zsh and fish completions describe each option with the help's text" {
+	need_rlock
+	local cmd bad=0
+	check_descs "" || bad=1
+	for cmd in $(help_commands); do
+		check_descs "$cmd" || bad=1
+	done
+	((bad == 0))
+}
+
+@test "docs: the completions and rlock(1) describe each subcommand with the help's summary" {
+	need_rlock
+	local cmd summary bad=0 zsh fish commands
+	zsh=$(sed -n '/^[[:space:]]*commands=($/,/^[[:space:]]*)$/p' "$ZSH_COMP")
+	fish=$(fish -N -c 'source $argv[1]; complete -C "rlock "' "$FISH_COMP")
+	commands=$(man_section COMMANDS)
+	while read -r cmd summary; do
+		grep -qxF -- "		'$cmd:${summary//\'/\'\"\'\"\'}'" <<<"$zsh" || { echo "zsh: $cmd is not '$summary'"; bad=1; }
+		grep -qxF -- "$cmd"$'\t'"${summary^}" <<<"$fish" || { echo "fish: $cmd is not '${summary^}'"; bad=1; }
+		grep -qiF -- "$summary" <<<"$commands" || { echo "rlock(1) COMMANDS: $cmd is not '$summary'"; bad=1; }
+	done < <("$RLOCK" --help | sed -n '/^Commands:/,/^$/p' | sed -n 's/^  \([a-z]*\)  *\(.*\)/\1 \2/p')
 	((bad == 0))
 }
 
