@@ -382,7 +382,7 @@ static void usage(void)
 	       "  75 not acquired   76 lock lost / not ours   77 refused by the server's ACL\n"
 	       "  126, 127 cannot run command\n"
 	       "\n"
-	       "For more details see rlock(1).\n");
+	       "See rlock(1).\n");
 }
 
 void cli_help(const struct cli *g)
@@ -391,8 +391,14 @@ void cli_help(const struct cli *g)
 
 	for (c = cli_cmds; c->name != NULL; c++) {
 		if (g->cmd != NULL && strcmp(c->name, g->cmd) == 0) {
-			printf("%s\n%s\nFor more details see rlock(1).\n",
-			       c->usage, global_opts);
+			/* Each command has its page, man/rlock-CMD.1; help's is
+			 * rlock(1). */
+			if (c->fn == cmd_help)
+				printf("%s\n%s\nSee rlock(1).\n", c->usage,
+				       global_opts);
+			else
+				printf("%s\n%s\nSee rlock-%s(1).\n", c->usage,
+				       global_opts, c->name);
 			exit(cli_flush_stdout(g) == 0 ? EX_OK : EX_OSERR);
 		}
 	}

@@ -701,6 +701,26 @@ check_options() {
 	((bad == 0))
 }
 
+@test "docs: each --help ends by naming its man page, which exists" {
+	need_rlock
+	local cmd
+	run -0 --separate-stderr "$RLOCK" --help
+	assert_equal "${lines[-1]}" "See rlock(1)."
+	run -0 --separate-stderr "$RLOCK" help
+	assert_equal "${lines[-1]}" "See rlock(1)."
+	run -0 --separate-stderr "$RLOCK" help help
+	assert_equal "${lines[-1]}" "See rlock(1)."
+	for cmd in $(option_commands); do
+		[[ -f $(cmd_page "$cmd") ]]
+		run -0 --separate-stderr "$RLOCK" "$cmd" --help
+		assert_equal "${lines[-1]}" "See rlock-$cmd(1)."
+		run -0 --separate-stderr "$RLOCK" help "$cmd"
+		assert_equal "${lines[-1]}" "See rlock-$cmd(1)."
+		run -0 --separate-stderr "$RLOCK" -q "$cmd" -h
+		assert_equal "${lines[-1]}" "See rlock-$cmd(1)."
+	done
+}
+
 @test "docs: completions list exactly the subcommands of rlock --help" {
 	need_rlock
 	local cmds
