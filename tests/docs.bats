@@ -249,6 +249,24 @@ xr_missing() {
 	done
 }
 
+# sx_missing PAGE...: each ".Sx NAME" of the pages that names no section or
+# subsection of its own page, as "PAGE:LINE: NAME".
+sx_missing() {
+	local f
+	for f in "$@"; do
+		awk -v f="${f##*/}" '
+			/^\.S[hs] / { s = $0; sub(/^\.S[hs] /, "", s); have[s] = 1 }
+			/(^\.| )Sx / {
+				s = $0
+				sub(/.*Sx /, "", s)
+				sub(/ [.,;:)]( .*)?$/, "", s)
+				sub(/ (No|Ns|Pc|Pq|Po|Xr|Cm|Fl) .*$/, "", s)
+				want[FNR] = s
+			}
+			END { for (l in want) if (!(want[l] in have)) print f ":" l ": " want[l] }' "$f"
+	done
+}
+
 # lint PAGE: what mandoc -Tlint says of PAGE (on stdout and stderr) but its
 # notes about references to pages it looks for under /usr/share/man only:
 # "referenced manual not found" for a page of man/, which is not installed
@@ -525,6 +543,15 @@ check_options() {
 	printf '%s\n' '.Xr rlock-run 1 ,' '.Xr rlock-nosuch 1 ,' '.Xr rlock-formats 1' >x.1
 	run xr_missing x.1
 	assert_output "$(printf '%s\n' 'x.1:2: rlock-nosuch(1)' 'x.1:3: rlock-formats(1)')"
+}
+
+@test "docs: every .Sx names a section of its own page" {
+	run sx_missing $(man_pages)
+	assert_output ""
+	printf '%s\n' '.Sh NAME' '.Ss Timings' 'see' '.Sx Timings ,' '.Pq see Sx NAME .' \
+		'.Sx SAFETY .' >x.1
+	run sx_missing x.1
+	assert_output 'x.1:6: SAFETY'
 }
 
 @test "docs: man -l renders every man page without a warning at 80 and 60 columns" {
