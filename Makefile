@@ -99,7 +99,7 @@ DISTDIR = dist
 TARBALL = $(DISTDIR)/rlock-$(VERSION).tar.gz
 DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null)
 
-all: rlock rlock.1
+all: rlock $(MAN_OUT)
 
 rlock: $(CLI_OBJ) lib/librlock.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) lib/librlock.a $(LIBS)
@@ -151,10 +151,16 @@ luacheck: $(SCRIPTS_C)
 		fi; \
 	done; exit $$st
 
-# The installed man page: man/rlock.1 dated and versioned from the release.
-rlock.1: man/rlock.1 VERSION debian/changelog
+# The installed man pages: those of man/ (rlock(1), a page per command and
+# rlock-formats(5)), dated and versioned from the release, in man-out/.
+MAN1 = rlock rlock-run rlock-acquire rlock-release rlock-extend rlock-status \
+	rlock-log rlock-last rlock-pool rlock-bench rlock-doctor
+MAN5 = rlock-formats
+MAN_OUT = $(MAN1:%=man-out/%.1) $(MAN5:%=man-out/%.5)
+man-out/%: man/% VERSION debian/changelog
+	@mkdir -p man-out
 	sed -e 's/^\.Dd .*/.Dd $(MAN_DATE)/' -e 's/^\.Os$$/.Os rlock $(VERSION)/' \
-		man/rlock.1 >$@
+		$< >$@
 
 %.o: %.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -201,11 +207,12 @@ demo: deps
 	$(MAKE) rlock
 	./tests/demo.sh
 
-install: rlock rlock.1
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+install: rlock $(MAN_OUT)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 755 rlock $(DESTDIR)$(BINDIR)/rlock
-	install -m 644 rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	install -m 644 $(MAN1:%=man-out/%.1) $(DESTDIR)$(MANDIR)/man1
+	install -m 644 $(MAN5:%=man-out/%.5) $(DESTDIR)$(MANDIR)/man5
 	install -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
 	install -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
 	install -m 644 completions/rlock.fish $(DESTDIR)$(FISHCOMPDIR)/rlock.fish
@@ -213,7 +220,9 @@ install: rlock rlock.1
 	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/rlock $(DESTDIR)$(MANDIR)/man1/rlock.1 \
+	rm -f $(DESTDIR)$(BINDIR)/rlock \
+		$(MAN1:%=$(DESTDIR)$(MANDIR)/man1/%.1) \
+		$(MAN5:%=$(DESTDIR)$(MANDIR)/man5/%.5) \
 		$(DESTDIR)$(BASHCOMPDIR)/rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock \
 		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
@@ -223,7 +232,8 @@ clean-objs:
 	rm -f lib/*.o lib/scripts/*.o cli/*.o tests/unit/*.o lib/librlock.a
 
 clean: clean-objs
-	rm -f rlock rlock.1 tests/unit/unit $(HELPERS) */*.d tests/*/*.d cli/version.h
+	rm -rf man-out
+	rm -f rlock tests/unit/unit $(HELPERS) */*.d tests/*/*.d cli/version.h
 	rm -f lib/scripts/*.d $(SCRIPTS_C) $(SCRIPTS_C).tmp $(LUAGEN)
 	rm -rf $(LINT_DIR)
 	rm -rf $(FUZZ_DIR)

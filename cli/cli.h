@@ -14,8 +14,8 @@
 
 #include "rlock.h"
 
-/* Exit statuses (docs/design.md#exit-status); the table in usage() and in
- * the man page says the same. */
+/* Exit statuses (docs/design.md#exit-status); the table in usage() and
+ * EXIT STATUS in man/rlock.1 say the same. */
 #define EX_OK 0
 #define EX_FREE 1
 #define EX_USAGE 64
@@ -438,8 +438,8 @@ struct cli_progress {
 
 /* An rlock_wait_cb printing, every --progress DUR of a wait, one line
  * "waiting W for NAME: held A by USER@HOST (pid N, note "..."), K ahead,
- * estimate E (median of H holds)" (man page, --progress); arg is a struct
- * cli_progress. */
+ * estimate E (median of H holds)" (man/rlock-run.1, WAITING IN LINE); arg
+ * is a struct cli_progress. */
 void cli_progress_line(const struct rlock_holder *h, int64_t waited,
 		       void *arg);
 

@@ -11,34 +11,30 @@
 
 #include "cli.h"
 
+/*
+ * Each option's line here is the one source of its name, its argument and
+ * its one-line help: tests/docs.bats holds the man pages' option lists and
+ * the zsh and fish completions' descriptions to it, word for word.  One
+ * line each, the text from column 34: "  -x, --long ARG" or "      --long".
+ */
 #define LOCK_OPTS                                                          \
-	"  -t, --ttl DUR                  lease length, renewed every TTL/3 (default 30s)\n" \
+	"  -t, --ttl DUR                  lease length (default 30s)\n"       \
 	"  -n, --nonblock                 fail at once if the lock is held\n"  \
 	"  -w, --timeout DUR              wait at most DUR (-w 0 is -n; default: forever)\n" \
 	"  -E, --conflict-exit-code N     exit status when not acquired (default 75)\n" \
 	"  -s, --shared                   a shared lock: any number of shared holders\n" \
 	"  -x, --exclusive                an exclusive lock: one holder (the default)\n" \
-	"  -l, --limit N                  a semaphore: up to N holders (all users of\n" \
-	"                                 NAME must give the same N), each with the\n" \
-	"                                 lowest free slot 0..N-1 ($RLOCK_SLOT)\n" \
+	"  -l, --limit N                  a semaphore: up to N holders at once\n" \
 	"      --min-hold DUR             keep the lock at least DUR after taking it\n" \
 	"      --label TEXT               what status shows as the holder's command\n" \
-	"      --note TEXT                a note for status and the history, such as a\n" \
-	"                                 CI job's URL (default $RLOCK_NOTE)\n" \
-	"      --wait-replicas N          after taking the lock, wait until N replicas\n" \
-	"                                 have it (within the I/O timeout) or give it up\n" \
-	"      --priority N               -100..100: the line serves higher first (default 0)\n" \
-	"      --progress DUR             where stderr is no terminal, a line every DUR of\n" \
-	"                                 a wait: who holds it, how long, place, estimate\n" \
-	"                                 (default 30s; -q: none)\n" \
-	"      --pool NAME                take free members of pool NAME (the lock NAME;\n" \
-	"                                 see rlock pool): $RLOCK_RESOURCE...\n" \
+	"      --note TEXT                a note for status and the history\n" \
+	"      --wait-replicas N          wait until N replicas have the lock\n" \
+	"      --priority N               -100..100, higher served first (default 0)\n" \
+	"      --progress DUR             print a line every DUR of a wait (default 30s)\n" \
+	"      --pool NAME                take free members of pool NAME\n"    \
 	"      --count K                  with --pool: take K members (default 1)\n" \
-	"      --supersede                newest wins: take the place of the waiter in\n" \
-	"                                 line that also gave --supersede (it exits\n" \
-	"                                 with the conflict status)\n" \
-	"      --with NAME                take lock NAME too, all of them or none\n" \
-	"                                 (repeatable; exclusive locks, one server)\n"
+	"      --supersede                newest wins: replace the --supersede waiter\n" \
+	"      --with NAME                take lock NAME too: all of them or none\n"
 
 const struct cmd cli_cmds[] = {
 	{ "run", cmd_run, "run a command while holding a lock",
@@ -50,13 +46,11 @@ const struct cmd cli_cmds[] = {
 	  "lease, release the lock when COMMAND ends and exit with its status.\n"
 	  "\n"
 	  "Options:\n" LOCK_OPTS
-	  "  -c, --command STRING           run STRING with $SHELL -c (fallback /bin/sh)\n"
-	  "      --on-lost term|kill|ignore what to do to COMMAND if the lock is lost (default term)\n"
+	  "  -c, --command STRING           run STRING with $SHELL -c (or /bin/sh -c)\n"
+	  "      --on-lost term|kill|ignore  what a lost lock does to COMMAND (default term)\n"
 	  "  -k, --kill-after DUR           SIGKILL this long after SIGTERM (default 10s)\n"
 	  "      --max-time DUR             terminate COMMAND if it runs longer\n"
-	  "      --once-per DUR             at most one run that exits 0 per period of the\n"
-	  "                                 server's clock (1d: a UTC day); later ones in\n"
-	  "                                 a done period exit with the conflict status\n" },
+	  "      --once-per DUR             at most one run that exits 0 per period DUR\n" },
 	{ "acquire", cmd_acquire, "take a lock and print its token",
 	  "Usage: rlock acquire [options] NAME\n"
 	  "       rlock acquire [options] --pool POOL [--count K]\n"
@@ -65,12 +59,9 @@ const struct cmd cli_cmds[] = {
 	  "'rlock release' (with POOL as NAME).\n"
 	  "\n"
 	  "Options:\n" LOCK_OPTS
-	  "      --renew                    leave a background renewer until release\n"
-	  "      --pid PID                  with --renew: stop and release when PID exits\n"
-	  "                                 (default: the calling script; subshells\n"
-	  "                                 are passed over)\n"
-	  "      --on-lost term|kill|ignore with --renew: what to send the followed\n"
-	  "                                 process when the lock is lost (default ignore)\n"
+	  "      --renew                    renew in the background until released\n"
+	  "      --pid PID                  with --renew: release when PID exits\n"
+	  "      --on-lost term|kill|ignore  with --renew: what a loss does (default ignore)\n"
 	  "      --format token|json|env    what to print (default token; env is for eval)\n" },
 	{ "release", cmd_release, "give up a lock held by a token",
 	  "Usage: rlock release [options] NAME [TOKEN]\n"
@@ -79,8 +70,7 @@ const struct cmd cli_cmds[] = {
 	  "\n"
 	  "Options:\n"
 	  "      --force                    remove the lock whoever holds it\n"
-	  "      --status N                 record N (0..255) as how the work ended, for\n"
-	  "                                 'rlock last' (default: not recorded)\n" },
+	  "      --status N                 record N (0..255) as how the work ended\n" },
 	{ "extend", cmd_extend, "push back the expiry of a held lock",
 	  "Usage: rlock extend [options] NAME [TOKEN]\n"
 	  "\n"
@@ -106,8 +96,7 @@ const struct cmd cli_cmds[] = {
 	  "Options:\n"
 	  "  -n, --lines N                  the last N events (default 20)\n"
 	  "      --since DUR                only events of the last DUR\n"
-	  "  -f, --follow                   then print new events as they happen, until\n"
-	  "                                 interrupted\n" },
+	  "  -f, --follow                   then print new events until interrupted\n" },
 	{ "last", cmd_last, "show the last run of locks, or check it is recent",
 	  "Usage: rlock last [options] NAME...\n"
 	  "\n"
@@ -147,8 +136,7 @@ const struct cmd cli_cmds[] = {
 	  "  -d, --duration DUR             or run for DUR (default 5s)\n"
 	  "  -t, --ttl DUR                  lease length of each acquire (default 10s)\n"
 	  "      --hold DUR                 time held per cycle (default 0)\n"
-	  "      --gap DUR                  pause between a client's release and its\n"
-	  "                                 next acquire (default 0)\n"
+	  "      --gap DUR                  pause before each next acquire (default 0)\n"
 	  "  -l, --limit N                  semaphores of N places instead of locks\n"
 	  "  -s, --shared                   shared locks instead of exclusive ones\n"
 	  "      --no-ping                  skip the PING baseline\n" },
@@ -177,28 +165,23 @@ const struct cmd cli_cmds[] = {
 
 static const char global_opts[] =
 	"Global options:\n"
-	"  -u, --url URL                  Redis server (repeatable; default $RLOCK_URL,\n"
-	"                                 $REDIS_URL, redis://127.0.0.1:6379)\n"
-	"      --prefix P                 key prefix (default $RLOCK_PREFIX or rlock:)\n"
+	"  -u, --url URL                  Redis server (repeatable; default $RLOCK_URL)\n"
+	"      --prefix PREFIX            key prefix (default $RLOCK_PREFIX or rlock:)\n"
 	"      --connect-timeout DUR      connection timeout (default 2s)\n"
 	"      --io-timeout DUR           timeout of each request (default 2s)\n"
-	"      --password-file F          read the password from F (or $REDISCLI_AUTH)\n"
-	"      --cacert FILE              CA certificates for rediss:// (default $RLOCK_CACERT,\n"
-	"                                 else the system's trust store)\n"
+	"      --password-file FILE       read the password from FILE\n"
+	"      --cacert FILE              CA certificates for rediss://\n"
 	"      --cacertdir DIR            directory of hashed CA certificates (c_rehash)\n"
-	"      --cert FILE                client certificate for mutual TLS (default $RLOCK_CERT)\n"
-	"      --key FILE                 its private key (default $RLOCK_CERT_KEY, else in\n"
-	"                                 --cert)\n"
-	"      --sni NAME                 server name to send and to verify (default: URL host)\n"
-	"      --insecure                 do not verify the server's certificate nor its name\n"
-	"      --sentinel-user NAME       user for the sentinels (default $RLOCK_SENTINEL_USER)\n"
-	"      --sentinel-password-file F the sentinels' password (or $RLOCK_SENTINEL_PASSWORD),\n"
-	"                                 not the master's: that is --password-file\n"
+	"      --cert FILE                client certificate for mutual TLS\n"
+	"      --key FILE                 the client certificate's private key\n"
+	"      --sni NAME                 server name to verify instead of the URL's host\n"
+	"      --insecure                 do not verify the server's certificate nor name\n"
+	"      --sentinel-user NAME       user for the sentinels\n"
+	"      --sentinel-password-file FILE  the sentinels' password (not the master's)\n"
 	"  -v, --verbose                  more diagnostics\n"
 	"  -q, --quiet                    fewer diagnostics\n"
 	"      --json                     machine-readable output\n"
-	"      --no-log                   keep no history of what this does (or\n"
-	"                                 RLOCK_LOG=off)\n"
+	"      --no-log                   record nothing in the locks' history\n"
 	"  -h, --help                     show this help\n"
 	"  -V, --version                  show the version\n";
 
@@ -399,7 +382,7 @@ static void usage(void)
 	       "  75 not acquired   76 lock lost / not ours   77 refused by the server's ACL\n"
 	       "  126, 127 cannot run command\n"
 	       "\n"
-	       "For more details see rlock(1).\n");
+	       "See rlock(1).\n");
 }
 
 void cli_help(const struct cli *g)
@@ -408,8 +391,14 @@ void cli_help(const struct cli *g)
 
 	for (c = cli_cmds; c->name != NULL; c++) {
 		if (g->cmd != NULL && strcmp(c->name, g->cmd) == 0) {
-			printf("%s\n%s\nFor more details see rlock(1).\n",
-			       c->usage, global_opts);
+			/* Each command has its page, man/rlock-CMD.1; help's is
+			 * rlock(1). */
+			if (c->fn == cmd_help)
+				printf("%s\n%s\nSee rlock(1).\n", c->usage,
+				       global_opts);
+			else
+				printf("%s\n%s\nSee rlock-%s(1).\n", c->usage,
+				       global_opts, c->name);
 			exit(cli_flush_stdout(g) == 0 ? EX_OK : EX_OSERR);
 		}
 	}

@@ -125,7 +125,7 @@ for j, s in zip(lines, stream):
 }
 
 # log_line_matches LINE EVENT PID FENCE: "DATE TIME  EVENT  USER@HOST pid
-# PID  fence FENCE..." with the columns of man/rlock.1 (LOCK HISTORY).
+# PID  fence FENCE..." with the columns of man/rlock-log.1 (DESCRIPTION).
 log_line_matches() {
 	local re
 	re="^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}  $(printf '%-8s' "$2")  $USER@$(uname -n) pid $3  fence $4( |\$)"

@@ -13,29 +13,14 @@ load test_helper
 
 LINKS=$BATS_TEST_DIRNAME/links.py
 
-# The pages and guides that the other branches of issue 43 write
-# (/work/briefs/docs-plan.md): until they land, a link to one of them
-# counts as a link to a file that exists, and its anchors are not checked.
-# A file of this list that exists is checked as any other.  Delete the
-# list once they have all landed.
-PLANNED="man/rlock-run.1 man/rlock-acquire.1 man/rlock-release.1
-	man/rlock-extend.1 man/rlock-status.1 man/rlock-log.1 man/rlock-last.1
-	man/rlock-pool.1 man/rlock-bench.1 man/rlock-doctor.1 man/rlock-formats.5
-	docs/README.md docs/cron.md docs/ci.md docs/scripts.md"
-
 setup_file() { :; }
 teardown_file() { :; }
 setup() { cd "$BATS_TEST_TMPDIR" || return 1; }
 teardown() { :; }
 
-# links ARGS...: tests/links.py in the repository, the planned files that
-# do not exist yet assumed.
+# links ARGS...: tests/links.py in the repository.
 links() {
-	local f assume=
-	for f in $PLANNED; do
-		[[ -e $REPO_DIR/$f ]] || assume+=" $f"
-	done
-	(cd "$REPO_DIR" && LINKS_ASSUME=$assume python3 "$LINKS" "$@")
+	(cd "$REPO_DIR" && python3 "$LINKS" "$@")
 }
 
 @test "links: every relative link in README.md, docs/*.md and bench/*.md leads to a file, and its #anchor to a heading of it" {

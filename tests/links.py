@@ -7,9 +7,6 @@
     links.py xr MANDIR PAGE... every ".Xr rlock... N" of each mdoc page
                                names a page MANDIR/NAME.N
 
-A path in LINKS_ASSUME (separated by blanks, relative to the current
-directory) counts as a file that exists: a page or guide another branch
-is writing, linked to before it lands.  Its anchors are not checked.
     links.py cites SOURCE...   every "docs/NAME.md#anchor" that a source
                                file cites names a heading of that page,
                                and none cites the old DESIGN sections
@@ -139,13 +136,8 @@ def links_of(text):
             yield n, m.group(1)
 
 
-def assumed(path):
-    names = os.environ.get('LINKS_ASSUME', '').split()
-    return os.path.normpath(path) in {os.path.normpath(p) for p in names}
-
-
 def exists(path):
-    return os.path.exists(path) or assumed(path)
+    return os.path.exists(path)
 
 
 def check_md(path):
@@ -194,7 +186,7 @@ def check_xr(mandir, path):
                 continue
             name, section = m.group(1), m.group(2)
             page = os.path.join(mandir, '%s.%s' % (name, section))
-            if not os.path.isfile(page) and not assumed(page):
+            if not os.path.isfile(page):
                 bad.append('%s:%d: .Xr %s %s: no page %s/%s.%s'
                            % (path, n, name, section, mandir, name, section))
     return bad

@@ -67,14 +67,22 @@ guides() {
 	done
 }
 
-@test "package: the .deb holds the binary, man page, completions and docs, owned by root" {
+# man_files: the man pages of man/ as the package holds them.
+man_files() {
+	local page name
+	for page in "$REPO_DIR"/man/*.[1-8]; do
+		name=${page##*/}
+		echo "usr/share/man/man${name##*.}/$name.gz"
+	done
+}
+
+@test "package: the .deb holds the binary, man pages, completions and docs, owned by root" {
 	local want ex f
 	want=$({
 		printf '%s\n' usr/bin/rlock \
 			usr/share/bash-completion/completions/rlock \
 			usr/share/zsh/vendor-completions/_rlock \
 			usr/share/fish/vendor_completions.d/rlock.fish \
-			usr/share/man/man1/rlock.1.gz \
 			usr/share/doc/rlock/copyright \
 			usr/share/doc/rlock/changelog.gz
 		for ex in "$REPO_DIR"/examples/*; do
@@ -84,6 +92,7 @@ guides() {
 		for f in $(guides); do
 			echo "usr/share/doc/rlock/${f##*/}"
 		done
+		man_files
 	} | LC_ALL=C sort)
 	run -0 deb_files
 	assert_output "$want"
@@ -160,20 +169,56 @@ guides() {
 	assert_output "$("$RLOCK" run --help)"
 }
 
-@test "package: the man page is dated by the changelog and versioned by VERSION" {
-	local page=$T_ROOT/usr/share/man/man1/rlock.1.gz date
+@test "package: the man pages are dated by the changelog and versioned by VERSION" {
+	local page date name n=0
 	date=$(LC_ALL=C date -u -d "@$(dpkg-parsechangelog -l "$REPO_DIR/debian/changelog" -STimestamp)" '+%B %-d, %Y')
-	run -0 zcat "$page"
-	assert_line ".Dd $date"
-	assert_line ".Os rlock $T_VERSION"
+	for page in $(man_files); do
+		name=${page##*/}
+		name=${name%.gz}
+		run -0 zcat "$T_ROOT/$page"
+		assert_line ".Dd $date"
+		assert_line ".Os rlock $T_VERSION"
+		# The same page as in man/, but for those two lines.
+		run -0 diff <(zcat "$T_ROOT/$page" | grep -v '^\.Dd \|^\.Os') \
+			<(grep -v '^\.Dd \|^\.Os' "$REPO_DIR/man/$name")
+		# Only STYLE notes below warnings: .Os with a version is one.
+		zcat "$T_ROOT/$page" >"$name"
+		run -0 mandoc -Tlint -W warning "$name"
+		assert_output ""
+		run -0 mandoc -Tascii "$name"
+		assert_line --regexp "^rlock $T_VERSION +$date +rlock $T_VERSION\$"
+		n=$((n + 1))
+	done
+	((n > 10))
+	zcat "$T_ROOT/usr/share/man/man1/rlock.1.gz" >rlock.1
+	run -0 cat rlock.1
 	assert_line ".Sh AUTHORS"
 	assert_line ".Sh LICENSE"
-	# Only STYLE notes below warnings: .Os with a version is one.
-	zcat "$page" >rlock.1
-	run -0 mandoc -Tlint -W warning rlock.1
+}
+
+@test "package: man finds every page, rlock-run(1) among them, in the .deb and after make install" {
+	local page name sec root
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		make -s -C "$REPO_DIR" install DESTDIR="$BATS_TEST_TMPDIR/inst" PREFIX=/usr >make.log 2>&1 || {
+		cat make.log
+		return 1
+	}
+	for root in "$T_ROOT" "$BATS_TEST_TMPDIR/inst"; do
+		run -0 env MANPATH="$root/usr/share/man" man -w rlock-run
+		assert_output --regexp "^$root/usr/share/man/man1/rlock-run\.1(\.gz)?\$"
+		for page in "$REPO_DIR"/man/*.[1-8]; do
+			name=${page##*/}
+			sec=${name##*.}
+			run -0 env MANPATH="$root/usr/share/man" man -w "$sec" "${name%.*}"
+			assert_output --regexp "^$root/usr/share/man/man$sec/$name(\.gz)?\$"
+		done
+	done
+	run -0 env MANPATH="$BATS_TEST_TMPDIR/inst/usr/share/man" MANWIDTH=80 MANPAGER=cat man rlock-run
+	assert_line --index 0 --regexp '^RLOCK-RUN\(1\) '
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		make -s -C "$REPO_DIR" uninstall DESTDIR="$BATS_TEST_TMPDIR/inst" PREFIX=/usr
+	run -0 find "$BATS_TEST_TMPDIR/inst" -type f
 	assert_output ""
-	run -0 mandoc -Tascii rlock.1
-	assert_line --regexp "^rlock $T_VERSION +$date +rlock $T_VERSION\$"
 }
 
 @test "package: bash-completion's loader finds the packaged completion, which completes 'rlock ru' to run" {
@@ -198,7 +243,7 @@ guides() {
 	run -0 cut -d/ -f1 <<<"$output"
 	assert_output "$(for l in "${lines[@]}"; do echo "$top"; done)"
 	run -0 tar -tzf "$T_TARBALL"
-	refute_line --regexp "(^|/)\.git/|\.[oad]\$|^$top/(rlock|rlock\.1|dist/.*|cli/version\.h)\$"
+	refute_line --regexp "(^|/)\.git/|\.[oad]\$|^$top/(rlock|man-out/.*|dist/.*|cli/version\.h)\$"
 	assert_line "$top/MANIFEST"
 	assert_line "$top/LICENSE"
 	assert_line "$top/debian/changelog"
