@@ -13,7 +13,7 @@
 bats_require_minimum_version 1.5.0
 load test_helper
 
-RLOCK=${RLOCK:-$BATS_TEST_DIRNAME/../rlock}
+RLOCK=${RLOCK:-$BATS_TEST_DIRNAME/../build/rlock}
 DOCS_DIR=$BATS_TEST_DIRNAME/..
 MAN_PAGE=$DOCS_DIR/man/rlock.1
 BASH_COMP=$DOCS_DIR/completions/rlock.bash
@@ -491,7 +491,7 @@ backup_recipe() {
 @test "docs: README's --on-lost term recipe stops its work within a second of the loss and exits 76" {
 	rl_setup
 	start_redis R
-	export RLOCK_URL=$R_URL PATH="$REPO_DIR:$PATH"
+	export RLOCK_URL=$R_URL PATH="${RLOCK%/*}:$PATH"
 	# sleep stands in for tar, and says its pid.
 	backup_recipe "sh -c 'echo \$\$ >work.pid; exec sleep 60'"
 	bg_start s bash backup.sh
@@ -517,7 +517,7 @@ backup_recipe() {
 @test "docs: README's --on-lost term recipe releases the lock when its work ends, with the work's status" {
 	rl_setup
 	start_redis R
-	export RLOCK_URL=$R_URL PATH="$REPO_DIR:$PATH"
+	export RLOCK_URL=$R_URL PATH="${RLOCK%/*}:$PATH"
 	backup_recipe 'true'
 	run -0 --separate-stderr bash backup.sh
 	assert_equal "$stderr" ""
