@@ -4,6 +4,23 @@
 # (dist/rlock_VERSION_ARCH.deb, after deb-deps) and distclean.  SAN=1 builds
 # with AddressSanitizer and UBSan; WERROR=1 turns warnings into errors (make
 # test does this).
+#
+# Everything a build writes is under build/ (make clean removes it), never
+# beside the sources:
+#   build/rlock              the program
+#   build/man/               the man pages as installed, dated and versioned
+#   build/unit               the unit tests (make unit runs them)
+#   build/helpers/NAME       the tests' helper programs (tests/helpers/NAME.c)
+#   build/obj/               objects, their .d files and librlock.a;
+#   build/obj-san/             the same built with SAN=1, kept apart
+#   build/flavour            which of the two build/rlock, build/unit and
+#                            build/helpers/ were linked from: a change
+#                            relinks them
+#   build/gen/               generated C: the scripts' bodies, version.h
+#   build/host/              luagen, the generator run at build time
+#   build/lint/              the scripts as sent, for make luacheck
+#   build/fuzz/              the fuzz targets, their library and findings
+#   build/MANIFEST           the list make dist packs (in a git checkout)
 
 # The release: VERSION is the one place it is written.  The package
 # (debian/changelog, checked by make deb), the man page and the tarball take
@@ -42,9 +59,13 @@ WARN = -Wall -Wextra -Wstrict-prototypes -Wwrite-strings -Wshadow \
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
+BUILD = build
 ifeq ($(SAN),1)
-CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
-LDFLAGS += -fsanitize=address,undefined
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer
+OBJ = $(BUILD)/obj-san
+else
+SAN_FLAGS =
+OBJ = $(BUILD)/obj
 endif
 
 # OpenSSL's headers only: libssl is loaded with dlopen on the first
@@ -62,8 +83,11 @@ DEPS_LIBS = -Wl,-Bstatic -lhiredis -Wl,-Bdynamic
 else
 DEPS_LIBS = $(shell $(PKG_CONFIG) --libs hiredis 2>/dev/null || echo -lhiredis)
 endif
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib -MMD -MP \
-	     $(CPPFLAGS) $(CFLAGS)
+# HOST_CFLAGS: the generator run at build time, never sanitized.
+HOST_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib -MMD -MP \
+	      $(CPPFLAGS) $(CFLAGS)
+ALL_CFLAGS = $(HOST_CFLAGS) $(SAN_FLAGS)
+ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 LIBS = $(DEPS_LIBS) -lpthread
 
 # The server's scripts, lib/scripts/NAME.lua (and the pieces they
@@ -71,19 +95,28 @@ LIBS = $(DEPS_LIBS) -lpthread
 # and line maps (lib/scripts/luagen.c), never written by hand.
 SCRIPTS = acquire extend release force fence status leave log members with
 SCRIPTS_LUA = $(SCRIPTS:%=lib/scripts/%.lua)
-SCRIPTS_C = lib/scripts/bodies.c
-LUAGEN = lib/scripts/luagen
-LINT_DIR = lib/scripts/lint
+GEN = $(BUILD)/gen
+SCRIPTS_C = $(GEN)/bodies.c
+LUAGEN_SRC = lib/scripts/luagen.c
+HOST = $(BUILD)/host
+LUAGEN = $(HOST)/luagen
+LINT_DIR = $(BUILD)/lint
 
-LIB_SRC = $(wildcard lib/*.c) $(filter-out $(SCRIPTS_C) $(LUAGEN).c, \
-	  $(wildcard lib/scripts/*.c)) $(SCRIPTS_C)
+# The library's sources in the tree; its objects are those and the
+# generated C's.
+LIB_SRC = $(wildcard lib/*.c) $(filter-out $(LUAGEN_SRC), $(wildcard lib/scripts/*.c))
 CLI_SRC = $(wildcard cli/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 HELPER_SRC = $(wildcard tests/helpers/*.c)
-LIB_OBJ = $(LIB_SRC:.c=.o)
-CLI_OBJ = $(CLI_SRC:.c=.o)
-UNIT_OBJ = $(UNIT_SRC:.c=.o)
-HELPERS = $(HELPER_SRC:.c=)
+LIB_OBJ = $(LIB_SRC:%.c=$(OBJ)/%.o) $(SCRIPTS_C:$(GEN)/%.c=$(OBJ)/gen/%.o)
+LIBRLOCK = $(OBJ)/librlock.a
+CLI_OBJ = $(CLI_SRC:%.c=$(OBJ)/%.o)
+UNIT_OBJ = $(UNIT_SRC:%.c=$(OBJ)/%.o)
+HELPERS = $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/helpers/%)
+UNIT = $(BUILD)/unit
+FLAVOUR = $(BUILD)/flavour
+MAN_SRC = $(wildcard man/*.[1-8])
+MAN = $(MAN_SRC:man/%=$(BUILD)/man/%)
 
 # Debian packages the build and the tests need (make deps installs them).
 DEB_PKGS = gcc make pkg-config libhiredis-dev libssl-dev redis-server \
@@ -99,34 +132,51 @@ DISTDIR = dist
 TARBALL = $(DISTDIR)/rlock-$(VERSION).tar.gz
 DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null)
 
-all: rlock $(MAN_OUT)
+all: $(BUILD)/rlock $(MAN)
 
-rlock: $(CLI_OBJ) lib/librlock.a
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) lib/librlock.a $(LIBS)
+# make rlock: the same as make build/rlock.
+rlock: $(BUILD)/rlock
 
-lib/librlock.a: $(LIB_OBJ)
+$(BUILD)/rlock: $(CLI_OBJ) $(LIBRLOCK) $(FLAVOUR)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIBRLOCK) $(LIBS)
+
+$(LIBRLOCK): $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $(LIB_OBJ)
 
+# The programs are linked from build/obj/ or, with SAN=1, build/obj-san/:
+# $(FLAVOUR) says which, and is rewritten only when that changes, so that
+# a build of the other kind relinks them even where their objects are
+# older.
+$(FLAVOUR): FORCE
+	@mkdir -p $(@D)
+	@echo '$(OBJ)' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
 # version.h is rewritten only when what it says changes, so that a new
 # commit or an edit relinks rlock and an unchanged tree rebuilds nothing.
-cli/version.h: FORCE
+$(GEN)/version.h: FORCE
+	@mkdir -p $(@D)
 	@printf '#define RLOCK_VERSION "%s"\n#define RLOCK_COMMIT "%s"\n' \
 		'$(VERSION)' '$(RLOCK_COMMIT)' >$@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
 
-cli/version.o: cli/version.h
+$(OBJ)/cli/version.o: $(GEN)/version.h
+$(OBJ)/cli/version.o: EXTRA_CFLAGS = -I$(GEN)
 
 # The generator runs on the build machine; sha1.c is the library's own.
-$(LUAGEN): $(LUAGEN).c lib/sha1.c lib/rlock_int.h lib/rlock.h
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPS_CFLAGS) -Ilib $(CPPFLAGS) \
-		$(CFLAGS) $(LDFLAGS) -o $@ $(LUAGEN).c lib/sha1.c
+$(LUAGEN): $(HOST)/$(LUAGEN_SRC:.c=.o) $(HOST)/lib/sha1.o
+	$(CC) $(HOST_CFLAGS) $(LDFLAGS) -o $@ $^
+
+$(HOST)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -c -o $@ $<
 
 # Every script and piece, and the header their @NAME@ values come from:
 # an edit to any of them regenerates the C and relinks.  The bodies as
 # sent, and their line maps, go to $(LINT_DIR) for make luacheck.
 $(SCRIPTS_C): $(LUAGEN) $(wildcard lib/scripts/*.lua) lib/protocol.h
-	@mkdir -p $(LINT_DIR)
+	@mkdir -p $(@D) $(LINT_DIR)
 	$(LUAGEN) -d $(LINT_DIR) lib/protocol.h $@ $(SCRIPTS_LUA)
 
 # make luacheck: each script's body as the server gets it (its pieces
@@ -151,28 +201,30 @@ luacheck: $(SCRIPTS_C)
 		fi; \
 	done; exit $$st
 
-# The installed man pages: those of man/ (rlock(1), a page per command and
-# rlock-formats(5)), dated and versioned from the release, in man-out/.
-MAN1 = rlock rlock-run rlock-acquire rlock-release rlock-extend rlock-status \
-	rlock-log rlock-last rlock-pool rlock-bench rlock-doctor
-MAN5 = rlock-formats
-MAN_OUT = $(MAN1:%=man-out/%.1) $(MAN5:%=man-out/%.5)
-man-out/%: man/% VERSION debian/changelog
-	@mkdir -p man-out
+# The installed man pages: each man/NAME.SECTION dated and versioned from
+# the release.
+$(BUILD)/man/%: man/% VERSION debian/changelog
+	@mkdir -p $(@D)
 	sed -e 's/^\.Dd .*/.Dd $(MAN_DATE)/' -e 's/^\.Os$$/.Os rlock $(VERSION)/' \
 		$< >$@
 
-%.o: %.c
+$(OBJ)/gen/%.o: $(GEN)/%.c
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-# The unit tests reach into cli/ for its writers of outside text.
-UNIT_CLI_OBJ = cli/text.o
-tests/unit/unit: $(UNIT_OBJ) $(UNIT_CLI_OBJ) lib/librlock.a
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(UNIT_CLI_OBJ) \
-		lib/librlock.a $(LIBS)
+$(OBJ)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS) -c -o $@ $<
 
-tests/helpers/%: tests/helpers/%.c lib/librlock.a
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< lib/librlock.a $(LIBS)
+# The unit tests reach into cli/ for its writers of outside text.
+UNIT_CLI_OBJ = $(OBJ)/cli/text.o
+$(UNIT): $(UNIT_OBJ) $(UNIT_CLI_OBJ) $(LIBRLOCK) $(FLAVOUR)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $(UNIT_OBJ) $(UNIT_CLI_OBJ) \
+		$(LIBRLOCK) $(LIBS)
+
+$(BUILD)/helpers/%: tests/helpers/%.c $(LIBRLOCK) $(FLAVOUR)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBRLOCK) $(LIBS)
 
 # apt_install: install those of the Debian packages $(1) that are missing.
 define apt_install
@@ -193,26 +245,29 @@ deps:
 deb-deps:
 	$(call apt_install,$(DEB_TOOLS_PKGS))
 
-unit: tests/unit/unit
-	./tests/unit/unit
+unit: $(UNIT)
+	./$(UNIT)
 
 # make test: install what is missing, rebuild with warnings as errors,
 # then run the unit tests and every bats suite against private servers.
 test: deps deb-deps
 	$(MAKE) clean-objs
-	$(MAKE) WERROR=1 rlock tests/unit/unit $(HELPERS)
+	$(MAKE) WERROR=1 $(BUILD)/rlock $(UNIT) $(HELPERS)
 	./tests/run-tests
 
 demo: deps
-	$(MAKE) rlock
+	$(MAKE) $(BUILD)/rlock
 	./tests/demo.sh
 
-install: rlock $(MAN_OUT)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+# Each man page goes to the directory of its section (man1/, man5/...).
+install: $(BUILD)/rlock $(MAN)
+	install -d $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
-	install -m 755 rlock $(DESTDIR)$(BINDIR)/rlock
-	install -m 644 $(MAN1:%=man-out/%.1) $(DESTDIR)$(MANDIR)/man1
-	install -m 644 $(MAN5:%=man-out/%.5) $(DESTDIR)$(MANDIR)/man5
+	install -m 755 $(BUILD)/rlock $(DESTDIR)$(BINDIR)/rlock
+	for p in $(MAN); do \
+		d=$(DESTDIR)$(MANDIR)/man$${p##*.}; \
+		install -d $$d && install -m 644 $$p $$d/ || exit 1; \
+	done
 	install -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
 	install -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
 	install -m 644 completions/rlock.fish $(DESTDIR)$(FISHCOMPDIR)/rlock.fish
@@ -221,22 +276,28 @@ install: rlock $(MAN_OUT)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rlock \
-		$(MAN1:%=$(DESTDIR)$(MANDIR)/man1/%.1) \
-		$(MAN5:%=$(DESTDIR)$(MANDIR)/man5/%.5) \
 		$(DESTDIR)$(BASHCOMPDIR)/rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock \
 		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
+	for p in $(MAN_SRC:man/%=%); do \
+		rm -f $(DESTDIR)$(MANDIR)/man$${p##*.}/$$p; \
+	done
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
+# make clean-objs: the objects of both kinds (make test rebuilds them
+# with warnings as errors).
 clean-objs:
-	rm -f lib/*.o lib/scripts/*.o cli/*.o tests/unit/*.o lib/librlock.a
+	rm -rf $(BUILD)/obj $(BUILD)/obj-san
 
-clean: clean-objs
-	rm -rf man-out
-	rm -f rlock tests/unit/unit $(HELPERS) */*.d tests/*/*.d cli/version.h
-	rm -f lib/scripts/*.d $(SCRIPTS_C) $(SCRIPTS_C).tmp $(LUAGEN)
-	rm -rf $(LINT_DIR)
-	rm -rf $(FUZZ_DIR)
+# make clean: build/, and what a build wrote beside the sources before
+# build/ held it all.
+clean:
+	rm -rf $(BUILD)
+	rm -f rlock rlock.1 cli/version.h lib/librlock.a \
+		tests/unit/unit lib/scripts/bodies.c lib/scripts/luagen \
+		$(HELPER_SRC:.c=) $(wildcard cli/*.[od] lib/*.[od] \
+		lib/scripts/*.[od] tests/unit/*.[od] tests/helpers/*.d)
+	rm -rf lib/scripts/lint tests/fuzz/build man-out
 
 distclean: clean
 	rm -rf $(DISTDIR)
@@ -245,23 +306,30 @@ distclean: clean
 # ones left out), listed in MANIFEST, which goes in the tarball too: an
 # unpacked tarball has no git, and its make dist reads that list.  Under
 # rlock-VERSION/, in the list's order, owned by root, dated from
-# debian/changelog, so that the same files give the same bytes.
+# debian/changelog, so that the same files give the same bytes.  In a git
+# checkout the list is made as build/MANIFEST and packed as MANIFEST.
 dist: $(TARBALL)
 
 $(TARBALL): FORCE
+	@mkdir -p $(BUILD)
 	@if [ -n "$$(git rev-parse --git-dir 2>/dev/null)" ] && \
 		[ -z "$$(git rev-parse --show-prefix)" ]; then \
 		{ git ls-files; git ls-files --deleted; echo MANIFEST; } | \
-			LC_ALL=C sort | uniq -u >MANIFEST.tmp && \
-			mv -f MANIFEST.tmp MANIFEST; \
-	elif [ ! -f MANIFEST ]; then \
+			LC_ALL=C sort | uniq -u >$(BUILD)/MANIFEST.tmp && \
+			mv -f $(BUILD)/MANIFEST.tmp $(BUILD)/MANIFEST && \
+			sed 's,^MANIFEST$$,$(BUILD)/MANIFEST,' $(BUILD)/MANIFEST \
+				>$(BUILD)/dist-files; \
+	elif [ -f MANIFEST ]; then \
+		cp MANIFEST $(BUILD)/dist-files; \
+	else \
 		echo "make dist: not a git checkout, and no MANIFEST" >&2; exit 1; \
 	fi
 	mkdir -p $(DISTDIR)
 	tar --create --no-recursion --format=gnu --owner=0 --group=0 \
 		--numeric-owner --mode=u+rw,go=rX --mtime=@$(SOURCE_DATE_EPOCH) \
+		--transform='s,^$(BUILD)/MANIFEST$$,MANIFEST,' \
 		--transform='s,^,rlock-$(VERSION)/,S' \
-		--file=$(DISTDIR)/tar.tmp --files-from=MANIFEST
+		--file=$(DISTDIR)/tar.tmp --files-from=$(BUILD)/dist-files
 	gzip -n -9 <$(DISTDIR)/tar.tmp >$@.tmp
 	mv -f $@.tmp $@
 	rm -f $(DISTDIR)/tar.tmp
@@ -288,10 +356,11 @@ deb: deb-deps check-version dist
 	mv -f $(DISTDIR)/deb-build/rlock_$(VERSION)_$(DEB_ARCH).deb $(DISTDIR)/
 	rm -rf $(DISTDIR)/deb-build
 
-.PHONY: all deps deb-deps unit luacheck test demo install uninstall clean \
-	clean-objs distclean dist deb check-version FORCE
+.PHONY: all rlock deps deb-deps unit luacheck test demo install uninstall \
+	clean clean-objs distclean dist deb check-version FORCE
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(HELPERS:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(HELPERS:=.d) \
+	$(HOST)/$(LUAGEN_SRC:.c=.d) $(HOST)/lib/sha1.d
 
 # make stress: the randomized safety checker under chaos for STRESS_SECS
 # seconds (default 300; make test runs a 20s version); the failover chaos
@@ -300,7 +369,7 @@ deb: deb-deps check-version dist
 # all three run, and the target fails after them if one failed); then the
 # flash-sale example with 1000 buyers and 100 items.
 STRESS_SECS ?= 300
-stress: rlock tests/helpers/faultproxy
+stress: $(BUILD)/rlock $(BUILD)/helpers/faultproxy
 	./tests/stress/safety.sh --duration $(STRESS_SECS)
 	@st=0; for mode in "" "--wait-replicas 1" "--cluster"; do \
 		echo "./tests/stress/failover.sh --duration $(STRESS_SECS) $$mode"; \
@@ -315,16 +384,16 @@ stress: rlock tests/helpers/faultproxy
 # with its seed inputs in tests/fuzz/corpus/fuzz_X/ (and, if there is one,
 # a dictionary tests/fuzz/fuzz_X.dict); a new pair of those is picked up
 # with no change here.  The targets link the library built again with
-# clang, ASan, UBSan and libFuzzer's coverage under tests/fuzz/build/.
+# clang, ASan, UBSan and libFuzzer's coverage under build/fuzz/.
 #   make fuzz-replay        each target once over its seed corpus (seconds;
 #                           tests/run-tests runs it with the unit tests)
 #   make fuzz FUZZ_SECS=600 each target for FUZZ_SECS seconds (default 60);
-#                           what it finds goes to tests/fuzz/build/new/X/,
-#                           crashes to tests/fuzz/build/crashes/X/
-#   tests/fuzz/build/fuzz_X FILE   replays one input, e.g. a crash
+#                           what it finds goes to build/fuzz/new/X/,
+#                           crashes to build/fuzz/crashes/X/
+#   build/fuzz/fuzz_X FILE  replays one input, e.g. a crash
 FUZZ_SECS ?= 60
 FUZZ_CC ?= clang
-FUZZ_DIR = tests/fuzz/build
+FUZZ_DIR = $(BUILD)/fuzz
 FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer \
 	      -fsanitize=fuzzer-no-link,address,undefined \
 	      -fno-sanitize-recover=all -std=c11 -D_GNU_SOURCE $(WARN) \
@@ -334,8 +403,14 @@ FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_DIR)/%)
 # The CLI's own parsers of files, and its writers of outside text, that the
 # targets call.
 FUZZ_CLI_SRC = cli/leasefile.c cli/text.c cli/held.c
-FUZZ_OBJ = $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o) $(FUZZ_CLI_SRC:%.c=$(FUZZ_DIR)/%.o)
+FUZZ_OBJ = $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o) \
+	   $(SCRIPTS_C:$(GEN)/%.c=$(FUZZ_DIR)/gen/%.o) \
+	   $(FUZZ_CLI_SRC:%.c=$(FUZZ_DIR)/%.o)
 FUZZ_OPTS = -max_len=8192 -print_final_stats=1
+
+$(FUZZ_DIR)/gen/%.o: $(GEN)/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
 $(FUZZ_DIR)/%.o: %.c
 	@mkdir -p $(@D)

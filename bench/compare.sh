@@ -557,9 +557,9 @@ main() {
 	mkdir -p "$W/locks"
 	install_peers
 	say "building rlock"
-	make -s -C "$ROOT" rlock >/dev/null || die "make rlock failed"
+	make -s -C "$ROOT" build/rlock >/dev/null || die "make build/rlock failed"
 	# A copy: a rebuild in the tree during the run must not change it.
-	cp "$ROOT/rlock" "$W/rlock" || die "cannot copy rlock"
+	cp "$ROOT/build/rlock" "$W/rlock" || die "cannot copy rlock"
 	RLOCK=$W/rlock
 	start_servers
 	write_wrappers

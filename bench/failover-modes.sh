@@ -24,7 +24,7 @@
 # then the distinct messages of the runs that exited 69 or 75 per mode.
 # Exits 0 when every mode ran and passed, 1 when one counted a stale write
 # accepted or a rightful write refused, 2 when one could not run.  Runs
-# ./rlock of this tree (built if missing); make test never runs this.
+# ./build/rlock of this tree (built if missing); make test never runs this.
 
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -58,7 +58,7 @@ if [[ -z $dir ]]; then
 else
 	mkdir -p "$dir" || exit 2
 fi
-[[ -x ./rlock ]] || make -s rlock >&2 || exit 2
+[[ -x ./build/rlock ]] || make -s build/rlock >&2 || exit 2
 
 say() { printf 'failover-modes: %s\n' "$*" >&2; }
 

@@ -27,11 +27,11 @@
 # labels side by side ("before", then "after", then the others), so that
 #
 #   RLOCK=/path/to/old/rlock LABEL=before bench/fifo.sh
-#   RLOCK=./rlock LABEL=after bench/fifo.sh
+#   RLOCK=./build/rlock LABEL=after bench/fifo.sh
 #
 # shows the change.  Environment:
 #
-#   RLOCK=PATH      the binary to measure (default ./rlock, built if missing);
+#   RLOCK=PATH      the binary to measure (default ./build/rlock, built if missing);
 #                   copied first, so that a rebuild during the run is harmless
 #   LABEL=NAME      the run's label (default "current"; letters, digits . _ -)
 #   QUICK=1         small N, few samples, short runs: to try the script
@@ -55,7 +55,7 @@ ROOT=$PWD
 OUT=$ROOT/bench/RESULTS-fifo.md
 QUICK=${QUICK:-0}
 LABEL=${LABEL:-current}
-RLOCK_SRC=${RLOCK:-$ROOT/rlock}
+RLOCK_SRC=${RLOCK:-$ROOT/build/rlock}
 PY=/usr/bin/python3
 
 if ((QUICK)); then
@@ -821,7 +821,7 @@ w("rlock -u URL bench -c 1 -k 1 -n CYCLES --no-ping --json")
 w("rlock -u URL bench -c 1000 -k 1 -d 5s --json")
 w("```\n")
 w("Reproduce: `RLOCK=/path/to/old/rlock LABEL=before bench/fifo.sh`, then "
-  "`RLOCK=./rlock LABEL=after bench/fifo.sh` (QUICK=1 for a short try; REPORT_ONLY=1 "
+  "`RLOCK=./build/rlock LABEL=after bench/fifo.sh` (QUICK=1 for a short try; REPORT_ONLY=1 "
   "rewrites this file from the TSVs).")
 text = "\n".join(L) + "\n"
 open(OUT + ".tmp", "w").write(text)
@@ -841,8 +841,8 @@ main() {
 		case $v in REDIS_* | RLOCK_* | REDISCLI_* | ETCDCTL_*) unset "$v" ;; esac
 	done
 	install_missing
-	if [[ ! -x $RLOCK_SRC && $RLOCK_SRC == "$ROOT/rlock" ]]; then
-		make -s -C "$ROOT" rlock >&2 || die "make rlock failed"
+	if [[ ! -x $RLOCK_SRC && $RLOCK_SRC == "$ROOT/build/rlock" ]]; then
+		make -s -C "$ROOT" build/rlock >&2 || die "make build/rlock failed"
 	fi
 	[[ -x $RLOCK_SRC ]] || die "$RLOCK_SRC: not an executable"
 	# Enough descriptors for the server's 10000 clients and bench's 1000.

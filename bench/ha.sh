@@ -47,7 +47,7 @@ die() {
 for t in redis-server redis-sentinel redis-cli redis-benchmark python3; do
 	command -v "$t" >/dev/null || die "$t is needed (apt-get install redis-server redis-sentinel redis-tools python3)"
 done
-[[ -x ./rlock ]] || make rlock >&2 || die "cannot build ./rlock"
+[[ -x ./build/rlock ]] || make build/rlock >&2 || die "cannot build ./build/rlock"
 for v in $(compgen -e); do
 	case $v in REDIS_* | RLOCK_* | REDISCLI_*) unset "$v" ;; esac
 done
@@ -150,7 +150,7 @@ python3 - <<'EOF'
 import json, os, random, statistics as st, subprocess as sp, time
 
 E = os.environ
-rlock = E["ROOT"] + "/rlock"
+rlock = E["ROOT"] + "/build/rlock"
 M, R, SURL = E["M"], E["R"], E["SURL"]
 C = [E["C1"], E["C2"], E["C3"]]
 tmp = E["TMPD"]

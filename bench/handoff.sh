@@ -6,8 +6,8 @@
 # them alike; the median, minimum and maximum of each are printed (ms).
 #
 # Usage: bench/handoff.sh [-n SAMPLES] [-d MS] [-s MODE] LABEL=PATH...
-#        (default: 30 samples, current=./rlock)
-# e.g.   bench/handoff.sh -n 30 before=/tmp/old/rlock after=./rlock
+#        (default: 30 samples, current=./build/rlock)
+# e.g.   bench/handoff.sh -n 30 before=/tmp/old/rlock after=./build/rlock
 #
 # -s MODE hands off sets of locks (--with, issue 42): "sets", the holder
 # and the waiter each take KEY --with KEY-b; "single-set", the holder takes
@@ -15,7 +15,7 @@
 # KEY --with KEY-b and the waiter KEY alone.  flock takes a set as one
 # flock inside the other.
 #
-# -d MS puts tests/helpers/faultproxy (make tests/helpers/faultproxy)
+# -d MS puts build/helpers/faultproxy (make build/helpers/faultproxy)
 # between rlock and the server, holding every chunk MS ms each way: a
 # network with a round trip of 2 x MS, as between hosts (flock, local
 # only, runs as always).
@@ -46,7 +46,7 @@ single-set) hset=0 wset=1 ;;
 set-single) hset=1 wset=0 ;;
 *) die "-s: no mode '$mode' (sets, single-set, set-single)" ;;
 esac
-(($#)) || set -- "current=$ROOT/rlock"
+(($#)) || set -- "current=$ROOT/build/rlock"
 command -v flock >/dev/null || die "flock is missing (util-linux)"
 
 tmp=$(mktemp -d /tmp/rlock-handoff.XXXXXX) || die "mktemp failed"
@@ -58,8 +58,8 @@ trap '[[ -n $proxy_pid ]] && kill "$proxy_pid"; stop_server' EXIT
 start_server || die "redis-server did not start"
 url=redis://127.0.0.1:$port
 if ((delay > 0)); then
-	fp=$ROOT/tests/helpers/faultproxy
-	[[ -x $fp ]] || die "$fp is missing: make tests/helpers/faultproxy"
+	fp=$ROOT/build/helpers/faultproxy
+	[[ -x $fp ]] || die "$fp is missing: make build/helpers/faultproxy"
 	"$fp" serve -t "$port" -s "$tmp/ctl" -p "$tmp/pport" -T 3600 \
 		</dev/null >/dev/null 2>&1 &
 	proxy_pid=$!

@@ -45,8 +45,8 @@ who=history
 . bench/private-redis.sh
 trap 'stop_server; git worktree remove --force "$tmp/base" 2>/dev/null' EXIT
 
-[[ -x ./rlock ]] || make rlock >&2 || exit 1
-cp ./rlock "$tmp/after"
+[[ -x ./build/rlock ]] || make build/rlock >&2 || exit 1
+cp ./build/rlock "$tmp/after"
 if [[ -n ${BEFORE:-} ]]; then
 	cp "$BEFORE" "$tmp/before" || exit 1
 else

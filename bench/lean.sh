@@ -19,7 +19,7 @@
 #   contended  "rlock bench -c N -k 1" for N = 10 and 100: N clients on
 #              one lock, per completed cycle (a hand-off each).
 #
-# Usage: bench/lean.sh LABEL=PATH...   (default: current=./rlock)
+# Usage: bench/lean.sh LABEL=PATH...   (default: current=./build/rlock)
 #
 # node-redlock's scripts are read from NODE_PATH's redlock (npm install
 # redlock@5.0.0-beta.2 into a temporary directory when it is missing, as
@@ -34,7 +34,7 @@ ROOT=$PWD
 die() { echo "lean.sh: $*" >&2; exit 1; }
 command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
 	die "valgrind is missing (apt-get install valgrind)"
-(($#)) || set -- "current=$ROOT/rlock"
+(($#)) || set -- "current=$ROOT/build/rlock"
 
 tmp=$(mktemp -d /tmp/rlock-lean.XXXXXX) || die "mktemp failed"
 pids=()

@@ -6,7 +6,7 @@
 # 5 + ioredis 5, each client acquire/release on a key of its own, as
 # bench/compare.sh section 6 runs it).  ROUNDS rounds, alternating.
 #
-# Usage: bench/lib50.sh [-r ROUNDS] LABEL=PATH...   (default: 3, ./rlock)
+# Usage: bench/lib50.sh [-r ROUNDS] LABEL=PATH...   (default: 3, ./build/rlock)
 #
 # node-redlock is installed with npm into a temporary directory unless
 # NODE_PATH already has redlock and ioredis.  It starts its own
@@ -23,7 +23,7 @@ if [[ ${1:-} == -r ]]; then
 	rounds=${2:?-r needs a number}
 	shift 2
 fi
-(($#)) || set -- "current=$ROOT/rlock"
+(($#)) || set -- "current=$ROOT/build/rlock"
 for c in node npm redis-benchmark python3; do
 	command -v "$c" >/dev/null || die "$c is missing"
 done

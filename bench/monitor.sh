@@ -11,7 +11,7 @@
 #            history: peak RSS, the bound of any history read.
 #
 # Usage: bench/monitor.sh [-n N] [-m M] LABEL=PATH...
-# e.g.   bench/monitor.sh before=/tmp/old/rlock after=./rlock
+# e.g.   bench/monitor.sh before=/tmp/old/rlock after=./build/rlock
 #
 # It starts its own redis-servers on free loopback ports (never 6379) and
 # stops them by PID.  make test never runs this.
@@ -29,7 +29,7 @@ while getopts n:m: o; do
 	esac
 done
 shift $((OPTIND - 1))
-(($#)) || set -- "current=$ROOT/rlock"
+(($#)) || set -- "current=$ROOT/build/rlock"
 
 die() { echo "monitor.sh: $*" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || die "GNU time is missing (apt-get install time)"

@@ -57,8 +57,8 @@ install_missing() {
 }
 
 install_missing || exit 1
-[[ -x ./rlock ]] || make rlock >&2 || exit 1
-RLOCK=./rlock
+[[ -x ./build/rlock ]] || make build/rlock >&2 || exit 1
+RLOCK=./build/rlock
 
 for v in $(compgen -e); do
 	case $v in REDIS_* | RLOCK_* | REDISCLI_*) unset "$v" ;; esac

@@ -11,8 +11,8 @@
 #   steady  the same at 6000 cycles less 2000, over 4000: what a server
 #           pays once (the first EVAL compiles the scripts) cancels out.
 #
-# Usage: bench/perf.sh LABEL=PATH...   (default: current=./rlock)
-# e.g.   bench/perf.sh before=/tmp/old/rlock after=./rlock
+# Usage: bench/perf.sh LABEL=PATH...   (default: current=./build/rlock)
+# e.g.   bench/perf.sh before=/tmp/old/rlock after=./build/rlock
 #
 # It starts its own redis-server on a free loopback port (never 6379) and
 # stops it by PID.  Needs valgrind.  make test never runs this.
@@ -24,7 +24,7 @@ ROOT=$PWD
 die() { echo "perf.sh: $*" >&2; exit 1; }
 command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
 	die "valgrind is missing (apt-get install valgrind)"
-(($#)) || set -- "current=$ROOT/rlock"
+(($#)) || set -- "current=$ROOT/build/rlock"
 
 tmp=$(mktemp -d /tmp/rlock-perf.XXXXXX) || die "mktemp failed"
 who=perf.sh

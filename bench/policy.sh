@@ -20,7 +20,7 @@
 #      and server, by bench/perf.sh (valgrind needed).
 #
 # Environment:
-#   AFTER=PATH     the binary measured (default ./rlock), copied first
+#   AFTER=PATH     the binary measured (default ./build/rlock), copied first
 #   BEFORE=PATH    the binary to compare with in 2 and 3 (none: skipped)
 #   N=600          processes per drain; REPS=3 drains of each kind
 #   CYCLES=20000   cycles per sample in 3; SAMPLES=3
@@ -50,8 +50,8 @@ who=policy.sh
 . "$ROOT/bench/private-redis.sh"
 trap 'stop_server' EXIT
 
-[[ -x ${AFTER:-./rlock} ]] || make -s rlock >/dev/null || die "build failed"
-cp "${AFTER:-./rlock}" "$tmp/after" || die "no binary"
+[[ -x ${AFTER:-./build/rlock} ]] || make -s build/rlock >/dev/null || die "build failed"
+cp "${AFTER:-./build/rlock}" "$tmp/after" || die "no binary"
 if [[ -n ${BEFORE:-} ]]; then
 	cp "$BEFORE" "$tmp/before" || die "cannot copy $BEFORE"
 fi

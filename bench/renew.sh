@@ -11,7 +11,7 @@
 # Hyperfine runs the commands of each measure in ROUNDS rounds, the order
 # alternating, so that a slow moment falls on both binaries alike.
 #
-#   RLOCK_BEFORE=/path/rlock RLOCK_AFTER=./rlock bench/renew.sh
+#   RLOCK_BEFORE=/path/rlock RLOCK_AFTER=./build/rlock bench/renew.sh
 #
 # Prints a markdown report on stdout.  ROUNDS (3) and RUNS (60 per command
 # and round) may be set.  Never touches port 6379; stops its server by PID.
@@ -20,7 +20,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 
 BEFORE=${RLOCK_BEFORE:?set RLOCK_BEFORE to the binary to compare with}
-AFTER=${RLOCK_AFTER:-./rlock}
+AFTER=${RLOCK_AFTER:-./build/rlock}
 ROUNDS=${ROUNDS:-3}
 RUNS=${RUNS:-60}
 for b in "$BEFORE" "$AFTER"; do

@@ -13,8 +13,8 @@
 #   conns  the connections the server accepted per run.
 #
 # Usage: bench/runcost.sh [-n SAMPLES] LABEL=PATH...
-#        (default: 300 time samples and 31 RSS ones per tool, ./rlock)
-# e.g.   bench/runcost.sh before=/tmp/old/rlock after=./rlock
+#        (default: 300 time samples and 31 RSS ones per tool, ./build/rlock)
+# e.g.   bench/runcost.sh before=/tmp/old/rlock after=./build/rlock
 #
 # It starts its own redis-server on a free loopback port (never 6379) and
 # stops it by PID.  make test never runs this.
@@ -30,7 +30,7 @@ if [[ ${1:-} == -n ]]; then
 	shift 2
 fi
 [[ $n =~ ^[0-9]+$ ]] && ((n >= 10)) || die "-n needs a number of 10 or more"
-(($#)) || set -- "current=$ROOT/rlock"
+(($#)) || set -- "current=$ROOT/build/rlock"
 for c in flock python3; do
 	command -v "$c" >/dev/null || die "$c is missing"
 done

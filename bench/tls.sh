@@ -57,8 +57,8 @@ for t in redis-server redis-cli openssl flock; do
 done
 PY=$(command -v /usr/bin/python3 python3 | head -n 1)
 [[ -n $PY ]] || die "python3 is needed"
-[[ -x ./rlock ]] || make rlock >&2 || die "cannot build ./rlock"
-RLOCK=$ROOT/rlock
+[[ -x ./build/rlock ]] || make build/rlock >&2 || die "cannot build ./build/rlock"
+RLOCK=$ROOT/build/rlock
 
 # Nothing from the caller's environment may steer rlock or OpenSSL.
 for v in $(compgen -e); do
@@ -533,7 +533,7 @@ w(meta["plain_server"])
 w(sym(meta["tls_server"]).replace(meta["tmp"], "$T"))
 w("```")
 w(f"In this run `$T` = `{meta['tmp']}`, `$P` = {meta['P']}, `$PT` = {meta['PT']}; "
-  "`rlock` is `./rlock` of the worktree.\n")
+  "`rlock` is `./build/rlock` of the worktree.\n")
 
 # ---- summary
 w("## Summary\n")

@@ -22,7 +22,7 @@
 #   bench/with.sh [P [N [HOLD]]]     defaults 100, 200, 0.02
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RLOCK=${RLOCK:-./rlock}
+RLOCK=${RLOCK:-./build/rlock}
 P=${1:-100} N=${2:-200} HOLD=${3:-0.02}
 who=with.sh
 tmp=$(mktemp -d)

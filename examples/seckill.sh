@@ -38,7 +38,7 @@ while (($# > 0)); do
 done
 
 here=$(cd "$(dirname "$0")" && pwd)
-RLOCK=${RLOCK:-$here/../rlock}
+RLOCK=${RLOCK:-$here/../build/rlock}
 command -v "$RLOCK" >/dev/null || RLOCK=rlock
 work=$(mktemp -d /tmp/seckill.XXXXXX) || exit 2
 server_pid=

@@ -2,7 +2,7 @@
 # demo.sh - a narrated tour of rlock against a throwaway redis-server on a
 # free loopback port: two jobs contending for a lock, the hand-off to a
 # waiter, status, and locking part of a shell script with acquire/release.
-# "make demo" runs it after building ./rlock.  It never touches port 6379,
+# "make demo" runs it after building build/rlock.  It never touches port 6379,
 # and it stops the server it started (by PID) however it ends.  Exits 0 when
 # rlock behaved as narrated, 1 otherwise.
 #
@@ -12,7 +12,7 @@
 
 set -u
 cd "$(dirname "$0")/.." || exit 1
-RLOCK=$PWD/rlock
+RLOCK=$PWD/build/rlock
 [[ -x $RLOCK ]] || { echo "demo: no $RLOCK; run make first" >&2; exit 1; }
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
 	echo "demo: redis-server and redis-cli are needed (make deps)" >&2

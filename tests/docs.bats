@@ -17,7 +17,7 @@
 bats_require_minimum_version 1.5.0
 load test_helper
 
-RLOCK=${RLOCK:-$BATS_TEST_DIRNAME/../rlock}
+RLOCK=${RLOCK:-$BATS_TEST_DIRNAME/../build/rlock}
 DOCS_DIR=$BATS_TEST_DIRNAME/..
 MAN_DIR=$DOCS_DIR/man
 MAN_PAGE=$MAN_DIR/rlock.1

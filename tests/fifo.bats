@@ -517,7 +517,7 @@ pttl_below() {
 	local k
 	k=$(key early)
 	[[ -x $HELPERS/scriptsha && $HELPERS/scriptsha -nt $RLOCK ]] ||
-		make -s -C "$REPO_DIR" tests/helpers/scriptsha >&2
+		make -s -C "$REPO_DIR" build/helpers/scriptsha >&2
 	now=$(server_us)
 	# KEYS: the lock key alone.  ARGV: token, ttl, the holder's fields
 	# "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND" (waited

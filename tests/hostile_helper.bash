@@ -31,7 +31,7 @@
 #					fence in the server clock's range (µs)
 #	OK_1				":1\r\n", a release or extend that held
 
-HOSTILE_SERVER=${HOSTILE_SERVER:-$HELPERS/hostile_server.py}
+HOSTILE_SERVER=${HOSTILE_SERVER:-$TESTS_DIR/helpers/hostile_server.py}
 # shellcheck disable=SC2034 # for the suites
 GRANT='*2\r\n:1\r\n:1795736700000000\r\n'
 # shellcheck disable=SC2034
@@ -53,10 +53,10 @@ _hs_ready() {
 start_hostile() {
 	local name=$1 base dir pid
 	shift
-	# The SHA-1s must be those of the scripts in ./rlock: relink the
+	# The SHA-1s must be those of the scripts in build/rlock: relink the
 	# helper when it is older than the binary.
 	if [[ ! -x $HELPERS/scriptsha || $RLOCK -nt $HELPERS/scriptsha ]]; then
-		make -s -C "$REPO_DIR" tests/helpers/scriptsha >&2 || {
+		make -s -C "$REPO_DIR" build/helpers/scriptsha >&2 || {
 			echo "start_hostile: cannot build $HELPERS/scriptsha" >&2
 			return 1
 		}

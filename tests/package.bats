@@ -18,9 +18,10 @@ make_release() {
 	}
 }
 
-# unpacked_make DIR: make in DIR, showing the output only if it fails.
+# unpacked_make DIR [TARGET...]: make in DIR, showing the output only if it
+# fails.
 unpacked_make() {
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$1" -j2 >make.log 2>&1 || {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$@" -j2 >make.log 2>&1 || {
 		cat make.log
 		return 1
 	}
@@ -158,7 +159,7 @@ man_files() {
 	local rl=$T_ROOT/usr/bin/rlock
 	run -0 --separate-stderr "$rl" --version
 	assert_equal "$stderr" ""
-	# The same build of the same tree as ./rlock, commit and all.
+	# The same build of the same tree as build/rlock, commit and all.
 	assert_output "$("$RLOCK" --version)"
 	[[ ${lines[0]} =~ ^rlock\ ([^ ]+) ]]
 	assert_equal "${BASH_REMATCH[1]}" "$(dpkg-deb -f "$T_DEB" Version)"
@@ -243,7 +244,7 @@ man_files() {
 	run -0 cut -d/ -f1 <<<"$output"
 	assert_output "$(for l in "${lines[@]}"; do echo "$top"; done)"
 	run -0 tar -tzf "$T_TARBALL"
-	refute_line --regexp "(^|/)\.git/|\.[oad]\$|^$top/(rlock|man-out/.*|dist/.*|cli/version\.h)\$"
+	refute_line --regexp "(^|/)\.git/|\.[oad]\$|^$top/(build|dist)/"
 	assert_line "$top/MANIFEST"
 	assert_line "$top/LICENSE"
 	assert_line "$top/debian/changelog"
@@ -260,9 +261,10 @@ man_files() {
 		run -0 comm -3 <(git -C "$REPO_DIR" ls-files | LC_ALL=C sort) "src/$top/MANIFEST"
 		assert_output "$(printf '\tMANIFEST')"
 	fi
-	# Not in a git checkout, so no commit.
-	unpacked_make "src/$top"
-	run -0 "src/$top/rlock" --version
+	# Not in a git checkout, so no commit.  (The unit tests and the
+	# scripts' lint copies too: below, nothing but build/ is new.)
+	unpacked_make "src/$top" all build/unit luacheck
+	run -0 "src/$top/build/rlock" --version
 	assert_line --index 0 "rlock $T_VERSION"
 	# Made a git checkout, it names the commit; "-dirty" once a tracked
 	# file changes.
@@ -270,12 +272,18 @@ man_files() {
 	git -C "src/$top" add -A
 	git -C "src/$top" -c user.name=test -c user.email=test@example.invalid \
 		commit -qm "the tarball"
+	# The build wrote nothing beside the sources: git holds the
+	# tarball's files, and build/ is all that it ignores.
+	run -0 git -C "src/$top" ls-files
+	assert_output "$(cat "src/$top/MANIFEST")"
 	unpacked_make "src/$top"
-	run -0 "src/$top/rlock" --version
+	run -0 git -C "src/$top" status --porcelain --ignored
+	assert_output '!! build/'
+	run -0 "src/$top/build/rlock" --version
 	assert_line --index 0 "rlock $T_VERSION (git $(git -C "src/$top" rev-parse HEAD | cut -c1-12))"
 	echo >>"src/$top/README.md"
 	unpacked_make "src/$top"
-	run -0 "src/$top/rlock" --version
+	run -0 "src/$top/build/rlock" --version
 	assert_line --index 0 "rlock $T_VERSION (git $(git -C "src/$top" rev-parse HEAD | cut -c1-12)-dirty)"
 }
 

@@ -4,7 +4,7 @@
 #	load test_helper
 #	load proxy_helper
 #
-#	start_proxy NAME TARGET_PORT	a tests/helpers/faultproxy on a free
+#	start_proxy NAME TARGET_PORT	a build/helpers/faultproxy on a free
 #					127.0.0.1 port forwarding to
 #					TARGET_PORT; exports NAME_PORT,
 #					NAME_URL, NAME_PID, NAME_CTL

@@ -43,7 +43,7 @@ setup_file() {
 setup() {
 	rl_setup
 	mkdir -p bin
-	export PATH="$BATS_TEST_TMPDIR/bin:$REPO_DIR:$PATH"
+	export PATH="$BATS_TEST_TMPDIR/bin:${RLOCK%/*}:$PATH"
 	: >jobs.log
 	# on-host HOST COMMAND...: run COMMAND as if on host HOST.
 	cat >bin/on-host <<'EOF'

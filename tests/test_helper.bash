@@ -65,8 +65,10 @@ load '/usr/lib/bats/bats-assert/load'
 
 TESTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_DIR="$(cd "$TESTS_DIR/.." && pwd)"
-export RLOCK="$REPO_DIR/rlock"
-export HELPERS="$TESTS_DIR/helpers"
+# What make builds is under build/ (Makefile): the program and the helper
+# programs of tests/helpers/*.c.
+export RLOCK="$REPO_DIR/build/rlock"
+export HELPERS="$REPO_DIR/build/helpers"
 export SIGSTATE="$HELPERS/sigstate"
 export SIGCOUNT="$HELPERS/sigcount"
 export CLEANEXEC="$HELPERS/cleanexec"

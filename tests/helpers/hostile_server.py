@@ -15,7 +15,7 @@ The rules file R, one rule a line (blank lines and # comments skipped):
 
 NAME is a command name (PING, CLUSTER, ...; any case) or, for EVALSHA and
 EVAL, the script's name: acquire, extend, release, force, fence, status,
-leave, log (the SHA-1 of each is asked of tests/helpers/scriptsha).  The
+leave, log (the SHA-1 of each is asked of build/helpers/scriptsha).  The
 rules of one NAME are its replies in order, one per call of NAME whatever
 the connection; the last one repeats.  REPLY is raw RESP with escapes
 (\\r, \\n, \\xHH, \\\\), sent as is, or one of:
@@ -75,9 +75,12 @@ def escape(arg):
 
 
 def script_shas():
-    """SHA-1 -> script name, from the scriptsha helper beside this file."""
-    helper = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                          "scriptsha")
+    """SHA-1 -> script name, from the scriptsha helper: in $HELPERS
+    (tests/test_helper.bash), else where make builds it, build/helpers/."""
+    helpers = os.environ.get("HELPERS") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
+        "helpers")
+    helper = os.path.join(helpers, "scriptsha")
     shas = {}
     for name in SCRIPTS:
         sha = subprocess.run([helper, name], check=True, capture_output=True,

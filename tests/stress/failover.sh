@@ -176,7 +176,7 @@ RANDOM=$seed
 
 cd "$(dirname "$0")/../.." || exit 2
 REPO=$PWD
-RLOCK=$REPO/rlock
+RLOCK=$REPO/build/rlock
 for v in $(compgen -e); do
 	case $v in REDIS_* | RLOCK_* | REDISCLI_*) unset "$v" ;; esac
 done

@@ -60,8 +60,8 @@ RANDOM=$seed
 
 cd "$(dirname "$0")/../.." || exit 2
 REPO=$PWD
-RLOCK=$REPO/rlock
-FAULTPROXY=$REPO/tests/helpers/faultproxy
+RLOCK=$REPO/build/rlock
+FAULTPROXY=$REPO/build/helpers/faultproxy
 for v in $(compgen -e); do
 	case $v in REDIS_* | RLOCK_* | REDISCLI_*) unset "$v" ;; esac
 done
@@ -73,7 +73,7 @@ die() {
 	exit 2
 }
 
-[[ -x $RLOCK && -x $FAULTPROXY ]] || make -s rlock tests/helpers/faultproxy >&2 ||
+[[ -x $RLOCK && -x $FAULTPROXY ]] || make -s build/rlock build/helpers/faultproxy >&2 ||
 	die "cannot build rlock and the fault proxy"
 command -v redis-server >/dev/null || die "redis-server is not installed (make deps)"
 
