@@ -162,7 +162,7 @@ struct request {
 	const char *wargv[RLOCK_REQ_MAXARGS];
 };
 
-/* Several locks held together (--with, lib/with.c): the lock key of
+/* Several locks held together (--with, lib/sets.c): the lock key of
  * each name in the order given, each one's wake-up channel prefix, the
  * names one a line (the script records them), the cluster slot of the
  * first key and whether every key is in it, and the fences of the last
@@ -305,7 +305,7 @@ void req_force(struct request *q, const struct lock_names *n,
 	       const char *by, const struct history *h);
 
 /*
- * For the argument builders (scripts.c, lib/scripts/NAME.c): start q as
+ * For the argument builders (lib/request.c, lib/scripts/NAME.c): start q as
  * script with its first nkeys keys of n, in the order the scripts take
  * them; v written in q's number storage slot; the history's length and ttl
  * in slots slot and slot + 1, as the scripts take them; a key (the log,
@@ -319,7 +319,7 @@ void req_add_key(struct request *q, const char *key);
 void req_begin_all(struct request *q, int script, const struct lock_names *n);
 void req_begin_short(struct request *q, int script,
 		     const struct lock_names *n);
-/* The request builders' writers of packed arguments (lib/scripts.c):
+/* The request builders' writers of packed arguments (lib/request.c):
  * text, the token's first 8 characters, a number, each appended at *at
  * within size; and whether h is the history the scripts keep by default. */
 void req_put(char *dst, size_t size, size_t *at, const char *s);
@@ -643,6 +643,16 @@ struct names {
  * (RLOCK_EUSAGE). */
 int make_names(struct rlock *rl, const char *name, struct names *n);
 
+/* ---- the history (lib/history.c) ---- */
+
+/* A release's entry e joined to its grant's entry g: who held it, since
+ * when, with which command. */
+void history_join_grant(struct rlock_event *e, const struct rlock_event *g);
+/* A release whose grant is older than what a script read: its grant
+ * looked up in the history, one read. */
+void history_join_older(struct rlock *rl, const struct names *nm,
+			struct rlock_event *e);
+
 /* ---- reading replies (lib/reply.c) ---- */
 
 /* Whether r's text (an error or status) starts with p. */
@@ -774,7 +784,7 @@ long long num_field(const char *v, size_t n, long long min, long long max,
 /* A shared or semaphore holder's metadata into h. */
 void parse_meta(const char *v, long long now, struct rlock_holder *h);
 
-/* Several locks (lib/with.c), which rlock_acquire, rlock_extend and
+/* Several locks (lib/sets.c), which rlock_acquire, rlock_extend and
  * rlock_release hand rl's set to: name is its first. */
 int with_acquire(struct rlock *rl, const char *name,
 		 const struct rlock_acquire_opts *o, struct rlock_lease *lease,

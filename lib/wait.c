@@ -216,6 +216,25 @@ static int failing_over(const struct rlock *rl)
 	return 0;
 }
 
+/* How long to wait before asking again (lock_int.h). */
+int64_t line_wait_ms(long long pttl, long long place, int in_line,
+		     int subscribed, unsigned rnd)
+{
+	int64_t ms = pttl >= 0 ? pttl + 1 + rnd % (pttl / 20 + 5) : 1000;
+	int64_t beat = LINE_BEAT_MS;
+
+	/* Further back, less often: as the script lengthens the lease. */
+	if (place >= LINE_NEAR)
+		beat = place >= LINE_NEAR * LINE_FAR_MAX ?
+			LINE_BEAT_MS * LINE_FAR_MAX :
+			LINE_BEAT_MS * place / LINE_NEAR;
+	beat -= rnd % (beat / 8);
+
+	if (in_line)
+		return place != 0 || ms > beat ? beat : ms;
+	return !subscribed && ms > 1000 ? 1000 : ms;
+}
+
 /* Subscribe every reachable server's second connection to the channels,
  * on the master that owns slot.  Returns how many servers listen on all
  * of them. */

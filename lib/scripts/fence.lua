@@ -1,4 +1,4 @@
--- Fence.  KEYS: the twelve (lib/scripts.c).  ARGV: token, fence.
+-- Fence.  KEYS: the twelve (lib/keys.c).  ARGV: token, fence.
 -- With several masters the fence handed out is the highest the majority
 -- gave; raising the others to it (never lowering one) makes every later
 -- majority, which shares a master with this one, count above it.  A

@@ -1,4 +1,4 @@
--- Forced release.  KEYS: the twelve (lib/scripts.c).  ARGV: release
+-- Forced release.  KEYS: the twelve (lib/keys.c).  ARGV: release
 -- channel, wake-up prefix, who forced it (the record's reason), the
 -- history's length and ttl.  Removes the exclusive holder, or every shared
 -- or semaphore holder (recording each as forced), and wakes the line as

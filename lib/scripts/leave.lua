@@ -1,4 +1,4 @@
--- Leave the line.  KEYS: the twelve (lib/scripts.c).  ARGV: member ("KIND:ID"), wake-up
+-- Leave the line.  KEYS: the twelve (lib/keys.c).  ARGV: member ("KIND:ID"), wake-up
 -- prefix, the waiter's token, the history's length and ttl.  A waiter
 -- that gives up (its wait ran out, a signal) leaves at once, and when it
 -- was the one let in next, the next after it is woken.  A release that

@@ -1,5 +1,5 @@
 -- A pool's members (issue 35, pool.lua).  KEYS: the twelve
--- (lib/scripts.c); the members are KEYS[1] .. ':members'.  ARGV: 1 what
+-- (lib/keys.c); the members are KEYS[1] .. ':members'.  ARGV: 1 what
 -- ('add', 'rm' or 'list'), 2 the member, 3 its properties ("KEY=VALUE"
 -- lines, add), 4 the wake-up channels' prefix (add).
 --   add:  the member with its properties (replacing them): 1 new, 0

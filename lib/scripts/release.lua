@@ -4,7 +4,7 @@
 -- acquire.lua does); ARGV: 1 token, 2 its history entry "TOKEN8\nEXIT\n"
 -- (EXIT '' when not known).  Any other sends the whole layout, every key
 -- declared:
---   KEYS  the twelve (lib/scripts.c)
+--   KEYS  the twelve (lib/keys.c)
 --   ARGV  1 token, 2 release channel ('' none), 3 wake-up prefix, 4 exit,
 --         5 signal ('' none; 'abandoned': a renewer released for a script
 --         that died holding the lock, recorded as that event), 6 and 7 the

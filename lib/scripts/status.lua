@@ -1,4 +1,4 @@
--- Status.  KEYS: the twelve (lib/scripts.c).  Reads only (expired holders and waiters are
+-- Status.  KEYS: the twelve (lib/keys.c).  Reads only (expired holders and waiters are
 -- skipped, not removed).  {held, pttl, host, pid, user, command, since,
 -- fence, token prefix, now} as the acquire's busy answer lays out a
 -- holder (the exclusive one, or the shared or semaphore holder whose

@@ -1,5 +1,5 @@
 /*
- * with.c - several locks held together (--with, issue 35): all of them or
+ * sets.c - several locks held together (--with, issue 35): all of them or
  * none, by one script per request on one server (lib/scripts/with.lua),
  * one token and one lease for the set.  The set waits as one waiter, with
  * one place in each lock's line, all of the same arrival: sets that share
