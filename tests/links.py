@@ -193,6 +193,11 @@ def check_xr(mandir, path):
 
 
 CITE = re.compile(r'(?<![\w/.-])(docs/[\w.-]+\.md)#([\w-]+)')
+# A path of the repository named in a source file ("lib/scripts/baton.lua",
+# "tests/nest.bats"): it must exist.  A placeholder (NAME, N, a glob) is
+# no path.
+PATH_CITE = re.compile(r'(?<![\w/.$-])((?:lib|cli|tests|man|docs|bench|completions|debian)'
+                       r'/[\w./-]*?\w\.(?:c|h|lua|md|bats|bash|sh|py|[1-8]))(?![\w/#-])')
 OLD_CITE = re.compile(r'\bDESIGN(?:\.md)?(?: section| "|,? section)')
 
 
@@ -208,6 +213,18 @@ def check_cites(path):
                 elif os.path.exists(page) and anchor not in anchors_of_file(page):
                     bad.append('%s:%d: %s#%s: no heading with that anchor in %s'
                                % (path, n, page, anchor, page))
+            # In a Makefile or a script, only its comments: a recipe names
+            # what a build writes, or wrote once.
+            text = line
+            if not path.endswith(('.c', '.h', '.lua', '.md')):
+                text = line[line.index('#'):] if '#' in line else ''
+            for m in PATH_CITE.finditer(text):
+                cited = m.group(1)
+                if re.search(r'[A-Z]{2,}|_[A-Z]\.|\*', cited) and not os.path.exists(cited):
+                    continue
+                if not os.path.exists(cited) and not os.path.exists(
+                        os.path.join('build', cited)):
+                    bad.append('%s:%d: %s: no such file' % (path, n, cited))
             if OLD_CITE.search(line):
                 bad.append('%s:%d: cites DESIGN, which is docs/design.md now'
                            % (path, n))
