@@ -37,7 +37,12 @@
 #include <unistd.h>
 
 #include "doctor_int.h"
-#include "lock_int.h"
+#include "handle.h"
+#include "keys.h"
+#include "node.h"
+#include "reply.h"
+#include "request.h"
+#include "wait.h"
 #include "rlock_bench.h"
 
 #define NS_PER_MS 1000000LL

@@ -26,7 +26,12 @@
 #include <unistd.h>
 
 #include "doctor_int.h"
-#include "lock_int.h"
+#include "fanout.h"
+#include "handle.h"
+#include "keys.h"
+#include "node.h"
+#include "reply.h"
+#include "request.h"
 #include "rlock_doctor.h"
 
 #define PINGS 5			/* the round trip is their median */

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lock_int.h"
+#include "keys.h"
+#include "reply.h"
+#include "request.h"
 #include "protocol.h"
 
 /*

@@ -15,7 +15,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "fanout.h"
+#include "handle.h"
+#include "keys.h"
+#include "node.h"
+#include "reply.h"
+#include "request.h"
 
 enum { ST_IDLE, ST_SEND, ST_WAIT, ST_RETRY, ST_DONE };
 

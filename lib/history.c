@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "fanout.h"
+#include "handle.h"
+#include "keys.h"
+#include "reply.h"
+#include "request.h"
 
 /* Events read from the servers, before they are merged. */
 struct evlist {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "keys.h"
 #include "protocol.h"
 
 /*

@@ -5,7 +5,8 @@
  */
 #include <string.h>
 
-#include "lock_int.h"
+#include "lease.h"
+
 
 int64_t rlock_drift_ms(int64_t ttl_ms)
 {

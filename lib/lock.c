@@ -16,7 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lock_int.h"
+#include "fanout.h"
+#include "handle.h"
+#include "keys.h"
+#include "lease.h"
+#include "node.h"
+#include "reply.h"
+#include "request.h"
 #include "wait.h"
 
 /* ---- handle --------------------------------------------------------- */

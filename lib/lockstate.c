@@ -10,7 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "fanout.h"
+#include "handle.h"
+#include "keys.h"
+#include "node.h"
+#include "reply.h"
+#include "request.h"
 
 /* ---- status and list ------------------------------------------------ */
 

@@ -17,7 +17,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lock_int.h"
+#include "keys.h"
+#include "node.h"
+#include "reply.h"
 
 #define DOWN_MS 1000		/* a cluster peer that refused: others first */
 #define REASK_MS 150		/* between rounds of asking the sentinels */

@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "fanout.h"
+#include "handle.h"
+#include "reply.h"
+#include "request.h"
 
 int rlock_check_member(const char *name, const char **why)
 {

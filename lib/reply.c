@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "reply.h"
+
 
 int elem_num(const redisReply *r, size_t i, long long min, long long max,
 	     long long *v)

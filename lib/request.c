@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "keys.h"
 #include "protocol.h"
+#include "request.h"
 
 _Static_assert(HISTORY_MAX == RLOCK_LOG_MAX_DEFAULT &&
 	       HISTORY_TTL_MS == RLOCK_LOG_DAYS_DEFAULT * 86400000LL,

@@ -11,7 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lock_int.h"
+#include "fanout.h"
+#include "handle.h"
+#include "keys.h"
+#include "lease.h"
+#include "node.h"
+#include "request.h"
 #include "wait.h"
 
 int rlock_with(struct rlock *rl, const char *const *names, size_t n)

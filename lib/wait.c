@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lock_int.h"
+#include "handle.h"
+#include "node.h"
+#include "reply.h"
 #include "wait.h"
 
 static int sub_up(const struct rlock_node *n)
@@ -216,7 +218,7 @@ static int failing_over(const struct rlock *rl)
 	return 0;
 }
 
-/* How long to wait before asking again (lock_int.h). */
+/* How long to wait before asking again (wait.h). */
 int64_t line_wait_ms(long long pttl, long long place, int in_line,
 		     int subscribed, unsigned rnd)
 {

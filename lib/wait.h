@@ -17,6 +17,32 @@
 
 #include "rlock.h"
 
+/* How long a wait without end (no -w) retries a failover seen under way
+ * (a replica named master, READONLY, a cluster slot down) before any
+ * server answered it: far above what a failover takes, so that one never
+ * ends such a wait, but not for ever, so that sentinels that always name
+ * a replica are reported (69).  A bounded wait retries within its own
+ * time, and no wait (-n) within the I/O timeout. */
+#define FAILOVER_GRACE_MS 60000
+
+/* A grant through Sentinel whose try took this long or longer is checked
+ * with the sentinels before it is kept: a master frozen past a failover
+ * grants, as it thaws, what was asked of it before (a failover takes at
+ * least down-after-milliseconds, far above this). */
+#define CONFIRM_MS 250
+
+/*
+ * How long a waiter told "held" waits before it asks again (ms), unless
+ * woken first: in line, every LINE_BEAT_MS (further back, less often:
+ * see LINE_NEAR) to keep its place, and the next in line also when the
+ * holder's lease (pttl) runs out, for a holder that died never releases;
+ * not in line, when the lease runs out, or every second without a channel
+ * to hear releases on.  rnd (0..999)
+ * spreads waiters so that they do not all arrive at once.
+ */
+int64_t line_wait_ms(long long pttl, long long place, int in_line,
+		     int subscribed, unsigned rnd);
+
 /* A try's code: granted where the replicas do not follow (--wait-replicas:
  * a master not yet demoted after a failover, or a new one whose replicas
  * are still syncing); within a wait, asked again. */

@@ -8,7 +8,7 @@
 bats_require_minimum_version 1.5.0
 load test_helper
 
-# The lease of a place in line (LINE_LEASE_MS in lib/lock_int.h).
+# The lease of a place in line (LINE_LEASE_MS in lib/protocol.h).
 LINE_LEASE_MS=1500
 
 # lease_of NAME MEMBER: when MEMBER's place in line lapses (server ms),

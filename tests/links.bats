@@ -51,7 +51,7 @@ links() {
 	run -0 links cites "${files[@]}"
 	assert_output ""
 	# They do cite it.
-	run -0 grep -l 'docs/design.md#the-keys' lib/lock_int.h
+	run -0 grep -l 'docs/design.md#the-keys' lib/keys.h
 }
 
 # ---- the checker, on trees of its own ------------------------------------

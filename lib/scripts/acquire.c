@@ -6,7 +6,9 @@
 #include <limits.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "keys.h"
+#include "reply.h"
+#include "request.h"
 #include "protocol.h"
 
 /*

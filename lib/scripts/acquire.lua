@@ -29,7 +29,7 @@
 -- above is for a first try: named and parsed here):
 --   KEYS  1 lock, 2 owner (an older rlock's record), 3 holders, 4 hmeta,
 --         5 line, 6 lease, 7 who, 8 fence, 9 log, 10 once, 11 grant,
---         12 hold (lib/lock_int.h)
+--         12 hold (lib/keys.h)
 --   ARGV  1 token, 2 ttl, 3 host, 4 pid, 5 user, 6 command, 7 min-hold,
 --         8 details, 9 kind, 10 waiter id ('' none: several masters keep
 --         no line), 11 join, 12 the wake-up channels' prefix, 13 note,

@@ -3,7 +3,8 @@
  * answer, 1 extended or 0 not held, decoded (fan_tally counts the same
  * answers of several masters).
  */
-#include "lock_int.h"
+#include "keys.h"
+#include "request.h"
 
 /* KEYS: lock, meta ('x'), or holders, hmeta ('h').  ARGV: token, ttl,
  * kind.  A ttl of 0 asks only whether token holds the lock ('' to the

@@ -2,7 +2,8 @@
  * fence.c - the fence script (fence.lua), which raises a master's fence
  * counter: its arguments, and its answer decoded.
  */
-#include "lock_int.h"
+#include "keys.h"
+#include "request.h"
 
 /* KEYS: the first eight.  ARGV: token, fence. */
 void req_fence(struct request *q, const struct lock_names *n,

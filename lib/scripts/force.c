@@ -4,7 +4,9 @@
  */
 #include <limits.h>
 
-#include "lock_int.h"
+#include "keys.h"
+#include "reply.h"
+#include "request.h"
 
 /* KEYS: the first seven, the log.  ARGV: channel, wake-up prefix, who
  * forced it, the history's length and ttl. */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "reply.h"
 
 /* Element i of r, a string or an integer, as n bytes at *v (an integer
  * written into buf).  Returns 0, or -1 for another type. */

@@ -5,7 +5,8 @@
  */
 #include <stdio.h>
 
-#include "lock_int.h"
+#include "keys.h"
+#include "request.h"
 
 /* KEYS: the nine.  ARGV: "KIND:ID", wake-up prefix, token, the history's
  * length and ttl. */

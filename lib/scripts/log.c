@@ -3,7 +3,8 @@
  * recorded, 0 refused or 2 the key holds another type, is counted by
  * fan_tally.
  */
-#include "lock_int.h"
+#include "keys.h"
+#include "request.h"
 
 /* KEYS: the log, the lock.  ARGV: the history's length and ttl, the field/value
  * pairs of the values given. */

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "keys.h"
+#include "reply.h"
+#include "request.h"
 
 /* KEYS: the twelve.  ARGV: what, member, properties, wake-up prefix. */
 void req_members(struct request *q, const struct lock_names *n,

@@ -6,7 +6,8 @@
  */
 #include <string.h>
 
-#include "lock_int.h"
+#include "keys.h"
+#include "request.h"
 #include "protocol.h"
 
 /*

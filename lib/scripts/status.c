@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "keys.h"
+#include "reply.h"
+#include "request.h"
 
 /* KEYS: the twelve. */
 void req_status(struct request *q, const struct lock_names *n)

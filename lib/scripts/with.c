@@ -5,7 +5,8 @@
  */
 #include <string.h>
 
-#include "lock_int.h"
+#include "reply.h"
+#include "request.h"
 #include "protocol.h"
 
 /* Append v to both layouts' arguments. */

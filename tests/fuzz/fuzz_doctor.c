@@ -25,7 +25,7 @@
 
 #include "doctor_int.h"
 #include "fuzz.h"
-#include "lock_int.h"
+#include "rlock_int.h"
 #include "rlock_doctor.h"
 
 static const char *const params[] = {

@@ -21,7 +21,8 @@
  * its own entry, a success; a clock is within what a fence allows.
  */
 #include "fuzz.h"
-#include "lock_int.h"
+#include "keys.h"
+#include "reply.h"
 
 /* A note of junk: bounded, and ends where the buffer does. */
 static void printable(const char *s)

@@ -14,7 +14,7 @@
  * address); a run_id of 40 hex digits or none.
  */
 #include "fuzz.h"
-#include "lock_int.h"
+#include "reply.h"
 
 static void check(const struct peer_addr *a, int slots)
 {

@@ -18,7 +18,9 @@
  * elem_num never returns a value outside the range asked.
  */
 #include "fuzz.h"
-#include "lock_int.h"
+#include "node.h"
+#include "reply.h"
+#include "request.h"
 
 /* The guard's verdict on the stream fed in pieces of step bytes. */
 static const char *guarded(const uint8_t *d, size_t n, size_t step)

@@ -9,7 +9,7 @@
  * nothing behind (no name, no count).
  */
 #include "fuzz.h"
-#include "lock_int.h"
+#include "request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

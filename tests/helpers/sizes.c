@@ -7,7 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lock_int.h"
+#include "fanout.h"
+#include "handle.h"
+#include "keys.h"
+#include "lease.h"
+#include "node.h"
+#include "reply.h"
+#include "request.h"
+#include "wait.h"
 
 int main(int argc, char **argv)
 {

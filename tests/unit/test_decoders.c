@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "lock_int.h"
+#include "reply.h"
+#include "request.h"
 
 #define HOLDER "$4\r\nhost\r\n$3\r\n123\r\n$4\r\nuser\r\n$4\r\ntrue\r\n" \
 	"$13\r\n1700000000000\r\n$16\r\n1700000000000000\r\n" \

@@ -24,7 +24,12 @@
 #include <hiredis/hiredis.h>
 
 #include "harness.h"
-#include "lock_int.h"
+#include "fanout.h"
+#include "handle.h"
+#include "keys.h"
+#include "lease.h"
+#include "node.h"
+#include "request.h"
 
 #define IO_MS 300
 #define TOKEN "0123456789abcdef0123456789abcdef"

@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "lock_int.h"
+#include "keys.h"
+#include "request.h"
 
 /* Line n (1 the first) of file in lib/scripts/, without its newline, into
  * buf; "" when there is no such line.  The tests run from the top of the

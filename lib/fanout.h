@@ -1,0 +1,96 @@
+/*
+ * fanout.h - one request to every server of a handle, and the quorum
+ * (lib/fanout.c).
+ */
+#ifndef RLOCK_FANOUT_H
+#define RLOCK_FANOUT_H
+
+#include "handle.h"
+#include "keys.h"
+#include "node.h"
+#include "request.h"
+
+/* ---- fan-out: one request to every server, and the quorum --------------- */
+
+/* One server's part in a fan-out. */
+struct fan_slot {
+	const struct request *req;	/* NULL: not in this fan-out */
+	int state;
+	int use_eval;			/* NOSCRIPT came back: send EVAL */
+	int whole;			/* the whole layout (wargv) */
+	int tries;
+	int dropped;			/* sent again after a drop */
+	int answered;			/* the last send got a reply */
+	int redirects;			/* MOVED, ASK, new master */
+	int skip;			/* replies to drop first (ASKING's) */
+	int preset;			/* res set by the caller: not sent */
+	int64_t retry_at;
+	struct rlock_result res;
+};
+
+struct fan {
+	struct fan_slot slot[RLOCK_MAX_SERVERS];
+	size_t n;
+	size_t resent;			/* requests sent again after a drop */
+	int64_t extra_ms;		/* beyond the I/O timeout (WAIT) */
+	int probe;			/* identify_servers' own: answers of
+					 * servers not yet identified count */
+};
+
+/* A fan-out of nothing yet over rl's servers; fan_all or slot[i].req say
+ * who gets what. */
+void fan_init(struct fan *f, const struct rlock *rl);
+
+/* Send q to every server. */
+void fan_all(struct fan *f, const struct request *q);
+
+/*
+ * Send each slot's request at once and wait for every reply within the I/O
+ * timeout (cut to rl->hard_deadline).  NOSCRIPT is answered with EVAL,
+ * LOADING retried every 100ms, and a dropped connection reopened and the
+ * request sent again (every script tolerates a repeat: acquire finds its
+ * own token).  slot[i].res gets the reply or an error.
+ */
+void fan_run(struct rlock *rl, struct fan *f);
+
+/* Send q to every server that was identified (skip_unanswered) and wait
+ * for their replies: fan_init, fan_all, skip_unanswered and fan_run. */
+void fan_ask(struct rlock *rl, struct fan *f, const struct request *q);
+
+/* Free the replies. */
+void fan_done(struct fan *f);
+
+/* Count a quorum among integer replies, each 0..most (positive is yes;
+ * anything else is an unexpected reply): RLOCK_OK, RLOCK_NOTOURS when too
+ * many said no, or the first error.  *yes may be NULL. */
+int fan_tally(struct rlock *rl, struct fan *f, const char *what,
+	      long long most, size_t *yes);
+
+/* Copy the first error into rl->err and return its code; with several
+ * servers, say how many of them failed. */
+int fan_first_error(struct rlock *rl, struct fan *f, size_t failed);
+
+/* Mark slot i's reply as not what what should answer. */
+void fan_unexpected(struct fan *f, size_t i, const char *what);
+
+/* Undo a grant that did not make a quorum: release token everywhere. */
+void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
+
+/* Before each request of several masters: identify every server that was
+ * not identified on the connection it uses now (a first request, or a
+ * connection opened again since), and refuse two URLs of one server
+ * (rlock_distinct).  Returns RLOCK_OK, RLOCK_EUSAGE or RLOCK_ESYS.  Then
+ * skip_unanswered leaves out of the fan-out f, with why, the servers that
+ * are not identified: they have no vote; and fan_run takes the vote from
+ * an answer that came on a connection opened during the request. */
+int identify_servers(struct rlock *rl);
+void skip_unanswered(struct rlock *rl, struct fan *f);
+int node_identified(const struct rlock_node *n);
+
+/* Whether rl's servers, once their connections are open, are as many
+ * as its URLs: RLOCK_OK, or RLOCK_EUSAGE with the two URLs that reach one
+ * server named in err (doctor's check, and every request of several
+ * masters). */
+int rlock_distinct(struct rlock *rl, char *err, size_t len);
+
+#endif
