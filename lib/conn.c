@@ -33,6 +33,11 @@ static void host_port(char *buf, size_t len, const char *host, int port)
 					       v6 ? "]" : "", num, NULL });
 }
 
+/* TLS, once lib/tls.c registered it (conn_register_tls): the core never
+ * names it, as hiredis's core never names its ssl.c. */
+static const struct transport *tls_transport;
+static const struct transport no_tls_transport;
+
 struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 			    const struct rlock_conn_opts *o)
 {
@@ -43,8 +48,8 @@ struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 	c->url = u;
 	c->hostidx = hostidx;
 	c->opts = *o;
-	c->tp = u->tls ? &rlock_tls_transport :
-		&rlock_plain_transport;
+	c->tp = !u->tls ? &rlock_plain_transport :
+		tls_transport != NULL ? tls_transport : &no_tls_transport;
 	c->fd = -1;
 	if (o->password != NULL) {
 		rlock_strlcpy(c->password, o->password, sizeof(c->password));
@@ -129,7 +134,8 @@ unsigned long conn_opens(const struct rlock_conn *c)
 
 const char *conn_host(const struct rlock_conn *c)
 {
-	const char *sni = tls_ctx_sni(c->opts.tls);
+	const char *sni = c->tp->server_name != NULL ?
+			  c->tp->server_name(c) : NULL;
 
 	return sni != NULL ? sni : c->url->hosts[c->hostidx].host;
 }
@@ -640,7 +646,31 @@ const struct transport rlock_plain_transport = {
 	.out_pending = plain_out_pending,
 	.in_buffered = plain_in_buffered,
 	.close = plain_close,
+	.server_name = NULL,
 };
+
+/* A rediss:// URL with no TLS transport registered (no TLS context was
+ * made for it): fails, never falls back to plain text. */
+static int no_tls_start(struct rlock_conn *c, int64_t deadline)
+{
+	(void)deadline;
+	return conn_fail(c, "%s: %s", "TLS is not set up for this connection");
+}
+
+static const struct transport no_tls_transport = {
+	.start = no_tls_start,
+	.flush = plain_flush,
+	.fill = plain_fill,
+	.out_pending = plain_out_pending,
+	.in_buffered = plain_in_buffered,
+	.close = plain_close,
+	.server_name = NULL,
+};
+
+void conn_register_tls(const struct transport *t)
+{
+	tls_transport = t;
+}
 
 int conn_take_reply(struct rlock_conn *c, redisReply **r)
 {

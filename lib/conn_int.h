@@ -29,10 +29,15 @@ struct transport {
 	 * poll(2) cannot see it. */
 	int (*in_buffered)(const struct rlock_conn *c);
 	void (*close)(struct rlock_conn *c);
+	/* The name the server is verified by, when it is not the URL's
+	 * host (--sni), or NULL. */
+	const char *(*server_name)(const struct rlock_conn *c);
 };
 
 extern const struct transport rlock_plain_transport;
-extern const struct transport rlock_tls_transport;
+/* The TLS transport registers itself when its first context is made
+ * (lib/tls.c); until then a rediss:// connection fails. */
+void conn_register_tls(const struct transport *t);
 
 struct rlock_conn {
 	const struct rlock_url *url;	/* the caller's, outlives us */

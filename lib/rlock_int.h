@@ -265,8 +265,6 @@ int tls_ctx_get(const struct tls_opts *opts, struct tls_ctx **out, char *err,
 /* Drop a reference taken by tls_ctx_get.  Accepts NULL. */
 void tls_ctx_put(struct tls_ctx *t);
 
-/* The --sni name of the context, or NULL. */
-const char *tls_ctx_sni(const struct tls_ctx *t);
 
 /* SHA-1 of data as 40 lower-case hex digits and a NUL (EVALSHA names). */
 void sha1_hex(const void *data, size_t len, char out[41]);

@@ -388,6 +388,8 @@ oom:
 	return RLOCK_ESYS;
 }
 
+static const struct transport tls_transport;
+
 int tls_ctx_get(const struct tls_opts *o, struct tls_ctx **out, char *err,
 		size_t errlen)
 {
@@ -402,6 +404,8 @@ int tls_ctx_get(const struct tls_opts *o, struct tls_ctx **out, char *err,
 		rc = ctx_new(o, out, err, errlen);
 		if (rc == RLOCK_OK && shared == NULL)
 			shared = *out;
+		if (rc == RLOCK_OK)
+			conn_register_tls(&tls_transport);
 	}
 	pthread_mutex_unlock(&tls_lock);
 	return rc;
@@ -420,7 +424,8 @@ void tls_ctx_put(struct tls_ctx *t)
 	pthread_mutex_unlock(&tls_lock);
 }
 
-const char *tls_ctx_sni(const struct tls_ctx *t)
+/* The --sni name of the context, or NULL. */
+static const char *tls_ctx_sni(const struct tls_ctx *t)
 {
 	return t != NULL ? t->sni : NULL;
 }
@@ -772,13 +777,19 @@ static int tls_in_buffered(const struct rlock_conn *c)
 	       ossl.SSL_pending(c->tls->ssl) > 0;
 }
 
-const struct transport rlock_tls_transport = {
+static const char *tls_server_name(const struct rlock_conn *c)
+{
+	return tls_ctx_sni(c->opts.tls);
+}
+
+static const struct transport tls_transport = {
 	.start = tls_start,
 	.flush = tls_flush,
 	.fill = tls_fill,
 	.out_pending = tls_out_pending,
 	.in_buffered = tls_in_buffered,
 	.close = tls_close,
+	.server_name = tls_server_name,
 };
 
 /* ---- what a connection negotiated (doctor) ------------------------------ */
