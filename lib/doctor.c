@@ -28,6 +28,7 @@
 #include "doctor_int.h"
 #include "fanout.h"
 #include "handle.h"
+#include "identity.h"
 #include "keys.h"
 #include "node.h"
 #include "reply.h"

@@ -17,6 +17,7 @@
 
 #include "fanout.h"
 #include "handle.h"
+#include "identity.h"
 #include "keys.h"
 #include "node.h"
 #include "reply.h"
@@ -407,14 +408,6 @@ void fan_run(struct rlock *rl, struct fan *f)
 {
 	fan_send_all(rl, f);
 	drop_unidentified(rl, f);
-}
-
-void fan_ask(struct rlock *rl, struct fan *f, const struct request *q)
-{
-	fan_init(f, rl);
-	fan_all(f, q);
-	skip_unanswered(rl, f);
-	fan_run(rl, f);
 }
 
 void fan_done(struct fan *f)

@@ -53,10 +53,6 @@ void fan_all(struct fan *f, const struct request *q);
  */
 void fan_run(struct rlock *rl, struct fan *f);
 
-/* Send q to every server that was identified (skip_unanswered) and wait
- * for their replies: fan_init, fan_all, skip_unanswered and fan_run. */
-void fan_ask(struct rlock *rl, struct fan *f, const struct request *q);
-
 /* Free the replies. */
 void fan_done(struct fan *f);
 
@@ -76,21 +72,8 @@ void fan_unexpected(struct fan *f, size_t i, const char *what);
 /* Undo a grant that did not make a quorum: release token everywhere. */
 void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
 
-/* Before each request of several masters: identify every server that was
- * not identified on the connection it uses now (a first request, or a
- * connection opened again since), and refuse two URLs of one server
- * (rlock_distinct).  Returns RLOCK_OK, RLOCK_EUSAGE or RLOCK_ESYS.  Then
- * skip_unanswered leaves out of the fan-out f, with why, the servers that
- * are not identified: they have no vote; and fan_run takes the vote from
- * an answer that came on a connection opened during the request. */
-int identify_servers(struct rlock *rl);
-void skip_unanswered(struct rlock *rl, struct fan *f);
+/* Whether n was identified on the connection its requests use now
+ * (identify_servers, lib/identity.c): without, it has no vote. */
 int node_identified(const struct rlock_node *n);
-
-/* Whether rl's servers, once their connections are open, are as many
- * as its URLs: RLOCK_OK, or RLOCK_EUSAGE with the two URLs that reach one
- * server named in err (doctor's check, and every request of several
- * masters). */
-int rlock_distinct(struct rlock *rl, char *err, size_t len);
 
 #endif

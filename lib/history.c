@@ -14,6 +14,7 @@
 
 #include "fanout.h"
 #include "handle.h"
+#include "identity.h"
 #include "keys.h"
 #include "reply.h"
 #include "request.h"

@@ -1,13 +1,12 @@
 /*
  * pool.c - pools (issue 35): a pool is a lock whose holders each hold a
- * set of its members (lib/scripts/pool.lua); here are the checks of what a
- * user gives for a member, and the members' administration, one script
- * each (lib/scripts/members.lua).  A pool needs one server, as a
+ * set of its members (lib/scripts/pool.lua); here is the members'
+ * administration, one script each (lib/scripts/members.lua).  What a
+ * member's name and properties may be is checked in reply.c, with the
+ * other readers of what the scripts keep.  A pool needs one server, as a
  * semaphore does: several masters would each count their own holders.
  */
-#include <ctype.h>
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,85 +14,6 @@
 #include "handle.h"
 #include "reply.h"
 #include "request.h"
-
-int rlock_check_member(const char *name, const char **why)
-{
-	size_t len;
-
-	*why = NULL;
-	if (name == NULL || name[0] == '\0') {
-		*why = "empty";
-		return RLOCK_EUSAGE;
-	}
-	len = strnlen(name, RLOCK_MEMBER_MAX + 1);
-	if (len > RLOCK_MEMBER_MAX) {
-		*why = "longer than 256 bytes";
-		return RLOCK_EUSAGE;
-	}
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (c < 0x20 || c == 0x7f) {
-			*why = "contains a control character";
-			return RLOCK_EUSAGE;
-		}
-	}
-	return RLOCK_OK;
-}
-
-int rlock_check_prop(const char *kv, const char **why)
-{
-	const char *eq = strchr(kv, '=');
-	size_t klen;
-
-	*why = NULL;
-	if (eq == NULL) {
-		*why = "not KEY=VALUE";
-		return RLOCK_EUSAGE;
-	}
-	klen = (size_t)(eq - kv);
-	if (klen == 0 || klen > RLOCK_PROP_KEY_MAX ||
-	    isdigit((unsigned char)kv[0])) {
-		*why = "its KEY must be 1 to 64 letters, digits and '_', not "
-		       "starting with a digit";
-		return RLOCK_EUSAGE;
-	}
-	for (size_t i = 0; i < klen; i++) {
-		unsigned char c = (unsigned char)kv[i];
-
-		if (!(isascii(c) && (isalnum(c) || c == '_'))) {
-			*why = "its KEY must be 1 to 64 letters, digits and "
-			       "'_', not starting with a digit";
-			return RLOCK_EUSAGE;
-		}
-	}
-	for (const char *p = eq + 1; *p != '\0'; p++) {
-		unsigned char c = (unsigned char)*p;
-
-		if (c < 0x20 || c == 0x7f) {
-			*why = "its VALUE contains a control character";
-			return RLOCK_EUSAGE;
-		}
-	}
-	if (strlen(kv) > RLOCK_PROPS_MAX) {
-		*why = "longer than 4096 bytes";
-		return RLOCK_EUSAGE;
-	}
-	return RLOCK_OK;
-}
-
-int pool_kind(const char *k)
-{
-	long long c;
-
-	if (k[0] != 'p')
-		return 0;
-	if (k[1] == '\0')
-		return 1;
-	if (rlock_parse_ll(k + 1, strlen(k + 1), 1, RLOCK_COUNT_MAX, &c) != 0)
-		return 0;
-	return (int)c;
-}
 
 size_t rlock_granted(const struct rlock *rl, const struct rlock_member **list)
 {

@@ -7,7 +7,6 @@
 #include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "reply.h"
@@ -216,4 +215,85 @@ int reply_is_push(const redisReply *r, const char *kind, const char *chan)
 	       memcmp(c->str, chan, cn) == 0 &&
 	       x->type == (strcmp(kind, "subscribe") == 0 ?
 			   REDIS_REPLY_INTEGER : REDIS_REPLY_STRING);
+}
+
+/* ---- a pool's members, as a user gives them and the scripts keep them */
+
+int rlock_check_member(const char *name, const char **why)
+{
+	size_t len;
+
+	*why = NULL;
+	if (name == NULL || name[0] == '\0') {
+		*why = "empty";
+		return RLOCK_EUSAGE;
+	}
+	len = strnlen(name, RLOCK_MEMBER_MAX + 1);
+	if (len > RLOCK_MEMBER_MAX) {
+		*why = "longer than 256 bytes";
+		return RLOCK_EUSAGE;
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c < 0x20 || c == 0x7f) {
+			*why = "contains a control character";
+			return RLOCK_EUSAGE;
+		}
+	}
+	return RLOCK_OK;
+}
+
+int rlock_check_prop(const char *kv, const char **why)
+{
+	const char *eq = strchr(kv, '=');
+	size_t klen;
+
+	*why = NULL;
+	if (eq == NULL) {
+		*why = "not KEY=VALUE";
+		return RLOCK_EUSAGE;
+	}
+	klen = (size_t)(eq - kv);
+	if (klen == 0 || klen > RLOCK_PROP_KEY_MAX ||
+	    isdigit((unsigned char)kv[0])) {
+		*why = "its KEY must be 1 to 64 letters, digits and '_', not "
+		       "starting with a digit";
+		return RLOCK_EUSAGE;
+	}
+	for (size_t i = 0; i < klen; i++) {
+		unsigned char c = (unsigned char)kv[i];
+
+		if (!(isascii(c) && (isalnum(c) || c == '_'))) {
+			*why = "its KEY must be 1 to 64 letters, digits and "
+			       "'_', not starting with a digit";
+			return RLOCK_EUSAGE;
+		}
+	}
+	for (const char *p = eq + 1; *p != '\0'; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c < 0x20 || c == 0x7f) {
+			*why = "its VALUE contains a control character";
+			return RLOCK_EUSAGE;
+		}
+	}
+	if (strlen(kv) > RLOCK_PROPS_MAX) {
+		*why = "longer than 4096 bytes";
+		return RLOCK_EUSAGE;
+	}
+	return RLOCK_OK;
+}
+
+int pool_kind(const char *k)
+{
+	long long c;
+
+	if (k[0] != 'p')
+		return 0;
+	if (k[1] == '\0')
+		return 1;
+	if (rlock_parse_ll(k + 1, strlen(k + 1), 1, RLOCK_COUNT_MAX, &c) != 0)
+		return 0;
+	return (int)c;
 }
