@@ -215,7 +215,7 @@ struct bench {
 	int nheap;
 	int active;			/* clients not CS_DONE */
 	int whole;			/* scripts in their whole layout (a
-					 * cluster: node_declares_all) */
+					 * cluster: rl_node_declares_all) */
 	int stopping;
 	int rc;				/* first fatal error, RLOCK_OK none */
 	enum rlock_bench_phase phase;
@@ -327,20 +327,20 @@ static void conn_failed(struct bench *b, struct rlock_conn *conn)
 {
 	b->res->errors++;
 	b->res->error_kind[RLOCK_BENCH_ERR_CONNECTION]++;
-	fatal(b, RLOCK_EUNAVAIL, conn_errstr(conn));
+	fatal(b, RLOCK_EUNAVAIL, rl_conn_errstr(conn));
 }
 
 static int error_kind(const redisReply *r)
 {
-	if (reply_starts_with(r, "OOM"))
+	if (rl_reply_starts_with(r, "OOM"))
 		return RLOCK_BENCH_ERR_OOM;
-	if (reply_starts_with(r, "READONLY"))
+	if (rl_reply_starts_with(r, "READONLY"))
 		return RLOCK_BENCH_ERR_READONLY;
-	if (reply_starts_with(r, "LOADING"))
+	if (rl_reply_starts_with(r, "LOADING"))
 		return RLOCK_BENCH_ERR_LOADING;
-	if (reply_starts_with(r, "BUSY"))
+	if (rl_reply_starts_with(r, "BUSY"))
 		return RLOCK_BENCH_ERR_BUSY;
-	if (reply_starts_with(r, "WRONGTYPE"))
+	if (rl_reply_starts_with(r, "WRONGTYPE"))
 		return RLOCK_BENCH_ERR_WRONGTYPE;
 	return RLOCK_BENCH_ERR_OTHER;
 }
@@ -359,12 +359,12 @@ static void soft_error(struct bench *b, struct bclient *c,
 	b->res->error_kind[kind]++;
 	b->soft_errors++;
 	if (r != NULL) {
-		classify_error(r, c->cmd,
+		rl_classify_error(r, c->cmd,
 				     b->nm[c->name].v.key, &b->last_soft);
 	} else {
 		b->last_soft.rc = RLOCK_EPROTO;
 		snprintf(b->last_soft.err, sizeof(b->last_soft.err),
-			 "%s: unexpected reply to %s", conn_addr(c->cmd),
+			 "%s: unexpected reply to %s", rl_conn_addr(c->cmd),
 			 c->op == OP_ACQ ? "acquire" :
 			 c->op == OP_REL ? "release" : "PING");
 	}
@@ -382,7 +382,7 @@ static void soft_error(struct bench *b, struct bclient *c,
 /* What the transport wants to be woken for, in epoll's words. */
 static uint32_t epoll_events(const struct rlock_conn *c)
 {
-	return EPOLLIN | (conn_events(c) & POLLOUT ? EPOLLOUT : 0);
+	return EPOLLIN | (rl_conn_events(c) & POLLOUT ? EPOLLOUT : 0);
 }
 
 static void watch(struct bench *b, struct bclient *c, int out)
@@ -391,21 +391,21 @@ static void watch(struct bench *b, struct bclient *c, int out)
 
 	ev.events = EPOLLIN | (out ? EPOLLOUT : 0);
 	ev.data.u64 = (uint64_t)c->id * 2;
-	if (epoll_ctl(b->ep, EPOLL_CTL_MOD, conn_fd(c->cmd), &ev) == 0)
+	if (epoll_ctl(b->ep, EPOLL_CTL_MOD, rl_conn_fd(c->cmd), &ev) == 0)
 		c->outwait = out;
 }
 
-/* conn_send has written the request at once (a failed write closed the
+/* rl_conn_send has written the request at once (a failed write closed the
  * connection); what the socket did not take waits for EPOLLOUT. */
 static void sent(struct bench *b, struct bclient *c, int64_t now)
 {
 	c->t_sent = now;
 	c->inflight = 1;
-	if (conn_fd(c->cmd) < 0) {
+	if (rl_conn_fd(c->cmd) < 0) {
 		conn_failed(b, c->cmd);
 		return;
 	}
-	if (conn_events(c->cmd) & POLLOUT)
+	if (rl_conn_events(c->cmd) & POLLOUT)
 		watch(b, c, 1);
 }
 
@@ -416,8 +416,8 @@ static void send_ping(struct bench *b, struct bclient *c, int64_t now)
 	b->pings_sent++;
 	c->state = CS_PING;
 	c->op = OP_PING;
-	if (conn_send(c->cmd, 1, argv, NULL) != RLOCK_OK) {
-		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
+	if (rl_conn_send(c->cmd, 1, argv, NULL) != RLOCK_OK) {
+		fatal(b, RLOCK_ESYS, rl_conn_errstr(c->cmd));
 		return;
 	}
 	sent(b, c, now);
@@ -429,15 +429,15 @@ static void send_acquire(struct bench *b, struct bclient *c, int64_t now)
 
 	/* A busy answer without details; a place in line once the client
 	 * listens on its wake-up channel. */
-	req_acquire(&q, &b->nm[c->name].v, c->token, b->o->ttl_ms, &b->who,
-		    &(struct ask){ b->kind, c->sub != NULL ? c->wid : "",
+	rl_req_acquire(&q, &b->nm[c->name].v, c->token, b->o->ttl_ms, &b->who,
+		       &(struct ask){ b->kind, c->sub != NULL ? c->wid : "",
 				   c->sub != NULL, 0 }, &b->rl->hist);
 	c->state = CS_ACQ;
 	c->op = OP_ACQ;
 	c->woken = 0;
-	if (req_send(c->cmd, &q, c->eval, b->whole ||
-		     node_declares_all(&b->rl->node[0])) != RLOCK_OK) {
-		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
+	if (rl_req_send(c->cmd, &q, c->eval, b->whole ||
+			rl_node_declares_all(&b->rl->node[0])) != RLOCK_OK) {
+		fatal(b, RLOCK_ESYS, rl_conn_errstr(c->cmd));
 		return;
 	}
 	c->eval = 0;
@@ -460,10 +460,10 @@ static void send_release(struct bench *b, struct bclient *c, int64_t now)
 	}
 	c->state = CS_REL;
 	c->op = OP_REL;
-	req_release(&q, &n->v, c->token, &b->rl->hist, NULL, 0, 0);
-	if (req_send(c->cmd, &q, c->eval, b->whole ||
-		     node_declares_all(&b->rl->node[0])) != RLOCK_OK) {
-		fatal(b, RLOCK_ESYS, conn_errstr(c->cmd));
+	rl_req_release(&q, &n->v, c->token, &b->rl->hist, NULL, 0, 0);
+	if (rl_req_send(c->cmd, &q, c->eval, b->whole ||
+			rl_node_declares_all(&b->rl->node[0])) != RLOCK_OK) {
+		fatal(b, RLOCK_ESYS, rl_conn_errstr(c->cmd));
 		return;
 	}
 	c->eval = 0;
@@ -526,7 +526,7 @@ struct acq_reply {
 	int joined;			/* busy: this try joined the line */
 };
 
-/* A grant (decode_grant) or a busy answer without details (parse_busy);
+/* A grant (rl_decode_grant) or a busy answer without details (rl_parse_busy);
  * nothing else is asked for.  Returns 0, or -1. */
 static int decode_acquire(const redisReply *r, struct acq_reply *a)
 {
@@ -535,14 +535,14 @@ static int decode_acquire(const redisReply *r, struct acq_reply *a)
 	int recorded;
 
 	memset(a, 0, sizeof(*a));
-	if (r->type != REDIS_REPLY_STRING && elem_num(r, 0, 0, 1, &flag) != 0)
+	if (r->type != REDIS_REPLY_STRING && rl_elem_num(r, 0, 0, 1, &flag) != 0)
 		return -1;
 	if (r->type == REDIS_REPLY_STRING || flag == 1) {
 		a->granted = 1;
-		return decode_grant(r, &a->fence, &recorded, NULL);
+		return rl_decode_grant(r, &a->fence, &recorded, NULL);
 	}
 	memset(&h, 0, sizeof(h));
-	if (r->elements != 7 || parse_busy(r, &h, &a->joined, NULL) != 0)
+	if (r->elements != 7 || rl_parse_busy(r, &h, &a->joined, NULL) != 0)
 		return -1;
 	a->pttl = h.ttl_ms;
 	a->place = h.place;
@@ -627,9 +627,9 @@ static void on_busy(struct bench *b, struct bclient *c,
 	}
 	/* As rlock_acquire. */
 	c->state = CS_WAIT;
-	timer_set(b, c, now + line_wait_ms(a->pttl, a->place, c->in_line,
-					   c->sub != NULL,
-					   jitter(b, 1000)) * NS_PER_MS);
+	timer_set(b, c, now + rl_line_wait_ms(a->pttl, a->place, c->in_line,
+					      c->sub != NULL,
+					      jitter(b, 1000)) * NS_PER_MS);
 }
 
 /* A script met a key it had not declared where a slot moves: a cluster,
@@ -650,7 +650,7 @@ static void on_acquire_reply(struct bench *b, struct bclient *c,
 	struct acq_reply a;
 
 	if (r->type == REDIS_REPLY_ERROR) {
-		if (reply_starts_with(r, "NOSCRIPT") && !c->eval) {
+		if (rl_reply_starts_with(r, "NOSCRIPT") && !c->eval) {
 			b->res->noscript++;
 			c->eval = 1;
 			send_acquire(b, c, now);
@@ -681,7 +681,7 @@ static void on_release_reply(struct bench *b, struct bclient *c,
 	long long held;
 
 	if (r->type == REDIS_REPLY_ERROR) {
-		if (reply_starts_with(r, "NOSCRIPT") && !c->eval) {
+		if (rl_reply_starts_with(r, "NOSCRIPT") && !c->eval) {
 			b->res->noscript++;
 			c->eval = 1;
 			send_release(b, c, now);
@@ -722,7 +722,7 @@ static void on_ping_reply(struct bench *b, struct bclient *c,
 	if (r->type == REDIS_REPLY_ERROR) {
 		struct rlock_result e;
 
-		classify_error(r, c->cmd, "PING", &e);
+		rl_classify_error(r, c->cmd, "PING", &e);
 		b->res->errors++;
 		b->res->error_kind[error_kind(r)]++;
 		fatal(b, e.rc, e.err);
@@ -748,20 +748,20 @@ static void on_cmd_ready(struct bench *b, struct bclient *c, short revents)
 	redisReply *r;
 	int got;
 
-	if (conn_on_ready(c->cmd, revents) != RLOCK_OK) {
+	if (rl_conn_on_ready(c->cmd, revents) != RLOCK_OK) {
 		conn_failed(b, c->cmd);
 		return;
 	}
-	if (c->outwait && !(conn_events(c->cmd) & POLLOUT))
+	if (c->outwait && !(rl_conn_events(c->cmd) & POLLOUT))
 		watch(b, c, 0);
 	/* Input held inside the transport (TLS) is invisible to epoll. */
-	while (conn_buffered(c->cmd)) {
-		if (conn_on_ready(c->cmd, POLLIN) != RLOCK_OK) {
+	while (rl_conn_buffered(c->cmd)) {
+		if (rl_conn_on_ready(c->cmd, POLLIN) != RLOCK_OK) {
 			conn_failed(b, c->cmd);
 			return;
 		}
 	}
-	while (b->rc == RLOCK_OK && (got = conn_take_reply(c->cmd, &r)) != 0) {
+	while (b->rc == RLOCK_OK && (got = rl_conn_take_reply(c->cmd, &r)) != 0) {
 		int64_t now = now_ns();
 
 		if (got < 0) {
@@ -808,19 +808,19 @@ static void on_sub_ready(struct bench *b, struct bclient *c, short revents)
 	redisReply *r;
 	int got, msg;
 
-	if (conn_on_ready(c->sub, revents) != RLOCK_OK) {
+	if (rl_conn_on_ready(c->sub, revents) != RLOCK_OK) {
 		conn_failed(b, c->sub);
 		return;
 	}
-	while (conn_buffered(c->sub)) {
-		if (conn_on_ready(c->sub, POLLIN) != RLOCK_OK) {
+	while (rl_conn_buffered(c->sub)) {
+		if (rl_conn_on_ready(c->sub, POLLIN) != RLOCK_OK) {
 			conn_failed(b, c->sub);
 			return;
 		}
 	}
 	wake_chan(b, c, chan, sizeof(chan));
-	while ((got = conn_take_reply(c->sub, &r)) == 1) {
-		msg = reply_is_push(r, "message", chan);
+	while ((got = rl_conn_take_reply(c->sub, &r)) == 1) {
+		msg = rl_reply_is_push(r, "message", chan);
 		freeReplyObject(r);
 		if (!msg) {
 			/* Nothing else comes on a subscribed connection. */
@@ -896,10 +896,10 @@ static void check_timeouts(struct bench *b, int64_t now)
 		struct bclient *c = &b->cl[i];
 		if (!c->inflight || now - c->t_sent <= limit)
 			continue;
-		conn_timed_out(c->cmd);
+		rl_conn_timed_out(c->cmd);
 		b->res->errors++;
 		b->res->error_kind[RLOCK_BENCH_ERR_TIMEOUT]++;
-		fatal(b, RLOCK_EUNAVAIL, conn_errstr(c->cmd));
+		fatal(b, RLOCK_EUNAVAIL, rl_conn_errstr(c->cmd));
 		return;
 	}
 }
@@ -1019,7 +1019,7 @@ static char *key_of(const char *prefix, const char *name, const char *tail)
 	char *s = malloc(n);
 
 	if (s != NULL)
-		lock_key(s, n, prefix, name, tail);
+		rl_lock_key(s, n, prefix, name, tail);
 	return s;
 }
 
@@ -1049,7 +1049,7 @@ static int bench_names(struct bench *b)
 					    n->s[6], n->s[7], n->s[9],
 					    n->s[10], n->s[8], NULL, n->s[11],
 					    n->s[12], n->s[13],
-					    key_slot(n->s[0], strlen(n->s[0])) };
+					    rl_key_slot(n->s[0], strlen(n->s[0])) };
 		n->holder = -1;
 		n->releaser = -1;
 	}
@@ -1062,16 +1062,16 @@ static int bench_names(struct bench *b)
 static int open_conn(struct bench *b, int slot, struct rlock_conn **cp)
 {
 	const struct rlock_conn_opts *o;
-	const struct rlock_url *u = node_url(&b->rl->node[0], slot, &o);
+	const struct rlock_url *u = rl_node_url(&b->rl->node[0], slot, &o);
 	struct rlock_conn *c;
 
-	c = conn_new(u, 0, o);
+	c = rl_conn_new(u, 0, o);
 	if (c == NULL)
 		return bench_errno(b, "out of memory");
 	*cp = c;
-	if (conn_open(c, rlock_mono_ms() + b->rl->copts.connect_timeout_ms) !=
+	if (rl_conn_open(c, rlock_mono_ms() + b->rl->copts.connect_timeout_ms) !=
 	    RLOCK_OK) {
-		fatal(b, RLOCK_EUNAVAIL, conn_errstr(c));
+		fatal(b, RLOCK_EUNAVAIL, rl_conn_errstr(c));
 		return b->rc;
 	}
 	return RLOCK_OK;
@@ -1084,8 +1084,8 @@ static int find_servers(struct bench *b)
 	struct rlock_node *n = &b->rl->node[0];
 	size_t m[NODE_MAX_PEERS];
 
-	if (node_masters(n, 0, m, NODE_MAX_PEERS) < 0) {
-		fatal(b, RLOCK_EUNAVAIL, node_errstr(n));
+	if (rl_node_masters(n, 0, m, NODE_MAX_PEERS) < 0) {
+		fatal(b, RLOCK_EUNAVAIL, rl_node_errstr(n));
 		return b->rc;
 	}
 	return RLOCK_OK;
@@ -1106,10 +1106,10 @@ static int subscribe_all(struct bench *b)
 		const char *argv[2] = { "SUBSCRIBE", chan };
 
 		wake_chan(b, c, chan, sizeof(chan));
-		if (conn_send(c->sub, 2, argv, NULL) != RLOCK_OK)
+		if (rl_conn_send(c->sub, 2, argv, NULL) != RLOCK_OK)
 			return bench_errno(b, "out of memory");
-		if (conn_fd(c->sub) < 0) {
-			fatal(b, RLOCK_EUNAVAIL, conn_errstr(c->sub));
+		if (rl_conn_fd(c->sub) < 0) {
+			fatal(b, RLOCK_EUNAVAIL, rl_conn_errstr(c->sub));
 			return b->rc;
 		}
 	}
@@ -1119,29 +1119,29 @@ static int subscribe_all(struct bench *b)
 		redisReply *r = NULL;
 		int rc;
 
-		/* conn_wait_reply also writes what the first pass left. */
-		rc = conn_wait_reply(c->sub, deadline, -1, &r);
+		/* rl_conn_wait_reply also writes what the first pass left. */
+		rc = rl_conn_wait_reply(c->sub, deadline, -1, &r);
 		if (rc != RLOCK_OK) {
 			char msg[300];
 
-			snprintf(msg, sizeof(msg), "%s: %s", conn_addr(c->sub),
+			snprintf(msg, sizeof(msg), "%s: %s", rl_conn_addr(c->sub),
 				 rc == RLOCK_TIMEDOUT ?
-				 "no reply to SUBSCRIBE" : conn_errstr(c->sub));
+				 "no reply to SUBSCRIBE" : rl_conn_errstr(c->sub));
 			fatal(b, RLOCK_EUNAVAIL, msg);
 			return b->rc;
 		}
 		wake_chan(b, c, chan, sizeof(chan));
-		if (!reply_is_push(r, "subscribe", chan)) {
+		if (!rl_reply_is_push(r, "subscribe", chan)) {
 			struct rlock_result e;
 
 			if (r->type == REDIS_REPLY_ERROR) {
-				classify_error(r, c->sub,
+				rl_classify_error(r, c->sub,
 						     "SUBSCRIBE", &e);
 			} else {
 				e.rc = RLOCK_EPROTO;
 				snprintf(e.err, sizeof(e.err),
 					 "%s: unexpected reply to SUBSCRIBE",
-					 conn_addr(c->sub));
+					 rl_conn_addr(c->sub));
 				b->res->errors++;
 				b->res->error_kind[RLOCK_BENCH_ERR_UNEXPECTED]++;
 			}
@@ -1195,20 +1195,20 @@ static int setup(struct bench *b)
 			return b->rc;
 	}
 	snprintf(b->res->server, sizeof(b->res->server), "%s",
-		 conn_addr(b->cl[0].cmd));
+		 rl_conn_addr(b->cl[0].cmd));
 	if (b->nk < b->nc && subscribe_all(b) != RLOCK_OK)
 		return b->rc;
 	for (i = 0; i < b->nc; i++) {
 		ev.events = epoll_events(b->cl[i].cmd);
 		ev.data.u64 = (uint64_t)i * 2;
-		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, conn_fd(b->cl[i].cmd),
+		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, rl_conn_fd(b->cl[i].cmd),
 			      &ev) != 0)
 			return bench_errno(b, "epoll_ctl");
 		if (b->cl[i].sub == NULL)
 			continue;
 		ev.events = epoll_events(b->cl[i].sub);
 		ev.data.u64 = (uint64_t)i * 2 + 1;
-		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, conn_fd(b->cl[i].sub),
+		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, rl_conn_fd(b->cl[i].sub),
 			      &ev) != 0)
 			return bench_errno(b, "epoll_ctl");
 	}
@@ -1269,16 +1269,16 @@ static double server_cpu(struct bench *b)
 	double total = -1;
 	int rs, ru;
 
-	if (conn_call(c, rlock_mono_ms() + b->rl->copts.io_timeout_ms, -1, 2,
-		      argv, NULL, &r) != RLOCK_OK) {
-		fatal(b, RLOCK_EUNAVAIL, conn_errstr(c));
+	if (rl_conn_call(c, rlock_mono_ms() + b->rl->copts.io_timeout_ms, -1, 2,
+			 argv, NULL, &r) != RLOCK_OK) {
+		fatal(b, RLOCK_EUNAVAIL, rl_conn_errstr(c));
 		return -1;
 	}
 	if (r->type == REDIS_REPLY_STRING && (in = malloc(sizeof(*in))) !=
 	    NULL) {
-		info_parse(in, r->str, r->len);
-		rs = info_seconds(in, "used_cpu_sys", &sys);
-		ru = info_seconds(in, "used_cpu_user", &user);
+		rl_info_parse(in, r->str, r->len);
+		rs = rl_info_seconds(in, "used_cpu_sys", &sys);
+		ru = rl_info_seconds(in, "used_cpu_user", &user);
 		if (rs == INFO_OK && ru == INFO_OK)
 			total = (double)sys / 1e6 + (double)user / 1e6;
 		else if (rs == INFO_BAD || ru == INFO_BAD) {
@@ -1371,21 +1371,21 @@ static void cleanup_keys(struct bench *b)
 
 	while (done != NULL && first < b->nk) {
 		const struct rlock_conn_opts *o;
-		const struct rlock_url *u = node_url(n, b->nm[first].v.slot, &o);
-		struct rlock_conn *c = conn_new(u, 0, o);
+		const struct rlock_url *u = rl_node_url(n, b->nm[first].v.slot, &o);
+		struct rlock_conn *c = rl_conn_new(u, 0, o);
 		int64_t deadline = rlock_mono_ms() + o->io_timeout_ms;
 		int sent = 0;
 
-		if (c == NULL || conn_open(c, rlock_mono_ms() +
-					   o->connect_timeout_ms) != RLOCK_OK) {
-			conn_free(c);
+		if (c == NULL || rl_conn_open(c, rlock_mono_ms() +
+					      o->connect_timeout_ms) != RLOCK_OK) {
+			rl_conn_free(c);
 			break;
 		}
 		for (int i = first; i < b->nk; i++) {
 			const char *argv[4 + LOCK_NKEYS] = { "DEL" };
 			const struct rlock_conn_opts *oi;
 
-			if (done[i] || node_url(n, b->nm[i].v.slot, &oi) != u)
+			if (done[i] || rl_node_url(n, b->nm[i].v.slot, &oi) != u)
 				continue;
 			done[i] = 1;
 			for (int t = 0; t < LOCK_NKEYS; t++)
@@ -1393,18 +1393,18 @@ static void cleanup_keys(struct bench *b)
 			argv[1 + LOCK_NKEYS] = b->nm[i].v.last;
 			argv[2 + LOCK_NKEYS] = b->nm[i].v.grant;
 			argv[3 + LOCK_NKEYS] = b->nm[i].v.hold;
-			if (conn_send(c, 4 + LOCK_NKEYS, argv, NULL) ==
+			if (rl_conn_send(c, 4 + LOCK_NKEYS, argv, NULL) ==
 			    RLOCK_OK)
 				sent++;
 		}
 		while (sent-- > 0) {
 			redisReply *r = NULL;
 
-			if (conn_wait_reply(c, deadline, -1, &r) != RLOCK_OK)
+			if (rl_conn_wait_reply(c, deadline, -1, &r) != RLOCK_OK)
 				break;
 			freeReplyObject(r);
 		}
-		conn_free(c);
+		rl_conn_free(c);
 		while (first < b->nk && done[first])
 			first++;
 	}
@@ -1415,8 +1415,8 @@ static void teardown(struct bench *b)
 {
 	if (b->cl != NULL) {
 		for (int i = 0; i < b->nc; i++) {
-			conn_free(b->cl[i].cmd);
-			conn_free(b->cl[i].sub);
+			rl_conn_free(b->cl[i].cmd);
+			rl_conn_free(b->cl[i].sub);
 		}
 	}
 	if (b->nm != NULL) {
@@ -1448,18 +1448,18 @@ int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
 	b.nc = o->clients;
 	b.nk = o->keys > 0 ? o->keys : o->clients;
 	if (rl->nnode != 1) {
-		set_error(rl->err, sizeof(rl->err), "bench drives one "
-			  "server: give one --url");
+		rl_set_error(rl->err, sizeof(rl->err), "bench drives one "
+			     "server: give one --url");
 		return RLOCK_EUSAGE;
 	}
 	if (b.nc < 1 || b.nk < 1 || b.nk > b.nc || o->ttl_ms <= 0 ||
 	    o->hold_ms < 0 || o->hold_ms >= o->ttl_ms ||
 	    (o->cycles <= 0 && o->duration_ms <= 0)) {
-		set_error(rl->err, sizeof(rl->err), "invalid bench options");
+		rl_set_error(rl->err, sizeof(rl->err), "invalid bench options");
 		return RLOCK_EUSAGE;
 	}
 	if (o->shared && o->limit > 1) {
-		set_error(rl->err, sizeof(rl->err), "invalid bench options");
+		rl_set_error(rl->err, sizeof(rl->err), "invalid bench options");
 		return RLOCK_EUSAGE;
 	}
 	rlock_kind(&(struct rlock_acquire_opts){ .shared = o->shared,
@@ -1467,7 +1467,7 @@ int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
 		   b.kind, sizeof(b.kind));
 	res->clients = b.nc;
 	res->keys = b.nk;
-	identify(rl);
+	rl_identify(rl);
 	b.who.host = rl->host;
 	b.who.user = rl->user;
 	b.who.label = "rlock bench";

@@ -33,13 +33,13 @@ static void host_port(char *buf, size_t len, const char *host, int port)
 					       v6 ? "]" : "", num, NULL });
 }
 
-/* TLS, once lib/tls.c registered it (conn_register_tls): the core never
+/* TLS, once lib/tls.c registered it (rl_conn_register_tls): the core never
  * names it, as hiredis's core never names its ssl.c. */
 static const struct transport *tls_transport;
 static const struct transport no_tls_transport;
 
-struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
-			    const struct rlock_conn_opts *o)
+struct rlock_conn *rl_conn_new(const struct rlock_url *u, int hostidx,
+			       const struct rlock_conn_opts *o)
 {
 	struct rlock_conn *c = calloc(1, sizeof(*c));
 
@@ -66,7 +66,7 @@ struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
 	return c;
 }
 
-void conn_close(struct rlock_conn *c)
+void rl_conn_close(struct rlock_conn *c)
 {
 	c->tp->close(c);
 	if (c->fd >= 0)
@@ -81,58 +81,58 @@ void conn_close(struct rlock_conn *c)
 	c->replies = 0;
 }
 
-void conn_free(struct rlock_conn *c)
+void rl_conn_free(struct rlock_conn *c)
 {
 	if (c == NULL)
 		return;
-	conn_close(c);
+	rl_conn_close(c);
 	free(c->obuf);
 	/* The password may be read back from a core dump otherwise. */
 	explicit_bzero(c->password, sizeof(c->password));
 	free(c);
 }
 
-const char *conn_errstr(const struct rlock_conn *c)
+const char *rl_conn_errstr(const struct rlock_conn *c)
 {
 	return c->err;
 }
 
-const char *conn_addr(const struct rlock_conn *c)
+const char *rl_conn_addr(const struct rlock_conn *c)
 {
 	return c->addr;
 }
 
-const struct rlock_url *conn_url(const struct rlock_conn *c)
+const struct rlock_url *rl_conn_url(const struct rlock_conn *c)
 {
 	return c->url;
 }
 
-enum conn_refusal conn_refusal(const struct rlock_conn *c)
+enum conn_refusal rl_conn_refusal(const struct rlock_conn *c)
 {
 	return c->refusal;
 }
 
-int conn_garbled(const struct rlock_conn *c)
+int rl_conn_garbled(const struct rlock_conn *c)
 {
 	return c->garbled;
 }
 
-int conn_fd(const struct rlock_conn *c)
+int rl_conn_fd(const struct rlock_conn *c)
 {
 	return c->fd;
 }
 
-int conn_is_up(const struct rlock_conn *c)
+int rl_conn_is_up(const struct rlock_conn *c)
 {
 	return c->up;
 }
 
-unsigned long conn_opens(const struct rlock_conn *c)
+unsigned long rl_conn_opens(const struct rlock_conn *c)
 {
 	return c->opens;
 }
 
-const char *conn_host(const struct rlock_conn *c)
+const char *rl_conn_host(const struct rlock_conn *c)
 {
 	const char *sni = c->tp->server_name != NULL ?
 			  c->tp->server_name(c) : NULL;
@@ -140,14 +140,14 @@ const char *conn_host(const struct rlock_conn *c)
 	return sni != NULL ? sni : c->url->hosts[c->hostidx].host;
 }
 
-int conn_fail(struct rlock_conn *c, const char *fmt, const char *why)
+int rl_conn_fail(struct rlock_conn *c, const char *fmt, const char *why)
 {
-	set_error(c->err, sizeof(c->err), fmt, c->addr, why);
-	conn_close(c);
+	rl_set_error(c->err, sizeof(c->err), fmt, c->addr, why);
+	rl_conn_close(c);
 	return RLOCK_EUNAVAIL;
 }
 
-int conn_wait_fd(int fd, short events, int64_t deadline, int cancel_fd)
+int rl_conn_wait_fd(int fd, short events, int64_t deadline, int cancel_fd)
 {
 	struct pollfd p[2];
 	int n, timeout;
@@ -195,7 +195,7 @@ static int connect_addr(struct rlock_conn *c, const struct sockaddr *sa,
 		return soerr;
 	}
 	if (rc < 0) {
-		rc = conn_wait_fd(fd, POLLOUT, deadline, -1);
+		rc = rl_conn_wait_fd(fd, POLLOUT, deadline, -1);
 		if (rc == 0) {
 			close(fd);
 			return ETIMEDOUT;
@@ -218,7 +218,7 @@ static int connect_addr(struct rlock_conn *c, const struct sockaddr *sa,
 	return 0;
 }
 
-int conn_ipv4_literal(const char *s, unsigned char addr[4])
+int rl_conn_ipv4_literal(const char *s, unsigned char addr[4])
 {
 	for (int i = 0; i < 4; i++) {
 		unsigned part = 0;
@@ -251,12 +251,12 @@ static int connect_any(struct rlock_conn *c, int64_t deadline)
 		struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
 		if (strlen(c->url->path) >= sizeof(sun.sun_path))
-			return conn_fail(c, "cannot connect to %s: %s",
+			return rl_conn_fail(c, "cannot connect to %s: %s",
 				    "socket path too long");
 		memcpy(sun.sun_path, c->url->path, strlen(c->url->path) + 1);
 		e = connect_addr(c, (struct sockaddr *)&sun, sizeof(sun),
 				 deadline);
-	} else if (conn_ipv4_literal(host, v4)) {
+	} else if (rl_conn_ipv4_literal(host, v4)) {
 		memset(&sin, 0, sizeof(sin));
 		memcpy(&sin.sin_addr, v4, sizeof(v4));
 		sin.sin_family = AF_INET;
@@ -276,8 +276,8 @@ static int connect_any(struct rlock_conn *c, int64_t deadline)
 			gai = getaddrinfo(host, num, &hints, &res);
 		}
 		if (gai != 0)
-			return conn_fail(c, "cannot connect to %s: %s",
-					 gai_strerror(gai));
+			return rl_conn_fail(c, "cannot connect to %s: %s",
+					    gai_strerror(gai));
 		for (ai = res; ai != NULL; ai = ai->ai_next) {
 			e = connect_addr(c, ai->ai_addr, ai->ai_addrlen,
 					 deadline);
@@ -287,7 +287,7 @@ static int connect_any(struct rlock_conn *c, int64_t deadline)
 		freeaddrinfo(res);
 	}
 	if (e != 0)
-		return conn_fail(c, "cannot connect to %s: %s",
+		return rl_conn_fail(c, "cannot connect to %s: %s",
 			    e == ETIMEDOUT ? "timed out" : strerror(e));
 	return RLOCK_OK;
 }
@@ -301,17 +301,17 @@ static int handshake_call(struct rlock_conn *c, int64_t deadline, int argc,
 	int rc;
 
 	c->up = 1;
-	rc = conn_call(c, deadline, -1, argc, argv, NULL, &r);
+	rc = rl_conn_call(c, deadline, -1, argc, argv, NULL, &r);
 	if (rc != RLOCK_OK)
 		return rc;
 	if (r->type == REDIS_REPLY_ERROR) {
 		char why[400], text[SERVER_TEXT_MAX + 1];
 
 		snprintf(why, sizeof(why), "%s: %s", what,
-			 server_text(text, sizeof(text), r->str, r->len));
+			 rl_server_text(text, sizeof(text), r->str, r->len));
 		freeReplyObject(r);
 		c->refusal = why_refused;
-		return conn_fail(c, "%s: %s", why);
+		return rl_conn_fail(c, "%s: %s", why);
 	}
 	freeReplyObject(r);
 	return RLOCK_OK;
@@ -360,8 +360,8 @@ static int hello(struct rlock_conn *c, int64_t deadline)
 	if (c->url->user[0] != '\0')
 		argv[3] = c->url->user;
 	c->up = 1;
-	rc = conn_call(c, deadline, -1, c->has_password ? 5 : 2, argv, NULL,
-		       &r);
+	rc = rl_conn_call(c, deadline, -1, c->has_password ? 5 : 2, argv, NULL,
+			  &r);
 	if (rc != RLOCK_OK)
 		return rc;
 	if (r->type == REDIS_REPLY_ERROR) {
@@ -372,12 +372,12 @@ static int hello(struct rlock_conn *c, int64_t deadline)
 		char text[SERVER_TEXT_MAX + 1];
 
 		snprintf(why, sizeof(why), "authentication failed: %s",
-			 server_text(text, sizeof(text), r->str, r->len));
+			 rl_server_text(text, sizeof(text), r->str, r->len));
 		freeReplyObject(r);
 		if (old)
 			return 1;
 		c->refusal = CONN_REFUSED_AUTH;
-		return conn_fail(c, "%s: %s", why);
+		return rl_conn_fail(c, "%s: %s", why);
 	}
 	role = r->type == REDIS_REPLY_ARRAY ? hello_field(r, "role") : NULL;
 	if (role != NULL && role->type == REDIS_REPLY_STRING &&
@@ -386,15 +386,15 @@ static int hello(struct rlock_conn *c, int64_t deadline)
 			 "master", role->str);
 		freeReplyObject(r);
 		c->refusal = CONN_REFUSED_REPLICA;
-		set_error(c->err, sizeof(c->err), "%s %s", c->addr, why);
-		conn_close(c);
+		rl_set_error(c->err, sizeof(c->err), "%s %s", c->addr, why);
+		rl_conn_close(c);
 		return RLOCK_EUNAVAIL;
 	}
 	freeReplyObject(r);
 	return RLOCK_OK;
 }
 
-void read_run_id(const char *info, size_t len, char id[41])
+void rl_read_run_id(const char *info, size_t len, char id[41])
 {
 	const char *p = memmem(info, len, "\nrun_id:", 8);
 	size_t n = 0;
@@ -431,17 +431,17 @@ static void note_peer(struct rlock_conn *c)
 			   (const char *[]){ host, " port ", port, NULL });
 }
 
-const char *conn_peer(const struct rlock_conn *c)
+const char *rl_conn_peer(const struct rlock_conn *c)
 {
 	return c->peer;
 }
 
-int conn_open(struct rlock_conn *c, int64_t deadline)
+int rl_conn_open(struct rlock_conn *c, int64_t deadline)
 {
 	int64_t io_deadline;
 	int rc;
 
-	conn_close(c);
+	rl_conn_close(c);
 	c->refusal = CONN_REFUSED_NOT;
 	c->garbled = 0;
 	rc = connect_any(c, deadline);
@@ -451,7 +451,7 @@ int conn_open(struct rlock_conn *c, int64_t deadline)
 		return rc;
 	c->reader = redisReaderCreate();
 	if (c->reader == NULL)
-		return conn_fail(c, "%s: %s", "out of memory");
+		return rl_conn_fail(c, "%s: %s", "out of memory");
 	io_deadline = rlock_mono_ms() + c->opts.io_timeout_ms;
 	rc = c->opts.want_master ? hello(c, io_deadline) : 1;
 	if (rc == 1 && c->has_password)
@@ -486,8 +486,8 @@ static int out_room(struct rlock_conn *c, size_t n)
 	cap = (c->olen + n) * 2;
 	nb = realloc(c->obuf, cap);
 	if (nb == NULL) {
-		set_error(c->err, sizeof(c->err), "%s: out of memory",
-			  c->addr);
+		rl_set_error(c->err, sizeof(c->err), "%s: out of memory",
+			     c->addr);
 		return RLOCK_ESYS;
 	}
 	c->obuf = nb;
@@ -497,8 +497,8 @@ static int out_room(struct rlock_conn *c, size_t n)
 
 #define SEND_ARGS 64			/* lengths kept on the stack */
 
-int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
-	      const size_t *lens)
+int rl_conn_send(struct rlock_conn *c, int argc, const char *const *argv,
+		 const size_t *lens)
 {
 	size_t own[SEND_ARGS], *len = own;
 	int rc;
@@ -508,17 +508,17 @@ int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
 	if (lens == NULL) {
 		if (argc > SEND_ARGS &&
 		    (len = malloc((size_t)argc * sizeof(*len))) == NULL) {
-			set_error(c->err, sizeof(c->err), "%s: out of memory",
-				  c->addr);
+			rl_set_error(c->err, sizeof(c->err), "%s: out of memory",
+				     c->addr);
 			return RLOCK_ESYS;
 		}
 		for (int i = 0; i < argc; i++)
 			len[i] = strlen(argv[i]);
 		lens = len;
 	}
-	rc = out_room(c, resp_size(argc, lens));
+	rc = out_room(c, rl_resp_size(argc, lens));
 	if (rc == RLOCK_OK)
-		c->olen += resp_write(c->obuf + c->olen, argc, argv, lens);
+		c->olen += rl_resp_write(c->obuf + c->olen, argc, argv, lens);
 	if (len != own)
 		free(len);
 	if (rc != RLOCK_OK)
@@ -527,42 +527,42 @@ int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
 	 * and a poll for POLLOUT first would cost a system call each time.
 	 * A failure closes the connection; the caller sees it as down. */
 	if (c->fd >= 0)
-		conn_on_ready(c, POLLOUT);
+		rl_conn_on_ready(c, POLLOUT);
 	return RLOCK_OK;
 }
 
-short conn_events(const struct rlock_conn *c)
+short rl_conn_events(const struct rlock_conn *c)
 {
 	return POLLIN | (c->tp->out_pending(c) ? POLLOUT : 0);
 }
 
-int conn_buffered(const struct rlock_conn *c)
+int rl_conn_buffered(const struct rlock_conn *c)
 {
 	return c->fd >= 0 && c->tp->in_buffered(c);
 }
 
-int conn_feed(struct rlock_conn *c, const char *buf, size_t n)
+int rl_conn_feed(struct rlock_conn *c, const char *buf, size_t n)
 {
-	const char *why = resp_guard_feed(&c->guard, buf, n);
+	const char *why = rl_resp_guard_feed(&c->guard, buf, n);
 
 	if (why != NULL) {
 		char msg[200];
 
 		snprintf(msg, sizeof(msg), "protocol error: %s", why);
 		c->garbled = 1;
-		return conn_fail(c, "%s: %s", msg);
+		return rl_conn_fail(c, "%s: %s", msg);
 	}
 	if (redisReaderFeed(c->reader, buf, n) != 0)
-		return conn_fail(c, "%s: %s", "out of memory");
+		return rl_conn_fail(c, "%s: %s", "out of memory");
 	return RLOCK_OK;
 }
 
-int conn_on_ready(struct rlock_conn *c, short revents)
+int rl_conn_on_ready(struct rlock_conn *c, short revents)
 {
 	int rc;
 
 	if (c->fd < 0)
-		return conn_fail(c, "%s: %s", "not connected");
+		return rl_conn_fail(c, "%s: %s", "not connected");
 	if ((revents & POLLOUT) && c->tp->out_pending(c)) {
 		rc = c->tp->flush(c);
 		if (rc != RLOCK_OK)
@@ -575,7 +575,7 @@ int conn_on_ready(struct rlock_conn *c, short revents)
 
 /* ---- plain sockets ---------------------------------------------------- */
 
-int conn_write(struct rlock_conn *c, char *buf, size_t *len)
+int rl_conn_write(struct rlock_conn *c, char *buf, size_t *len)
 {
 	ssize_t n;
 
@@ -583,7 +583,7 @@ int conn_write(struct rlock_conn *c, char *buf, size_t *len)
 		return RLOCK_OK;
 	n = send(c->fd, buf, *len, MSG_NOSIGNAL);
 	if (n < 0 && errno != EAGAIN && errno != EINTR)
-		return conn_fail(c, "%s: connection lost: %s", strerror(errno));
+		return rl_conn_fail(c, "%s: connection lost: %s", strerror(errno));
 	if (n > 0) {
 		memmove(buf, buf + n, *len - (size_t)n);
 		*len -= (size_t)n;
@@ -593,7 +593,7 @@ int conn_write(struct rlock_conn *c, char *buf, size_t *len)
 
 static int plain_flush(struct rlock_conn *c)
 {
-	return conn_write(c, c->obuf, &c->olen);
+	return rl_conn_write(c, c->obuf, &c->olen);
 }
 
 static int plain_fill(struct rlock_conn *c)
@@ -611,15 +611,15 @@ static int plain_fill(struct rlock_conn *c)
 	if (n == 0) {
 		snprintf(why, sizeof(why), "connection closed by server%s",
 			 hint);
-		return conn_fail(c, "%s: %s", why);
+		return rl_conn_fail(c, "%s: %s", why);
 	}
 	if (n < 0 && errno != EAGAIN && errno != EINTR) {
 		snprintf(why, sizeof(why), "connection lost: %s%s",
 			 strerror(errno), hint);
-		return conn_fail(c, "%s: %s", why);
+		return rl_conn_fail(c, "%s: %s", why);
 	}
 	if (n > 0)
-		return conn_feed(c, buf, (size_t)n);
+		return rl_conn_feed(c, buf, (size_t)n);
 	return RLOCK_OK;
 }
 
@@ -654,7 +654,7 @@ const struct transport rlock_plain_transport = {
 static int no_tls_start(struct rlock_conn *c, int64_t deadline)
 {
 	(void)deadline;
-	return conn_fail(c, "%s: %s", "TLS is not set up for this connection");
+	return rl_conn_fail(c, "%s: %s", "TLS is not set up for this connection");
 }
 
 static const struct transport no_tls_transport = {
@@ -667,12 +667,12 @@ static const struct transport no_tls_transport = {
 	.server_name = NULL,
 };
 
-void conn_register_tls(const struct transport *t)
+void rl_conn_register_tls(const struct transport *t)
 {
 	tls_transport = t;
 }
 
-int conn_take_reply(struct rlock_conn *c, redisReply **r)
+int rl_conn_take_reply(struct rlock_conn *c, redisReply **r)
 {
 	void *reply = NULL;
 
@@ -696,7 +696,7 @@ int conn_take_reply(struct rlock_conn *c, redisReply **r)
 			snprintf(why, sizeof(why), "protocol error: %s", e);
 		}
 		c->garbled = 1;
-		conn_fail(c, "%s: %s", why);
+		rl_conn_fail(c, "%s: %s", why);
 		return -1;
 	}
 	if (reply == NULL)
@@ -706,50 +706,50 @@ int conn_take_reply(struct rlock_conn *c, redisReply **r)
 	return 1;
 }
 
-int conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
-		    redisReply **r)
+int rl_conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
+		       redisReply **r)
 {
 	int rc, ev;
 
 	for (;;) {
-		rc = conn_take_reply(c, r);
+		rc = rl_conn_take_reply(c, r);
 		if (rc == 1)
 			return RLOCK_OK;
 		if (rc < 0 || c->fd < 0)
 			return RLOCK_EUNAVAIL;
-		if (conn_buffered(c)) {
-			rc = conn_on_ready(c, POLLIN);
+		if (rl_conn_buffered(c)) {
+			rc = rl_conn_on_ready(c, POLLIN);
 			if (rc != RLOCK_OK)
 				return rc;
 			continue;
 		}
-		ev = conn_wait_fd(c->fd, conn_events(c), deadline, cancel_fd);
+		ev = rl_conn_wait_fd(c->fd, rl_conn_events(c), deadline, cancel_fd);
 		if (ev < 0) {
-			set_error(c->err, sizeof(c->err), "%s: canceled",
-				  c->addr);
+			rl_set_error(c->err, sizeof(c->err), "%s: canceled",
+				     c->addr);
 			return RLOCK_CANCELED;
 		}
 		if (ev == 0)
 			return RLOCK_TIMEDOUT;
-		rc = conn_on_ready(c, (short)ev);
+		rc = rl_conn_on_ready(c, (short)ev);
 		if (rc != RLOCK_OK)
 			return rc;
 	}
 }
 
-int conn_timed_out(struct rlock_conn *c)
+int rl_conn_timed_out(struct rlock_conn *c)
 {
 	char why[64], tb[32];
 
 	/* A late reply would answer the next request: start over. */
 	snprintf(why, sizeof(why), "no reply within %s",
 		 rlock_fmt_ms(c->opts.io_timeout_ms, tb, sizeof(tb)));
-	return conn_fail(c, "%s: %s", why);
+	return rl_conn_fail(c, "%s: %s", why);
 }
 
-int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
-	      int argc, const char **argv, const size_t *lens,
-	      redisReply **r)
+int rl_conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
+		 int argc, const char **argv, const size_t *lens,
+		 redisReply **r)
 {
 	int rc;
 
@@ -757,17 +757,17 @@ int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
 	if (!c->up) {
 		int64_t cd = rlock_mono_ms() + c->opts.connect_timeout_ms;
 
-		rc = conn_open(c, cd < deadline ? cd : deadline);
+		rc = rl_conn_open(c, cd < deadline ? cd : deadline);
 		if (rc != RLOCK_OK)
 			return rc;
 	}
-	rc = conn_send(c, argc, argv, lens);
+	rc = rl_conn_send(c, argc, argv, lens);
 	if (rc != RLOCK_OK)
 		return rc;
-	rc = conn_wait_reply(c, deadline, cancel_fd, r);
+	rc = rl_conn_wait_reply(c, deadline, cancel_fd, r);
 	if (rc == RLOCK_TIMEDOUT)
-		return conn_timed_out(c);
+		return rl_conn_timed_out(c);
 	if (rc == RLOCK_CANCELED)
-		conn_close(c);
+		rl_conn_close(c);
 	return rc;
 }

@@ -37,7 +37,7 @@ struct transport {
 extern const struct transport rlock_plain_transport;
 /* The TLS transport registers itself when its first context is made
  * (lib/tls.c); until then a rediss:// connection fails. */
-void conn_register_tls(const struct transport *t);
+void rl_conn_register_tls(const struct transport *t);
 
 struct rlock_conn {
 	const struct rlock_url *url;	/* the caller's, outlives us */
@@ -51,7 +51,7 @@ struct rlock_conn {
 	int up;
 	unsigned long opens;		/* times it opened: a new one is a
 					 * server to identify again */
-	enum conn_refusal refusal;	/* why the last conn_open failed */
+	enum conn_refusal refusal;	/* why the last rl_conn_open failed */
 	long long replies;		/* read since the connection opened */
 	int garbled;			/* closed for a reply that is no RESP2 */
 	redisReader *reader;
@@ -65,20 +65,20 @@ struct rlock_conn {
 
 /* Fail c: put "fmt" (with the address and why) in its errstr, close it and
  * return RLOCK_EUNAVAIL. */
-int conn_fail(struct rlock_conn *c, const char *fmt, const char *why);
+int rl_conn_fail(struct rlock_conn *c, const char *fmt, const char *why);
 
 /* Wait until fd is ready for events or deadline passes.  Returns the
  * revents, 0 on timeout, -1 when cancel_fd became readable. */
-int conn_wait_fd(int fd, short events, int64_t deadline, int cancel_fd);
+int rl_conn_wait_fd(int fd, short events, int64_t deadline, int cancel_fd);
 
 /* Send what the socket takes of the len bytes at buf (MSG_NOSIGNAL) and
  * move the rest to its start.  Returns RLOCK_OK or fails the connection. */
-int conn_write(struct rlock_conn *c, char *buf, size_t *len);
+int rl_conn_write(struct rlock_conn *c, char *buf, size_t *len);
 
 /* Feed n bytes of replies to the reader. */
-int conn_feed(struct rlock_conn *c, const char *buf, size_t n);
+int rl_conn_feed(struct rlock_conn *c, const char *buf, size_t n);
 
 /* The host name a TLS connection verifies: --sni, else the URL's host. */
-const char *conn_host(const struct rlock_conn *c);
+const char *rl_conn_host(const struct rlock_conn *c);
 
 #endif /* RLOCK_CONN_INT_H */

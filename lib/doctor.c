@@ -127,7 +127,7 @@ static int64_t now_us(void)
 static int call(struct doc *x, struct rlock_conn *c, int argc,
 		const char **argv, redisReply **r)
 {
-	return conn_call(c, io_deadline(x), -1, argc, argv, NULL, r);
+	return rl_conn_call(c, io_deadline(x), -1, argc, argv, NULL, r);
 }
 
 static int is_error(const redisReply *r, const char *prefix)
@@ -144,12 +144,12 @@ static int script(struct doc *x, struct rlock_conn *c,
 		  const struct request *q, redisReply **r)
 {
 	for (int use_eval = 0;; use_eval = 1) {
-		int rc = req_send(c, q, use_eval, 1);
+		int rc = rl_req_send(c, q, use_eval, 1);
 
 		if (rc == RLOCK_OK)
-			rc = conn_wait_reply(c, io_deadline(x), -1, r);
+			rc = rl_conn_wait_reply(c, io_deadline(x), -1, r);
 		if (rc == RLOCK_TIMEDOUT)
-			return conn_timed_out(c);
+			return rl_conn_timed_out(c);
 		if (rc != RLOCK_OK)
 			return rc == RLOCK_ESYS ? RLOCK_EUNAVAIL : rc;
 		if (use_eval || !is_error(*r, "NOSCRIPT"))
@@ -158,14 +158,14 @@ static int script(struct doc *x, struct rlock_conn *c,
 	}
 }
 
-int server_identify(const struct info *info, const char *hello_server,
-		    const char *hello_version, struct server_id *id)
+int rl_server_identify(const struct info *info, const char *hello_server,
+		       const char *hello_version, struct server_id *id)
 {
 	char field[sizeof(id->product) + 8];
 
 	memset(id, 0, sizeof(*id));
-	if (info_text(info, "server_name", id->product,
-		      sizeof(id->product)) != INFO_OK || id->product[0] == '\0')
+	if (rl_info_text(info, "server_name", id->product,
+			 sizeof(id->product)) != INFO_OK || id->product[0] == '\0')
 		snprintf(id->product, sizeof(id->product), "%s",
 			 hello_server[0] != '\0' ? hello_server : "redis");
 	for (char *p = id->product; *p != '\0'; p++)
@@ -176,7 +176,7 @@ int server_identify(const struct info *info, const char *hello_server,
 	/* The product's own field; HELLO's version only when HELLO names
 	 * the same product (Valkey in compatibility mode says 7.2.4 there). */
 	snprintf(field, sizeof(field), "%s_version", id->product);
-	if ((info_text(info, field, id->version, sizeof(id->version)) !=
+	if ((rl_info_text(info, field, id->version, sizeof(id->version)) !=
 	     INFO_OK || id->version[0] == '\0') &&
 	    strcasecmp(hello_server, id->product) == 0)
 		snprintf(id->version, sizeof(id->version), "%s",
@@ -185,8 +185,8 @@ int server_identify(const struct info *info, const char *hello_server,
 	/* Every Valkey has what Redis 7.2 has. */
 	if (strcmp(id->product, "redis") == 0)
 		snprintf(id->compat, sizeof(id->compat), "%s", id->version);
-	else if (info_text(info, "redis_version", id->compat,
-			   sizeof(id->compat)) != INFO_OK ||
+	else if (rl_info_text(info, "redis_version", id->compat,
+			      sizeof(id->compat)) != INFO_OK ||
 		 id->compat[0] == '\0')
 		snprintf(id->compat, sizeof(id->compat), "%s",
 			 strcmp(id->product, "valkey") == 0 ? "7.2.0" :
@@ -194,7 +194,7 @@ int server_identify(const struct info *info, const char *hello_server,
 	return id->version[0] != '\0' ? 0 : -1;
 }
 
-int parse_version(const char *v, int *maj, int *min, int *pat)
+int rl_parse_version(const char *v, int *maj, int *min, int *pat)
 {
 	long long part[3];
 	const char *p = v;
@@ -285,8 +285,8 @@ static int decode_hello(const redisReply *r, struct hello *h)
 	return 0;
 }
 
-int decode_sentinel_master(const redisReply *r, struct sentinel_master *m,
-			   const char **bad)
+int rl_decode_sentinel_master(const redisReply *r, struct sentinel_master *m,
+			      const char **bad)
 {
 	static const char *const name[3] = { "port", "quorum",
 					      "num-other-sentinels" };
@@ -339,8 +339,8 @@ int decode_sentinel_master(const redisReply *r, struct sentinel_master *m,
 	return 0;
 }
 
-int decode_config(const redisReply *r, const char *name, const char **v,
-		  size_t *n)
+int rl_decode_config(const redisReply *r, const char *name, const char **v,
+		     size_t *n)
 {
 	*v = "";
 	*n = 0;
@@ -386,8 +386,8 @@ static int has_flag(const char *flags, size_t n, const char *flag)
 
 #define NODES_FIELDS 8		/* id addr flags master ping pong epoch link */
 
-int decode_cluster_nodes(const char *text, size_t len,
-			 struct cluster_replicas *c)
+int rl_decode_cluster_nodes(const char *text, size_t len,
+			    struct cluster_replicas *c)
 {
 	const char *me = NULL;
 	size_t pass;
@@ -514,7 +514,7 @@ static int is_scan_page(const redisReply *r)
 
 static const char *user_of(const struct rlock_conn *c)
 {
-	return conn_url(c)->user[0] != '\0' ? conn_url(c)->user : "default";
+	return rl_conn_url(c)->user[0] != '\0' ? rl_conn_url(c)->user : "default";
 }
 
 /* What an ACL refusal costs, in a message naming the rule to add. */
@@ -526,7 +526,7 @@ static void refused(struct doc *x, struct server *s, const char *check,
 	size_t n = strlen(s->addr);
 	const char *why;
 
-	classify_error(r, s->c, key, &res);
+	rl_classify_error(r, s->c, key, &res);
 	/* The line already names the server. */
 	why = strncmp(res.err, s->addr, n) == 0 && res.err[n] == ':' ?
 		res.err + n + 2 : res.err;
@@ -541,8 +541,8 @@ static void check_tls(struct doc *x, struct server *s)
 	struct conn_tls_info t;
 	char days[16];
 
-	if (!conn_tls_info(s->c, &t)) {
-		const struct rlock_url *u = conn_url(s->c);
+	if (!rl_conn_tls_info(s->c, &t)) {
+		const struct rlock_url *u = rl_conn_url(s->c);
 		const char *h = u->hosts[0].host;
 		/* Loopback and unix sockets never leave the machine. */
 		int local = u->kind == RLOCK_URL_UNIX ||
@@ -576,7 +576,7 @@ static void check_tls(struct doc *x, struct server *s)
 
 static void check_auth(struct doc *x, struct server *s)
 {
-	const struct rlock_url *u = conn_url(s->c);
+	const struct rlock_url *u = rl_conn_url(s->c);
 
 	if (u->has_password || x->rl->copts.password != NULL)
 		add(x, s->addr, "auth", RLOCK_CHECK_OK, 0, RLOCK_VALUE_STRING,
@@ -620,7 +620,7 @@ static void check_rtt(struct doc *x, struct server *s)
 	if (k < PINGS) {
 		add(x, s->addr, "rtt", RLOCK_CHECK_FAIL, pong ?
 		    RLOCK_EUNAVAIL : RLOCK_EPROTO, RLOCK_VALUE_NULL, NULL,
-		    "PING: %s", pong ? conn_errstr(s->c) :
+		    "PING: %s", pong ? rl_conn_errstr(s->c) :
 		    "the reply is not PONG");
 		return;
 	}
@@ -658,7 +658,7 @@ static void learn_server(struct doc *x, struct server *s)
 	r = NULL;
 	if (call(x, s->c, 1, info, &r) != RLOCK_OK) {
 		snprintf(s->info_why, sizeof(s->info_why), "%s",
-			 conn_errstr(s->c));
+			 rl_conn_errstr(s->c));
 	} else if (r->type == REDIS_REPLY_STRING) {
 		/* The text may hold NULs: its length, not strlen. */
 		s->info_text = malloc(r->len + 1);
@@ -672,7 +672,7 @@ static void learn_server(struct doc *x, struct server *s)
 		} else {
 			memcpy(s->info_text, r->str, r->len);
 			s->info_text[r->len] = '\0';
-			info_parse(s->info, s->info_text, r->len);
+			rl_info_parse(s->info, s->info_text, r->len);
 		}
 	} else if (r->type == REDIS_REPLY_ERROR) {
 		snprintf(s->info_why, sizeof(s->info_why), "INFO refused; "
@@ -682,16 +682,16 @@ static void learn_server(struct doc *x, struct server *s)
 			 "not a string");
 	}
 	freeReplyObject(r);
-	server_identify(s->info, s->hello_server, s->hello_version, &s->id);
+	rl_server_identify(s->info, s->hello_server, s->hello_version, &s->id);
 	if (s->info == NULL)
 		return;
 	/* Valkey 8 says server_mode, unless in Redis compatibility mode. */
 	if (s->mode[0] == '\0' &&
-	    info_text(s->info, "redis_mode", s->mode, sizeof(s->mode)) !=
+	    rl_info_text(s->info, "redis_mode", s->mode, sizeof(s->mode)) !=
 	    INFO_OK)
-		info_text(s->info, "server_mode", s->mode, sizeof(s->mode));
+		rl_info_text(s->info, "server_mode", s->mode, sizeof(s->mode));
 	if (s->role[0] == '\0')
-		info_text(s->info, "role", s->role, sizeof(s->role));
+		rl_info_text(s->info, "role", s->role, sizeof(s->role));
 }
 
 /* A check INFO cannot answer: refused, or without field (NULL: any). */
@@ -717,7 +717,7 @@ static void unreadable(struct doc *x, const char *addr, const char *check,
 {
 	char v[48];
 
-	if (info_text(info, field, v, sizeof(v)) == INFO_ABSENT)
+	if (rl_info_text(info, field, v, sizeof(v)) == INFO_ABSENT)
 		add(x, addr, check, RLOCK_CHECK_WARN, 0, RLOCK_VALUE_NULL,
 		    NULL, "unknown: INFO has no field %s: the server's INFO "
 		    "is not what Redis writes; check the server", field);
@@ -747,7 +747,7 @@ static void check_version(struct doc *x, struct server *s)
 		unknown(x, s, "version", NULL);
 		return;
 	}
-	if (parse_version(id->compat, &maj, &min, &pat) != 0) {
+	if (rl_parse_version(id->compat, &maj, &min, &pat) != 0) {
 		add(x, s->addr, "version", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_STRING, id->version, "unknown: version '%s' "
 		    "is not MAJOR.MINOR.PATCH: what rlock can use there is "
@@ -807,8 +807,8 @@ static int check_role(struct doc *x, struct server *s)
 		    "master", "master");
 		return 0;
 	}
-	info_text(s->info, "master_host", host, sizeof(host));
-	info_text(s->info, "master_port", port, sizeof(port));
+	rl_info_text(s->info, "master_host", host, sizeof(host));
+	rl_info_text(s->info, "master_port", port, sizeof(port));
 	add(x, s->addr, "role", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 	    RLOCK_VALUE_STRING, s->role, "a replica%s%s%s%s: locks must be "
 	    "taken on the master: point rlock at it, or use a "
@@ -840,8 +840,8 @@ static void check_memory(struct doc *x, struct server *s)
 		unknown(x, s, "memory", NULL);
 		return;
 	}
-	ru = info_num(s->info, "used_memory", 0, LLONG_MAX, &u);
-	rm = info_num(s->info, "maxmemory", 0, LLONG_MAX, &m);
+	ru = rl_info_num(s->info, "used_memory", 0, LLONG_MAX, &u);
+	rm = rl_info_num(s->info, "maxmemory", 0, LLONG_MAX, &m);
 	if (ru == INFO_BAD || rm == INFO_BAD) {
 		unreadable(x, s->addr, "memory", s->info, ru == INFO_BAD ?
 			   "used_memory" : "maxmemory");
@@ -852,10 +852,10 @@ static void check_memory(struct doc *x, struct server *s)
 		return;
 	}
 	/* The sizes as INFO writes them for people, else in bytes. */
-	if (info_text(s->info, "used_memory_human", used, sizeof(used)) !=
+	if (rl_info_text(s->info, "used_memory_human", used, sizeof(used)) !=
 	    INFO_OK || used[0] == '\0')
 		snprintf(used, sizeof(used), "%lldB", u);
-	if (info_text(s->info, "maxmemory_human", max, sizeof(max)) !=
+	if (rl_info_text(s->info, "maxmemory_human", max, sizeof(max)) !=
 	    INFO_OK || max[0] == '\0')
 		snprintf(max, sizeof(max), "%lldB", m);
 	if (rm == INFO_ABSENT || m == 0) {
@@ -891,9 +891,9 @@ static int probe_name(struct doc *x, struct server *s, char *buf, size_t len,
 	if (rlock_make_token(tok) != 0)
 		memcpy(tok, "00000000", 9);
 	if (x->name != NULL) {
-		lock_key(key, sizeof(key), x->rl->prefix, x->name, "");
-		want = key_slot(key, strlen(key));
-		if (node_is_cluster(s->n) &&
+		rl_lock_key(key, sizeof(key), x->rl->prefix, x->name, "");
+		want = rl_key_slot(key, strlen(key));
+		if (rl_node_is_cluster(s->n) &&
 		    s->n->slots[want] != s->peer + 1) {
 			*other = 1;
 			return -1;
@@ -904,12 +904,12 @@ static int probe_name(struct doc *x, struct server *s, char *buf, size_t len,
 
 		snprintf(buf, len, "%s%sdoctor-%.8s-%d", x->name ? x->name :
 			 "", x->name ? "." : "", tok, k);
-		if (lock_key(key, sizeof(key), x->rl->prefix, buf, "") < 0)
+		if (rl_lock_key(key, sizeof(key), x->rl->prefix, buf, "") < 0)
 			return -1;
-		slot = key_slot(key, strlen(key));
+		slot = rl_key_slot(key, strlen(key));
 		if (want >= 0 && slot == want)
 			return 0;
-		if (want < 0 && (!node_is_cluster(s->n) ||
+		if (want < 0 && (!rl_node_is_cluster(s->n) ||
 				 s->n->slots[slot] == s->peer + 1))
 			return 0;
 	}
@@ -940,15 +940,15 @@ static void probe_subscribe(struct doc *x, struct server *s, struct probe *p)
 	const struct rlock_conn_opts *o;
 	redisReply *r = NULL;
 
-	node_url(s->n, -1, &o);
-	p->sub = conn_new(conn_url(s->c), 0, o);
+	rl_node_url(s->n, -1, &o);
+	p->sub = rl_conn_new(rl_conn_url(s->c), 0, o);
 	if (p->sub == NULL) {
 		x->oom = 1;
 		return;
 	}
 	if (call(x, p->sub, 2, argv, &r) != RLOCK_OK)
 		return;
-	if (reply_is_push(r, "subscribe", p->k.chan)) {
+	if (rl_reply_is_push(r, "subscribe", p->k.chan)) {
 		p->subscribed = 1;
 		freeReplyObject(r);
 	} else if (r->type == REDIS_REPLY_ERROR) {
@@ -992,8 +992,8 @@ static int64_t heard_release(struct doc *x, struct probe *p, int64_t t0)
 
 	if (!p->subscribed)
 		return -1;
-	rc = conn_wait_reply(p->sub, io_deadline(x), -1, &r);
-	heard = rc == RLOCK_OK && reply_is_push(r, "message", p->k.chan);
+	rc = rl_conn_wait_reply(p->sub, io_deadline(x), -1, &r);
+	heard = rc == RLOCK_OK && rl_reply_is_push(r, "message", p->k.chan);
 	freeReplyObject(r);
 	return heard ? now_us() - t0 : -1;
 }
@@ -1042,15 +1042,15 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	int64_t t0;
 	int held = 0;
 
-	req_acquire(&q, &p->k.v, p->token, PROBE_TTL_MS, &who,
-		    &(struct ask){ "x", "", 0, 1 }, &probe_history);
+	rl_req_acquire(&q, &p->k.v, p->token, PROBE_TTL_MS, &who,
+		       &(struct ask){ "x", "", 0, 1 }, &probe_history);
 	if (script(x, s->c, &q, &r) != RLOCK_OK) {
 		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
-		    RLOCK_VALUE_NULL, NULL, "%s", conn_errstr(s->c));
+		    RLOCK_VALUE_NULL, NULL, "%s", rl_conn_errstr(s->c));
 		return 0;
 	}
 	if (r->type == REDIS_REPLY_ERROR &&
-	    scripts_unavailable(r, why, sizeof(why))) {
+	    rl_scripts_unavailable(r, why, sizeof(why))) {
 		add(x, s->addr, "scripts", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
 		    RLOCK_VALUE_NULL, NULL, "%s", why);
 		freeReplyObject(r);
@@ -1068,8 +1068,8 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	 * (a busy answer for a name no one else has) is not what the probe
 	 * can work with. */
 	if ((r->type != REDIS_REPLY_STRING &&
-	     elem_num(r, 0, 1, 1, &flag) != 0) ||
-	    decode_grant(r, &fence, &p->recorded, NULL) != 0) {
+	     rl_elem_num(r, 0, 1, 1, &flag) != 0) ||
+	    rl_decode_grant(r, &fence, &p->recorded, NULL) != 0) {
 		add(x, s->addr, "acquire", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
 		    RLOCK_VALUE_NULL, NULL, "unexpected reply to the acquire "
 		    "script");
@@ -1081,10 +1081,10 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	    p->name, "took probe lock '%s' (fence %lld)", p->name, fence);
 	check_numsub(x, s, p);
 
-	req_extend(&q, &p->k.v, p->token, PROBE_TTL_MS, 'x');
+	rl_req_extend(&q, &p->k.v, p->token, PROBE_TTL_MS, 'x');
 	if (script(x, s->c, &q, &r) != RLOCK_OK)
 		r = NULL;
-	if (r != NULL && decode_extend(r, &held) == RLOCK_OK && held)
+	if (r != NULL && rl_decode_extend(r, &held) == RLOCK_OK && held)
 		add(x, s->addr, "extend", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NULL,
 		    NULL, "extended the probe lock");
 	else if (r != NULL && r->type == REDIS_REPLY_ERROR)
@@ -1093,10 +1093,10 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	else
 		add(x, s->addr, "extend", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
 		    RLOCK_VALUE_NULL, NULL, "extend: %s", r == NULL ?
-		    conn_errstr(s->c) : "unexpected reply");
+		    rl_conn_errstr(s->c) : "unexpected reply");
 	freeReplyObject(r);
 
-	req_release(&q, &p->k.v, p->token, &probe_history, NULL, 0, 1);
+	rl_req_release(&q, &p->k.v, p->token, &probe_history, NULL, 0, 1);
 	t0 = now_us();
 	if (script(x, s->c, &q, &r) != RLOCK_OK)
 		r = NULL;
@@ -1112,7 +1112,7 @@ static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
 	} else {
 		add(x, s->addr, "release", RLOCK_CHECK_FAIL, RLOCK_EPROTO,
 		    RLOCK_VALUE_NULL, NULL, "release: %s", r == NULL ?
-		    conn_errstr(s->c) : "unexpected reply");
+		    rl_conn_errstr(s->c) : "unexpected reply");
 	}
 	freeReplyObject(r);
 	return out;
@@ -1165,7 +1165,7 @@ static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 	if (call(x, s->c, 8, del, &r) != RLOCK_OK) {
 		add(x, s->addr, "cleanup", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "%s; delete %s yourself",
-		    conn_errstr(s->c), p->k.fence);
+		    rl_conn_errstr(s->c), p->k.fence);
 		return;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
@@ -1232,12 +1232,12 @@ static void check_rights(struct doc *x, struct server *s)
 		    "'%s'", x->name ? x->name : "");
 		return;
 	}
-	lock_keys_init(&p.k, x->rl->prefix, p.name);
+	rl_lock_keys_init(&p.k, x->rl->prefix, p.name);
 	if (rlock_make_token(p.token) != 0) {
 		x->oom = 1;
 		return;
 	}
-	identify(x->rl);
+	rl_identify(x->rl);
 	probe_subscribe(x, s, &p);
 	p.recorded = -1;
 	released = probe_lock(x, s, &p, &woke);
@@ -1248,7 +1248,7 @@ static void check_rights(struct doc *x, struct server *s)
 	if (!p.refused)
 		probe_cleanup(x, s, &p);
 	check_scan(x, s, &p);
-	conn_free(p.sub);
+	rl_conn_free(p.sub);
 	freeReplyObject(p.sub_refusal);
 }
 
@@ -1264,7 +1264,7 @@ static void check_eviction(struct doc *x, struct server *s)
 		unknown(x, s, "eviction", "maxmemory_policy");
 		return;
 	}
-	rc = info_text(s->info, "maxmemory_policy", policy, sizeof(policy));
+	rc = rl_info_text(s->info, "maxmemory_policy", policy, sizeof(policy));
 	if (rc == INFO_ABSENT) {
 		unknown(x, s, "eviction", "maxmemory_policy");
 		return;
@@ -1275,12 +1275,12 @@ static void check_eviction(struct doc *x, struct server *s)
 		return;
 	}
 	/* An absent maxmemory is none (a Redis without the field). */
-	if (info_num(s->info, "maxmemory", 0, LLONG_MAX, &m) == INFO_BAD &&
+	if (rl_info_num(s->info, "maxmemory", 0, LLONG_MAX, &m) == INFO_BAD &&
 	    strcmp(policy, "noeviction") != 0) {
 		unreadable(x, s->addr, "eviction", s->info, "maxmemory");
 		return;
 	}
-	info_text(s->info, "maxmemory_human", max, sizeof(max));
+	rl_info_text(s->info, "maxmemory_human", max, sizeof(max));
 	if (strcmp(policy, "noeviction") == 0)
 		add(x, s->addr, "eviction", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_STRING, policy, "noeviction: a full server "
@@ -1336,7 +1336,7 @@ static void check_persistence(struct doc *x, struct server *s)
 	const char *why;
 	int rc;
 
-	rc = info_num(s->info, "aof_enabled", 0, 1, &aof);
+	rc = rl_info_num(s->info, "aof_enabled", 0, 1, &aof);
 	if (rc == INFO_ABSENT) {
 		unknown(x, s, "persistence", "aof_enabled");
 		return;
@@ -1346,7 +1346,7 @@ static void check_persistence(struct doc *x, struct server *s)
 		return;
 	}
 	/* The advice only; the replication check reports a bad count. */
-	if (info_num(s->info, "connected_slaves", 0, REPLICAS_MAX, &nrep) !=
+	if (rl_info_num(s->info, "connected_slaves", 0, REPLICAS_MAX, &nrep) !=
 	    INFO_OK)
 		nrep = 0;
 	snprintf(how, sizeof(how), "%s", nrep > 0 ?
@@ -1355,7 +1355,7 @@ static void check_persistence(struct doc *x, struct server *s)
 		 "use" :
 		 "keep a restarted server out of service for the longest TTL "
 		 "in use");
-	info_text(s->info, "aof_last_write_status", status, sizeof(status));
+	rl_info_text(s->info, "aof_last_write_status", status, sizeof(status));
 	if (aof == 0) {
 		add(x, s->addr, "persistence", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_STRING, "none", "no AOF: a restart forgets "
@@ -1398,7 +1398,7 @@ static void check_replication(struct doc *x, struct server *s)
 	int rc, down = 0;
 	char v[24];
 
-	rc = info_num(s->info, "connected_slaves", 0, REPLICAS_MAX, &nrep);
+	rc = rl_info_num(s->info, "connected_slaves", 0, REPLICAS_MAX, &nrep);
 	if (rc == INFO_ABSENT) {
 		unknown(x, s, "replication", "connected_slaves");
 		return;
@@ -1408,7 +1408,7 @@ static void check_replication(struct doc *x, struct server *s)
 			   "connected_slaves");
 		return;
 	}
-	while ((rc = info_replica(s->info, &pos, &rep)) != INFO_ABSENT) {
+	while ((rc = rl_info_replica(s->info, &pos, &rep)) != INFO_ABSENT) {
 		if (rc == INFO_BAD) {
 			add(x, s->addr, "replication", RLOCK_CHECK_WARN, 0,
 			    RLOCK_VALUE_NULL, NULL, "unknown: a slave line of "
@@ -1452,7 +1452,7 @@ static long long ceil_div(long long a, long long b)
 	return a / b + (a % b != 0);
 }
 
-void failover_plan(const struct failover_in *in, struct failover_out *out)
+void rl_failover_plan(const struct failover_in *in, struct failover_out *out)
 {
 	long long r = in->replicas, m = in->min_replicas, need;
 	long long ps = in->parallel_syncs > 0 ? in->parallel_syncs : 1;
@@ -1564,8 +1564,8 @@ static void put_resync(struct text *t, const struct failover_in *in,
 		put(t, ", and the data's transfer (its size unknown)");
 }
 
-void failover_message(const struct failover_in *in,
-		      const struct failover_out *out, char *buf, size_t len)
+void rl_failover_message(const struct failover_in *in,
+			 const struct failover_out *out, char *buf, size_t len)
 {
 	struct text t = { buf, len, 0 };
 	long long r = in->replicas, m = in->min_replicas;
@@ -1686,7 +1686,7 @@ static int config_get(struct doc *x, struct server *s, const char *name,
 		freeReplyObject(r);
 		return INFO_ABSENT;
 	}
-	rc = decode_config(r, name, &v, &n);
+	rc = rl_decode_config(r, name, &v, &n);
 	if (rc == INFO_ABSENT)
 		*why = "not a parameter of this server";
 	snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), v);
@@ -1770,10 +1770,10 @@ static int replicas_now(const struct server *s, long long *online,
 	int rc;
 
 	*online = *down = 0;
-	rc = info_num(s->info, "connected_slaves", 0, REPLICAS_MAX, &nrep);
+	rc = rl_info_num(s->info, "connected_slaves", 0, REPLICAS_MAX, &nrep);
 	if (rc != INFO_OK)
 		return rc;
-	while ((rc = info_replica(s->info, &pos, &rep)) != INFO_ABSENT) {
+	while ((rc = rl_info_replica(s->info, &pos, &rep)) != INFO_ABSENT) {
 		if (rc == INFO_BAD)
 			return INFO_BAD;
 		lines++;
@@ -1826,8 +1826,8 @@ static int config_min_replicas(struct doc *x, struct server *s,
 			 at ? ", " : "", why);
 		return 0;
 	}
-	if (info_get(s->info, "min_slaves_good_slaves", &(const char *){ NULL },
-		     &(size_t){ 0 }) != INFO_ABSENT)
+	if (rl_info_get(s->info, "min_slaves_good_slaves", &(const char *){ NULL },
+			&(size_t){ 0 }) != INFO_ABSENT)
 		*m = 1;
 	snprintf(g->assumed + at, sizeof(g->assumed) - at, "%s"
 		 "min-replicas-to-write %s (%s; INFO %s min_slaves_good_slaves)",
@@ -1867,7 +1867,7 @@ static void check_failover(struct doc *x, struct server *s,
 	int sentinel = s->n->url.kind == RLOCK_URL_SENTINEL, rc, maj = 0,
 	    mn = 0, pt = 0, known_cluster = 0, m_known;
 
-	if (!sentinel && !node_is_cluster(s->n)) {
+	if (!sentinel && !rl_node_is_cluster(s->n)) {
 		if (x->rl->nnode == 1)
 			add(x, s->addr, "failover", RLOCK_CHECK_NOTE, 0,
 			    RLOCK_VALUE_NULL, NULL, "no failover (a direct "
@@ -1903,7 +1903,7 @@ static void check_failover(struct doc *x, struct server *s,
 		in.parallel_syncs = REPLICAS_MAX;
 	}
 	/* Redis 7.0 made diskless sync the default. */
-	parse_version(s->id.compat, &maj, &mn, &pt);
+	rl_parse_version(s->id.compat, &maj, &mn, &pt);
 	config_bool(x, s, &g, "repl-diskless-sync", maj >= 7, &in.diskless);
 	config_num(x, s, &g, "repl-diskless-sync-delay", 0, INT_MAX, 5,
 		   &in.diskless_delay_s);
@@ -1927,7 +1927,7 @@ static void check_failover(struct doc *x, struct server *s,
 
 		if (call(x, s->c, 2, argv, &r) == RLOCK_OK &&
 		    r->type == REDIS_REPLY_STRING &&
-		    decode_cluster_nodes(r->str, r->len, &cr) == 0) {
+		    rl_decode_cluster_nodes(r->str, r->len, &cr) == 0) {
 			known_cluster = 1;
 			if (cr.known - cr.failing < in.replicas) {
 				in.down += in.replicas - (cr.known -
@@ -1938,12 +1938,12 @@ static void check_failover(struct doc *x, struct server *s,
 		freeReplyObject(r);
 	}
 	in.dataset_bytes = -1;
-	if (info_num(s->info, "used_memory_dataset", 0, LLONG_MAX, &v) ==
+	if (rl_info_num(s->info, "used_memory_dataset", 0, LLONG_MAX, &v) ==
 	    INFO_OK ||
-	    info_num(s->info, "used_memory", 0, LLONG_MAX, &v) == INFO_OK)
+	    rl_info_num(s->info, "used_memory", 0, LLONG_MAX, &v) == INFO_OK)
 		in.dataset_bytes = v;
-	failover_plan(&in, &out);
-	failover_message(&in, &out, msg, sizeof(msg));
+	rl_failover_plan(&in, &out);
+	rl_failover_message(&in, &out, msg, sizeof(msg));
 	snprintf(wms, sizeof(wms), "%lld", out.window_ms);
 	add(x, s->addr, "failover", out.level, 0, RLOCK_VALUE_NUMBER, wms,
 	    "%s%s%s%s%s", msg, !sentinel && !known_cluster &&
@@ -1975,16 +1975,16 @@ static void check_server(struct doc *x, struct server *s, int64_t open_ms,
 	char v[32];
 	int replica;
 
-	snprintf(s->addr, sizeof(s->addr), "%s", conn_addr(s->c));
-	if (!conn_is_up(s->c)) {
+	snprintf(s->addr, sizeof(s->addr), "%s", rl_conn_addr(s->c));
+	if (!rl_conn_is_up(s->c)) {
 		int64_t t0 = rlock_mono_ms();
 
-		if (conn_open(s->c, rlock_mono_ms() +
-			      x->rl->copts.connect_timeout_ms) != RLOCK_OK) {
-			add(x, s->addr, conn_refusal(s->c) ==
+		if (rl_conn_open(s->c, rlock_mono_ms() +
+				 x->rl->copts.connect_timeout_ms) != RLOCK_OK) {
+			add(x, s->addr, rl_conn_refusal(s->c) ==
 			    CONN_REFUSED_AUTH ? "auth" : "reach",
 			    RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL, RLOCK_VALUE_NULL,
-			    NULL, "%s", conn_errstr(s->c));
+			    NULL, "%s", rl_conn_errstr(s->c));
 			return;
 		}
 		open_ms = rlock_mono_ms() - t0;
@@ -1995,7 +1995,7 @@ static void check_server(struct doc *x, struct server *s, int64_t open_ms,
 	check_tls(x, s);
 	check_auth(x, s);
 	check_rtt(x, s);
-	if (!conn_is_up(s->c))
+	if (!rl_conn_is_up(s->c))
 		return;
 	learn_server(x, s);
 	check_version(x, s);
@@ -2056,8 +2056,8 @@ static void check_sentinels(struct doc *x, struct rlock_node *n,
 
 	snprintf(label, sizeof(label), "sentinels of '%s'", n->url.master);
 	for (size_t i = 0; i < n->sent->url.nhosts; i++) {
-		struct rlock_conn *c = conn_new(&n->sent->url, (int)i,
-						&n->sent->opts);
+		struct rlock_conn *c = rl_conn_new(&n->sent->url, (int)i,
+						   &n->sent->opts);
 		struct sentinel_master m;
 		char at[300], said[200];
 		const char *bad;
@@ -2068,30 +2068,30 @@ static void check_sentinels(struct doc *x, struct rlock_node *n,
 			return;
 		}
 		if (call(x, c, 3, argv, &r) != RLOCK_OK) {
-			add(x, conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
-			    RLOCK_VALUE_NULL, NULL, "%s", conn_errstr(c));
-			conn_free(c);
+			add(x, rl_conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
+			    RLOCK_VALUE_NULL, NULL, "%s", rl_conn_errstr(c));
+			rl_conn_free(c);
 			continue;
 		}
 		if (r->type != REDIS_REPLY_ARRAY) {
 			snprintf(said, sizeof(said), "%.*s", r->type ==
 				 REDIS_REPLY_ERROR ? (int)r->len : 0,
 				 r->type == REDIS_REPLY_ERROR ? r->str : "");
-			add(x, conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
+			add(x, rl_conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
 			    RLOCK_VALUE_NULL, NULL, "does not know master "
 			    "'%s'%s%s", n->url.master, said[0] ? ": " : "",
 			    said);
 			freeReplyObject(r);
-			conn_free(c);
+			rl_conn_free(c);
 			continue;
 		}
-		if (decode_sentinel_master(r, &m, &bad) != 0) {
-			add(x, conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
+		if (rl_decode_sentinel_master(r, &m, &bad) != 0) {
+			add(x, rl_conn_addr(c), "sentinel", RLOCK_CHECK_WARN, 0,
 			    RLOCK_VALUE_NULL, NULL, "unknown: its reply to "
 			    "SENTINEL MASTER %s has no readable %s",
 			    n->url.master, bad);
 			freeReplyObject(r);
-			conn_free(c);
+			rl_conn_free(c);
 			continue;
 		}
 		snprintf(at, sizeof(at), "%s:%lld", m.ip, m.port);
@@ -2104,16 +2104,16 @@ static void check_sentinels(struct doc *x, struct rlock_node *n,
 			quorum = m.quorum;
 		if (m.others + 1 > known)
 			known = m.others + 1;
-		view_add(sv, conn_addr(c), &m);
-		add(x, conn_addr(c), "sentinel", RLOCK_CHECK_OK, 0,
+		view_add(sv, rl_conn_addr(c), &m);
+		add(x, rl_conn_addr(c), "sentinel", RLOCK_CHECK_OK, 0,
 		    RLOCK_VALUE_STRING, at, "names %s as master '%s' (quorum "
 		    "%lld, %lld sentinel%s)", at, n->url.master, m.quorum,
 		    m.others + 1, m.others == 0 ? "" : "s");
 		freeReplyObject(r);
-		conn_free(c);
+		rl_conn_free(c);
 	}
 	if (reached == 0)
-		return;		/* node_open says why, as reach */
+		return;		/* rl_node_open says why, as reach */
 	if (agree < reached)
 		add(x, label, "sentinels", RLOCK_CHECK_WARN, 0,
 		    RLOCK_VALUE_NULL, NULL, "the sentinels reached disagree on "
@@ -2145,10 +2145,10 @@ static void check_cluster(struct doc *x, struct rlock_node *n)
 	struct info *ci;
 	int rs, ra;
 
-	snprintf(addr, sizeof(addr), "%s", conn_addr(n->cmd));
+	snprintf(addr, sizeof(addr), "%s", rl_conn_addr(n->cmd));
 	if (call(x, n->cmd, 2, argv, &r) != RLOCK_OK) {
 		add(x, addr, "cluster", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
-		    RLOCK_VALUE_NULL, NULL, "%s", conn_errstr(n->cmd));
+		    RLOCK_VALUE_NULL, NULL, "%s", rl_conn_errstr(n->cmd));
 		return;
 	}
 	if (r->type != REDIS_REPLY_STRING) {
@@ -2163,10 +2163,10 @@ static void check_cluster(struct doc *x, struct rlock_node *n)
 		freeReplyObject(r);
 		return;
 	}
-	info_parse(ci, r->str, r->len);
-	rs = info_text(ci, "cluster_state", state, sizeof(state));
-	ra = info_num(ci, "cluster_slots_assigned", 0, CLUSTER_SLOTS,
-		      &assigned);
+	rl_info_parse(ci, r->str, r->len);
+	rs = rl_info_text(ci, "cluster_state", state, sizeof(state));
+	ra = rl_info_num(ci, "cluster_slots_assigned", 0, CLUSTER_SLOTS,
+			 &assigned);
 	if (rs != INFO_OK || ra != INFO_OK)
 		unreadable(x, addr, "cluster", ci, rs != INFO_OK ?
 			   "cluster_state" : "cluster_slots_assigned");
@@ -2201,24 +2201,24 @@ static void check_node(struct doc *x, struct rlock_node *n)
 	if (n->url.kind == RLOCK_URL_SENTINEL)
 		check_sentinels(x, n, &sv);
 	t0 = rlock_mono_ms();
-	if (node_open(n, 0) != RLOCK_OK) {
+	if (rl_node_open(n, 0) != RLOCK_OK) {
 		const char *what = n->url.kind == RLOCK_URL_SENTINEL ?
-			n->url.master : conn_addr(n->cmd);
+			n->url.master : rl_conn_addr(n->cmd);
 
-		add(x, what, conn_refusal(n->cmd) == CONN_REFUSED_AUTH ?
+		add(x, what, rl_conn_refusal(n->cmd) == CONN_REFUSED_AUTH ?
 		    "auth" : "reach", RLOCK_CHECK_FAIL, RLOCK_EUNAVAIL,
-		    RLOCK_VALUE_NULL, NULL, "%s", node_errstr(n));
+		    RLOCK_VALUE_NULL, NULL, "%s", rl_node_errstr(n));
 		return;
 	}
 	open_ms = rlock_mono_ms() - t0;
-	nm = node_masters(n, 0, masters, NODE_MAX_PEERS);
+	nm = rl_node_masters(n, 0, masters, NODE_MAX_PEERS);
 	if (nm < 0) {
-		add(x, conn_addr(n->cmd), "cluster", RLOCK_CHECK_FAIL,
+		add(x, rl_conn_addr(n->cmd), "cluster", RLOCK_CHECK_FAIL,
 		    RLOCK_EUNAVAIL, RLOCK_VALUE_NULL, NULL, "%s",
-		    node_errstr(n));
+		    rl_node_errstr(n));
 		return;
 	}
-	if (node_is_cluster(n))
+	if (rl_node_is_cluster(n))
 		check_cluster(x, n);
 	for (int k = 0; k < nm; k++) {
 		memset(&s, 0, sizeof(s));
@@ -2232,7 +2232,7 @@ static void check_node(struct doc *x, struct rlock_node *n)
 
 /*
  * Several masters: every server identified as run and acquire identify
- * them (identify_servers: run_id, else the identity key), so that one
+ * them (rl_identify_servers: run_id, else the identity key), so that one
  * server reached by two URLs (127.0.0.1 and 127.0.0.2, a unix socket and
  * a port, rediss and redis) fails here as it is refused there, and a
  * server that cannot be identified, which would not vote, is said.
@@ -2240,7 +2240,7 @@ static void check_node(struct doc *x, struct rlock_node *n)
 static void check_distinct(struct doc *x)
 {
 	struct rlock *rl = x->rl;
-	int rc = identify_servers(rl);
+	int rc = rl_identify_servers(rl);
 
 	if (rc == RLOCK_ESYS) {
 		x->oom = 1;
@@ -2255,10 +2255,10 @@ static void check_distinct(struct doc *x)
 		const struct rlock_node *n = &rl->node[i];
 
 		/* One that cannot be reached has its failure already. */
-		if (node_identified(n) || n->probe_rc == RLOCK_EUNAVAIL ||
-		    !conn_is_up(n->cmd))
+		if (rl_node_identified(n) || n->probe_rc == RLOCK_EUNAVAIL ||
+		    !rl_conn_is_up(n->cmd))
 			continue;
-		add(x, conn_addr(n->cmd), "distinct", RLOCK_CHECK_FAIL,
+		add(x, rl_conn_addr(n->cmd), "distinct", RLOCK_CHECK_FAIL,
 		    n->probe_rc, RLOCK_VALUE_NULL, NULL, "%s", n->probe_err);
 	}
 }
@@ -2272,15 +2272,15 @@ int rlock_doctor_run(struct rlock *rl, const char *name,
 	memset(d, 0, sizeof(*d));
 	rl->err[0] = '\0';
 	if (name != NULL && rlock_check_name(name, &why) != RLOCK_OK) {
-		set_error(rl->err, sizeof(rl->err), "invalid lock name: %s",
-			  why);
+		rl_set_error(rl->err, sizeof(rl->err), "invalid lock name: %s",
+			     why);
 		return RLOCK_EUSAGE;
 	}
 	/* Room for ".doctor-XXXXXXXX-K" after it. */
 	if (name != NULL && strlen(name) > RLOCK_NAME_MAX - 32) {
-		set_error(rl->err, sizeof(rl->err), "invalid lock name: "
-			  "longer than %d bytes leaves no room for the "
-			  "probe's", RLOCK_NAME_MAX - 32);
+		rl_set_error(rl->err, sizeof(rl->err), "invalid lock name: "
+			     "longer than %d bytes leaves no room for the "
+			     "probe's", RLOCK_NAME_MAX - 32);
 		return RLOCK_EUSAGE;
 	}
 	for (size_t i = 0; i < rl->nnode && !x.oom; i++)
@@ -2289,7 +2289,7 @@ int rlock_doctor_run(struct rlock *rl, const char *name,
 		check_distinct(&x);
 	if (x.oom) {
 		rlock_doctor_free(d);
-		set_error(rl->err, sizeof(rl->err), "out of memory");
+		rl_set_error(rl->err, sizeof(rl->err), "out of memory");
 		return RLOCK_ESYS;
 	}
 	return RLOCK_OK;

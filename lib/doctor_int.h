@@ -56,30 +56,30 @@ enum {
  * fails: what does not fit is remembered (over, full), and the getters
  * say INFO_BAD for it.
  */
-void info_parse(struct info *in, const char *text, size_t len);
+void rl_info_parse(struct info *in, const char *text, size_t len);
 
 /*
  * The field called key, in *v (n bytes, not terminated; "" when absent).
  * in may be NULL (INFO refused): absent.  Returns INFO_OK, INFO_ABSENT or
  * INFO_BAD.
  */
-int info_get(const struct info *in, const char *key, const char **v,
-	     size_t *n);
+int rl_info_get(const struct info *in, const char *key, const char **v,
+		size_t *n);
 
 /* The field as a whole number in min..max (rlock_parse_ll).  Returns
  * INFO_OK with *v set, INFO_ABSENT, or INFO_BAD. */
-int info_num(const struct info *in, const char *key, long long min,
-	     long long max, long long *v);
+int rl_info_num(const struct info *in, const char *key, long long min,
+		long long max, long long *v);
 
 /* The field's bytes, cut to fit buf (a NUL byte ends them; "" when
  * absent), also when it is INFO_BAD, for the message that says so: raw,
- * the cli escapes them where they are shown.  Returns what info_get
+ * the cli escapes them where they are shown.  Returns what rl_info_get
  * returns. */
-int info_text(const struct info *in, const char *key, char *buf, size_t len);
+int rl_info_text(const struct info *in, const char *key, char *buf, size_t len);
 
 /* A field of seconds with up to six decimals ("1.234567", as used_cpu_sys)
  * in microseconds.  Returns INFO_OK with *us set, INFO_ABSENT or INFO_BAD. */
-int info_seconds(const struct info *in, const char *key, long long *us);
+int rl_info_seconds(const struct info *in, const char *key, long long *us);
 
 /* One replica, from a "slaveN:" line. */
 struct info_replica {
@@ -95,7 +95,7 @@ struct info_replica {
  * a number, an item said twice), INFO_ABSENT after the last; *pos moves
  * past the line returned.
  */
-int info_replica(const struct info *in, size_t *pos, struct info_replica *r);
+int rl_info_replica(const struct info *in, size_t *pos, struct info_replica *r);
 
 /* ---- what the server is (doctor.c) -------------------------------------- */
 
@@ -119,12 +119,12 @@ struct server_id {
  * then redis_version.  Returns 0, or -1 when no version is known (id's
  * version is then "").
  */
-int server_identify(const struct info *info, const char *hello_server,
-		    const char *hello_version, struct server_id *id);
+int rl_server_identify(const struct info *info, const char *hello_server,
+		       const char *hello_version, struct server_id *id);
 
 /* A version "MAJOR.MINOR.PATCH", each part 0..65535 and nothing else.
  * Returns 0 with the parts set, or -1. */
-int parse_version(const char *v, int *maj, int *min, int *pat);
+int rl_parse_version(const char *v, int *maj, int *min, int *pat);
 
 /* ---- replies, decoded (doctor.c) ---------------------------------------- */
 
@@ -154,8 +154,8 @@ struct sentinel_master {
  * full and in range is named in m->timing_bad, and the four are -1 (never
  * 0 from junk).  Returns 0 with *bad NULL, or -1.
  */
-int decode_sentinel_master(const redisReply *r, struct sentinel_master *m,
-			   const char **bad);
+int rl_decode_sentinel_master(const redisReply *r, struct sentinel_master *m,
+			      const char **bad);
 
 /*
  * CONFIG GET name's reply in RESP2: {name, value}, the name as asked.
@@ -163,8 +163,8 @@ int decode_sentinel_master(const redisReply *r, struct sentinel_master *m,
  * INFO_ABSENT for an empty array (no such parameter here), INFO_BAD for
  * anything else.
  */
-int decode_config(const redisReply *r, const char *name, const char **v,
-		  size_t *n);
+int rl_decode_config(const redisReply *r, const char *name, const char **v,
+		     size_t *n);
 
 /* The replicas of one cluster master, as CLUSTER NODES on it says. */
 struct cluster_replicas {
@@ -179,8 +179,8 @@ struct cluster_replicas {
  * of "-" or 40 hex digits other than its own.  Returns 0 with c filled,
  * or -1 when a line does not decode or no single line is flagged myself.
  */
-int decode_cluster_nodes(const char *text, size_t len,
-			 struct cluster_replicas *c);
+int rl_decode_cluster_nodes(const char *text, size_t len,
+			    struct cluster_replicas *c);
 
 /* ---- what a failover costs a lock (doctor.c) ---------------------------- */
 
@@ -246,10 +246,10 @@ struct failover_out {
 
 /* The advice from the inputs: no I/O, no overflow for inputs in their
  * ranges. */
-void failover_plan(const struct failover_in *in, struct failover_out *out);
+void rl_failover_plan(const struct failover_in *in, struct failover_out *out);
 
 /* The check's message for in and out, in numbers, cut to fit buf. */
-void failover_message(const struct failover_in *in,
-		      const struct failover_out *out, char *buf, size_t len);
+void rl_failover_message(const struct failover_in *in,
+			 const struct failover_out *out, char *buf, size_t len);
 
 #endif /* DOCTOR_INT_H */

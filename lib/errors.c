@@ -33,10 +33,10 @@
  * 7.2 and later) or "ERR The user executing the script can't ..." (Redis
  * 7.0), which are recognised both, as entry.lua does.
  */
-int acl_refusal(const redisReply *r)
+int rl_acl_refusal(const redisReply *r)
 {
 	return r->type == REDIS_REPLY_ERROR &&
-	       (reply_starts_with(r, "NOPERM") ||
+	       (rl_reply_starts_with(r, "NOPERM") ||
 		memmem(r->str, r->len, "ACL failure in script", 21) != NULL ||
 		memmem(r->str, r->len, "user executing the script can",
 		       29) != NULL);
@@ -48,7 +48,7 @@ int acl_refusal(const redisReply *r)
  * 40 hex digits follow: the error itself may say "script: " too ("ERR ACL
  * failure in script: User ...").
  */
-const char *script_tail(const char *s, size_t n)
+const char *rl_script_tail(const char *s, size_t n)
 {
 	static const char mark[] = " script: ";
 	const size_t ml = sizeof(mark) - 1;
@@ -68,7 +68,7 @@ const char *script_tail(const char *s, size_t n)
 	return found;
 }
 
-int scripts_unavailable(const redisReply *r, char *why, size_t len)
+int rl_scripts_unavailable(const redisReply *r, char *why, size_t len)
 {
 	static const char unknown[] = "ERR unknown command ";
 	static const char *const cmd[2] = { "EVALSHA", "EVAL" };
@@ -78,7 +78,7 @@ int scripts_unavailable(const redisReply *r, char *why, size_t len)
 	if (r->type != REDIS_REPLY_ERROR)
 		return 0;
 	/* Quoted with ' from Redis 6.2, with ` before. */
-	if (reply_starts_with(r, unknown) && r->len > at &&
+	if (rl_reply_starts_with(r, unknown) && r->len > at &&
 	    (r->str[at] == '\'' || r->str[at] == '`')) {
 		for (int i = 0; i < 2; i++) {
 			size_t n = strlen(cmd[i]);
@@ -93,7 +93,7 @@ int scripts_unavailable(const redisReply *r, char *why, size_t len)
 		}
 	}
 	/* rlock's scripts have no shebang: the engine asked for is Lua. */
-	if (reply_starts_with(r, "ERR Could not find scripting engine")) {
+	if (rl_reply_starts_with(r, "ERR Could not find scripting engine")) {
 		snprintf(why, len, "cannot run Lua scripts (no Lua engine is "
 			 "loaded): %s", needs);
 		return 1;
@@ -163,7 +163,7 @@ static void acl_error(const redisReply *r, int n, const char *addr,
 	res->rc = RLOCK_ENOPERM;
 	snprintf(res->err, sizeof(res->err), "%.100s: permission refused to "
 		 "user '%.40s' (%s): allow it with ACL SETUSER %.40s %s%s",
-		 addr, user, server_text(text, sizeof(text), r->str, (size_t)n),
+		 addr, user, rl_server_text(text, sizeof(text), r->str, (size_t)n),
 		 user, rule, rule[0] == '~' || rule[0] == '&' ?
 		 ", or use a --prefix the user's keys are under" : "");
 }
@@ -194,9 +194,9 @@ static const char *kept_type(const char *key)
 	return NULL;
 }
 
-void explain_wrongtype(struct rlock_conn *c, const struct request *q,
-		       const char *prefix, int64_t deadline,
-		       struct rlock_result *res)
+void rl_explain_wrongtype(struct rlock_conn *c, const struct request *q,
+			  const char *prefix, int64_t deadline,
+			  struct rlock_result *res)
 {
 	int first = q->script == REQ_COMMAND ? 1 : 0;
 	int last = q->script == REQ_COMMAND ? 2 : q->nkeys;
@@ -219,7 +219,7 @@ void explain_wrongtype(struct rlock_conn *c, const struct request *q,
 
 		want = kept_type(keys[k]);
 		if (want == NULL ||
-		    conn_call(c, deadline, -1, 2, argv, NULL, &r) != RLOCK_OK)
+		    rl_conn_call(c, deadline, -1, 2, argv, NULL, &r) != RLOCK_OK)
 			continue;
 		if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "none") == 0 ||
 		    strcmp(r->str, want) == 0 || r->len > 32) {
@@ -245,8 +245,8 @@ void explain_wrongtype(struct rlock_conn *c, const struct request *q,
 	}
 }
 
-int script_source(const struct rlock_script *s, unsigned long line,
-		  const char **file, unsigned long *src)
+int rl_script_source(const struct rlock_script *s, unsigned long line,
+		     const char **file, unsigned long *src)
 {
 	const char *p;
 	unsigned long lines = 0;
@@ -263,11 +263,11 @@ int script_source(const struct rlock_script *s, unsigned long line,
 	return 0;
 }
 
-/* The script whose digest is in s: after Redis 7's tail (script_tail) or
+/* The script whose digest is in s: after Redis 7's tail (rl_script_tail) or
  * "f_" (Redis 6: "call to f_SHA"); NULL when none of rlock's. */
 static const struct rlock_script *named_script(const char *s, size_t n)
 {
-	const char *tail = script_tail(s, n);
+	const char *tail = rl_script_tail(s, n);
 	const char *at = memmem(s, n, "f_", 2);
 	const char *digest = tail != NULL ? tail + 9 :
 			     at != NULL && (size_t)(s + n - at) >= 42 ? at + 2 :
@@ -295,10 +295,10 @@ static size_t user_line(const char *s, const char *end, unsigned long *line)
 	return *line > 0 ? (size_t)(p - s) : 0;
 }
 
-void script_error_text(const char *s, size_t n, char *buf, size_t len)
+void rl_script_error_text(const char *s, size_t n, char *buf, size_t len)
 {
 	const struct rlock_script *sc = named_script(s, n);
-	const char *tail = script_tail(s, n), *p = s, *end, *file;
+	const char *tail = rl_script_tail(s, n), *p = s, *end, *file;
 	unsigned long line, src;
 	size_t at = 0, skip;
 	int named = 0, w;
@@ -309,7 +309,7 @@ void script_error_text(const char *s, size_t n, char *buf, size_t len)
 	while (p < end && at + 1 < len) {
 		skip = user_line(p, end, &line);
 		if (sc != NULL && skip > 0 &&
-		    script_source(sc, line, &file, &src) == 0) {
+		    rl_script_source(sc, line, &file, &src) == 0) {
 			w = snprintf(buf + at, len - at, "%s:%lu", file, src);
 			at = w < 0 ? at : at + (size_t)w < len ? at + (size_t)w :
 			     len - 1;
@@ -329,7 +329,7 @@ void script_error_text(const char *s, size_t n, char *buf, size_t len)
 	    (p = memmem(tail, (size_t)(s + n - tail), "@user_script:", 13)) !=
 		    NULL &&
 	    user_line(p + 1, s + n, &line) > 0 &&
-	    script_source(sc, line, &file, &src) == 0)
+	    rl_script_source(sc, line, &file, &src) == 0)
 		snprintf(buf + at, len - at, " (%s:%lu)", file, src);
 }
 
@@ -340,7 +340,7 @@ static int data_error(const redisReply *r, int n, const char *key,
 {
 	const char *bad;
 
-	if (reply_starts_with(r, "BADFENCE ")) {
+	if (rl_reply_starts_with(r, "BADFENCE ")) {
 		char v[300];
 
 		res->rc = RLOCK_EPROTO;
@@ -349,7 +349,7 @@ static int data_error(const redisReply *r, int n, const char *key,
 			 "which is not a fence rlock wrote (digits, below "
 			 "2^53 - 2^20): no fence handed out, nothing granted",
 			 key, v);
-	} else if (reply_starts_with(r, "FENCEMAX ")) {
+	} else if (rl_reply_starts_with(r, "FENCEMAX ")) {
 		char v[300];
 
 		/* A counter at the last fence there can be (fence_of.lua):
@@ -363,7 +363,7 @@ static int data_error(const redisReply *r, int n, const char *key,
 			 "9007199253691999): nothing granted; take the lock "
 			 "under another name or --prefix (deleting or "
 			 "lowering the key would let fences go back)", key, v);
-	} else if (reply_starts_with(r, "BADSLOT ")) {
+	} else if (rl_reply_starts_with(r, "BADSLOT ")) {
 		char v[300];
 
 		/* A semaphore holder's slot (lib/scripts/slot.lua). */
@@ -372,14 +372,14 @@ static int data_error(const redisReply *r, int n, const char *key,
 		snprintf(res->err, sizeof(res->err), "%s:holders:meta holds "
 			 "the slot '%s', which is not a slot rlock wrote "
 			 "(digits, below the limit): nothing granted", key, v);
-	} else if (reply_starts_with(r, "POOLSMALL ")) {
+	} else if (rl_reply_starts_with(r, "POOLSMALL ")) {
 		/* A pool with fewer members than --count asks for. */
 		res->rc = RLOCK_EUSAGE;
 		snprintf(res->err, sizeof(res->err), "%s:members has %.*s "
 			 "member(s), fewer than --count asks for: add some "
 			 "with 'rlock pool NAME add MEMBER'", key, n - 10,
 			 r->str + 10);
-	} else if (reply_starts_with(r, "BADSTREAM ")) {
+	} else if (rl_reply_starts_with(r, "BADSTREAM ")) {
 		char v[300];
 
 		res->rc = RLOCK_EPROTO;
@@ -403,7 +403,7 @@ static int data_error(const redisReply *r, int n, const char *key,
 		snprintf(res->err, sizeof(res->err), "%s:line holds '%s', "
 			 "which is not a waiter rlock wrote (KIND:ID): the "
 			 "line cannot be served", key, v);
-	} else if (reply_starts_with(r, "WRONGTYPE")) {
+	} else if (rl_reply_starts_with(r, "WRONGTYPE")) {
 		res->rc = RLOCK_EPROTO;
 		res->wrongtype = 1;
 		snprintf(res->err, sizeof(res->err),
@@ -423,16 +423,16 @@ static int server_error(const redisReply *r, int n, const char *addr,
 {
 	char text[SERVER_TEXT_MAX + 1];
 
-	if (reply_starts_with(r, "READONLY")) {
+	if (rl_reply_starts_with(r, "READONLY")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s is a replica (READONLY): point rlock at the "
 			 "master, or use a redis-sentinel:// URL", addr);
-	} else if (reply_starts_with(r, "OOM")) {
+	} else if (rl_reply_starts_with(r, "OOM")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s: server out of memory (OOM)", addr);
-	} else if (reply_starts_with(r, "NOAUTH") ||
+	} else if (rl_reply_starts_with(r, "NOAUTH") ||
 		   memmem(r->str, r->len, "unauthenticated", 15) != NULL) {
 		/* Redis 7 refuses long commands before AUTH with a
 		 * protocol error instead of NOAUTH. */
@@ -441,20 +441,20 @@ static int server_error(const redisReply *r, int n, const char *addr,
 			 "%s: authentication required (NOAUTH): give a "
 			 "password in the URL, --password-file or "
 			 "REDISCLI_AUTH", addr);
-	} else if (reply_starts_with(r, "WRONGPASS")) {
+	} else if (rl_reply_starts_with(r, "WRONGPASS")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s: authentication failed: %s", addr,
-			 server_text(text, sizeof(text), r->str, (size_t)n));
-	} else if (reply_starts_with(r, "LOADING")) {
+			 rl_server_text(text, sizeof(text), r->str, (size_t)n));
+	} else if (rl_reply_starts_with(r, "LOADING")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err),
 			 "%s: server is loading its data (LOADING)", addr);
-	} else if (reply_starts_with(r, "TRYAGAIN")) {
+	} else if (rl_reply_starts_with(r, "TRYAGAIN")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err), "%s: the lock's slot is "
 			 "being migrated (TRYAGAIN)", addr);
-	} else if (reply_starts_with(r, "CROSSSLOT")) {
+	} else if (rl_reply_starts_with(r, "CROSSSLOT")) {
 		res->rc = RLOCK_EUSAGE;
 		snprintf(res->err, sizeof(res->err), "%s: the lock name has "
 			 "an empty hash tag: on a cluster its keys would span "
@@ -466,39 +466,39 @@ static int server_error(const redisReply *r, int n, const char *addr,
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err), "%s: the server takes no "
 			 "more clients (maxclients reached)", addr);
-	} else if (reply_starts_with(r, "MASTERDOWN") ||
-		   reply_starts_with(r, "CLUSTERDOWN") || reply_starts_with(r, "BUSY")) {
+	} else if (rl_reply_starts_with(r, "MASTERDOWN") ||
+		   rl_reply_starts_with(r, "CLUSTERDOWN") || rl_reply_starts_with(r, "BUSY")) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err), "%s: %s", addr,
-			 server_text(text, sizeof(text), r->str, (size_t)n));
+			 rl_server_text(text, sizeof(text), r->str, (size_t)n));
 	} else {
 		return 0;
 	}
 	return 1;
 }
 
-void classify_error(const redisReply *r, const struct rlock_conn *c,
-		    const char *key, struct rlock_result *res)
+void rl_classify_error(const redisReply *r, const struct rlock_conn *c,
+		       const char *key, struct rlock_result *res)
 {
-	const char *addr = conn_addr(c);
+	const char *addr = rl_conn_addr(c);
 	int n = (int)r->len;
-	const char *tail = script_tail(r->str, r->len);
+	const char *tail = rl_script_tail(r->str, r->len);
 	char why[128], text[SERVER_TEXT_MAX + 1], named[1024];
 
 	if (tail != NULL)
 		n = (int)(tail - r->str);
-	if (acl_refusal(r)) {
-		acl_error(r, n, addr, conn_url(c)->user, key, res);
-	} else if (scripts_unavailable(r, why, sizeof(why))) {
+	if (rl_acl_refusal(r)) {
+		acl_error(r, n, addr, rl_conn_url(c)->user, key, res);
+	} else if (rl_scripts_unavailable(r, why, sizeof(why))) {
 		res->rc = RLOCK_EUNAVAIL;
 		snprintf(res->err, sizeof(res->err), "%s %s", addr, why);
 	} else if (!data_error(r, n, key, res) &&
 		   !server_error(r, n, addr, key, res)) {
 		/* A script's own error names its line in lib/scripts/. */
-		script_error_text(r->str, r->len, named, sizeof(named));
+		rl_script_error_text(r->str, r->len, named, sizeof(named));
 		res->rc = RLOCK_EPROTO;
 		snprintf(res->err, sizeof(res->err), "%s: %s", addr,
-			 server_text(text, sizeof(text), named,
-				     strlen(named)));
+			 rl_server_text(text, sizeof(text), named,
+					strlen(named)));
 	}
 }

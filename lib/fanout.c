@@ -8,7 +8,7 @@
  * when its connection dropped or it is loading; what a reply means for the
  * slot is decided in one place (on_reply), and so is what a drop means
  * (on_drop).  Where a server's connection comes from is its node's
- * business (node.c: node_route, node_open, node_heard): a redirection is
+ * business (node.c: rl_node_route, rl_node_open, rl_node_heard): a redirection is
  * sent again at once, to the node's new choice.
  */
 #include <poll.h>
@@ -33,7 +33,7 @@ enum { ST_IDLE, ST_SEND, ST_WAIT, ST_RETRY, ST_DONE };
 
 /* ---- the fan-out -------------------------------------------------------- */
 
-void fan_init(struct fan *f, const struct rlock *rl)
+void rl_fan_init(struct fan *f, const struct rlock *rl)
 {
 	/* Only the slots in use: the whole array is 9 KiB, and clearing it
 	 * twice cost an uncontended run 6% of its instructions. */
@@ -51,7 +51,7 @@ void fan_init(struct fan *f, const struct rlock *rl)
 	}
 }
 
-void fan_all(struct fan *f, const struct request *q)
+void rl_fan_all(struct fan *f, const struct request *q)
 {
 	for (size_t i = 0; i < f->n; i++)
 		f->slot[i].req = q;
@@ -84,14 +84,14 @@ static void retry_later(struct fan_slot *s, int64_t ms)
 static void on_drop(struct fan *f, struct rlock_node *n, struct fan_slot *s,
 		    int64_t deadline)
 {
-	if (node_heard(n, NULL) != NODE_FAIL && s->tries < MAX_TRIES &&
+	if (rl_node_heard(n, NULL) != NODE_FAIL && s->tries < MAX_TRIES &&
 	    rlock_mono_ms() < deadline) {
 		retry_later(s, DROP_RETRY_MS);
 		s->dropped = 1;
 		f->resent++;
 		return;
 	}
-	finish(s, RLOCK_EUNAVAIL, node_errstr(n));
+	finish(s, RLOCK_EUNAVAIL, rl_node_errstr(n));
 }
 
 /* One reply came for slot s. */
@@ -121,21 +121,21 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 		return;
 	}
 	/* NOSCRIPT (after SCRIPT FLUSH or a restart): EVAL loads it. */
-	if (r->type == REDIS_REPLY_ERROR && reply_starts_with(r, "NOSCRIPT") &&
+	if (r->type == REDIS_REPLY_ERROR && rl_reply_starts_with(r, "NOSCRIPT") &&
 	    s->req->script != REQ_COMMAND && !s->use_eval) {
 		freeReplyObject(r);
 		s->use_eval = 1;
 		s->state = ST_SEND;
 		return;
 	}
-	switch (node_heard(n, r)) {
+	switch (rl_node_heard(n, r)) {
 	case NODE_OK:
 		s->res.r = r;
 		finish(s, RLOCK_OK, NULL);
 		return;
 	case NODE_RETRY:
 		/* Kept for time_out, should the server say it to the end. */
-		classify_error(r, n->cmd, key, &s->res);
+		rl_classify_error(r, n->cmd, key, &s->res);
 		s->res.rc = RLOCK_OK;
 		freeReplyObject(r);
 		retry_later(s, BUSY_RETRY_MS);
@@ -151,9 +151,9 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 				char text[SERVER_TEXT_MAX + 1];
 
 				snprintf(s->res.err, sizeof(s->res.err),
-					 "%s: %s", conn_addr(n->cmd),
-					 server_text(text, sizeof(text),
-						     r->str, r->len));
+					 "%s: %s", rl_conn_addr(n->cmd),
+					 rl_server_text(text, sizeof(text),
+							r->str, r->len));
 				retry_later(s, BUSY_RETRY_MS);
 			} else {
 				s->state = ST_SEND;
@@ -163,13 +163,13 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 		}
 		/* Redirected in a loop for a whole I/O timeout: the servers
 		 * are unavailable, not mistaken. */
-		classify_error(r, n->cmd, key, &s->res);
+		rl_classify_error(r, n->cmd, key, &s->res);
 		s->res.rc = RLOCK_EUNAVAIL;
 		freeReplyObject(r);
 		s->state = ST_DONE;
 		return;
 	default:
-		classify_error(r, n->cmd, key, &s->res);
+		rl_classify_error(r, n->cmd, key, &s->res);
 		freeReplyObject(r);
 		s->state = ST_DONE;
 		return;
@@ -182,18 +182,18 @@ static void send_slot(struct rlock *rl, struct rlock_node *n,
 {
 	int fresh;
 
-	node_route(n, s->req->slot);
-	fresh = !conn_is_up(n->cmd);
-	if (node_open(n, rl->hard_deadline) != RLOCK_OK) {
+	rl_node_route(n, s->req->slot);
+	fresh = !rl_conn_is_up(n->cmd);
+	if (rl_node_open(n, rl->hard_deadline) != RLOCK_OK) {
 		/* A cluster node that is down: another may know who serves
 		 * the slot now (a failover). */
-		if (node_fallback(n) && rlock_mono_ms() < *deadline) {
+		if (rl_node_fallback(n) && rlock_mono_ms() < *deadline) {
 			snprintf(s->res.err, sizeof(s->res.err), "%s",
-				 node_errstr(n));
+				 rl_node_errstr(n));
 			retry_later(s, FALLBACK_RETRY_MS);
 			return;
 		}
-		finish(s, RLOCK_EUNAVAIL, node_errstr(n));
+		finish(s, RLOCK_EUNAVAIL, rl_node_errstr(n));
 		return;
 	}
 	/* A fresh connection restarts the I/O clock for the first attempt. */
@@ -205,15 +205,15 @@ static void send_slot(struct rlock *rl, struct rlock_node *n,
 	if (n->asking) {
 		const char *asking = "ASKING";
 
-		if (conn_send(n->cmd, 1, &asking, NULL) != RLOCK_OK) {
-			finish(s, RLOCK_ESYS, conn_errstr(n->cmd));
+		if (rl_conn_send(n->cmd, 1, &asking, NULL) != RLOCK_OK) {
+			finish(s, RLOCK_ESYS, rl_conn_errstr(n->cmd));
 			return;
 		}
 		s->skip = 1;
 	}
-	if (req_send(n->cmd, s->req, s->use_eval,
-		     s->whole || node_declares_all(n)) != RLOCK_OK) {
-		finish(s, RLOCK_ESYS, conn_errstr(n->cmd));
+	if (rl_req_send(n->cmd, s->req, s->use_eval,
+			s->whole || rl_node_declares_all(n)) != RLOCK_OK) {
+		finish(s, RLOCK_ESYS, rl_conn_errstr(n->cmd));
 		return;
 	}
 	s->state = ST_WAIT;
@@ -232,29 +232,29 @@ static void time_out(struct rlock *rl, struct fan *f)
 			s->res.rc = RLOCK_EUNAVAIL;
 			s->state = ST_DONE;
 		} else if (s->state == ST_RETRY) {
-			finish(s, RLOCK_EUNAVAIL, node_errstr(n));
+			finish(s, RLOCK_EUNAVAIL, rl_node_errstr(n));
 		} else if (s->state == ST_WAIT) {
 			/* A Sentinel master or a cluster node that does
 			 * not answer may be frozen, with a failover coming. */
 			if (n->sent != NULL || n->slots != NULL)
 				n->failing_over = 1;
-			conn_timed_out(n->cmd);
-			finish(s, RLOCK_EUNAVAIL, conn_errstr(n->cmd));
+			rl_conn_timed_out(n->cmd);
+			finish(s, RLOCK_EUNAVAIL, rl_conn_errstr(n->cmd));
 		}
 	}
 }
 
 /* Whether n (of several masters) was identified on the connection it uses
- * now (identify_servers). */
-int node_identified(const struct rlock_node *n)
+ * now (rl_identify_servers). */
+int rl_node_identified(const struct rlock_node *n)
 {
-	if (n->id_conn == NULL || n->id_conn != n->cmd || !conn_is_up(n->cmd))
+	if (n->id_conn == NULL || n->id_conn != n->cmd || !rl_conn_is_up(n->cmd))
 		return 0;
 	/* Opened again since (a dropped connection resent on): the same
 	 * server while it reached the same address. */
-	return conn_opens(n->cmd) == n->id_opens ||
+	return rl_conn_opens(n->cmd) == n->id_opens ||
 	       (n->id_peer[0] != '\0' &&
-		strcmp(conn_peer(n->cmd), n->id_peer) == 0);
+		strcmp(rl_conn_peer(n->cmd), n->id_peer) == 0);
 }
 
 /* After f's request: an answer that came on a connection opened since its
@@ -268,18 +268,18 @@ static void drop_unidentified(struct rlock *rl, struct fan *f)
 		struct rlock_result *res = &f->slot[i].res;
 		struct rlock_node *n = &rl->node[i];
 
-		/* One never identified was left out by skip_unanswered, or
+		/* One never identified was left out by rl_skip_unanswered, or
 		 * its caller asks no vote of it (an undo). */
 		if (f->slot[i].req == NULL || res->rc != RLOCK_OK ||
-		    n->id_conn == NULL || node_identified(n))
+		    n->id_conn == NULL || rl_node_identified(n))
 			continue;
 		freeReplyObject(res->r);
 		res->r = NULL;
 		res->rc = RLOCK_EUNAVAIL;
-		set_error(res->err, sizeof(res->err), "%s: connected again "
-			  "during the request, to another address than the one "
-			  "identified: no vote",
-			  conn_addr(n->cmd));
+		rl_set_error(res->err, sizeof(res->err), "%s: connected again "
+			     "during the request, to another address than the one "
+			     "identified: no vote",
+			     rl_conn_addr(n->cmd));
 	}
 }
 
@@ -296,7 +296,7 @@ static void fan_send_all(struct rlock *rl, struct fan *f)
 	for (i = 0; i < f->n; i++) {
 		struct fan_slot *s = &f->slot[i];
 
-		/* A slot whose outcome its caller set (skip_unanswered: an
+		/* A slot whose outcome its caller set (rl_skip_unanswered: an
 		 * error) keeps it, and is not sent. */
 		if (s->preset) {
 			s->state = ST_DONE;
@@ -332,7 +332,7 @@ static void fan_send_all(struct rlock *rl, struct fan *f)
 			if (s->state == ST_SEND)
 				send_slot(rl, n, s, &deadline);
 			/* A write that failed closed the connection. */
-			if (s->state == ST_WAIT && !conn_is_up(n->cmd))
+			if (s->state == ST_WAIT && !rl_conn_is_up(n->cmd))
 				on_drop(f, n, s, deadline);
 			if (s->state == ST_RETRY) {
 				left++;
@@ -340,10 +340,10 @@ static void fan_send_all(struct rlock *rl, struct fan *f)
 					wake = s->retry_at;
 			} else if (s->state == ST_WAIT) {
 				left++;
-				pfd[np].fd = conn_fd(n->cmd);
-				pfd[np].events = conn_events(n->cmd);
+				pfd[np].fd = rl_conn_fd(n->cmd);
+				pfd[np].events = rl_conn_events(n->cmd);
 				pfd[np].revents = 0;
-				if (conn_buffered(n->cmd)) {
+				if (rl_conn_buffered(n->cmd)) {
 					pfd[np].revents = POLLIN;
 					ready = 1;
 				}
@@ -370,22 +370,22 @@ static void fan_send_all(struct rlock *rl, struct fan *f)
 
 			if (pfd[k].revents == 0)
 				continue;
-			if (conn_on_ready(n->cmd, pfd[k].revents) != RLOCK_OK) {
-				if (conn_garbled(n->cmd))
+			if (rl_conn_on_ready(n->cmd, pfd[k].revents) != RLOCK_OK) {
+				if (rl_conn_garbled(n->cmd))
 					finish(s, RLOCK_EUNAVAIL,
-					       conn_errstr(n->cmd));
+					       rl_conn_errstr(n->cmd));
 				else
 					on_drop(f, n, s, deadline);
 				continue;
 			}
 			/* The +OK of ASKING and the reply may come together. */
 			while (s->state == ST_WAIT &&
-			       (got = conn_take_reply(n->cmd, &r)) != 0) {
+			       (got = rl_conn_take_reply(n->cmd, &r)) != 0) {
 				/* A protocol error, as the guard's above:
 				 * the server is unavailable to rlock. */
 				if (got < 0)
 					finish(s, RLOCK_EUNAVAIL,
-					       conn_errstr(n->cmd));
+					       rl_conn_errstr(n->cmd));
 				else
 					on_reply(n, s, r);
 			}
@@ -398,19 +398,19 @@ static void fan_send_all(struct rlock *rl, struct fan *f)
 
 		if (s->req != NULL && s->state == ST_DONE &&
 		    s->res.rc != RLOCK_OK && s->res.wrongtype &&
-		    conn_is_up(rl->node[i].cmd))
-			explain_wrongtype(rl->node[i].cmd, s->req, rl->prefix,
-					  deadline, &s->res);
+		    rl_conn_is_up(rl->node[i].cmd))
+			rl_explain_wrongtype(rl->node[i].cmd, s->req, rl->prefix,
+					     deadline, &s->res);
 	}
 }
 
-void fan_run(struct rlock *rl, struct fan *f)
+void rl_fan_run(struct rlock *rl, struct fan *f)
 {
 	fan_send_all(rl, f);
 	drop_unidentified(rl, f);
 }
 
-void fan_done(struct fan *f)
+void rl_fan_done(struct fan *f)
 {
 	for (size_t i = 0; i < f->n; i++) {
 		if (f->slot[i].res.r != NULL)
@@ -421,7 +421,7 @@ void fan_done(struct fan *f)
 
 /* ---- the quorum ------------------------------------------------------- */
 
-void fan_unexpected(struct fan *f, size_t i, const char *what)
+void rl_fan_unexpected(struct fan *f, size_t i, const char *what)
 {
 	f->slot[i].res.rc = RLOCK_EPROTO;
 	snprintf(f->slot[i].res.err, sizeof(f->slot[i].res.err),
@@ -447,7 +447,7 @@ static int common_code(const struct fan *f)
 	return rc == RLOCK_OK ? RLOCK_EUNAVAIL : rc;
 }
 
-int fan_first_error(struct rlock *rl, struct fan *f, size_t failed)
+int rl_fan_first_error(struct rlock *rl, struct fan *f, size_t failed)
 {
 	for (size_t i = 0; i < f->n; i++) {
 		const struct rlock_result *res = &f->slot[i].res;
@@ -466,8 +466,8 @@ int fan_first_error(struct rlock *rl, struct fan *f, size_t failed)
 	return RLOCK_EUNAVAIL;
 }
 
-int fan_tally(struct rlock *rl, struct fan *f, const char *what,
-	      long long most, size_t *yes_out)
+int rl_fan_tally(struct rlock *rl, struct fan *f, const char *what,
+		 long long most, size_t *yes_out)
 {
 	size_t i, yes = 0, no = 0, fail = 0;
 
@@ -479,7 +479,7 @@ int fan_tally(struct rlock *rl, struct fan *f, const char *what,
 		if (res->rc == RLOCK_OK &&
 		    (res->r->type != REDIS_REPLY_INTEGER ||
 		     res->r->integer < 0 || res->r->integer > most))
-			fan_unexpected(f, i, what);
+			rl_fan_unexpected(f, i, what);
 		if (res->rc != RLOCK_OK)
 			fail++;
 		else if (res->r->integer > 0)
@@ -493,10 +493,10 @@ int fan_tally(struct rlock *rl, struct fan *f, const char *what,
 		return RLOCK_OK;
 	if (no > rl->nnode - rl->quorum)
 		return RLOCK_NOTOURS;
-	return fan_first_error(rl, f, fail);
+	return rl_fan_first_error(rl, f, fail);
 }
 
-void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token)
+void rl_fan_undo(struct rlock *rl, const struct lock_names *n, const char *token)
 {
 	struct request q;
 	struct fan f;
@@ -508,10 +508,10 @@ void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token)
 	 * Within an I/O timeout of its own, even past the caller's hard
 	 * deadline: a grant the wait's end cut short is still given back. */
 	rl->hard_deadline = 0;
-	fan_init(&f, rl);
-	req_release(&q, n, token, NULL, NULL, 0, rl->nnode > 1);
-	fan_all(&f, &q);
-	fan_run(rl, &f);
-	fan_done(&f);
+	rl_fan_init(&f, rl);
+	rl_req_release(&q, n, token, NULL, NULL, 0, rl->nnode > 1);
+	rl_fan_all(&f, &q);
+	rl_fan_run(rl, &f);
+	rl_fan_done(&f);
 	rl->hard_deadline = hard;
 }

@@ -33,16 +33,16 @@ struct fan {
 	size_t n;
 	size_t resent;			/* requests sent again after a drop */
 	int64_t extra_ms;		/* beyond the I/O timeout (WAIT) */
-	int probe;			/* identify_servers' own: answers of
+	int probe;			/* rl_identify_servers' own: answers of
 					 * servers not yet identified count */
 };
 
-/* A fan-out of nothing yet over rl's servers; fan_all or slot[i].req say
+/* A fan-out of nothing yet over rl's servers; rl_fan_all or slot[i].req say
  * who gets what. */
-void fan_init(struct fan *f, const struct rlock *rl);
+void rl_fan_init(struct fan *f, const struct rlock *rl);
 
 /* Send q to every server. */
-void fan_all(struct fan *f, const struct request *q);
+void rl_fan_all(struct fan *f, const struct request *q);
 
 /*
  * Send each slot's request at once and wait for every reply within the I/O
@@ -51,29 +51,29 @@ void fan_all(struct fan *f, const struct request *q);
  * request sent again (every script tolerates a repeat: acquire finds its
  * own token).  slot[i].res gets the reply or an error.
  */
-void fan_run(struct rlock *rl, struct fan *f);
+void rl_fan_run(struct rlock *rl, struct fan *f);
 
 /* Free the replies. */
-void fan_done(struct fan *f);
+void rl_fan_done(struct fan *f);
 
 /* Count a quorum among integer replies, each 0..most (positive is yes;
  * anything else is an unexpected reply): RLOCK_OK, RLOCK_NOTOURS when too
  * many said no, or the first error.  *yes may be NULL. */
-int fan_tally(struct rlock *rl, struct fan *f, const char *what,
-	      long long most, size_t *yes);
+int rl_fan_tally(struct rlock *rl, struct fan *f, const char *what,
+		 long long most, size_t *yes);
 
 /* Copy the first error into rl->err and return its code; with several
  * servers, say how many of them failed. */
-int fan_first_error(struct rlock *rl, struct fan *f, size_t failed);
+int rl_fan_first_error(struct rlock *rl, struct fan *f, size_t failed);
 
 /* Mark slot i's reply as not what what should answer. */
-void fan_unexpected(struct fan *f, size_t i, const char *what);
+void rl_fan_unexpected(struct fan *f, size_t i, const char *what);
 
 /* Undo a grant that did not make a quorum: release token everywhere. */
-void fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
+void rl_fan_undo(struct rlock *rl, const struct lock_names *n, const char *token);
 
 /* Whether n was identified on the connection its requests use now
- * (identify_servers, lib/identity.c): without, it has no vote. */
-int node_identified(const struct rlock_node *n);
+ * (rl_identify_servers, lib/identity.c): without, it has no vote. */
+int rl_node_identified(const struct rlock_node *n);
 
 #endif

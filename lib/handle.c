@@ -33,7 +33,7 @@ static int setup_tls(struct rlock *rl, const struct rlock_config *cfg,
 	o.key = cfg->tls_key;
 	o.sni = cfg->tls_sni;
 	o.insecure = cfg->tls_insecure;
-	return tls_ctx_get(&o, &rl->copts.tls, err, errlen);
+	return rl_tls_ctx_get(&o, &rl->copts.tls, err, errlen);
 }
 
 /* Whether two URLs name one server (whatever their db or scheme); two
@@ -60,18 +60,18 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 
 	*code = RLOCK_EUSAGE;
 	if (cfg->nurls == 0 || cfg->nurls > RLOCK_MAX_SERVERS) {
-		set_error(err, errlen, "between 1 and %d servers needed",
-			  RLOCK_MAX_SERVERS);
+		rl_set_error(err, errlen, "between 1 and %d servers needed",
+			     RLOCK_MAX_SERVERS);
 		return NULL;
 	}
 	if (cfg->nurls == 2) {
-		set_error(err, errlen, "two servers cannot form a quorum: "
-			  "give one URL, or three or more independent masters");
+		rl_set_error(err, errlen, "two servers cannot form a quorum: "
+			     "give one URL, or three or more independent masters");
 		return NULL;
 	}
 	if (cfg->prefix != NULL && strlen(cfg->prefix) >= sizeof(rl->prefix)) {
-		set_error(err, errlen, "prefix longer than %zu bytes",
-			  sizeof(rl->prefix) - 1);
+		rl_set_error(err, errlen, "prefix longer than %zu bytes",
+			     sizeof(rl->prefix) - 1);
 		return NULL;
 	}
 	rl = calloc(1, sizeof(*rl));
@@ -100,9 +100,9 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 		const char *why = NULL;
 		struct rlock_url *u = &rl->node[i].url;
 
-		if (url_parse(cfg->urls[i], u, &why) != 0) {
-			set_error(err, errlen, "invalid URL '%s': %s",
-				  cfg->urls[i], why);
+		if (rl_url_parse(cfg->urls[i], u, &why) != 0) {
+			rl_set_error(err, errlen, "invalid URL '%s': %s",
+				     cfg->urls[i], why);
 			goto fail;
 		}
 		rl->nnode++;
@@ -110,10 +110,10 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 	for (i = 0; i < rl->nnode; i++) {
 		for (size_t j = 0; j < i; j++) {
 			if (same_server(&rl->node[i].url, &rl->node[j].url)) {
-				set_error(err, errlen, "%s and %s are the "
-					  "same server: a quorum needs "
-					  "independent masters",
-					  cfg->urls[j], cfg->urls[i]);
+				rl_set_error(err, errlen, "%s and %s are the "
+					     "same server: a quorum needs "
+					     "independent masters",
+					     cfg->urls[j], cfg->urls[i]);
 				goto fail;
 			}
 		}
@@ -125,7 +125,7 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 	sa.user = cfg->sentinel_user;
 	sa.password = cfg->sentinel_password;
 	for (i = 0; i < rl->nnode; i++) {
-		if (node_init(&rl->node[i], &rl->copts, &sa) != RLOCK_OK) {
+		if (rl_node_init(&rl->node[i], &rl->copts, &sa) != RLOCK_OK) {
 			rlock_free(rl);
 			goto oom;
 		}
@@ -134,7 +134,7 @@ struct rlock *rlock_new(const struct rlock_config *cfg, int *code, char *err,
 	return rl;
 oom:
 	*code = RLOCK_ESYS;
-	set_error(err, errlen, "out of memory");
+	rl_set_error(err, errlen, "out of memory");
 	return NULL;
 fail:
 	rlock_free(rl);
@@ -149,7 +149,7 @@ fail:
  * systemd unit without User=, which sets no $USER.  The name is shown to
  * people, never trusted.
  */
-void identify(struct rlock *rl)
+void rl_identify(struct rlock *rl)
 {
 	const char *env;
 	struct passwd *pw;
@@ -164,8 +164,8 @@ void identify(struct rlock *rl)
 		env = getenv("LOGNAME");
 	if (env != NULL && *env != '\0') {
 		rlock_strlcpy(rl->user, env, sizeof(rl->user));
-	} else if (passwd_name("/etc/passwd", geteuid(), rl->user,
-			       sizeof(rl->user)) == 0) {
+	} else if (rl_passwd_name("/etc/passwd", geteuid(), rl->user,
+				  sizeof(rl->user)) == 0) {
 		/* NSS's first source everywhere, read without NSS. */
 	} else if ((pw = getpwuid(geteuid())) != NULL) {
 		rlock_strlcpy(rl->user, pw->pw_name, sizeof(rl->user));
@@ -180,12 +180,12 @@ void rlock_free(struct rlock *rl)
 	if (rl == NULL)
 		return;
 	for (size_t i = 0; i < rl->nnode; i++)
-		node_free(&rl->node[i]);
+		rl_node_free(&rl->node[i]);
 	free(rl->node);
 	free(rl->holders);
 	free(rl->granted);
 	free(rl->with);
-	tls_ctx_put(rl->copts.tls);
+	rl_tls_ctx_put(rl->copts.tls);
 	explicit_bzero(rl->password, sizeof(rl->password));
 	free(rl);
 }
@@ -197,7 +197,7 @@ const char *rlock_errstr(const struct rlock *rl)
 
 const char *rlock_key(struct rlock *rl, const char *name)
 {
-	lock_key(rl->keybuf, sizeof(rl->keybuf), rl->prefix, name, "");
+	rl_lock_key(rl->keybuf, sizeof(rl->keybuf), rl->prefix, name, "");
 	return rl->keybuf;
 }
 
@@ -206,16 +206,16 @@ size_t rlock_nservers(const struct rlock *rl)
 	return rl->nnode;
 }
 
-int make_names(struct rlock *rl, const char *name, struct names *n)
+int rl_make_names(struct rlock *rl, const char *name, struct names *n)
 {
 	const char *why;
 
 	if (rlock_check_name(name, &why) != RLOCK_OK) {
-		set_error(rl->err, sizeof(rl->err),
-			  "invalid lock name: %s", why);
+		rl_set_error(rl->err, sizeof(rl->err),
+			     "invalid lock name: %s", why);
 		return RLOCK_EUSAGE;
 	}
-	lock_keys_init(&n->k, rl->prefix, name);
+	rl_lock_keys_init(&n->k, rl->prefix, name);
 	n->v = n->k.v;
 	n->mywake[0] = '\0';
 	return RLOCK_OK;

@@ -48,31 +48,31 @@ struct names {
 
 /* Fill n with the names of lock name, or say why it is no lock name
  * (RLOCK_EUSAGE). */
-int make_names(struct rlock *rl, const char *name, struct names *n);
+int rl_make_names(struct rlock *rl, const char *name, struct names *n);
 
 /* ---- the history (lib/history.c) ---- */
 
 /* A release's entry e joined to its grant's entry g: who held it, since
  * when, with which command. */
-void history_join_grant(struct rlock_event *e, const struct rlock_event *g);
+void rl_history_join_grant(struct rlock_event *e, const struct rlock_event *g);
 /* A release whose grant is older than what a script read: its grant
  * looked up in the history, one read. */
-void history_join_older(struct rlock *rl, const struct names *nm,
-			struct rlock_event *e);
+void rl_history_join_older(struct rlock *rl, const struct names *nm,
+			   struct rlock_event *e);
 
 
 /* Several locks (lib/sets.c), which rlock_acquire, rlock_extend and
  * rlock_release hand rl's set to: name is its first. */
-int with_acquire(struct rlock *rl, const char *name,
-		 const struct rlock_acquire_opts *o, struct rlock_lease *lease,
-		 struct rlock_holder *holder);
-int with_extend(struct rlock *rl, const char *token, int64_t ttl_ms,
-		struct rlock_lease *lease);
-int with_release(struct rlock *rl, const char *token,
-		 const struct rlock_lease *lease,
-		 const struct rlock_outcome *how);
+int rl_with_acquire(struct rlock *rl, const char *name,
+		    const struct rlock_acquire_opts *o, struct rlock_lease *lease,
+		    struct rlock_holder *holder);
+int rl_with_extend(struct rlock *rl, const char *token, int64_t ttl_ms,
+		   struct rlock_lease *lease);
+int rl_with_release(struct rlock *rl, const char *token,
+		    const struct rlock_lease *lease,
+		    const struct rlock_outcome *how);
 
 /* Fill rl->host and rl->user once, before they are first needed. */
-void identify(struct rlock *rl);
+void rl_identify(struct rlock *rl);
 
 #endif

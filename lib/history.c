@@ -29,7 +29,7 @@ static void join_older(struct rlock *rl, const struct names *nm,
 		       struct evlist *l);
 
 /* A stream id, "MS-SEQ", into its parts.  Returns 0, or -1. */
-int decode_id(const char *s, size_t n, long long *ms, unsigned long long *seq)
+int rl_decode_id(const char *s, size_t n, long long *ms, unsigned long long *seq)
 {
 	const char *dash = memchr(s, '-', n);
 	long long q;
@@ -56,7 +56,7 @@ static int kind_ok(const char *v, size_t n)
 	if (n > 0 && n < sizeof(k) && v[0] == 'p') {
 		memcpy(k, v, n);
 		k[n] = '\0';
-		return pool_kind(k) != 0;
+		return rl_pool_kind(k) != 0;
 	}
 	return (n == 1 && (v[0] == 'x' || v[0] == 's')) ||
 	       rlock_parse_ll(v, n, 2, RLOCK_LIMIT_MAX, &l) == 0;
@@ -163,7 +163,7 @@ static void set_field(struct rlock_event *ev, int i, const char *v, size_t n)
 	}
 	if (!ok) {
 		ev->bad |= 1u << i;
-		note_junk(ev->junk, sizeof(ev->junk), ev_field[i], v, n);
+		rl_note_junk(ev->junk, sizeof(ev->junk), rl_ev_field[i], v, n);
 	}
 }
 #undef COPY
@@ -217,7 +217,7 @@ static unsigned unpack_entry(struct rlock_event *ev, int grant, const char *v,
 	}
 	if (i < nf) {
 		ev->bad |= 1u << EV_EVENT;
-		note_junk(ev->junk, sizeof(ev->junk), grant ? "a1" : "r1", v, n);
+		rl_note_junk(ev->junk, sizeof(ev->junk), grant ? "a1" : "r1", v, n);
 	}
 	return seen;
 }
@@ -247,10 +247,10 @@ static void set_with(struct rlock_event *ev, const char *v, size_t n)
 	ev->with[n] = '\0';
 	return;
 junk:
-	note_junk(ev->junk, sizeof(ev->junk), "with", v, n);
+	rl_note_junk(ev->junk, sizeof(ev->junk), "with", v, n);
 }
 
-int decode_entry(const redisReply *e, struct rlock_event *ev)
+int rl_decode_entry(const redisReply *e, struct rlock_event *ev)
 {
 	const redisReply *fv;
 	unsigned long long seq;
@@ -262,8 +262,8 @@ int decode_entry(const redisReply *e, struct rlock_event *ev)
 	    e->element[0]->type != REDIS_REPLY_STRING ||
 	    e->element[1]->type != REDIS_REPLY_ARRAY ||
 	    e->element[0]->len >= sizeof(ev->id) ||
-	    decode_id(e->element[0]->str, e->element[0]->len, &ev->time_ms,
-		      &seq) != 0)
+	    rl_decode_id(e->element[0]->str, e->element[0]->len, &ev->time_ms,
+			 &seq) != 0)
 		return -1;
 	memcpy(ev->id, e->element[0]->str, e->element[0]->len);
 	fv = e->element[1];
@@ -278,8 +278,8 @@ int decode_entry(const redisReply *e, struct rlock_event *ev)
 			return -1;
 		/* Fields rlock does not know are passed over. */
 		for (k = 0; k < EV_NFIELDS; k++) {
-			if (f->len == strlen(ev_field[k]) &&
-			    memcmp(f->str, ev_field[k], f->len) == 0)
+			if (f->len == strlen(rl_ev_field[k]) &&
+			    memcmp(f->str, rl_ev_field[k], f->len) == 0)
 				break;
 		}
 		if (k < EV_NFIELDS) {
@@ -313,7 +313,7 @@ int decode_entry(const redisReply *e, struct rlock_event *ev)
 	return ev->event[0] != '\0' ? 0 : 1;
 }
 
-int decode_run(const char *s, size_t n, struct rlock_event *ev)
+int rl_decode_run(const char *s, size_t n, struct rlock_event *ev)
 {
 	/* "1\nID\nEVENT\nKIND\nEXIT\nSIGNAL\nTOKEN8\nREASON\n" and the
 	 * holder's record "FENCE\nSINCE\nHOLD\nPID\nHOST\nUSER\nNOTE\n
@@ -343,7 +343,7 @@ int decode_run(const char *s, size_t n, struct rlock_event *ev)
 	}
 	if (nf < 8 || len[0] != 1 || f[0][0] != '1' ||
 	    len[1] >= sizeof(ev->id) ||
-	    decode_id(f[1], len[1], &ev->time_ms, &seq) != 0)
+	    rl_decode_id(f[1], len[1], &ev->time_ms, &seq) != 0)
 		return -1;
 	memcpy(ev->id, f[1], len[1]);
 	/* An older holder's record has no note: its command moves up. */
@@ -363,12 +363,12 @@ int decode_run(const char *s, size_t n, struct rlock_event *ev)
 	return ev->event[0] != '\0' ? 0 : -1;
 }
 
-int decode_ok(const char *s, size_t n, struct rlock_event *ev)
+int rl_decode_ok(const char *s, size_t n, struct rlock_event *ev)
 {
 	unsigned long long seq;
 
 	event_init(ev);
-	if (n >= sizeof(ev->id) || decode_id(s, n, &ev->time_ms, &seq) != 0)
+	if (n >= sizeof(ev->id) || rl_decode_id(s, n, &ev->time_ms, &seq) != 0)
 		return -1;
 	memcpy(ev->id, s, n);
 	snprintf(ev->event, sizeof(ev->event), "released");
@@ -376,8 +376,8 @@ int decode_ok(const char *s, size_t n, struct rlock_event *ev)
 	return 0;
 }
 
-int decode_ok_check(const redisReply *r, const char *id,
-		    struct rlock_event *ev)
+int rl_decode_ok_check(const redisReply *r, const char *id,
+		       struct rlock_event *ev)
 {
 	int d;
 
@@ -385,7 +385,7 @@ int decode_ok_check(const redisReply *r, const char *id,
 		return -1;
 	if (r->elements == 0)
 		return OKREC_TRIMMED;
-	if ((d = decode_entry(r->element[0], ev)) < 0)
+	if ((d = rl_decode_entry(r->element[0], ev)) < 0)
 		return -1;
 	/* XREVRANGE's end is inclusive: another id is one before it. */
 	if (strcmp(ev->id, id) != 0)
@@ -393,15 +393,15 @@ int decode_ok_check(const redisReply *r, const char *id,
 	return d == 0 && rlock_event_ok(ev) ? OKREC_ENTRY : OKREC_FAILED;
 }
 
-int decode_time(const redisReply *r, long long *ms)
+int rl_decode_time(const redisReply *r, long long *ms)
 {
 	long long sec, usec;
 
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
 	    r->element[0]->type != REDIS_REPLY_STRING ||
 	    r->element[1]->type != REDIS_REPLY_STRING ||
-	    elem_num(r, 0, 0, FENCE_LIMIT / 1000000, &sec) != 0 ||
-	    elem_num(r, 1, 0, 999999, &usec) != 0)
+	    rl_elem_num(r, 0, 0, FENCE_LIMIT / 1000000, &sec) != 0 ||
+	    rl_elem_num(r, 1, 0, 999999, &usec) != 0)
 		return -1;
 	*ms = sec * 1000 + usec / 1000;
 	return 0;
@@ -511,7 +511,7 @@ static void next_id(const char *id, char *out, size_t len)
 	unsigned long long seq = 0;
 	long long ms = 0;
 
-	if (decode_id(id, strlen(id), &ms, &seq) != 0)
+	if (rl_decode_id(id, strlen(id), &ms, &seq) != 0)
 		ms = 0, seq = 0;
 	else
 		seq++;
@@ -524,7 +524,7 @@ static unsigned long long id_seq(const char *id)
 	unsigned long long seq;
 	long long ms;
 
-	return decode_id(id, strlen(id), &ms, &seq) == 0 ? seq : 0;
+	return rl_decode_id(id, strlen(id), &ms, &seq) == 0 ? seq : 0;
 }
 
 /*
@@ -661,11 +661,11 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 
 	/* One server given twice would count each event as recorded by
 	 * both. */
-	if ((rc = identify_servers(rl)) != RLOCK_OK)
+	if ((rc = rl_identify_servers(rl)) != RLOCK_OK)
 		return rc;
 	snprintf(count, sizeof(count), "%zu", max);
 	snprintf(since, sizeof(since), "%lld", since_ms);
-	fan_init(&f, rl);
+	rl_fan_init(&f, rl);
 	for (i = 0; i < rl->nnode; i++) {
 		const char *argv[6] = { "XREVRANGE", n->v.log,
 					top != NULL ? top : "+",
@@ -679,18 +679,18 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 			argv[2] = from[i];
 			argv[3] = "+";
 		}
-		req_command(&q[i], 6, argv, n->v.slot);
+		rl_req_command(&q[i], 6, argv, n->v.slot);
 		f.slot[i].req = &q[i];
 	}
-	skip_unanswered(rl, &f);
-	fan_run(rl, &f);
+	rl_skip_unanswered(rl, &f);
+	rl_fan_run(rl, &f);
 	for (i = 0; i < f.n; i++) {
 		const redisReply *r = f.slot[i].res.r;
 		size_t before = l->n;
 
 		if (f.slot[i].res.rc == RLOCK_OK &&
 		    (r->type != REDIS_REPLY_ARRAY || r->elements > max))
-			fan_unexpected(&f, i, "log");
+			rl_fan_unexpected(&f, i, "log");
 		if (f.slot[i].res.rc != RLOCK_OK) {
 			fail++;
 			continue;
@@ -698,11 +698,11 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 		ok++;
 		for (size_t j = 0; j < r->elements; j++) {
 			struct rlock_event ev;
-			int d = decode_entry(r->element[j], &ev);
+			int d = rl_decode_entry(r->element[j], &ev);
 
 			if (d < 0) {
 				/* Not a stream's reply: none of it counts. */
-				fan_unexpected(&f, i, "XREVRANGE");
+				rl_fan_unexpected(&f, i, "XREVRANGE");
 				l->n = before;
 				ok--;
 				fail++;
@@ -715,15 +715,15 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
 			if (pos != NULL && (follow || j == 0))
 				snprintf(pos[i], sizeof(pos[i]), "%s", ev.id);
 			if (evlist_add(l, &ev) != 0) {
-				set_error(rl->err, sizeof(rl->err),
-					  "out of memory");
+				rl_set_error(rl->err, sizeof(rl->err),
+					     "out of memory");
 				rc = RLOCK_ESYS;
 			}
 		}
 	}
 	if (ok == 0)
-		rc = fan_first_error(rl, &f, fail);
-	fan_done(&f);
+		rc = rl_fan_first_error(rl, &f, fail);
+	rl_fan_done(&f);
 	return rc;
 }
 
@@ -770,7 +770,7 @@ static int read_events(struct rlock *rl, const char *name, size_t max,
 	struct names nm;
 	int rc;
 
-	rc = make_names(rl, name, &nm);
+	rc = rl_make_names(rl, name, &nm);
 	if (rc != RLOCK_OK)
 		return rc;
 	rc = read_log(rl, &nm, max, since_ms, NULL, follow, pos, l);
@@ -904,8 +904,8 @@ static int read_runs(struct rlock *rl, const struct names *n,
 	size_t fail = 0;
 	int rc = RLOCK_OK;
 
-	req_command(&q, 4, argv, n->v.slot);
-	fan_ask(rl, &f, &q);
+	rl_req_command(&q, 4, argv, n->v.slot);
+	rl_fan_ask(rl, &f, &q);
 	for (size_t i = 0; i < f.n; i++) {
 		const redisReply *r = f.slot[i].res.r;
 
@@ -922,12 +922,12 @@ static int read_runs(struct rlock *rl, const struct names *n,
 
 			if (e->type != REDIS_REPLY_STRING)
 				continue;
-			if (k == 1 && decode_ok(e->str, e->len, &ev) != 0) {
+			if (k == 1 && rl_decode_ok(e->str, e->len, &ev) != 0) {
 				ok_junk(rl, n, e->str, e->len,
 					"not a history entry's ID");
 				continue;
 			}
-			if (k == 0 && (decode_run(e->str, e->len, &ev) != 0 ||
+			if (k == 0 && (rl_decode_run(e->str, e->len, &ev) != 0 ||
 				       !ends_run(&ev)))
 				continue;
 			ev.from = 1u << i;
@@ -938,8 +938,8 @@ static int read_runs(struct rlock *rl, const struct names *n,
 		}
 	}
 	if (fail > rl->nnode - rl->quorum)
-		rc = fan_first_error(rl, &f, fail);
-	fan_done(&f);
+		rc = rl_fan_first_error(rl, &f, fail);
+	rl_fan_done(&f);
 	return rc;
 }
 
@@ -959,14 +959,14 @@ static int server_clock(struct rlock *rl, const struct names *n,
 	int rc = RLOCK_OK;
 
 	*now = -1;
-	req_command(&q, 1, argv, n->v.slot);
-	fan_ask(rl, &f, &q);
+	rl_req_command(&q, 1, argv, n->v.slot);
+	rl_fan_ask(rl, &f, &q);
 	for (size_t i = 0; i < f.n; i++) {
 		long long t = -1;
 
 		if (f.slot[i].res.rc == RLOCK_OK &&
-		    decode_time(f.slot[i].res.r, &t) != 0)
-			fan_unexpected(&f, i, "TIME");
+		    rl_decode_time(f.slot[i].res.r, &t) != 0)
+			rl_fan_unexpected(&f, i, "TIME");
 		if (f.slot[i].res.rc != RLOCK_OK) {
 			fail++;
 			continue;
@@ -975,8 +975,8 @@ static int server_clock(struct rlock *rl, const struct names *n,
 			*now = t;
 	}
 	if (*now < 0)
-		rc = fan_first_error(rl, &f, fail);
-	fan_done(&f);
+		rc = rl_fan_first_error(rl, &f, fail);
+	rl_fan_done(&f);
 	return rc;
 }
 
@@ -1026,13 +1026,13 @@ static int check_ok(struct rlock *rl, const struct names *nm,
 	struct fan f;
 	int v = -1;
 
-	req_command(&q, 6, argv, nm->v.slot);
-	fan_init(&f, rl);
+	rl_req_command(&q, 6, argv, nm->v.slot);
+	rl_fan_init(&f, rl);
 	f.slot[i].req = &q;
-	fan_run(rl, &f);
+	rl_fan_run(rl, &f);
 	if (f.slot[i].res.rc == RLOCK_OK &&
-	    (v = decode_ok_check(f.slot[i].res.r, id, entry)) < 0)
-		fan_unexpected(&f, i, "XREVRANGE");
+	    (v = rl_decode_ok_check(f.slot[i].res.r, id, entry)) < 0)
+		rl_fan_unexpected(&f, i, "XREVRANGE");
 	switch (v) {
 	case OKREC_ENTRY:
 		entry->from = 1u << i;
@@ -1065,7 +1065,7 @@ static int check_ok(struct rlock *rl, const struct names *nm,
 			  f.slot[i].res.err);
 		break;
 	}
-	fan_done(&f);
+	rl_fan_done(&f);
 	return v;
 }
 
@@ -1076,7 +1076,7 @@ static void prev_id(const char *id, char *out, size_t len)
 	unsigned long long seq;
 	long long ms;
 
-	if (decode_id(id, strlen(id), &ms, &seq) != 0 ||
+	if (rl_decode_id(id, strlen(id), &ms, &seq) != 0 ||
 	    (ms == 0 && seq == 0))
 		snprintf(out, len, "%s", "");
 	else if (seq > 0)
@@ -1095,8 +1095,8 @@ static int cmp_id(const char *a, const char *b)
 
 	if (ta || tb)
 		return ta - tb;
-	decode_id(a, strlen(a), &ma, &sa);
-	decode_id(b, strlen(b), &mb, &sb);
+	rl_decode_id(a, strlen(a), &ma, &sa);
+	rl_decode_id(b, strlen(b), &mb, &sb);
 	if (ma != mb)
 		return ma < mb ? -1 : 1;
 	return sa < sb ? -1 : sa > sb;
@@ -1267,16 +1267,16 @@ int rlock_last(struct rlock *rl, const char *name, struct rlock_event *last,
 	*has_last = *has_ok = 0;
 	rl->last_junk[0] = '\0';
 	if ((x = calloc(1, sizeof(*x))) == NULL) {
-		set_error(rl->err, sizeof(rl->err), "out of memory");
+		rl_set_error(rl->err, sizeof(rl->err), "out of memory");
 		return RLOCK_ESYS;
 	}
 	x->rl = rl;
 	x->last = last;
 	x->ok = ok;
 	x->now = -1;
-	rc = make_names(rl, name, &x->nm);
+	rc = rl_make_names(rl, name, &x->nm);
 	if (rc == RLOCK_OK)
-		rc = identify_servers(rl);
+		rc = rl_identify_servers(rl);
 	if (rc == RLOCK_OK)
 		rc = read_runs(rl, &x->nm, last, &x->rec_run, ok, &x->rec_ok);
 	if (rc == RLOCK_OK)
@@ -1314,13 +1314,13 @@ const char *rlock_last_junk(const struct rlock *rl)
 	return rl->last_junk[0] != '\0' ? rl->last_junk : NULL;
 }
 
-void history_join_grant(struct rlock_event *e, const struct rlock_event *g)
+void rl_history_join_grant(struct rlock_event *e, const struct rlock_event *g)
 {
 	join_grant(e, g);
 }
 
-void history_join_older(struct rlock *rl, const struct names *nm,
-			struct rlock_event *e)
+void rl_history_join_older(struct rlock *rl, const struct names *nm,
+			   struct rlock_event *e)
 {
 	struct evlist one = { e, 1, 1 };
 

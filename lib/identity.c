@@ -70,29 +70,29 @@ static int probe_all(struct rlock *rl, int argc, const char **argv,
 	} *p;
 
 	if ((p = malloc(sizeof(*p))) == NULL) {
-		set_error(rl->err, sizeof(rl->err), "out of memory");
+		rl_set_error(rl->err, sizeof(rl->err), "out of memory");
 		return RLOCK_ESYS;
 	}
-	fan_init(&p->f, rl);
+	rl_fan_init(&p->f, rl);
 	p->f.probe = 1;
 	for (size_t i = 0; i < rl->nnode; i++) {
 		if (nonce_at >= 0) {
 			if (rlock_make_token(p->nonce[i]) != 0) {
-				set_error(rl->err, sizeof(rl->err), "cannot "
-					  "make a random value: %s",
-					  strerror(errno));
+				rl_set_error(rl->err, sizeof(rl->err), "cannot "
+					     "make a random value: %s",
+					     strerror(errno));
 				free(p);
 				return RLOCK_ESYS;
 			}
 			argv[nonce_at] = p->nonce[i];
 		}
-		req_command(&p->q[i], argc, argv, -1);
+		rl_req_command(&p->q[i], argc, argv, -1);
 		p->f.slot[i].req = &p->q[i];
 	}
-	fan_run(rl, &p->f);
+	rl_fan_run(rl, &p->f);
 	for (size_t i = 0; i < p->f.n; i++)
 		cb(&rl->node[i], &p->f.slot[i].res);
-	fan_done(&p->f);
+	rl_fan_done(&p->f);
 	free(p);
 	return RLOCK_OK;
 }
@@ -105,7 +105,7 @@ static void got_info(struct rlock_node *n, const struct rlock_result *res)
 	n->probe_rc = res->rc;
 	memcpy(n->probe_err, res->err, sizeof(n->probe_err));
 	if (res->rc == RLOCK_OK && res->r->type == REDIS_REPLY_STRING)
-		read_run_id(res->r->str, res->r->len, n->run_id);
+		rl_read_run_id(res->r->str, res->r->len, n->run_id);
 }
 
 static void got_kid(struct rlock_node *n, const struct rlock_result *res)
@@ -120,10 +120,10 @@ static void got_kid(struct rlock_node *n, const struct rlock_result *res)
 	}
 	if (res->rc != RLOCK_OK) {
 		n->probe_rc = res->rc;
-		set_error(n->probe_err, sizeof(n->probe_err), "%s: cannot tell "
-			  "which server this is, so it does not vote (no run_id, "
-			  "and the identity key: %s)",
-			  url_text(&n->url, ub, sizeof(ub)), res->err);
+		rl_set_error(n->probe_err, sizeof(n->probe_err), "%s: cannot tell "
+			     "which server this is, so it does not vote (no run_id, "
+			     "and the identity key: %s)",
+			     url_text(&n->url, ub, sizeof(ub)), res->err);
 		return;
 	}
 	if (r->type == REDIS_REPLY_STRING && r->len == RLOCK_TOKEN_LEN &&
@@ -132,12 +132,12 @@ static void got_kid(struct rlock_node *n, const struct rlock_result *res)
 		return;
 	}
 	n->probe_rc = RLOCK_EPROTO;
-	set_error(n->probe_err, sizeof(n->probe_err), "%s: cannot tell which "
-		  "server this is, so it does not vote (an unexpected answer to "
-		  "the identity script)", url_text(&n->url, ub, sizeof(ub)));
+	rl_set_error(n->probe_err, sizeof(n->probe_err), "%s: cannot tell which "
+		     "server this is, so it does not vote (an unexpected answer to "
+		     "the identity script)", url_text(&n->url, ub, sizeof(ub)));
 }
 
-int identify_servers(struct rlock *rl)
+int rl_identify_servers(struct rlock *rl)
 {
 	char key[sizeof(rl->prefix) + 4], ub[1200];
 	const char *info[2] = { "INFO", "server" };
@@ -148,7 +148,7 @@ int identify_servers(struct rlock *rl)
 
 	if (rl->nnode == 1)
 		return RLOCK_OK;
-	for (i = 0; i < rl->nnode && node_identified(&rl->node[i]); i++)
+	for (i = 0; i < rl->nnode && rl_node_identified(&rl->node[i]); i++)
 		;
 	if (i == rl->nnode)
 		return RLOCK_OK;
@@ -179,30 +179,30 @@ int identify_servers(struct rlock *rl)
 		if (n->probe_rc == RLOCK_OK &&
 		    (by_key ? n->kid[0] : n->run_id[0]) != '\0') {
 			n->id_conn = n->cmd;
-			n->id_opens = conn_opens(n->cmd);
-			rlock_strlcpy(n->id_peer, conn_peer(n->cmd),
+			n->id_opens = rl_conn_opens(n->cmd);
+			rlock_strlcpy(n->id_peer, rl_conn_peer(n->cmd),
 				      sizeof(n->id_peer));
 		} else if (n->probe_rc == RLOCK_OK) {
 			n->probe_rc = RLOCK_EPROTO;
-			set_error(n->probe_err, sizeof(n->probe_err), "%s: "
-				  "cannot tell which server this is, so it does "
-				  "not vote (no run_id in INFO server)",
-				  url_text(&n->url, ub, sizeof(ub)));
+			rl_set_error(n->probe_err, sizeof(n->probe_err), "%s: "
+				     "cannot tell which server this is, so it does "
+				     "not vote (no run_id in INFO server)",
+				     url_text(&n->url, ub, sizeof(ub)));
 		}
 	}
 	return rlock_distinct(rl, rl->err, sizeof(rl->err));
 }
 
-/* The servers not identified on their connection (identify_servers):
+/* The servers not identified on their connection (rl_identify_servers):
  * left out of f's request, with why as their error.  They are asked
  * again who they are before the next request. */
-void skip_unanswered(struct rlock *rl, struct fan *f)
+void rl_skip_unanswered(struct rlock *rl, struct fan *f)
 {
 	for (size_t i = 0; i < f->n && rl->nnode > 1; i++) {
 		struct rlock_node *n = &rl->node[i];
 		char ub[1200];
 
-		if (node_identified(n))
+		if (rl_node_identified(n))
 			continue;
 		f->slot[i].preset = 1;
 		f->slot[i].tries = 0;
@@ -213,10 +213,10 @@ void skip_unanswered(struct rlock *rl, struct fan *f)
 			memcpy(f->slot[i].res.err, n->probe_err,
 			       sizeof(f->slot[i].res.err));
 		else
-			set_error(f->slot[i].res.err,
-				  sizeof(f->slot[i].res.err), "%s: not "
-				  "identified: it does not vote",
-				  url_text(&n->url, ub, sizeof(ub)));
+			rl_set_error(f->slot[i].res.err,
+				     sizeof(f->slot[i].res.err), "%s: not "
+				     "identified: it does not vote",
+				     url_text(&n->url, ub, sizeof(ub)));
 	}
 }
 
@@ -225,7 +225,7 @@ const char *rlock_unidentified(const struct rlock *rl)
 	for (size_t i = 0; i < rl->nnode && rl->nnode > 1; i++) {
 		const struct rlock_node *n = &rl->node[i];
 
-		if (!node_identified(n) && n->probe_rc != RLOCK_EUNAVAIL &&
+		if (!rl_node_identified(n) && n->probe_rc != RLOCK_EUNAVAIL &&
 		    n->probe_rc != RLOCK_OK)
 			return n->probe_err;
 	}
@@ -249,28 +249,28 @@ int rlock_distinct(struct rlock *rl, char *err, size_t len)
 				 strcmp(a->kid, b->kid) == 0)
 				snprintf(how, sizeof(how), "both read the "
 					 "identity key %sid", rl->prefix);
-			else if (conn_is_up(a->cmd) && conn_is_up(b->cmd) &&
-				 conn_peer(a->cmd)[0] != '\0' &&
-				 strcmp(conn_peer(a->cmd),
-					conn_peer(b->cmd)) == 0)
+			else if (rl_conn_is_up(a->cmd) && rl_conn_is_up(b->cmd) &&
+				 rl_conn_peer(a->cmd)[0] != '\0' &&
+				 strcmp(rl_conn_peer(a->cmd),
+					rl_conn_peer(b->cmd)) == 0)
 				snprintf(how, sizeof(how), "both reach %s",
-					 conn_peer(a->cmd));
+					 rl_conn_peer(a->cmd));
 			else
 				continue;
-			set_error(err, len, "%s and %s reach one server (%s): "
-				  "a quorum needs independent masters",
-				  url_text(&b->url, ub, sizeof(ub)),
-				  url_text(&a->url, ua, sizeof(ua)), how);
+			rl_set_error(err, len, "%s and %s reach one server (%s): "
+				     "a quorum needs independent masters",
+				     url_text(&b->url, ub, sizeof(ub)),
+				     url_text(&a->url, ua, sizeof(ua)), how);
 			return RLOCK_EUSAGE;
 		}
 	}
 	return RLOCK_OK;
 }
 
-void fan_ask(struct rlock *rl, struct fan *f, const struct request *q)
+void rl_fan_ask(struct rlock *rl, struct fan *f, const struct request *q)
 {
-	fan_init(f, rl);
-	fan_all(f, q);
-	skip_unanswered(rl, f);
-	fan_run(rl, f);
+	rl_fan_init(f, rl);
+	rl_fan_all(f, q);
+	rl_skip_unanswered(rl, f);
+	rl_fan_run(rl, f);
 }

@@ -13,11 +13,11 @@
  * not identified on the connection it uses now (a first request, or a
  * connection opened again since), and refuse two URLs of one server
  * (rlock_distinct).  Returns RLOCK_OK, RLOCK_EUSAGE or RLOCK_ESYS.  Then
- * skip_unanswered leaves out of the fan-out f, with why, the servers that
- * are not identified: they have no vote; and fan_run takes the vote from
+ * rl_skip_unanswered leaves out of the fan-out f, with why, the servers that
+ * are not identified: they have no vote; and rl_fan_run takes the vote from
  * an answer that came on a connection opened during the request. */
-int identify_servers(struct rlock *rl);
-void skip_unanswered(struct rlock *rl, struct fan *f);
+int rl_identify_servers(struct rlock *rl);
+void rl_skip_unanswered(struct rlock *rl, struct fan *f);
 
 /* Whether rl's servers, once their connections are open, are as many
  * as its URLs: RLOCK_OK, or RLOCK_EUSAGE with the two URLs that reach one
@@ -25,8 +25,8 @@ void skip_unanswered(struct rlock *rl, struct fan *f);
  * masters). */
 int rlock_distinct(struct rlock *rl, char *err, size_t len);
 
-/* Send q to every server that was identified (skip_unanswered) and wait
- * for their replies: fan_init, fan_all, skip_unanswered and fan_run. */
-void fan_ask(struct rlock *rl, struct fan *f, const struct request *q);
+/* Send q to every server that was identified (rl_skip_unanswered) and wait
+ * for their replies: rl_fan_init, rl_fan_all, rl_skip_unanswered and rl_fan_run. */
+void rl_fan_ask(struct rlock *rl, struct fan *f, const struct request *q);
 
 #endif

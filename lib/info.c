@@ -54,7 +54,7 @@ static void add_line(struct info *in, const char *l, size_t n)
 		f->vlen = INFO_LINE_MAX - klen - 1;
 }
 
-void info_parse(struct info *in, const char *text, size_t len)
+void rl_info_parse(struct info *in, const char *text, size_t len)
 {
 	size_t i = 0;
 
@@ -98,8 +98,8 @@ static const struct info_field *find(const struct info *in, const char *key,
 	return hit;
 }
 
-int info_get(const struct info *in, const char *key, const char **v,
-	     size_t *n)
+int rl_info_get(const struct info *in, const char *key, const char **v,
+		size_t *n)
 {
 	const struct info_field *f;
 	int twice;
@@ -117,35 +117,35 @@ int info_get(const struct info *in, const char *key, const char **v,
 	return twice || f->over ? INFO_BAD : INFO_OK;
 }
 
-int info_num(const struct info *in, const char *key, long long min,
-	     long long max, long long *v)
+int rl_info_num(const struct info *in, const char *key, long long min,
+		long long max, long long *v)
 {
 	const char *s;
 	size_t n;
-	int rc = info_get(in, key, &s, &n);
+	int rc = rl_info_get(in, key, &s, &n);
 
 	if (rc != INFO_OK)
 		return rc;
 	return rlock_parse_ll(s, n, min, max, v) == 0 ? INFO_OK : INFO_BAD;
 }
 
-int info_text(const struct info *in, const char *key, char *buf, size_t len)
+int rl_info_text(const struct info *in, const char *key, char *buf, size_t len)
 {
 	const char *s;
 	size_t n;
-	int rc = info_get(in, key, &s, &n);
+	int rc = rl_info_get(in, key, &s, &n);
 
 	/* Raw: the cli escapes it where it is shown (once). */
 	snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), s);
 	return rc;
 }
 
-int info_seconds(const struct info *in, const char *key, long long *us)
+int rl_info_seconds(const struct info *in, const char *key, long long *us)
 {
 	const char *s, *dot;
 	size_t n, fl;
 	long long whole, frac = 0;
-	int rc = info_get(in, key, &s, &n);
+	int rc = rl_info_get(in, key, &s, &n);
 
 	if (rc != INFO_OK)
 		return rc;
@@ -221,7 +221,7 @@ static int decode_replica(const char *v, size_t n, struct info_replica *r)
 	return 0;
 }
 
-int info_replica(const struct info *in, size_t *pos, struct info_replica *r)
+int rl_info_replica(const struct info *in, size_t *pos, struct info_replica *r)
 {
 	long long id;
 

@@ -54,14 +54,14 @@
  *  12 hold      P{N}:hold          string: --min-hold's end, while it lasts
  */
 
-const char *const ev_field[EV_NFIELDS] = {
+const char *const rl_ev_field[EV_NFIELDS] = {
 	"event", "host", "user", "pid", "kind", "fence", "token", "waited",
 	"since", "held", "exit", "signal", "reason", "command", "note",
 	"slot", "members",
 };
 
-int lock_key(char *buf, size_t len, const char *prefix, const char *name,
-	     const char *suffix)
+int rl_lock_key(char *buf, size_t len, const char *prefix, const char *name,
+		const char *suffix)
 {
 	return rlock_join(buf, len, (const char *[]){ prefix, "{", name, "}",
 						       suffix, NULL });
@@ -77,10 +77,10 @@ static void suffixed(char *dst, const char *key, size_t klen,
 	memcpy(dst + klen, suffix, slen + 1);
 }
 
-void lock_keys_init(struct lock_keys *k, const char *prefix,
-		    const char *name)
+void rl_lock_keys_init(struct lock_keys *k, const char *prefix,
+		       const char *name)
 {
-	int n = lock_key(k->key, sizeof(k->key), prefix, name, "");
+	int n = rl_lock_key(k->key, sizeof(k->key), prefix, name, "");
 	size_t len = n > 0 ? (size_t)n : 0;
 
 	/* The key once, then its suffixes: this runs twice per run. */
@@ -102,8 +102,8 @@ void lock_keys_init(struct lock_keys *k, const char *prefix,
 				    k->hmeta, k->line, k->lease, k->who,
 				    k->chan, k->wake, k->log, k->once,
 				    k->last, k->grant, k->hold,
-				    key_slot(k->key, len), 0 };
-	k->v.multislot = key_slot(k->line, strlen(k->line)) != k->v.slot;
+				    rl_key_slot(k->key, len), 0 };
+	k->v.multislot = rl_key_slot(k->line, strlen(k->line)) != k->v.slot;
 }
 
 
@@ -120,7 +120,7 @@ static unsigned crc16(const char *s, size_t n)
 	return crc & 0xffff;
 }
 
-int key_slot(const char *key, size_t len)
+int rl_key_slot(const char *key, size_t len)
 {
 	const char *open = memchr(key, '{', len), *close = NULL;
 

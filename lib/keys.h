@@ -33,7 +33,7 @@
 #define LINE_ID_LEN 16			/* hex digits of a waiter's id */
 
 /* The names of one lock, for the argument builders, and the cluster slot
- * they share (key_slot of key, computed once).  wake is the prefix of the
+ * they share (rl_key_slot of key, computed once).  wake is the prefix of the
  * waiters' channels. */
 struct lock_names {
 	const char *key, *meta, *fence, *holders, *hmeta, *line, *lease,
@@ -59,8 +59,8 @@ struct lock_keys {
 
 /* Fill k with the names of lock name under prefix (a checked name and a
  * bounded prefix always fit). */
-void lock_keys_init(struct lock_keys *k, const char *prefix,
-		    const char *name);
+void rl_lock_keys_init(struct lock_keys *k, const char *prefix,
+		       const char *name);
 
 /* The number of keys of a lock, in the order the scripts take them (each
  * the first few it needs): key, meta, holders, hmeta, line, lease, who,
@@ -69,13 +69,13 @@ void lock_keys_init(struct lock_keys *k, const char *prefix,
 
 /* Write "prefix{name}suffix" into buf.  Returns its length, or -1 (and
  * an empty buf) when it does not fit. */
-int lock_key(char *buf, size_t len, const char *prefix, const char *name,
-	     const char *suffix);
+int rl_lock_key(char *buf, size_t len, const char *prefix, const char *name,
+		const char *suffix);
 
 
 /* The cluster slot of a key: CRC16 of its hash tag ({...}), or of the
  * whole key when it has none or an empty one. */
-int key_slot(const char *key, size_t len);
+int rl_key_slot(const char *key, size_t len);
 
 /* The fields of a history entry, in the order an entry has them; each
  * entry has only those it knows a value for.  A release has since (the
@@ -85,6 +85,6 @@ enum {
 	EV_WAITED, EV_SINCE, EV_HELD, EV_EXIT, EV_SIGNAL, EV_REASON,
 	EV_COMMAND, EV_NOTE, EV_SLOT, EV_MEMBERS, EV_NFIELDS
 };
-extern const char *const ev_field[EV_NFIELDS];
+extern const char *const rl_ev_field[EV_NFIELDS];
 
 #endif

@@ -18,7 +18,7 @@ int64_t rlock_safety_margin_ms(int64_t ttl_ms)
 	return rlock_drift_ms(ttl_ms) + ttl_ms * 9 / 100;
 }
 
-void lease_init(struct rlock_lease *l, const char *token,
+void rl_lease_init(struct rlock_lease *l, const char *token,
 		       long long fence, const struct rlock_acquire_opts *o,
 		       const char *kind, long long pid, int64_t t0)
 {
@@ -35,23 +35,23 @@ void lease_init(struct rlock_lease *l, const char *token,
 }
 
 /* When the lease may have run out, by our clock (its safety margin off). */
-int64_t lease_end(const struct rlock_lease *l)
+int64_t rl_lease_end(const struct rlock_lease *l)
 {
 	return l->renewed_boot_ms + l->ttl_ms - rlock_safety_margin_ms(l->ttl_ms);
 }
 
 /* When its next renewal is due: a third of the TTL after the last. */
-int64_t lease_renew_at(const struct rlock_lease *l)
+int64_t rl_lease_renew_at(const struct rlock_lease *l)
 {
 	return l->renewed_boot_ms + l->ttl_ms / 3;
 }
 
 int64_t rlock_renewal_in(const struct rlock_lease *lease)
 {
-	return lease_renew_at(lease) - rlock_boot_ms();
+	return rl_lease_renew_at(lease) - rlock_boot_ms();
 }
 
-int lease_valid(int64_t ttl_ms, int64_t elapsed_ms)
+int rl_lease_valid(int64_t ttl_ms, int64_t elapsed_ms)
 {
 	return elapsed_ms < ttl_ms - rlock_drift_ms(ttl_ms);
 }

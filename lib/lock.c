@@ -43,7 +43,7 @@ static int granted_members(struct rlock *rl, const redisReply *r)
 	    (rl->granted = calloc(RLOCK_COUNT_MAX,
 				  sizeof(*rl->granted))) == NULL)
 		return -1;
-	n = decode_members(r->element[3], rl->granted, RLOCK_COUNT_MAX, &why);
+	n = rl_decode_members(r->element[3], rl->granted, RLOCK_COUNT_MAX, &why);
 	if (n <= 0)
 		return -1;
 	rl->ngranted = (size_t)n;
@@ -91,8 +91,8 @@ static size_t raise_fence(struct rlock *rl, const struct names *n,
 	struct fan f;
 	size_t i, at = 0, low = 0;
 
-	fan_init(&f, rl);
-	req_fence(&q, &n->v, token, fence);
+	rl_fan_init(&f, rl);
+	rl_req_fence(&q, &n->v, token, fence);
 	for (i = 0; i < f.n; i++) {
 		if (got[i] == fence)
 			at++;
@@ -101,13 +101,13 @@ static size_t raise_fence(struct rlock *rl, const struct names *n,
 	}
 	if (at >= rl->quorum || low == 0)
 		return at;
-	fan_run(rl, &f);
+	rl_fan_run(rl, &f);
 	for (i = 0; i < f.n; i++) {
 		if (f.slot[i].req != NULL && f.slot[i].res.rc == RLOCK_OK &&
-		    decode_fence(f.slot[i].res.r) == RLOCK_OK)
+		    rl_decode_fence(f.slot[i].res.r) == RLOCK_OK)
 			at++;
 	}
-	fan_done(&f);
+	rl_fan_done(&f);
 	return at;
 }
 
@@ -129,14 +129,14 @@ static size_t wait_replicas(struct rlock *rl, const struct names *n, int want,
 
 	snprintf(num, sizeof(num), "%d", want);
 	snprintf(ms, sizeof(ms), "%lld", (long long)rl->copts.io_timeout_ms);
-	req_command(&q, 3, argv, n->v.slot);
-	fan_init(&f, rl);
+	rl_req_command(&q, 3, argv, n->v.slot);
+	rl_fan_init(&f, rl);
 	f.extra_ms = rl->copts.io_timeout_ms;
 	for (i = 0; i < f.n; i++) {
 		if (which[i])
 			f.slot[i].req = &q;
 	}
-	fan_run(rl, &f);
+	rl_fan_run(rl, &f);
 	*least = want;
 	addr[0] = '\0';
 	for (i = 0; i < f.n; i++) {
@@ -152,10 +152,10 @@ static size_t wait_replicas(struct rlock *rl, const struct names *n, int want,
 		if (got < *least || addr[0] == '\0') {
 			*least = got < *least ? got : *least;
 			snprintf(addr, addrlen, "%s", res->rc == RLOCK_OK ?
-				 node_addr(&rl->node[i]) : res->err);
+				 rl_node_addr(&rl->node[i]) : res->err);
 		}
 	}
-	fan_done(&f);
+	rl_fan_done(&f);
 	return ok;
 }
 
@@ -173,19 +173,19 @@ static int replicated(struct rlock *rl, const struct names *n,
 	if (wait_replicas(rl, n, want, which, &least, addr, sizeof(addr)) >=
 	    rl->quorum)
 		return RLOCK_OK;
-	fan_undo(rl, &n->v, token);
+	rl_fan_undo(rl, &n->v, token);
 	/* A Sentinel master whose replicas do not follow may be one the
 	 * sentinels deposed and have not yet told (a master frozen past a
 	 * failover, thawed): ask them again before the next try. */
 	for (size_t i = 0; i < rl->nnode; i++) {
 		if (rl->node[i].sent != NULL && which[i]) {
 			rl->node[i].failing_over = 1;
-			conn_close(rl->node[i].cmd);
+			rl_conn_close(rl->node[i].cmd);
 		}
 	}
-	set_error(rl->err, sizeof(rl->err), "took the lock, but only %lld "
-		  "of %d replicas acknowledged within %s (%s); released it",
-		  least, want, rlock_fmt_ms(rl->copts.io_timeout_ms, tb,
+	rl_set_error(rl->err, sizeof(rl->err), "took the lock, but only %lld "
+		     "of %d replicas acknowledged within %s (%s); released it",
+		     least, want, rlock_fmt_ms(rl->copts.io_timeout_ms, tb,
 					       sizeof(tb)), addr);
 	return UNREPLICATED;
 }
@@ -204,13 +204,13 @@ static int conflict(struct rlock *rl, const struct names *n,
 	    strcmp(theirs, "p") != 0 &&
 	    rlock_parse_ll(theirs, strlen(theirs), 2, RLOCK_LIMIT_MAX,
 			   &lim) != 0) {
-		set_error(rl->err, sizeof(rl->err), "%s: its holders' limit in "
-			  "%s is '%s', not a kind rlock wrote ('s' or a "
-			  "limit of 2 or more)", name, n->v.hmeta, theirs);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: its holders' limit in "
+			     "%s is '%s', not a kind rlock wrote ('s' or a "
+			     "limit of 2 or more)", name, n->v.hmeta, theirs);
 		return RLOCK_EPROTO;
 	}
-	parse_kind(ours, &s, &l);
-	if (pool_kind(ours))
+	rl_parse_kind(ours, &s, &l);
+	if (rl_pool_kind(ours))
 		snprintf(want, sizeof(want), "a pool (--pool)");
 	else if (s)
 		snprintf(want, sizeof(want), "a shared lock (-s)");
@@ -219,8 +219,8 @@ static int conflict(struct rlock *rl, const struct names *n,
 			 l, l);
 	else
 		snprintf(want, sizeof(want), "an exclusive lock");
-	parse_kind(theirs, &s, &l);
-	if (pool_kind(theirs))
+	rl_parse_kind(theirs, &s, &l);
+	if (rl_pool_kind(theirs))
 		snprintf(have, sizeof(have), "a pool held with --pool");
 	else if (s)
 		snprintf(have, sizeof(have), "held shared (-s)");
@@ -229,9 +229,9 @@ static int conflict(struct rlock *rl, const struct names *n,
 			 "(--limit %d)", l, l);
 	else
 		snprintf(have, sizeof(have), "held as an exclusive lock");
-	set_error(rl->err, sizeof(rl->err), "%s: is %s, not %s: every user "
-		  "of a name must ask for the same kind and --limit", name,
-		  have, want);
+	rl_set_error(rl->err, sizeof(rl->err), "%s: is %s, not %s: every user "
+		     "of a name must ask for the same kind and --limit", name,
+		     have, want);
 	return RLOCK_EUSAGE;
 }
 
@@ -247,16 +247,16 @@ static void history_refused(struct rlock *rl, size_t i, int recorded,
 		return;
 	rl->hist_junk = recorded == 2;
 	if (recorded == 2)
-		set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s: "
-			  "%s is not a stream rlock wrote (another type): "
-			  "history is not kept; 'rlock release --force' "
-			  "removes it", node_addr(&rl->node[i]), key);
+		rl_set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s: "
+			     "%s is not a stream rlock wrote (another type): "
+			     "history is not kept; 'rlock release --force' "
+			     "removes it", rl_node_addr(&rl->node[i]), key);
 	else
-		set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s "
-			  "refused to record the lock's history (XADD): "
-			  "history is not kept; allow it with ACL SETUSER %s "
-			  "+xadd +xrange +xrevrange", node_addr(&rl->node[i]),
-			  user[0] != '\0' ? user : "default");
+		rl_set_error(rl->hist_refused, sizeof(rl->hist_refused), "%s "
+			     "refused to record the lock's history (XADD): "
+			     "history is not kept; allow it with ACL SETUSER %s "
+			     "+xadd +xrange +xrevrange", rl_node_addr(&rl->node[i]),
+			     user[0] != '\0' ? user : "default");
 }
 
 static void record_grant(struct rlock *rl, const struct names *n,
@@ -276,7 +276,7 @@ struct acq {
 	const char *chan;		/* where a waiter listens */
 	char skip[640];			/* why it gave up at once, for the
 					 * history ('' none) */
-	long long hint;			/* history_hint of the last wake-up */
+	long long hint;			/* rl_history_hint of the last wake-up */
 };
 
 /* A busy answer that ends the wait at once: {-2, who} superseded, or
@@ -292,7 +292,7 @@ static int parse_skip(struct rlock *rl, const char *name,
 	char since[40], next[40];
 	long long code, until;
 
-	if (elem_num(r, 0, -3, -2, &code) != 0 ||
+	if (rl_elem_num(r, 0, -3, -2, &code) != 0 ||
 	    r->elements != (code == -2 ? 2u : 7u))
 		return -1;
 	for (size_t i = 1; i < r->elements; i++) {
@@ -304,26 +304,26 @@ static int parse_skip(struct rlock *rl, const char *name,
 		h->skip = RLOCK_SKIP_SUPERSEDED;
 		snprintf(q->skip, sizeof(q->skip), "superseded by %.*s",
 			 (int)(e[1]->len > 600 ? 600 : e[1]->len), e[1]->str);
-		set_error(rl->err, sizeof(rl->err), "%s: %s", name, q->skip);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: %s", name, q->skip);
 		return 0;
 	}
 	h->skip = RLOCK_SKIP_DONE;
-	until = num_field(e[1]->str, e[1]->len, 1, FENCE_LIMIT, 0,
-			  "period's end", h->junk, sizeof(h->junk));
+	until = rl_num_field(e[1]->str, e[1]->len, 1, FENCE_LIMIT, 0,
+			     "period's end", h->junk, sizeof(h->junk));
 	snprintf(h->host, sizeof(h->host), "%.*s", (int)e[2]->len, e[2]->str);
 	snprintf(h->user, sizeof(h->user), "%.*s", (int)e[3]->len, e[3]->str);
-	h->pid = num_field(e[4]->str, e[4]->len, 1, INT_MAX, 0, "pid",
-			   h->junk, sizeof(h->junk));
-	h->since_ms = num_field(e[5]->str, e[5]->len, 1, FENCE_LIMIT, 0,
-				"since", h->junk, sizeof(h->junk));
-	h->fence = num_field(e[6]->str, e[6]->len, 1, FENCE_LIMIT, -1,
-			     "fence", h->junk, sizeof(h->junk));
+	h->pid = rl_num_field(e[4]->str, e[4]->len, 1, INT_MAX, 0, "pid",
+			      h->junk, sizeof(h->junk));
+	h->since_ms = rl_num_field(e[5]->str, e[5]->len, 1, FENCE_LIMIT, 0,
+				   "since", h->junk, sizeof(h->junk));
+	h->fence = rl_num_field(e[6]->str, e[6]->len, 1, FENCE_LIMIT, -1,
+				"fence", h->junk, sizeof(h->junk));
 	snprintf(q->skip, sizeof(q->skip), "done this period by %.64s@%.200s "
 		 "pid %lld", h->user, h->host, h->pid);
-	set_error(rl->err, sizeof(rl->err), "%s: %s at %s; the next period "
-		  "starts %s", name, q->skip,
-		  rlock_fmt_utc(h->since_ms, since, sizeof(since)),
-		  rlock_fmt_utc(until, next, sizeof(next)));
+	rl_set_error(rl->err, sizeof(rl->err), "%s: %s at %s; the next period "
+		     "starts %s", name, q->skip,
+		     rlock_fmt_utc(h->since_ms, since, sizeof(since)),
+		     rlock_fmt_utc(until, next, sizeof(next)));
 	return 0;
 }
 
@@ -348,18 +348,18 @@ static void tally_grant(struct rlock *rl, struct acq *aq, struct fan *f,
 	const redisReply *r = f->slot[i].res.r;
 	int recorded;
 
-	if (decode_grant(r, &t->got[i], &recorded, &t->slot[i]) != 0) {
+	if (rl_decode_grant(r, &t->got[i], &recorded, &t->slot[i]) != 0) {
 		/* Granted or not, no fence we can hand on. */
 		t->got[i] = 0;
-		fan_unexpected(f, i, "acquire (a grant whose fence is not a "
-			       "positive integer below 2^53)");
+		rl_fan_unexpected(f, i, "acquire (a grant whose fence is not a "
+				  "positive integer below 2^53)");
 		t->unsure++;
 		t->nfail++;
 		return;
 	}
 	if (granted_members(rl, r) != 0) {
-		fan_unexpected(f, i, "acquire (a pool's member or property "
-			       "that rlock did not write)");
+		rl_fan_unexpected(f, i, "acquire (a pool's member or property "
+				  "that rlock did not write)");
 		t->unsure++;
 		t->nfail++;
 		return;
@@ -393,25 +393,25 @@ static void tally_answers(struct rlock *rl, const char *name, struct acq *aq,
 		if (r->type != REDIS_REPLY_STRING &&
 		    (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
 		     r->element[0]->type != REDIS_REPLY_INTEGER)) {
-			fan_unexpected(f, i, "acquire");
+			rl_fan_unexpected(f, i, "acquire");
 			t->nfail++;
-		} else if (r->type == REDIS_REPLY_STRING || elem_ll(r, 0) == 1) {
+		} else if (r->type == REDIS_REPLY_STRING || rl_elem_ll(r, 0) == 1) {
 			tally_grant(rl, aq, f, i, t);
-		} else if (elem_ll(r, 0) == -1) {
-			elem_str(r, 1, t->theirs, sizeof(t->theirs));
+		} else if (rl_elem_ll(r, 0) == -1) {
+			rl_elem_str(r, 1, t->theirs, sizeof(t->theirs));
 			t->differs = 1;
-		} else if ((elem_ll(r, 0) == -2 || elem_ll(r, 0) == -3) &&
+		} else if ((rl_elem_ll(r, 0) == -2 || rl_elem_ll(r, 0) == -3) &&
 			   parse_skip(rl, name, r, holder, aq) == 0) {
 			t->nbusy++;
-		} else if (elem_ll(r, 0) == 0 &&
-			   parse_busy(r, holder, joined, &arrival) == 0) {
+		} else if (rl_elem_ll(r, 0) == 0 &&
+			   rl_parse_busy(r, holder, joined, &arrival) == 0) {
 			/* The first place's arrival is the one kept: taken
 			 * again on a new master, the place is taken there. */
 			if (aq->a.arrival == 0)
 				aq->a.arrival = arrival;
 			t->nbusy++;
 		} else {
-			fan_unexpected(f, i, "acquire");
+			rl_fan_unexpected(f, i, "acquire");
 			t->nfail++;
 		}
 	}
@@ -433,7 +433,7 @@ static int no_grant(struct rlock *rl, struct acq *aq, struct fan *f,
 	if (t->ngrant > 0 || t->unsure > 0) {
 		int64_t u0 = rlock_mono_ms();
 
-		fan_undo(rl, &aq->n.v, aq->token);
+		rl_fan_undo(rl, &aq->n.v, aq->token);
 		*undid = 1;
 		undo_ms = rlock_mono_ms() - u0;
 	}
@@ -441,11 +441,11 @@ static int no_grant(struct rlock *rl, struct acq *aq, struct fan *f,
 	    t->nfail <= rl->nnode - rl->quorum)
 		return RLOCK_BUSY;
 	if (t->nfail == 0) {
-		set_error(rl->err, sizeof(rl->err), "acquire took longer "
-			  "than the TTL allows");
+		rl_set_error(rl->err, sizeof(rl->err), "acquire took longer "
+			     "than the TTL allows");
 		return RLOCK_BUSY;
 	}
-	rc = fan_first_error(rl, f, t->nfail);
+	rc = rl_fan_first_error(rl, f, t->nfail);
 	/* A server that never answers costs the undo's wait too: say so,
 	 * the time told is not all it took. */
 	if (undo_ms >= 100) {
@@ -482,62 +482,62 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	int64_t t0;
 	int rc;
 
-	identify(rl);
+	rl_identify(rl);
 	who = (struct acquirer){ rl->host, rl->user, o->label, o->note,
 				 o->pid > 0 ? o->pid : (long long)getpid(),
 				 o->min_hold_ms, waited_ms };
 	*undid = 0;
 	*joined = 0;
-	if ((rc = identify_servers(rl)) != RLOCK_OK)
+	if ((rc = rl_identify_servers(rl)) != RLOCK_OK)
 		return rc;
-	req_acquire(&q, &n->v, token, o->ttl_ms, &who, a,
-		    rl->nnode > 1 ? &none : &rl->hist);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	skip_unanswered(rl, &f);
+	rl_req_acquire(&q, &n->v, token, o->ttl_ms, &who, a,
+		       rl->nnode > 1 ? &none : &rl->hist);
+	rl_fan_init(&f, rl);
+	rl_fan_all(&f, &q);
+	rl_skip_unanswered(rl, &f);
 	t0 = rlock_boot_ms();
-	fan_run(rl, &f);
+	rl_fan_run(rl, &f);
 	if (rl->nnode > 1 &&
 	    rlock_distinct(rl, rl->err, sizeof(rl->err)) != RLOCK_OK) {
 		char why[sizeof(rl->err)];
 
 		/* Whatever it granted is given back, and the reason kept. */
 		memcpy(why, rl->err, sizeof(why));
-		fan_undo(rl, &n->v, token);
+		rl_fan_undo(rl, &n->v, token);
 		memcpy(rl->err, why, sizeof(why));
-		fan_done(&f);
+		rl_fan_done(&f);
 		return RLOCK_EUSAGE;
 	}
 	memset(&t, 0, sizeof(t));
 	tally_answers(rl, name, aq, &f, holder, joined, &t);
 	if (t.differs) {
 		if (t.ngrant > 0 || t.unsure > 0)
-			fan_undo(rl, &n->v, token);
-		fan_done(&f);
+			rl_fan_undo(rl, &n->v, token);
+		rl_fan_done(&f);
 		return conflict(rl, n, name, a->kind, t.theirs);
 	}
 	if (holder->skip != 0) {
 		/* One server only: nothing was granted. */
-		fan_done(&f);
+		rl_fan_done(&f);
 		return RLOCK_BUSY;
 	}
 	if (t.ngrant >= rl->quorum && rl->nnode > 1 &&
 	    raise_fence(rl, n, token, t.fence, t.got) < rl->quorum) {
-		set_error(rl->err, sizeof(rl->err), "no quorum: the fence "
-			  "could not be raised on a majority");
-		fan_undo(rl, &n->v, token);
-		fan_done(&f);
+		rl_set_error(rl->err, sizeof(rl->err), "no quorum: the fence "
+			     "could not be raised on a majority");
+		rl_fan_undo(rl, &n->v, token);
+		rl_fan_done(&f);
 		return RLOCK_EUNAVAIL;
 	}
 	if (t.ngrant >= rl->quorum && o->wait_replicas > 0 &&
 	    (rc = replicated(rl, n, token, o->wait_replicas, t.got)) !=
 	    RLOCK_OK) {
-		fan_done(&f);
+		rl_fan_done(&f);
 		return rc;
 	}
 	if (t.ngrant >= rl->quorum &&
-	    lease_valid(o->ttl_ms, rlock_boot_ms() - t0)) {
-		lease_init(lease, token, t.fence, o, a->kind, who.pid, t0);
+	    rl_lease_valid(o->ttl_ms, rlock_boot_ms() - t0)) {
+		rl_lease_init(lease, token, t.fence, o, a->kind, who.pid, t0);
 		lease->slot = agreed_slot(t.slot, t.got, f.n, rl->quorum);
 		if (rl->nnode > 1)
 			record_grant(rl, n, &who, a->kind, lease);
@@ -545,7 +545,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	} else {
 		rc = no_grant(rl, aq, &f, &t, undid);
 	}
-	fan_done(&f);
+	rl_fan_done(&f);
 	return rc;
 }
 
@@ -571,11 +571,11 @@ static void leave_line(struct rlock *rl, const struct names *n,
 	struct request q;
 	struct fan f;
 
-	req_leave(&q, &n->v, a->kind, a->waiter, token, &rl->hist);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	fan_run(rl, &f);
-	fan_done(&f);
+	rl_req_leave(&q, &n->v, a->kind, a->waiter, token, &rl->hist);
+	rl_fan_init(&f, rl);
+	rl_fan_all(&f, &q);
+	rl_fan_run(rl, &f);
+	rl_fan_done(&f);
 }
 
 const char *rlock_kind(const struct rlock_acquire_opts *o, char *buf,
@@ -603,35 +603,35 @@ int rlock_check_acquire(struct rlock *rl, const struct rlock_acquire_opts *o)
 
 	rlock_kind(o, kind, sizeof(kind));
 	if (rl->nnode > 1 && o->count > 0) {
-		set_error(rl->err, sizeof(rl->err), "pools need one server "
-			  "(or one Sentinel or Cluster URL): on several "
-			  "independent masters a quorum could give a member "
-			  "to two holders");
+		rl_set_error(rl->err, sizeof(rl->err), "pools need one server "
+			     "(or one Sentinel or Cluster URL): on several "
+			     "independent masters a quorum could give a member "
+			     "to two holders");
 		return RLOCK_EUSAGE;
 	}
 	if (rl->nnode > 1 && strcmp(kind, "x") != 0) {
-		set_error(rl->err, sizeof(rl->err), "shared locks and "
-			  "semaphores need one server (or one Sentinel or "
-			  "Cluster URL): on several independent masters a "
-			  "quorum could let in more holders than allowed");
+		rl_set_error(rl->err, sizeof(rl->err), "shared locks and "
+			     "semaphores need one server (or one Sentinel or "
+			     "Cluster URL): on several independent masters a "
+			     "quorum could let in more holders than allowed");
 		return RLOCK_EUSAGE;
 	}
 	if (rl->nnode > 1 && o->once_per_ms > 0) {
-		set_error(rl->err, sizeof(rl->err), "--once-per needs one "
-			  "server (or one Sentinel or Cluster URL): on several "
-			  "independent masters a minority could call a period "
-			  "done");
+		rl_set_error(rl->err, sizeof(rl->err), "--once-per needs one "
+			     "server (or one Sentinel or Cluster URL): on several "
+			     "independent masters a minority could call a period "
+			     "done");
 		return RLOCK_EUSAGE;
 	}
 	if (rl->nnode > 1 && (o->supersede || o->priority != 0)) {
-		set_error(rl->err, sizeof(rl->err), "--supersede and "
-			  "--priority need one server (or one Sentinel or "
-			  "Cluster URL): several masters keep no wait line");
+		rl_set_error(rl->err, sizeof(rl->err), "--supersede and "
+			     "--priority need one server (or one Sentinel or "
+			     "Cluster URL): several masters keep no wait line");
 		return RLOCK_EUSAGE;
 	}
 	if (o->once_per_ms > 0 && strcmp(kind, "x") != 0) {
-		set_error(rl->err, sizeof(rl->err), "--once-per needs an "
-			  "exclusive lock: not with --shared or --limit");
+		rl_set_error(rl->err, sizeof(rl->err), "--once-per needs an "
+			     "exclusive lock: not with --shared or --limit");
 		return RLOCK_EUSAGE;
 	}
 	return RLOCK_OK;
@@ -640,7 +640,7 @@ int rlock_check_acquire(struct rlock *rl, const struct rlock_acquire_opts *o)
 static int acq_init(struct rlock *rl, const char *name,
 		    const struct rlock_acquire_opts *o, struct acq *q)
 {
-	int rc = make_names(rl, name, &q->n);
+	int rc = rl_make_names(rl, name, &q->n);
 
 	if (rc != RLOCK_OK)
 		return rc;
@@ -653,8 +653,8 @@ static int acq_init(struct rlock *rl, const char *name,
 	if (o->token != NULL) {
 		snprintf(q->token, sizeof(q->token), "%s", o->token);
 	} else if (rlock_make_token(q->token) != 0) {
-		set_error(rl->err, sizeof(rl->err),
-			  "cannot make a token: %s", strerror(errno));
+		rl_set_error(rl->err, sizeof(rl->err),
+			     "cannot make a token: %s", strerror(errno));
 		return RLOCK_ESYS;
 	}
 	/* One server keeps a wait line (which -n respects too): a first try
@@ -668,7 +668,7 @@ static int acq_init(struct rlock *rl, const char *name,
 			     o->priority, o->supersede, o->once_per_ms, 0 };
 	for (size_t i = 0; i < rl->nnode; i++)
 		q->a.micro |= rl->node[i].sent != NULL ||
-			      node_is_cluster(&rl->node[i]);
+			      rl_node_is_cluster(&rl->node[i]);
 	q->skip[0] = '\0';
 	q->hint = 0;
 	return RLOCK_OK;
@@ -683,8 +683,8 @@ static int acq_waiter(struct rlock *rl, struct acq *q,
 	if (rl->nnode != 1 || q->id[0] != '\0')
 		return RLOCK_OK;
 	if (make_waiter_id(q->id) != 0) {
-		set_error(rl->err, sizeof(rl->err), "cannot make a waiter "
-			  "id: %s", strerror(errno));
+		rl_set_error(rl->err, sizeof(rl->err), "cannot make a waiter "
+			     "id: %s", strerror(errno));
 		return RLOCK_ESYS;
 	}
 	snprintf(q->n.mywake, sizeof(q->n.mywake), "%s%s", q->n.k.wake,
@@ -713,10 +713,10 @@ static int record(struct rlock *rl, const struct names *n, const char *run,
 	if (rl->hist.max == 0)
 		return RLOCK_OK;
 	memcpy(why, rl->err, sizeof(why));
-	req_log(&q, &n->v, &rl->hist, run, v);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	fan_run(rl, &f);
+	rl_req_log(&q, &n->v, &rl->hist, run, v);
+	rl_fan_init(&f, rl);
+	rl_fan_all(&f, &q);
+	rl_fan_run(rl, &f);
 	for (size_t i = 0; i < f.n; i++) {
 		const redisReply *r = f.slot[i].res.r;
 
@@ -725,8 +725,8 @@ static int record(struct rlock *rl, const struct names *n, const char *run,
 		    (r->integer == 0 || r->integer == 2))
 			history_refused(rl, i, (int)r->integer, n->v.log);
 	}
-	rc = fan_tally(rl, &f, "log", 2, NULL);
-	fan_done(&f);
+	rc = rl_fan_tally(rl, &f, "log", 2, NULL);
+	rl_fan_done(&f);
 	memcpy(rl->err, why, sizeof(why));
 	return rc;
 }
@@ -781,7 +781,7 @@ static void record_skipped(struct rlock *rl, struct acq *q,
 	const char *v[EV_NFIELDS] = { 0 };
 	char pid[24], ms[24], tb[32], who[400], reason[sizeof(q->skip)], tok[9];
 
-	identify(rl);
+	rl_identify(rl);
 	if (h->host[0] != '\0')
 		who_str(h->user, h->host, h->pid, who, sizeof(who));
 	else
@@ -826,10 +826,10 @@ static int record_lost(struct rlock *rl, const char *name,
 	struct names n;
 	int rc;
 
-	rc = make_names(rl, name, &n);
+	rc = rl_make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
-	identify(rl);
+	rl_identify(rl);
 	snprintf(pid, sizeof(pid), "%lld", lease->pid);
 	fence[0] = '\0';
 	if (lease->fence > 0)
@@ -928,11 +928,11 @@ static void acq_end(struct rlock *rl, const char *name, struct acq *q,
 		memcpy(rl->err, why, sizeof(why));
 	}
 	if (rc == RLOCK_BUSY && rl->err[0] == '\0' && !holder->held)
-		set_error(rl->err, sizeof(rl->err), "%s: free, but %lld "
-			  "waiting in line come first", name,
-			  holder->waiters);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: free, but %lld "
+			     "waiting in line come first", name,
+			     holder->waiters);
 	else if (rc == RLOCK_BUSY && rl->err[0] == '\0')
-		set_error(rl->err, sizeof(rl->err), "%s: held", name);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: held", name);
 }
 
 /* ---- a single lock, a shared hold, a semaphore's place, a pool's members:
@@ -958,7 +958,7 @@ static void one_undo(struct rlock *rl, void *self)
 {
 	struct acq *q = self;
 
-	fan_undo(rl, &q->n.v, q->token);
+	rl_fan_undo(rl, &q->n.v, q->token);
 }
 
 static int one_channels(struct rlock *rl, void *self, const char **chan,
@@ -999,12 +999,12 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		holder = &h;
 	memset(holder, 0, sizeof(*holder));
 	if (rl->with != NULL)
-		return with_acquire(rl, name, o, lease, holder);
+		return rl_with_acquire(rl, name, o, lease, holder);
 	rc = acq_init(rl, name, o, &q);
 	if (rc != RLOCK_OK)
 		return rc;
 	one.hint = &q.hint;
-	return hold_wait(rl, name, o, &one, &q, lease, holder);
+	return rl_hold_wait(rl, name, o, &one, &q, lease, holder);
 }
 
 /* ---- extend, release, force ---------------------------------------- */
@@ -1019,27 +1019,27 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 	int rc, kind;
 
 	if (rl->with != NULL && strcmp(name, rl->with->first) == 0)
-		return with_extend(rl, token, ttl_ms, lease);
-	rc = make_names(rl, name, &n);
+		return rl_with_extend(rl, token, ttl_ms, lease);
+	rc = rl_make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
 	/* A token of unknown kind (extend's command line) is looked for as
 	 * the exclusive holder's, then among the shared ones. */
 	kind = lease != NULL && lease->kind != 0 ? lease->kind : 'x';
-	if ((rc = identify_servers(rl)) != RLOCK_OK)
+	if ((rc = rl_identify_servers(rl)) != RLOCK_OK)
 		return rc;
 	for (;;) {
-		req_extend(&q, &n.v, token, ttl_ms, kind);
-		fan_init(&f, rl);
-		fan_all(&f, &q);
-		skip_unanswered(rl, &f);
+		rl_req_extend(&q, &n.v, token, ttl_ms, kind);
+		rl_fan_init(&f, rl);
+		rl_fan_all(&f, &q);
+		rl_skip_unanswered(rl, &f);
 		t0 = rlock_boot_ms();
-		fan_run(rl, &f);
-		rc = fan_tally(rl, &f, "extend", 1, NULL);
+		rl_fan_run(rl, &f);
+		rc = rl_fan_tally(rl, &f, "extend", 1, NULL);
 		if (rc != RLOCK_NOTOURS || kind == 'h' ||
 		    (lease != NULL && lease->kind != 0))
 			break;
-		fan_done(&f);
+		rl_fan_done(&f);
 		kind = 'h';
 	}
 	if (rc == RLOCK_OK && lease != NULL && lease->wait_replicas > 0) {
@@ -1058,13 +1058,13 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 				   f.slot[i].res.r->integer > 0;
 		if (wait_replicas(rl, &n, lease->wait_replicas, which, &least,
 				  addr, sizeof(addr)) < rl->quorum) {
-			set_error(rl->err, sizeof(rl->err), "%s: renewed, but "
-				  "only %lld of %d replicas acknowledged "
-				  "within %s (%s)", name, least,
-				  lease->wait_replicas,
-				  rlock_fmt_ms(rl->copts.io_timeout_ms, tb,
+			rl_set_error(rl->err, sizeof(rl->err), "%s: renewed, but "
+				     "only %lld of %d replicas acknowledged "
+				     "within %s (%s)", name, least,
+				     lease->wait_replicas,
+				     rlock_fmt_ms(rl->copts.io_timeout_ms, tb,
 					       sizeof(tb)), addr);
-			fan_done(&f);
+			rl_fan_done(&f);
 			return RLOCK_EUNAVAIL;
 		}
 	}
@@ -1077,9 +1077,9 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 				 __ATOMIC_RELEASE);
 	}
 	if (rc == RLOCK_NOTOURS)
-		set_error(rl->err, sizeof(rl->err),
-			  "%s: token does not hold the lock", name);
-	fan_done(&f);
+		rl_set_error(rl->err, sizeof(rl->err),
+			     "%s: token does not hold the lock", name);
+	rl_fan_done(&f);
 	return rc;
 }
 
@@ -1091,21 +1091,21 @@ int rlock_holds(struct rlock *rl, const char *name, const char *token,
 	struct names n;
 	int rc;
 
-	if ((rc = make_names(rl, name, &n)) != RLOCK_OK ||
-	    (rc = identify_servers(rl)) != RLOCK_OK)
+	if ((rc = rl_make_names(rl, name, &n)) != RLOCK_OK ||
+	    (rc = rl_identify_servers(rl)) != RLOCK_OK)
 		return rc;
 	/* An exclusive hold, else a shared, semaphore or pool one. */
 	for (kind = kind == 'h' ? 'h' : 'x';; kind = 'h') {
-		req_extend(&q, &n.v, token, 0, kind);
-		fan_ask(rl, &f, &q);
-		rc = fan_tally(rl, &f, "extend", 1, NULL);
-		fan_done(&f);
+		rl_req_extend(&q, &n.v, token, 0, kind);
+		rl_fan_ask(rl, &f, &q);
+		rc = rl_fan_tally(rl, &f, "extend", 1, NULL);
+		rl_fan_done(&f);
 		if (rc != RLOCK_NOTOURS || kind == 'h')
 			break;
 	}
 	if (rc == RLOCK_NOTOURS)
-		set_error(rl->err, sizeof(rl->err),
-			  "%s: token does not hold the lock", name);
+		rl_set_error(rl->err, sizeof(rl->err),
+			     "%s: token does not hold the lock", name);
 	return rc;
 }
 
@@ -1119,7 +1119,7 @@ static size_t count_lost_replies(struct fan *f, const struct rlock_lease *lease)
 {
 	size_t i, n = 0;
 
-	if (lease == NULL || rlock_boot_ms() >= lease_end(lease))
+	if (lease == NULL || rlock_boot_ms() >= rl_lease_end(lease))
 		return 0;
 	for (i = 0; i < f->n; i++) {
 		redisReply *r = f->slot[i].res.r;
@@ -1158,33 +1158,33 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 
 	rl->err[0] = '\0';
 	if (rl->with != NULL && strcmp(name, rl->with->first) == 0)
-		return with_release(rl, token, lease, how);
-	rc = make_names(rl, name, &n);
+		return rl_with_release(rl, token, lease, how);
+	rc = rl_make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
-	if ((rc = identify_servers(rl)) != RLOCK_OK)
+	if ((rc = rl_identify_servers(rl)) != RLOCK_OK)
 		return rc;
-	req_release(&q, &n.v, token, &rl->hist, how,
-		    lease != NULL ? lease->once_ms : 0, rl->nnode > 1);
-	fan_ask(rl, &f, &q);
+	rl_req_release(&q, &n.v, token, &rl->hist, how,
+		       lease != NULL ? lease->once_ms : 0, rl->nnode > 1);
+	rl_fan_ask(rl, &f, &q);
 	lost = count_lost_replies(&f, lease);
-	rc = fan_tally(rl, &f, "release", 3, NULL);
+	rc = rl_fan_tally(rl, &f, "release", 3, NULL);
 	/* Refused on the release channel (several masters), or on the
 	 * channel of a waiter in line (one server). */
 	if (rc == RLOCK_OK && unannounced(&f))
-		set_error(rl->err, sizeof(rl->err), "%s: released; the "
-			  "server refused the wake-up message on %s%s (no "
-			  "right to publish on it?): waiters notice when "
-			  "they poll", name, rl->nnode > 1 ? n.k.chan :
-			  n.k.wake, rl->nnode > 1 ? "" : "*");
+		rl_set_error(rl->err, sizeof(rl->err), "%s: released; the "
+			     "server refused the wake-up message on %s%s (no "
+			     "right to publish on it?): waiters notice when "
+			     "they poll", name, rl->nnode > 1 ? n.k.chan :
+			     n.k.wake, rl->nnode > 1 ? "" : "*");
 	else if (rc == RLOCK_OK && lost > 0)
-		set_error(rl->err, sizeof(rl->err), "%s: released (the "
-			  "reply was lost; the retry found the lock "
-			  "free)", name);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: released (the "
+			     "reply was lost; the retry found the lock "
+			     "free)", name);
 	else if (rc == RLOCK_NOTOURS)
-		set_error(rl->err, sizeof(rl->err),
-			  "%s: token does not hold the lock", name);
-	fan_done(&f);
+		rl_set_error(rl->err, sizeof(rl->err),
+			     "%s: token does not hold the lock", name);
+	rl_fan_done(&f);
 	return rc;
 }
 
@@ -1198,24 +1198,24 @@ int rlock_force_release(struct rlock *rl, const char *name,
 	char by[400];
 	int rc;
 
-	rc = make_names(rl, name, &n);
+	rc = rl_make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
 	memset(was, 0, sizeof(*was));
-	identify(rl);
+	rl_identify(rl);
 	snprintf(by, sizeof(by), "by %.64s@%.200s pid %lld", rl->user,
 		 rl->host, (long long)getpid());
-	if ((rc = identify_servers(rl)) != RLOCK_OK)
+	if ((rc = rl_identify_servers(rl)) != RLOCK_OK)
 		return rc;
-	req_force(&q, &n.v, by, &rl->hist);
-	fan_ask(rl, &f, &q);
+	rl_req_force(&q, &n.v, by, &rl->hist);
+	rl_fan_ask(rl, &f, &q);
 	for (i = 0; i < f.n; i++) {
 		struct rlock_result *res = &f.slot[i].res;
 		struct force_reply fr;
 
 		if (res->rc == RLOCK_OK &&
-		    decode_force(res->r, &fr, was) != RLOCK_OK)
-			fan_unexpected(&f, i, "release");
+		    rl_decode_force(res->r, &fr, was) != RLOCK_OK)
+			rl_fan_unexpected(&f, i, "release");
 		if (res->rc != RLOCK_OK) {
 			fail++;
 			continue;
@@ -1232,10 +1232,10 @@ int rlock_force_release(struct rlock *rl, const char *name,
 	if (removed > 0 || (was->junk_keys > 0 && fail == 0))
 		rc = RLOCK_OK;
 	else if (fail > 0)
-		rc = fan_first_error(rl, &f, fail);
+		rc = rl_fan_first_error(rl, &f, fail);
 	else
 		rc = RLOCK_NOTOURS;
-	fan_done(&f);
+	rl_fan_done(&f);
 	return rc;
 }
 
@@ -1243,12 +1243,12 @@ int rlock_force_release(struct rlock *rl, const char *name,
 
 int rlock_renew(struct rlock *rl, const char *name, struct rlock_lease *lease)
 {
-	int64_t left = lease_end(lease) - rlock_boot_ms();
+	int64_t left = rl_lease_end(lease) - rlock_boot_ms();
 	int rc;
 
 	if (left <= 0) {
-		set_error(rl->err, sizeof(rl->err), "the lease may have run "
-			  "out");
+		rl_set_error(rl->err, sizeof(rl->err), "the lease may have run "
+			     "out");
 		return RLOCK_LOST;
 	}
 	/* Bound the I/O by the lease: a reply that comes after the
@@ -1303,13 +1303,13 @@ static enum nap_end nap(struct rlock *rl, int64_t wake_boot, int stop_fd)
 size_t rlock_watch_fds(const struct rlock *rl, int *fds)
 {
 	for (size_t i = 0; i < rl->nnode; i++)
-		fds[i] = node_idle_fd(&rl->node[i]);
+		fds[i] = rl_node_idle_fd(&rl->node[i]);
 	return rl->nnode;
 }
 
 int rlock_watch_dropped(struct rlock *rl, size_t i, short revents)
 {
-	return i < rl->nnode && node_idle_check(&rl->node[i], revents);
+	return i < rl->nnode && rl_node_idle_check(&rl->node[i], revents);
 }
 
 /* The pause before renewing again after a renewal failed: from 20 ms,
@@ -1344,24 +1344,24 @@ static void watch_open(struct rlock *rl, const char *name, int64_t hard)
 	if (rl->watching)
 		return;
 	/* The slot is all it needs of the lock's names: the key alone. */
-	len = lock_key(rl->keybuf, sizeof(rl->keybuf), rl->prefix, name, "");
+	len = rl_lock_key(rl->keybuf, sizeof(rl->keybuf), rl->prefix, name, "");
 	if (len < 0)
 		return;
 	rl->watching = 1;
-	slot = key_slot(rl->keybuf, (size_t)len);
+	slot = rl_key_slot(rl->keybuf, (size_t)len);
 	if (rl->nnode == 1 && rl->node[0].sent == NULL &&
-	    !node_is_cluster(&rl->node[0]))
-		node_masters(&rl->node[0], hard, masters, RLOCK_MAX_SERVERS);
+	    !rl_node_is_cluster(&rl->node[0]))
+		rl_node_masters(&rl->node[0], hard, masters, RLOCK_MAX_SERVERS);
 	for (size_t i = 0; i < rl->nnode; i++) {
-		node_route(&rl->node[i], slot);
-		node_open(&rl->node[i], hard);
+		rl_node_route(&rl->node[i], slot);
+		rl_node_open(&rl->node[i], hard);
 	}
 }
 
 void rlock_watch_open(struct rlock *rl, const char *name,
 		      const struct rlock_lease *lease)
 {
-	watch_open(rl, name, rlock_mono_ms() + (lease_end(lease) -
+	watch_open(rl, name, rlock_mono_ms() + (rl_lease_end(lease) -
 		   rlock_boot_ms()));
 }
 
@@ -1371,10 +1371,10 @@ int rlock_keepalive(struct rlock *rl, const char *name,
 	int64_t period = lease->ttl_ms / 3, next, lost_at, now;
 	int rc, failures = 0;
 
-	next = at_once ? rlock_boot_ms() : lease_renew_at(lease);
+	next = at_once ? rlock_boot_ms() : rl_lease_renew_at(lease);
 	rlock_watch_open(rl, name, lease);
 	for (;;) {
-		lost_at = lease_end(lease);
+		lost_at = rl_lease_end(lease);
 		now = rlock_boot_ms();
 		if (now >= lost_at)
 			goto lost;
@@ -1386,10 +1386,10 @@ int rlock_keepalive(struct rlock *rl, const char *name,
 			goto lost;
 		if (rc == RLOCK_OK) {
 			failures = 0;
-			next = lease_renew_at(lease);
+			next = rl_lease_renew_at(lease);
 		} else if (rc == RLOCK_NOTOURS) {
-			set_error(rl->err, sizeof(rl->err),
-				  "the token no longer holds it");
+			rl_set_error(rl->err, sizeof(rl->err),
+				     "the token no longer holds it");
 			return RLOCK_NOTOURS;
 		} else {
 			/* Keep trying until the lease may have run out. */
@@ -1402,9 +1402,9 @@ lost:
 		char tb[32];
 
 		(void)name;
-		set_error(rl->err, sizeof(rl->err), "no renewal "
-			  "confirmed for %s",
-			  rlock_fmt_ms(rlock_boot_ms() -
+		rl_set_error(rl->err, sizeof(rl->err), "no renewal "
+			     "confirmed for %s",
+			     rlock_fmt_ms(rlock_boot_ms() -
 					  lease->renewed_boot_ms, tb,
 					  sizeof(tb)));
 	}

@@ -36,13 +36,13 @@ static void fill_view(struct rlock *rl, struct fan *f, size_t i,
 	const struct rlock_result *res = &f->slot[i].res;
 
 	memset(v, 0, sizeof(*v));
-	snprintf(v->addr, sizeof(v->addr), "%s", node_addr(&rl->node[i]));
+	snprintf(v->addr, sizeof(v->addr), "%s", rl_node_addr(&rl->node[i]));
 	if (res->rc != RLOCK_OK) {
 		v->state = RLOCK_VIEW_ERROR;
 		snprintf(v->error, sizeof(v->error), "%s", res->err);
 		return;
 	}
-	parse_holder(res->r, &v->holder);
+	rl_parse_holder(res->r, &v->holder);
 	v->state = v->holder.held ? RLOCK_VIEW_HELD : RLOCK_VIEW_FREE;
 }
 
@@ -56,10 +56,10 @@ static long long count_waiters(struct rlock *rl, const struct names *n)
 	long long most = -1;
 
 	/* Waiters subscribe on the master that owns the lock's slot. */
-	req_command(&q, 3, argv, n->v.slot);
-	fan_init(&f, rl);
-	fan_all(&f, &q);
-	fan_run(rl, &f);
+	rl_req_command(&q, 3, argv, n->v.slot);
+	rl_fan_init(&f, rl);
+	rl_fan_all(&f, &q);
+	rl_fan_run(rl, &f);
 	for (size_t i = 0; i < f.n; i++) {
 		const redisReply *r = f.slot[i].res.r;
 		long long v;
@@ -68,10 +68,10 @@ static long long count_waiters(struct rlock *rl, const struct names *n)
 		 * (unknown stays -1), never 0. */
 		if (f.slot[i].res.rc == RLOCK_OK &&
 		    r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-		    elem_num(r, 1, 0, LLONG_MAX, &v) == 0 && v > most)
+		    rl_elem_num(r, 1, 0, LLONG_MAX, &v) == 0 && v > most)
 			most = v;
 	}
-	fan_done(&f);
+	rl_fan_done(&f);
 	return most;
 }
 
@@ -82,11 +82,11 @@ static void status_last(struct rlock *rl, const redisReply *r)
 	struct rlock_event ev, grant;
 
 	if (r->element[16]->elements == 0 ||
-	    decode_entry(r->element[16], &ev) != 0)
+	    rl_decode_entry(r->element[16], &ev) != 0)
 		return;
 	if (r->element[17]->elements != 0 &&
-	    decode_entry(r->element[17], &grant) == 0)
-		history_join_grant(&ev, &grant);
+	    rl_decode_entry(r->element[17], &grant) == 0)
+		rl_history_join_grant(&ev, &grant);
 	if (!rl->has_last || ev.time_ms > rl->last.time_ms) {
 		rl->last = ev;
 		rl->has_last = 1;
@@ -110,7 +110,7 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	long long fence = -1;
 	int rc;
 
-	rc = make_names(rl, name, &n);
+	rc = rl_make_names(rl, name, &n);
 	if (rc != RLOCK_OK)
 		return rc;
 	memset(out, 0, sizeof(*out));
@@ -118,15 +118,15 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	rl->holders = NULL;
 	rl->nholders = 0;
 	rl->has_last = 0;
-	if ((rc = identify_servers(rl)) != RLOCK_OK)
+	if ((rc = rl_identify_servers(rl)) != RLOCK_OK)
 		return rc;
-	req_status(&q, &n.v);
-	fan_ask(rl, &f, &q);
+	rl_req_status(&q, &n.v);
+	rl_fan_ask(rl, &f, &q);
 	for (i = 0; i < f.n; i++) {
 		if (f.slot[i].res.rc == RLOCK_OK &&
-		    decode_status(f.slot[i].res.r, &h[i], rl->nnode == 1 ?
-				  &rl->holders : NULL, &rl->nholders) != 0)
-			fan_unexpected(&f, i, "status");
+		    rl_decode_status(f.slot[i].res.r, &h[i], rl->nnode == 1 ?
+				     &rl->holders : NULL, &rl->nholders) != 0)
+			rl_fan_unexpected(&f, i, "status");
 		if (f.slot[i].res.rc == RLOCK_OK)
 			status_last(rl, f.slot[i].res.r);
 		if (each != NULL)
@@ -140,8 +140,8 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 			fence = h[i].fence;
 	}
 	if (ok < rl->quorum) {
-		rc = fan_first_error(rl, &f, fail);
-		fan_done(&f);
+		rc = rl_fan_first_error(rl, &f, fail);
+		rl_fan_done(&f);
 		return rc;
 	}
 	/* Held when one token holds it on a quorum; shown is that holder
@@ -159,10 +159,10 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 		if (same >= rl->quorum && (!out->held || h[i].fence > out->fence))
 			*out = h[i];
 	}
-	fan_done(&f);
+	rl_fan_done(&f);
 	/* The script looks for the last run's grant among 50 entries. */
 	if (rl->has_last)
-		history_join_older(rl, &n, &rl->last);
+		rl_history_join_older(rl, &n, &rl->last);
 	if (!out->held) {
 		/* The line of the one server (several keep none). */
 		struct rlock_waiter next = { 0 };
@@ -328,8 +328,8 @@ static int take_names(const redisReply *r, size_t plen, size_t slen,
 	return rc;
 }
 
-int decode_scan(const redisReply *r, size_t plen, char cursor[32],
-		size_t *nnames, size_t *njunk)
+int rl_decode_scan(const redisReply *r, size_t plen, char cursor[32],
+		   size_t *nnames, size_t *njunk)
 {
 	struct scan sc = { 0 };
 	int rc = take_names(r, plen, 0, cursor, &sc, NULL, NULL, NULL);
@@ -370,18 +370,18 @@ static int scan_pass(struct rlock *rl, struct rlock_conn *c,
 		if (++pages > SCAN_PAGES) {
 			snprintf(err, errlen, "%s: SCAN did not end after %d "
 				 "pages (cursor %s): not listed",
-				 conn_addr(c), SCAN_PAGES, cursor);
+				 rl_conn_addr(c), SCAN_PAGES, cursor);
 			return RLOCK_EPROTO;
 		}
-		rc = conn_call(c, bound_io(rl), -1, type != NULL ? 8 : 6, argv,
-			       NULL, &r);
+		rc = rl_conn_call(c, bound_io(rl), -1, type != NULL ? 8 : 6, argv,
+				  NULL, &r);
 		if (rc != RLOCK_OK) {
-			snprintf(err, errlen, "%s", conn_errstr(c));
+			snprintf(err, errlen, "%s", rl_conn_errstr(c));
 			return rc;
 		}
 		if (r->type == REDIS_REPLY_ERROR) {
 			memset(&res, 0, sizeof(res));
-			classify_error(r, c, "SCAN", &res);
+			rl_classify_error(r, c, "SCAN", &res);
 			snprintf(err, errlen, "%s", res.err);
 			freeReplyObject(r);
 			return res.rc;
@@ -390,7 +390,7 @@ static int scan_pass(struct rlock *rl, struct rlock_conn *c,
 		freeReplyObject(r);
 		if (rc == RLOCK_EPROTO)
 			snprintf(err, errlen, "%s: unexpected reply to SCAN "
-				 "(or more than %d names)", conn_addr(c),
+				 "(or more than %d names)", rl_conn_addr(c),
 				 SCAN_NAMES);
 		else if (rc != RLOCK_OK)
 			snprintf(err, errlen, "out of memory");
@@ -440,7 +440,7 @@ static int other_types(struct rlock *rl, struct rlock_conn *c,
 		}
 		free(nm);
 		if (asked++ >= SCAN_TYPES ||
-		    conn_call(c, bound_io(rl), -1, 2, argv, NULL, &r) !=
+		    rl_conn_call(c, bound_io(rl), -1, 2, argv, NULL, &r) !=
 		    RLOCK_OK)
 			continue;
 		/* A string here is a lock that came since, or a name the
@@ -492,9 +492,9 @@ static int scan_node(struct rlock *rl, size_t i, const char *pattern,
 	size_t masters[NODE_MAX_PEERS];
 	int nm, rc = RLOCK_OK;
 
-	nm = node_masters(n, rl->hard_deadline, masters, NODE_MAX_PEERS);
+	nm = rl_node_masters(n, rl->hard_deadline, masters, NODE_MAX_PEERS);
 	if (nm < 0) {
-		snprintf(err, errlen, "%s", node_errstr(n));
+		snprintf(err, errlen, "%s", rl_node_errstr(n));
 		return RLOCK_EUNAVAIL;
 	}
 	for (int k = 0; k < nm && rc == RLOCK_OK; k++)
@@ -546,17 +546,17 @@ int rlock_list(struct rlock *rl,
 		int r = scan_node(rl, i, pattern, &sc, err, sizeof(err));
 
 		if (r == RLOCK_ESYS || r == RLOCK_EPROTO) {
-			set_error(rl->err, sizeof(rl->err), "%s", err);
+			rl_set_error(rl->err, sizeof(rl->err), "%s", err);
 			rc = r;
 		} else if (r != RLOCK_OK && ++failed > rl->nnode - rl->quorum) {
 			if (rl->nnode == 1)
-				set_error(rl->err, sizeof(rl->err), "%s",
-					  err);
+				rl_set_error(rl->err, sizeof(rl->err), "%s",
+					     err);
 			else
-				set_error(rl->err, sizeof(rl->err),
-					  "no quorum: %zu of %zu servers "
-					  "failed (%s)", failed, rl->nnode,
-					  err);
+				rl_set_error(rl->err, sizeof(rl->err),
+					     "no quorum: %zu of %zu servers "
+					     "failed (%s)", failed, rl->nnode,
+					     err);
 			rc = rl->nnode == 1 ? r : RLOCK_EUNAVAIL;
 		}
 	}

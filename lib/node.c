@@ -66,7 +66,7 @@ static int peer_add(struct rlock_node *n, const char *host, int port)
 		p->url.hosts[0].port = port;
 		p->url.master[0] = '\0';
 	}
-	p->cmd = conn_new(&p->url, 0, o);
+	p->cmd = rl_conn_new(&p->url, 0, o);
 	if (p->cmd == NULL) {
 		free(p);
 		return -1;
@@ -107,18 +107,18 @@ static int peer_move(struct rlock_node *n, size_t i, const char *host,
 	snprintf(p->url.hosts[0].host, sizeof(p->url.hosts[0].host), "%s",
 		 host);
 	p->url.hosts[0].port = port;
-	c = conn_new(&p->url, 0, &n->mopts);
+	c = rl_conn_new(&p->url, 0, &n->mopts);
 	if (c == NULL)
 		return RLOCK_ESYS;
-	conn_free(p->cmd);
+	rl_conn_free(p->cmd);
 	p->cmd = c;
 	if (n->cur == i)
 		n->cmd = c;
 	return RLOCK_OK;
 }
 
-int node_init(struct rlock_node *n, const struct rlock_conn_opts *o,
-	      const struct sentinel_auth *sa)
+int rl_node_init(struct rlock_node *n, const struct rlock_conn_opts *o,
+		 const struct sentinel_auth *sa)
 {
 	struct sentinels *st;
 
@@ -160,10 +160,10 @@ int node_init(struct rlock_node *n, const struct rlock_conn_opts *o,
 	return RLOCK_OK;
 }
 
-void node_free(struct rlock_node *n)
+void rl_node_free(struct rlock_node *n)
 {
 	for (size_t i = 0; i < n->npeer; i++) {
-		conn_free(n->peer[i]->cmd);
+		rl_conn_free(n->peer[i]->cmd);
 		explicit_bzero(n->peer[i]->url.password,
 			       sizeof(n->peer[i]->url.password));
 		free(n->peer[i]);
@@ -171,7 +171,7 @@ void node_free(struct rlock_node *n)
 	free(n->peer);
 	n->peer = NULL;
 	n->npeer = n->cappeer = 0;
-	conn_free(n->sub);
+	rl_conn_free(n->sub);
 	n->sub = NULL;
 	if (n->suburl != NULL)
 		explicit_bzero(n->suburl->password, sizeof(n->suburl->password));
@@ -180,7 +180,7 @@ void node_free(struct rlock_node *n)
 	free(n->slots);
 	n->slots = NULL;
 	if (n->sent != NULL) {
-		conn_free(n->sent->watch);
+		rl_conn_free(n->sent->watch);
 		explicit_bzero(n->sent, sizeof(*n->sent));
 	}
 	free(n->sent);
@@ -188,27 +188,27 @@ void node_free(struct rlock_node *n)
 	explicit_bzero(n->url.password, sizeof(n->url.password));
 }
 
-const char *node_addr(const struct rlock_node *n)
+const char *rl_node_addr(const struct rlock_node *n)
 {
 	/* Before the sentinels named a master, the URL's name for it. */
 	if (n->sent != NULL && n->peer[0]->url.hosts[0].port == 0)
 		return n->url.master;
-	return conn_addr(n->cmd);
+	return rl_conn_addr(n->cmd);
 }
 
-int node_is_cluster(const struct rlock_node *n)
+int rl_node_is_cluster(const struct rlock_node *n)
 {
 	return n->slots != NULL;
 }
 
-int node_declares_all(const struct rlock_node *n)
+int rl_node_declares_all(const struct rlock_node *n)
 {
 	return n->slots != NULL || n->declare_all;
 }
 
-const char *node_errstr(const struct rlock_node *n)
+const char *rl_node_errstr(const struct rlock_node *n)
 {
-	return n->err[0] != '\0' ? n->err : conn_errstr(n->cmd);
+	return n->err[0] != '\0' ? n->err : rl_conn_errstr(n->cmd);
 }
 
 /* ---- cluster ------------------------------------------------------------ */
@@ -227,7 +227,7 @@ static size_t live_peer(const struct rlock_node *n)
 	return n->cur;
 }
 
-void node_route(struct rlock_node *n, int slot)
+void rl_node_route(struct rlock_node *n, int slot)
 {
 	n->asking = 0;
 	if (n->ask >= 0) {
@@ -271,7 +271,7 @@ static int host_ok(const char *s, size_t n)
 	return 1;
 }
 
-int decode_redirect(const char *s, size_t len, struct peer_addr *to)
+int rl_decode_redirect(const char *s, size_t len, struct peer_addr *to)
 {
 	const char *end = s + len, *sp, *sp2, *colon;
 	long long port, slot;
@@ -306,7 +306,7 @@ static int redirect_peer(struct rlock_node *n, const redisReply *r, int *slot)
 {
 	struct peer_addr to;
 
-	if (decode_redirect(r->str, r->len, &to) != 0)
+	if (rl_decode_redirect(r->str, r->len, &to) != 0)
 		return -1;
 	if (to.host[0] == '\0')
 		snprintf(to.host, sizeof(to.host), "%s",
@@ -326,8 +326,8 @@ static enum node_next redirected(struct rlock_node *n, const redisReply *r,
 		char text[SERVER_TEXT_MAX + 1];
 
 		snprintf(n->err, sizeof(n->err), "%s: cannot follow %s",
-			 conn_addr(n->cmd),
-			 server_text(text, sizeof(text), r->str, r->len));
+			 rl_conn_addr(n->cmd),
+			 rl_server_text(text, sizeof(text), r->str, r->len));
 		return NODE_FAIL;
 	}
 	n->peer[p]->down_until = 0;
@@ -338,12 +338,12 @@ static enum node_next redirected(struct rlock_node *n, const redisReply *r,
 	return NODE_REDIRECT;
 }
 
-int node_fallback(const struct rlock_node *n)
+int rl_node_fallback(const struct rlock_node *n)
 {
 	return n->slots != NULL && n->npeer > 1;
 }
 
-int decode_slot_range(const redisReply *e, struct peer_addr *to)
+int rl_decode_slot_range(const redisReply *e, struct peer_addr *to)
 {
 	const redisReply *m;
 
@@ -383,7 +383,7 @@ static int read_slots(struct rlock_node *n, const redisReply *r, size_t *out,
 		size_t k;
 		int p;
 
-		if (decode_slot_range(r->element[i], &a) != 0)
+		if (rl_decode_slot_range(r->element[i], &a) != 0)
 			return RLOCK_EPROTO;
 		p = peer_find(n, a.host[0] != '\0' ? a.host :
 			      n->peer[n->cur]->url.hosts[0].host, a.port);
@@ -398,7 +398,7 @@ static int read_slots(struct rlock_node *n, const redisReply *r, size_t *out,
 	return RLOCK_OK;
 }
 
-int decode_master_addr(const redisReply *r, struct peer_addr *to)
+int rl_decode_master_addr(const redisReply *r, struct peer_addr *to)
 {
 	long long port;
 
@@ -416,7 +416,7 @@ int decode_master_addr(const redisReply *r, struct peer_addr *to)
 	return 0;
 }
 
-int node_masters(struct rlock_node *n, int64_t hard, size_t *out, size_t max)
+int rl_node_masters(struct rlock_node *n, int64_t hard, size_t *out, size_t max)
 {
 	const char *argv[2] = { "CLUSTER", "SLOTS" };
 	redisReply *r = NULL;
@@ -424,12 +424,12 @@ int node_masters(struct rlock_node *n, int64_t hard, size_t *out, size_t max)
 	int rc;
 
 	n->err[0] = '\0';
-	node_route(n, -1);
-	rc = node_open(n, hard);
+	rl_node_route(n, -1);
+	rc = rl_node_open(n, hard);
 	if (rc != RLOCK_OK)
 		return -1;
-	rc = conn_call(n->cmd, cut(rlock_mono_ms() + n->copts->io_timeout_ms,
-				   hard), -1, 2, argv, NULL, &r);
+	rc = rl_conn_call(n->cmd, cut(rlock_mono_ms() + n->copts->io_timeout_ms,
+				      hard), -1, 2, argv, NULL, &r);
 	if (rc != RLOCK_OK)
 		return -1;
 	if (r->type == REDIS_REPLY_ERROR && n->slots == NULL) {
@@ -441,7 +441,7 @@ int node_masters(struct rlock_node *n, int64_t hard, size_t *out, size_t max)
 	rc = r->type == REDIS_REPLY_ARRAY ?
 		read_slots(n, r, out, max, &count) : RLOCK_EPROTO;
 	if (rc != RLOCK_OK)
-		snprintf(n->err, sizeof(n->err), "%s: %s", conn_addr(n->cmd),
+		snprintf(n->err, sizeof(n->err), "%s: %s", rl_conn_addr(n->cmd),
 			 rc == RLOCK_ESYS ? "out of memory" :
 			 "unexpected reply to CLUSTER SLOTS");
 	freeReplyObject(r);
@@ -466,8 +466,8 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 {
 	const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME",
 				n->url.master };
-	struct rlock_conn *c = conn_new(&n->sent->url, (int)i,
-					&n->sent->opts);
+	struct rlock_conn *c = rl_conn_new(&n->sent->url, (int)i,
+					   &n->sent->opts);
 	int64_t until = cut(rlock_mono_ms() + n->copts->connect_timeout_ms,
 			    hard);
 	redisReply *r = NULL;
@@ -481,37 +481,37 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
 	}
 	/* A sentinel that does not answer within the connect timeout, the
 	 * question included, is skipped: the next one may. */
-	rc = conn_open(c, until);
+	rc = rl_conn_open(c, until);
 	if (rc == RLOCK_OK)
-		rc = conn_call(c, until, -1, 3, argv, NULL, &r);
+		rc = rl_conn_call(c, until, -1, 3, argv, NULL, &r);
 	if (rc != RLOCK_OK) {
-		snprintf(why, whylen, "%s", conn_errstr(c));
-		a = conn_refusal(c) == CONN_REFUSED_AUTH ? ASKED_BADAUTH :
+		snprintf(why, whylen, "%s", rl_conn_errstr(c));
+		a = rl_conn_refusal(c) == CONN_REFUSED_AUTH ? ASKED_BADAUTH :
 			ASKED_DOWN;
-		conn_free(c);
+		rl_conn_free(c);
 		return a;
 	}
 	if (r->type == REDIS_REPLY_NIL) {
 		a = ASKED_UNKNOWN;
-	} else if (decode_master_addr(r, &to) == 0) {
+	} else if (rl_decode_master_addr(r, &to) == 0) {
 		snprintf(host, hostlen, "%s", to.host);
 		*port = to.port;
 		a = ASKED_MASTER;
-	} else if (r->type == REDIS_REPLY_ERROR && reply_starts_with(r, "NOAUTH")) {
+	} else if (r->type == REDIS_REPLY_ERROR && rl_reply_starts_with(r, "NOAUTH")) {
 		a = ASKED_NOAUTH;
 	} else if (r->type == REDIS_REPLY_ERROR) {
 		char text[SERVER_TEXT_MAX + 1];
 
-		snprintf(why, whylen, "%s: %s", conn_addr(c),
-			 server_text(text, sizeof(text), r->str, r->len));
+		snprintf(why, whylen, "%s: %s", rl_conn_addr(c),
+			 rl_server_text(text, sizeof(text), r->str, r->len));
 	} else {
 		snprintf(why, whylen, "%s: unexpected reply to SENTINEL "
-			 "GET-MASTER-ADDR-BY-NAME", conn_addr(c));
+			 "GET-MASTER-ADDR-BY-NAME", rl_conn_addr(c));
 	}
 	if (a == ASKED_NOAUTH)
-		snprintf(why, whylen, "%s", conn_addr(c));
+		snprintf(why, whylen, "%s", rl_conn_addr(c));
 	freeReplyObject(r);
-	conn_free(c);
+	rl_conn_free(c);
 	return a;
 }
 
@@ -523,7 +523,7 @@ static enum asked ask_sentinel(struct rlock_node *n, size_t i, int64_t hard,
  * sentinel is asked: one that has not yet heard of a failover names the
  * old master.
  */
-int node_confirm(struct rlock_node *n, int64_t hard)
+int rl_node_confirm(struct rlock_node *n, int64_t hard)
 {
 	const struct rlock_url *u;
 	char host[256], why[520];
@@ -627,18 +627,18 @@ static int resolve(struct rlock_node *n, int64_t hard)
 				goto fail;
 			}
 			use_peer(n, 0);
-			rc = conn_open(n->cmd, cut(rlock_mono_ms() +
+			rc = rl_conn_open(n->cmd, cut(rlock_mono_ms() +
 					n->copts->connect_timeout_ms, hard));
 			if (rc == RLOCK_OK) {
 				n->sent->last = i;
 				return RLOCK_OK;
 			}
-			snprintf(why, sizeof(why), "%s", conn_errstr(n->cmd));
-			if (conn_refusal(n->cmd) == CONN_REFUSED_AUTH) {
+			snprintf(why, sizeof(why), "%s", rl_conn_errstr(n->cmd));
+			if (rl_conn_refusal(n->cmd) == CONN_REFUSED_AUTH) {
 				last = ASKED_ERROR;
 				goto fail;
 			}
-			replica = conn_refusal(n->cmd) == CONN_REFUSED_REPLICA;
+			replica = rl_conn_refusal(n->cmd) == CONN_REFUSED_REPLICA;
 			snprintf(bad_host, sizeof(bad_host), "%s", host);
 			bad_port = port;
 			n->failing_over = 1;
@@ -683,41 +683,41 @@ fail:
 
 /* ---- hearing of a failover -------------------------------------------- */
 
-void node_watch(struct rlock_node *n, int64_t deadline)
+void rl_node_watch(struct rlock_node *n, int64_t deadline)
 {
 	const char *argv[2] = { "SUBSCRIBE", "+switch-master" };
 	struct sentinels *st = n->sent;
 	redisReply *r = NULL;
 
-	if (st == NULL || (st->watch != NULL && conn_is_up(st->watch)))
+	if (st == NULL || (st->watch != NULL && rl_conn_is_up(st->watch)))
 		return;
-	conn_free(st->watch);
-	st->watch = conn_new(&st->url, (int)st->last, &st->opts);
+	rl_conn_free(st->watch);
+	st->watch = rl_conn_new(&st->url, (int)st->last, &st->opts);
 	if (st->watch == NULL)
 		return;
 	deadline = cut(deadline, rlock_mono_ms() +
 		       n->copts->connect_timeout_ms);
-	if (conn_open(st->watch, deadline) != RLOCK_OK ||
-	    conn_call(st->watch, deadline, -1, 2, argv, NULL, &r) !=
+	if (rl_conn_open(st->watch, deadline) != RLOCK_OK ||
+	    rl_conn_call(st->watch, deadline, -1, 2, argv, NULL, &r) !=
 	    RLOCK_OK || r->type != REDIS_REPLY_ARRAY)
-		conn_close(st->watch);
+		rl_conn_close(st->watch);
 	freeReplyObject(r);
 }
 
-int node_watch_fd(const struct rlock_node *n)
+int rl_node_watch_fd(const struct rlock_node *n)
 {
 	if (n->sent == NULL || n->sent->watch == NULL ||
-	    !conn_is_up(n->sent->watch))
+	    !rl_conn_is_up(n->sent->watch))
 		return -1;
-	return conn_fd(n->sent->watch);
+	return rl_conn_fd(n->sent->watch);
 }
 
-int node_watch_buffered(const struct rlock_node *n)
+int rl_node_watch_buffered(const struct rlock_node *n)
 {
-	return node_watch_fd(n) >= 0 && conn_buffered(n->sent->watch);
+	return rl_node_watch_fd(n) >= 0 && rl_conn_buffered(n->sent->watch);
 }
 
-int node_is_switch(const redisReply *r, const char *master)
+int rl_node_is_switch(const redisReply *r, const char *master)
 {
 	const redisReply *m;
 	size_t len = strlen(master);
@@ -738,56 +738,56 @@ int node_is_switch(const redisReply *r, const char *master)
 		memcmp(m->str, master, len) == 0;
 }
 
-int node_watch_check(struct rlock_node *n, short revents)
+int rl_node_watch_check(struct rlock_node *n, short revents)
 {
 	struct rlock_conn *w = n->sent != NULL ? n->sent->watch : NULL;
 	redisReply *r = NULL;
 	int moved = 0;
 
-	if (w == NULL || !conn_is_up(w))
+	if (w == NULL || !rl_conn_is_up(w))
 		return 0;
-	if (conn_on_ready(w, revents) != RLOCK_OK) {
-		conn_close(w);	/* opened again by the next node_watch */
+	if (rl_conn_on_ready(w, revents) != RLOCK_OK) {
+		rl_conn_close(w);	/* opened again by the next rl_node_watch */
 		return 0;
 	}
-	while (conn_take_reply(w, &r) == 1) {
-		moved |= node_is_switch(r, n->url.master);
+	while (rl_conn_take_reply(w, &r) == 1) {
+		moved |= rl_node_is_switch(r, n->url.master);
 		freeReplyObject(r);
 	}
 	if (moved) {
 		n->failing_over = 1;
-		node_drop(n);
+		rl_node_drop(n);
 	}
 	return moved;
 }
 
-void node_drop(struct rlock_node *n)
+void rl_node_drop(struct rlock_node *n)
 {
-	conn_close(n->cmd);
+	rl_conn_close(n->cmd);
 	if (n->sub != NULL)
-		conn_close(n->sub);
+		rl_conn_close(n->sub);
 }
 
-void node_watch_close(struct rlock_node *n)
+void rl_node_watch_close(struct rlock_node *n)
 {
 	if (n->sent != NULL && n->sent->watch != NULL)
-		conn_close(n->sent->watch);
+		rl_conn_close(n->sent->watch);
 }
 
 /* ---- the node's connections ----------------------------------------------- */
 
-int node_open(struct rlock_node *n, int64_t hard)
+int rl_node_open(struct rlock_node *n, int64_t hard)
 {
 	int rc;
 
 	n->err[0] = '\0';
-	if (conn_is_up(n->cmd))
+	if (rl_conn_is_up(n->cmd))
 		return RLOCK_OK;
 	/* Sentinel: every new connection asks who the master is now. */
 	if (n->sent != NULL)
 		return resolve(n, hard);
-	rc = conn_open(n->cmd, cut(rlock_mono_ms() +
-				   n->copts->connect_timeout_ms, hard));
+	rc = rl_conn_open(n->cmd, cut(rlock_mono_ms() +
+				      n->copts->connect_timeout_ms, hard));
 	if (rc != RLOCK_OK && n->slots != NULL) {
 		n->failing_over = 1;
 		n->peer[n->cur]->down_until = rlock_mono_ms() + DOWN_MS;
@@ -796,7 +796,7 @@ int node_open(struct rlock_node *n, int64_t hard)
 	return rc;
 }
 
-enum node_next node_heard(struct rlock_node *n, const redisReply *r)
+enum node_next rl_node_heard(struct rlock_node *n, const redisReply *r)
 {
 	if (r == NULL) {
 		if (n->sent != NULL) {
@@ -813,70 +813,70 @@ enum node_next node_heard(struct rlock_node *n, const redisReply *r)
 	}
 	if (r->type != REDIS_REPLY_ERROR)
 		return NODE_OK;
-	if (reply_starts_with(r, "TRYAGAIN") && n->asking) {
+	if (rl_reply_starts_with(r, "TRYAGAIN") && n->asking) {
 		/* The node importing the slot has some of the keys, not all:
 		 * ask it again after the pause, not the one that said ASK. */
 		n->ask = (int)n->cur;
 		return NODE_RETRY;
 	}
-	if (reply_starts_with(r, "TRYAGAIN") || reply_starts_with(r, "CLUSTERDOWN")) {
+	if (rl_reply_starts_with(r, "TRYAGAIN") || rl_reply_starts_with(r, "CLUSTERDOWN")) {
 		n->failing_over = 1;
 		return NODE_RETRY;
 	}
 	/* Too few replicas for min-replicas-to-write: after a failover,
 	 * until they have synced with the new master, or while one is
 	 * down; worth waiting for within the caller's wait. */
-	if (reply_starts_with(r, "NOREPLICAS")) {
+	if (rl_reply_starts_with(r, "NOREPLICAS")) {
 		n->failing_over = 1;
 		return NODE_RETRY;
 	}
-	if (reply_starts_with(r, "LOADING"))
+	if (rl_reply_starts_with(r, "LOADING"))
 		return NODE_RETRY;
-	if (reply_starts_with(r, "MOVED "))
+	if (rl_reply_starts_with(r, "MOVED "))
 		return redirected(n, r, 0);
-	if (reply_starts_with(r, "ASK "))
+	if (rl_reply_starts_with(r, "ASK "))
 		return redirected(n, r, 1);
 	if (n->sent != NULL &&
-	    (reply_starts_with(r, "READONLY") || reply_starts_with(r, "MASTERDOWN"))) {
+	    (rl_reply_starts_with(r, "READONLY") || rl_reply_starts_with(r, "MASTERDOWN"))) {
 		/* The master we were given is one no longer. */
 		n->failing_over = 1;
-		conn_close(n->cmd);
+		rl_conn_close(n->cmd);
 		return NODE_REDISCOVER;
 	}
 	return NODE_FAIL;
 }
 
-int node_idle_fd(const struct rlock_node *n)
+int rl_node_idle_fd(const struct rlock_node *n)
 {
-	return conn_is_up(n->cmd) ? conn_fd(n->cmd) : -1;
+	return rl_conn_is_up(n->cmd) ? rl_conn_fd(n->cmd) : -1;
 }
 
-int node_idle_check(struct rlock_node *n, short revents)
+int rl_node_idle_check(struct rlock_node *n, short revents)
 {
 	redisReply *r = NULL;
 	int got;
 
-	if (conn_on_ready(n->cmd, revents) == RLOCK_OK) {
-		got = conn_take_reply(n->cmd, &r);
+	if (rl_conn_on_ready(n->cmd, revents) == RLOCK_OK) {
+		got = rl_conn_take_reply(n->cmd, &r);
 		if (got == 0)
 			return 0;
 		if (got > 0)
 			freeReplyObject(r);
-		conn_close(n->cmd);
+		rl_conn_close(n->cmd);
 	}
 	if (n->slots != NULL)
 		peer_forget(n, n->cur);
 	return 1;
 }
 
-struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard)
+struct rlock_conn *rl_node_sub(struct rlock_node *n, int slot, int64_t hard)
 {
 	const struct rlock_url *u;
 	struct rlock_url *su = n->suburl;
 
-	node_route(n, slot);
+	rl_node_route(n, slot);
 	n->asking = 0;
-	if (node_open(n, hard) != RLOCK_OK)
+	if (rl_node_open(n, hard) != RLOCK_OK)
 		return NULL;
 	u = &n->peer[n->cur]->url;
 	if (n->sub != NULL && (u->kind == RLOCK_URL_UNIX ||
@@ -884,7 +884,7 @@ struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard)
 				strcmp(u->hosts[0].host,
 				       su->hosts[0].host) == 0)))
 		return n->sub;
-	conn_free(n->sub);
+	rl_conn_free(n->sub);
 	n->sub = NULL;
 	if (su == NULL && (su = malloc(sizeof(*su))) == NULL) {
 		snprintf(n->err, sizeof(n->err), "out of memory");
@@ -892,14 +892,14 @@ struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard)
 	}
 	n->suburl = su;
 	*su = *u;
-	n->sub = conn_new(su, 0, n->sent != NULL ? &n->mopts : n->copts);
+	n->sub = rl_conn_new(su, 0, n->sent != NULL ? &n->mopts : n->copts);
 	if (n->sub == NULL)
 		snprintf(n->err, sizeof(n->err), "out of memory");
 	return n->sub;
 }
 
-const struct rlock_url *node_url(const struct rlock_node *n, int slot,
-				 const struct rlock_conn_opts **o)
+const struct rlock_url *rl_node_url(const struct rlock_node *n, int slot,
+				    const struct rlock_conn_opts **o)
 {
 	size_t p = n->cur;
 

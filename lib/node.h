@@ -31,8 +31,8 @@ struct sentinel_auth {
  * connection drops or it answers READONLY.  Cluster: any redis:// node may
  * turn out to be one (the first MOVED says so); the node then keeps the
  * masters it learns as peers, a slot map, and sends each request to the
- * owner of its slot.  The fan-out asks for a connection (node_route,
- * node_open), tells the node what came back (node_heard) and does what it
+ * owner of its slot.  The fan-out asks for a connection (rl_node_route,
+ * rl_node_open), tells the node what came back (rl_node_heard) and does what it
  * says.
  */
 /* What a sentinel URL's node needs besides its URL. */
@@ -42,7 +42,7 @@ struct sentinels {
 	char pass[512];
 	size_t last;			/* the sentinel that answered last */
 	struct rlock_conn *watch;	/* subscribed to +switch-master there,
-					 * while waiting (node_watch) */
+					 * while waiting (rl_node_watch) */
 };
 
 struct rlock_node {
@@ -66,7 +66,7 @@ struct rlock_node {
 					 * by the caller */
 	struct sentinels *sent;		/* Sentinel only */
 	struct rlock_conn_opts mopts;	/* Sentinel: the master's, with HELLO */
-	/* Several masters: who the server is (identify_servers), told on
+	/* Several masters: who the server is (rl_identify_servers), told on
 	 * id_conn when it had opened id_opens times; a server not told so
 	 * on the connection in use has no vote (probe_err says why). */
 	char run_id[41];		/* INFO's, "" unknown */
@@ -89,96 +89,96 @@ enum node_next {
 
 /* Make n's first connection for n->url (already parsed).  Returns RLOCK_OK
  * or RLOCK_ESYS. */
-int node_init(struct rlock_node *n, const struct rlock_conn_opts *o,
-	      const struct sentinel_auth *sa);
-void node_free(struct rlock_node *n);
+int rl_node_init(struct rlock_node *n, const struct rlock_conn_opts *o,
+		 const struct sentinel_auth *sa);
+void rl_node_free(struct rlock_node *n);
 
 /* Whether n is (known to be) a cluster node. */
-int node_is_cluster(const struct rlock_node *n);
+int rl_node_is_cluster(const struct rlock_node *n);
 /* Whether requests to n go in the scripts' whole layout, every key
  * declared: a cluster (a slot may move while a script runs). */
-int node_declares_all(const struct rlock_node *n);
+int rl_node_declares_all(const struct rlock_node *n);
 
 /* Point n->cmd at the connection for a request on slot (-1: keyless, the
  * connection used last). */
-void node_route(struct rlock_node *n, int slot);
+void rl_node_route(struct rlock_node *n, int slot);
 
 /* The node's command connection, opened (and for Sentinel, the master
  * found) when it is not, each step within its timeout and before hard
  * (monotonic ms, 0 none).  Returns RLOCK_OK or RLOCK_EUNAVAIL (the reason
- * in node_errstr). */
-int node_open(struct rlock_node *n, int64_t hard);
+ * in rl_node_errstr). */
+int rl_node_open(struct rlock_node *n, int64_t hard);
 
-/* After node_open failed: whether another peer may serve the request
+/* After rl_node_open failed: whether another peer may serve the request
  * (a cluster whose node is down), so that it is worth sending again. */
-int node_fallback(const struct rlock_node *n);
+int rl_node_fallback(const struct rlock_node *n);
 
 /*
  * Sentinel: while a waiter waits, hear of a failover from the sentinels
  * at once rather than from a master that may be deposed and not yet told
  * (one frozen past a failover and thawed answers as a master until the
- * sentinels reconfigure it, seconds later).  node_watch subscribes to
+ * sentinels reconfigure it, seconds later).  rl_node_watch subscribes to
  * +switch-master on the sentinel that answered last (nothing on other
  * nodes, or when it cannot: the waiter's own tries still find the new
- * master, later); node_watch_fd is its connection's fd, -1 none;
- * node_watch_check reads what came (revents from poll) and returns 1 when
+ * master, later); rl_node_watch_fd is its connection's fd, -1 none;
+ * rl_node_watch_check reads what came (revents from poll) and returns 1 when
  * a switch of our master was announced: the node's connections are then
  * closed, so that its next request asks the sentinels who the master is,
  * and it is marked failing over.
  * A message is a hint: only the sentinels' answer to that request counts.
  */
-void node_watch(struct rlock_node *n, int64_t deadline);
-int node_watch_fd(const struct rlock_node *n);
-int node_watch_buffered(const struct rlock_node *n);	/* TLS: read it */
-int node_watch_check(struct rlock_node *n, short revents);
+void rl_node_watch(struct rlock_node *n, int64_t deadline);
+int rl_node_watch_fd(const struct rlock_node *n);
+int rl_node_watch_buffered(const struct rlock_node *n);	/* TLS: read it */
+int rl_node_watch_check(struct rlock_node *n, short revents);
 /* Whether r is a +switch-master message for master: ["message",
  * "+switch-master", "NAME OLDIP OLDPORT NEWIP NEWPORT"]. */
-int node_is_switch(const redisReply *r, const char *master);
-void node_watch_close(struct rlock_node *n);
+int rl_node_is_switch(const redisReply *r, const char *master);
+void rl_node_watch_close(struct rlock_node *n);
 
 /* What to do after n's connection dropped (r NULL) or answered r. */
-enum node_next node_heard(struct rlock_node *n, const redisReply *r);
+enum node_next rl_node_heard(struct rlock_node *n, const redisReply *r);
 
 /* The socket of n's command connection while it is up, else -1: between
  * requests a renewer polls it, and the kernel says at once when the server
  * closed or reset it. */
-int node_idle_fd(const struct rlock_node *n);
+int rl_node_idle_fd(const struct rlock_node *n);
 
 /* n's idle command connection polled revents: read what came.  When the
  * server closed it (or sent what nobody asked for), close it, so that the
  * next request finds the master (Sentinel) or the slot's owner (Cluster)
  * anew, and return 1; 0 when it is still up (a TLS record with no reply). */
-int node_idle_check(struct rlock_node *n, short revents);
+int rl_node_idle_check(struct rlock_node *n, short revents);
 
 /* Where n's requests go now, for messages: "host:port", or the master's
  * name before the sentinels named its address. */
-const char *node_addr(const struct rlock_node *n);
+const char *rl_node_addr(const struct rlock_node *n);
 
-/* The reason of the last failure of node_open (or of n->cmd). */
-const char *node_errstr(const struct rlock_node *n);
+/* The reason of the last failure of rl_node_open (or of n->cmd). */
+const char *rl_node_errstr(const struct rlock_node *n);
 
 /* The subscription connection for slot, aimed at the master that owns it
  * (the one the sentinels name), not yet subscribed.  NULL when out of
- * memory or the master cannot be found (node_errstr). */
-struct rlock_conn *node_sub(struct rlock_node *n, int slot, int64_t hard);
+ * memory or the master cannot be found (rl_node_errstr). */
+struct rlock_conn *rl_node_sub(struct rlock_node *n, int slot, int64_t hard);
 
 /* Sentinel: 0 when a sentinel that answers names another master than the
  * one n's requests go to (n->failing_over set), else 1.  Others: 1. */
-int node_confirm(struct rlock_node *n, int64_t hard);
+int rl_node_confirm(struct rlock_node *n, int64_t hard);
 /* Close n's connections: the next request asks the sentinels again. */
-void node_drop(struct rlock_node *n);
+void rl_node_drop(struct rlock_node *n);
 
 /*
  * The masters of n: for a cluster every master serving slots (CLUSTER
  * SLOTS, which also fills the slot map), else n's one server.  Writes up
- * to max peer indexes to out and returns how many, or -1 with node_errstr.
+ * to max peer indexes to out and returns how many, or -1 with rl_node_errstr.
  */
-int node_masters(struct rlock_node *n, int64_t hard, size_t *out,
-		 size_t max);
+int rl_node_masters(struct rlock_node *n, int64_t hard, size_t *out,
+		    size_t max);
 
-/* After node_masters: where a connection of its own for slot goes (bench
+/* After rl_node_masters: where a connection of its own for slot goes (bench
  * opens thousands), and with which options. */
-const struct rlock_url *node_url(const struct rlock_node *n, int slot,
-				 const struct rlock_conn_opts **o);
+const struct rlock_url *rl_node_url(const struct rlock_node *n, int slot,
+				    const struct rlock_conn_opts **o);
 
 #endif

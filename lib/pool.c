@@ -22,7 +22,7 @@ size_t rlock_granted(const struct rlock *rl, const struct rlock_member **list)
 }
 
 /* Run the members script on the one server: what, member, props.  The
- * reply is f's (fan_done frees it).  Returns RLOCK_OK or an error code. */
+ * reply is f's (rl_fan_done frees it).  Returns RLOCK_OK or an error code. */
 static int members_call(struct rlock *rl, const char *pool, const char *what,
 			const char *member, const char *props,
 			struct names *n, struct fan *f)
@@ -30,23 +30,23 @@ static int members_call(struct rlock *rl, const char *pool, const char *what,
 	struct request q;
 	int rc;
 
-	rc = make_names(rl, pool, n);
+	rc = rl_make_names(rl, pool, n);
 	if (rc != RLOCK_OK)
 		return rc;
 	if (rl->nnode > 1) {
-		set_error(rl->err, sizeof(rl->err), "pools need one server "
-			  "(or one Sentinel or Cluster URL): on several "
-			  "independent masters a quorum could give a member "
-			  "to two holders");
+		rl_set_error(rl->err, sizeof(rl->err), "pools need one server "
+			     "(or one Sentinel or Cluster URL): on several "
+			     "independent masters a quorum could give a member "
+			     "to two holders");
 		return RLOCK_EUSAGE;
 	}
-	req_members(&q, &n->v, what, member, props);
-	fan_init(f, rl);
-	fan_all(f, &q);
-	fan_run(rl, f);
+	rl_req_members(&q, &n->v, what, member, props);
+	rl_fan_init(f, rl);
+	rl_fan_all(f, &q);
+	rl_fan_run(rl, f);
 	if (f->slot[0].res.rc != RLOCK_OK) {
-		rc = fan_first_error(rl, f, 1);
-		fan_done(f);
+		rc = rl_fan_first_error(rl, f, 1);
+		rl_fan_done(f);
 		return rc;
 	}
 	return RLOCK_OK;
@@ -66,12 +66,12 @@ int rlock_pool_add(struct rlock *rl, const char *pool, const char *member,
 	r = f.slot[0].res.r;
 	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||
 	    r->integer > 1) {
-		fan_unexpected(&f, 0, "pool add");
-		rc = fan_first_error(rl, &f, 1);
+		rl_fan_unexpected(&f, 0, "pool add");
+		rc = rl_fan_first_error(rl, &f, 1);
 	} else {
 		*added = (int)r->integer;
 	}
-	fan_done(&f);
+	rl_fan_done(&f);
 	return rc;
 }
 
@@ -91,13 +91,13 @@ int rlock_pool_rm(struct rlock *rl, const char *pool, const char *member,
 	r = f.slot[0].res.r;
 	/* {removed, holder's token prefix, holder's record}. */
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-	    elem_num(r, 0, 0, 1, &gone) != 0 ||
+	    rl_elem_num(r, 0, 0, 1, &gone) != 0 ||
 	    r->element[1]->type != REDIS_REPLY_STRING ||
 	    r->element[2]->type != REDIS_REPLY_STRING ||
 	    r->element[1]->len > 8) {
-		fan_unexpected(&f, 0, "pool rm");
-		rc = fan_first_error(rl, &f, 1);
-		fan_done(&f);
+		rl_fan_unexpected(&f, 0, "pool rm");
+		rc = rl_fan_first_error(rl, &f, 1);
+		rl_fan_done(&f);
 		return rc;
 	}
 	*removed = (int)gone;
@@ -108,10 +108,10 @@ int rlock_pool_rm(struct rlock *rl, const char *pool, const char *member,
 		memcpy(holder->token_prefix, r->element[1]->str,
 		       r->element[1]->len);
 		if (meta != NULL)
-			parse_meta(meta, 0, holder);
+			rl_parse_meta(meta, 0, holder);
 		free(meta);
 	}
-	fan_done(&f);
+	rl_fan_done(&f);
 	return RLOCK_OK;
 }
 
@@ -139,7 +139,7 @@ static int list_entry(const redisReply *e, long long now,
 		return -1;
 	memcpy(m->name, e->element[0]->str, e->element[0]->len);
 	if (rlock_check_member(m->name, &why) != RLOCK_OK ||
-	    !props_ok(e->element[1]->str, e->element[1]->len))
+	    !rl_props_ok(e->element[1]->str, e->element[1]->len))
 		return -1;
 	memcpy(m->props, e->element[1]->str, e->element[1]->len);
 	if (e->element[2]->len == 0)
@@ -150,7 +150,7 @@ static int list_entry(const redisReply *e, long long now,
 	       e->element[2]->len);
 	meta = strndup(e->element[3]->str, e->element[3]->len);
 	if (meta != NULL)
-		parse_meta(meta, now, &m->holder);
+		rl_parse_meta(meta, now, &m->holder);
 	free(meta);
 	return 0;
 }
@@ -172,21 +172,21 @@ int rlock_pool_list(struct rlock *rl, const char *pool,
 	r = f.slot[0].res.r;
 	/* {server ms, holders' kind, {member...}}. */
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-	    elem_num(r, 0, 0, LLONG_MAX, &now) != 0 ||
+	    rl_elem_num(r, 0, 0, LLONG_MAX, &now) != 0 ||
 	    r->element[1]->type != REDIS_REPLY_STRING ||
 	    (l = r->element[2])->type != REDIS_REPLY_ARRAY)
 		goto bad;
 	if (r->element[1]->len > 0 && (r->element[1]->len != 1 ||
 				       r->element[1]->str[0] != 'p')) {
-		set_error(rl->err, sizeof(rl->err), "%s: is held as a lock "
-			  "of another kind, not a pool", pool);
-		fan_done(&f);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: is held as a lock "
+			     "of another kind, not a pool", pool);
+		rl_fan_done(&f);
 		return RLOCK_EUSAGE;
 	}
 	if (l->elements > 0 &&
 	    (*list = calloc(l->elements, sizeof(**list))) == NULL) {
-		set_error(rl->err, sizeof(rl->err), "out of memory");
-		fan_done(&f);
+		rl_set_error(rl->err, sizeof(rl->err), "out of memory");
+		rl_fan_done(&f);
 		return RLOCK_ESYS;
 	}
 	for (size_t i = 0; i < l->elements; i++) {
@@ -197,12 +197,12 @@ int rlock_pool_list(struct rlock *rl, const char *pool,
 		}
 		(*n)++;
 	}
-	fan_done(&f);
+	rl_fan_done(&f);
 	return RLOCK_OK;
 bad:
-	fan_unexpected(&f, 0, "pool (a member or a property that rlock "
-		       "did not write)");
-	rc = fan_first_error(rl, &f, 1);
-	fan_done(&f);
+	rl_fan_unexpected(&f, 0, "pool (a member or a property that rlock "
+			  "did not write)");
+	rc = rl_fan_first_error(rl, &f, 1);
+	rl_fan_done(&f);
 	return rc;
 }

@@ -77,12 +77,12 @@ struct force_reply {
 };
 /* Decode r into out, and the (first) holder removed into h when there was
  * one.  Returns RLOCK_OK or RLOCK_EPROTO. */
-int decode_force(const redisReply *r, struct force_reply *out,
-		 struct rlock_holder *h);
+int rl_decode_force(const redisReply *r, struct force_reply *out,
+		    struct rlock_holder *h);
 
 /* extend.lua: 1 extended, 0 not held (held).  fence.lua: 1.  Each
  * returns RLOCK_OK or RLOCK_EPROTO. */
-int decode_extend(const redisReply *r, int *held);
-int decode_fence(const redisReply *r);
+int rl_decode_extend(const redisReply *r, int *held);
+int rl_decode_fence(const redisReply *r);
 
 #endif /* RLOCK_PROTOCOL_H */

@@ -2,7 +2,7 @@
  * reply.c - reading what the scripts answer: an array's numbers and
  * strings, and the holder and waiter records they return.  Another client
  * could have written any of it: a field that does not read is unknown,
- * and noted (note_junk), never taken for 0.
+ * and noted (rl_note_junk), never taken for 0.
  */
 #include <ctype.h>
 #include <limits.h>
@@ -12,8 +12,8 @@
 #include "reply.h"
 
 
-int elem_num(const redisReply *r, size_t i, long long min, long long max,
-	     long long *v)
+int rl_elem_num(const redisReply *r, size_t i, long long min, long long max,
+		long long *v)
 {
 	const redisReply *e;
 
@@ -30,14 +30,14 @@ int elem_num(const redisReply *r, size_t i, long long min, long long max,
 	return -1;
 }
 
-long long elem_ll(const redisReply *r, size_t i)
+long long rl_elem_ll(const redisReply *r, size_t i)
 {
 	long long v;
 
-	return elem_num(r, i, LLONG_MIN, LLONG_MAX, &v) == 0 ? v : 0;
+	return rl_elem_num(r, i, LLONG_MIN, LLONG_MAX, &v) == 0 ? v : 0;
 }
 
-void elem_str(const redisReply *r, size_t i, char *buf, size_t len)
+void rl_elem_str(const redisReply *r, size_t i, char *buf, size_t len)
 {
 	const redisReply *e;
 
@@ -52,8 +52,8 @@ void elem_str(const redisReply *r, size_t i, char *buf, size_t len)
 /* Note in junk (when it holds nothing yet) that field what held the n
  * bytes at v, which rlock did not write: for one line of status (raw; the
  * cli escapes it where it is shown). */
-void note_junk(char *junk, size_t len, const char *what, const char *v,
-	       size_t n)
+void rl_note_junk(char *junk, size_t len, const char *what, const char *v,
+		  size_t n)
 {
 	if (junk[0] != '\0')
 		return;
@@ -64,8 +64,8 @@ void note_junk(char *junk, size_t len, const char *what, const char *v,
 
 /* A number field of n bytes at v: empty is unknown (unk), else digits
  * within min..max, else junk (noted, unk). */
-long long num_field(const char *v, size_t n, long long min, long long max,
-		    long long unk, const char *what, char *junk, size_t jlen)
+long long rl_num_field(const char *v, size_t n, long long min, long long max,
+		       long long unk, const char *what, char *junk, size_t jlen)
 {
 	long long x;
 
@@ -73,19 +73,19 @@ long long num_field(const char *v, size_t n, long long min, long long max,
 		return unk;
 	if (rlock_parse_ll(v, n, min, max, &x) == 0)
 		return x;
-	note_junk(junk, jlen, what, v, n);
+	rl_note_junk(junk, jlen, what, v, n);
 	return unk;
 }
 
 
-int parse_kind(const char *k, int *shared, int *limit)
+int rl_parse_kind(const char *k, int *shared, int *limit)
 {
 	long long l;
 
 	*shared = strcmp(k, "s") == 0;
 	*limit = 1;
-	/* A pool's (pool_kind) is neither shared nor a semaphore. */
-	if (*shared || strcmp(k, "x") == 0 || k[0] == '\0' || pool_kind(k))
+	/* A pool's (rl_pool_kind) is neither shared nor a semaphore. */
+	if (*shared || strcmp(k, "x") == 0 || k[0] == '\0' || rl_pool_kind(k))
 		return 0;
 	if (rlock_parse_ll(k, strlen(k), 2, RLOCK_LIMIT_MAX, &l) != 0) {
 		*limit = 0;
@@ -127,8 +127,8 @@ static int priority_at(const char *f, int *prio)
 	return 1;
 }
 
-void parse_waiter(const char *v, long long now, struct rlock_waiter *w,
-		  char *junk, size_t jlen)
+void rl_parse_waiter(const char *v, long long now, struct rlock_waiter *w,
+		     char *junk, size_t jlen)
 {
 	const char *f[7];
 	char kind[24];
@@ -139,19 +139,19 @@ void parse_waiter(const char *v, long long now, struct rlock_waiter *w,
 	if (v[0] == '\0')
 		return;
 	if ((nf = split_fields(v, f, 7)) < 6) {
-		note_junk(junk, jlen, "next in line", v, strlen(v));
+		rl_note_junk(junk, jlen, "next in line", v, strlen(v));
 		return;
 	}
 	w->present = 1;
 	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(f[0], ":\n"), f[0]);
-	if (parse_kind(kind, &w->shared, &w->limit) != 0)
-		note_junk(junk, jlen, "waiter's kind", kind, strlen(kind));
-	w->pool = pool_kind(kind);
-	since = num_field(f[1], flen(f[1]), 0, FENCE_LIMIT, -1,
-			  "waiter's arrival", junk, jlen);
+	if (rl_parse_kind(kind, &w->shared, &w->limit) != 0)
+		rl_note_junk(junk, jlen, "waiter's kind", kind, strlen(kind));
+	w->pool = rl_pool_kind(kind);
+	since = rl_num_field(f[1], flen(f[1]), 0, FENCE_LIMIT, -1,
+			     "waiter's arrival", junk, jlen);
 	w->waited_ms = since >= 0 && now >= since ? now - since : 0;
-	w->pid = num_field(f[2], flen(f[2]), 1, INT_MAX, 0, "waiter's pid",
-			   junk, jlen);
+	w->pid = rl_num_field(f[2], flen(f[2]), 1, INT_MAX, 0, "waiter's pid",
+			      junk, jlen);
 	snprintf(w->host, sizeof(w->host), "%.*s", (int)flen(f[3]), f[3]);
 	snprintf(w->user, sizeof(w->user), "%.*s", (int)flen(f[4]), f[4]);
 	if (nf == 7 && priority_at(f[5], &w->priority))
@@ -164,7 +164,7 @@ void parse_waiter(const char *v, long long now, struct rlock_waiter *w,
  * host\nuser\nnote\ncommand" into h (a holder of an older rlock has no
  * note: seven fields); what does not decode is unknown, noted in
  * h->junk. */
-void parse_meta(const char *v, long long now, struct rlock_holder *h)
+void rl_parse_meta(const char *v, long long now, struct rlock_holder *h)
 {
 	const char *f[8];
 	size_t nf = split_fields(v, f, 8);
@@ -172,18 +172,18 @@ void parse_meta(const char *v, long long now, struct rlock_holder *h)
 	h->fence = -1;
 	if (nf < 7) {
 		if (v[0] != '\0')
-			note_junk(h->junk, sizeof(h->junk), "holder's record",
-				  v, strlen(v));
+			rl_note_junk(h->junk, sizeof(h->junk), "holder's record",
+				     v, strlen(v));
 		return;
 	}
-	h->fence = num_field(f[0], flen(f[0]), 1, FENCE_LIMIT, -1, "fence",
-			     h->junk, sizeof(h->junk));
-	h->since_ms = num_field(f[1], flen(f[1]), 1, FENCE_LIMIT, 0, "since",
+	h->fence = rl_num_field(f[0], flen(f[0]), 1, FENCE_LIMIT, -1, "fence",
 				h->junk, sizeof(h->junk));
+	h->since_ms = rl_num_field(f[1], flen(f[1]), 1, FENCE_LIMIT, 0, "since",
+				   h->junk, sizeof(h->junk));
 	h->age_ms = h->since_ms > 0 && now >= h->since_ms ?
 		    now - h->since_ms : 0;
-	h->pid = num_field(f[3], flen(f[3]), 1, INT_MAX, 0, "pid", h->junk,
-			   sizeof(h->junk));
+	h->pid = rl_num_field(f[3], flen(f[3]), 1, INT_MAX, 0, "pid", h->junk,
+			      sizeof(h->junk));
 	snprintf(h->host, sizeof(h->host), "%.*s", (int)flen(f[4]), f[4]);
 	snprintf(h->user, sizeof(h->user), "%.*s", (int)flen(f[5]), f[5]);
 	if (nf == 8)
@@ -192,14 +192,14 @@ void parse_meta(const char *v, long long now, struct rlock_holder *h)
 	snprintf(h->command, sizeof(h->command), "%s", f[nf - 1]);
 }
 
-int reply_starts_with(const redisReply *r, const char *p)
+int rl_reply_starts_with(const redisReply *r, const char *p)
 {
 	size_t n = strlen(p);
 
 	return r->len >= n && memcmp(r->str, p, n) == 0;
 }
 
-int reply_is_push(const redisReply *r, const char *kind, const char *chan)
+int rl_reply_is_push(const redisReply *r, const char *kind, const char *chan)
 {
 	const redisReply *k, *c, *x;
 	size_t kn = strlen(kind), cn = strlen(chan);
@@ -285,7 +285,7 @@ int rlock_check_prop(const char *kv, const char **why)
 	return RLOCK_OK;
 }
 
-int pool_kind(const char *k)
+int rl_pool_kind(const char *k)
 {
 	long long c;
 

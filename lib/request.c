@@ -17,8 +17,8 @@ _Static_assert(HISTORY_MAX == RLOCK_LOG_MAX_DEFAULT &&
 	       HISTORY_TTL_MS == RLOCK_LOG_DAYS_DEFAULT * 86400000LL,
 	       "the scripts' default history is the library's");
 
-void req_begin(struct request *q, int script, int nkeys,
-	       const struct lock_names *n)
+void rl_req_begin(struct request *q, int script, int nkeys,
+		  const struct lock_names *n)
 {
 	const char *keys[LOCK_NKEYS] = { n->key, n->meta, n->holders,
 					 n->hmeta, n->line, n->lease, n->who,
@@ -35,52 +35,52 @@ void req_begin(struct request *q, int script, int nkeys,
 /* The twelve keys of a lock, in the scripts' order (the comment at the
  * top), declared to the server: a cluster serves a script only the keys it
  * declared while their slot moves, and refuses names whose keys would
- * span slots (CROSSSLOT, explain_wrongtype's neighbour). */
-void req_begin_all(struct request *q, int script, const struct lock_names *n)
+ * span slots (CROSSSLOT, rl_explain_wrongtype's neighbour). */
+void rl_req_begin_all(struct request *q, int script, const struct lock_names *n)
 {
-	req_begin(q, script, LOCK_NKEYS, n);
+	rl_req_begin(q, script, LOCK_NKEYS, n);
 	/* The period's record is touched only with --once-per (bench's names
 	 * have none). */
-	req_add_key(q, n->once != NULL ? n->once : n->key);
-	req_add_key(q, n->grant);
-	req_add_key(q, n->hold);
+	rl_req_add_key(q, n->once != NULL ? n->once : n->key);
+	rl_req_add_key(q, n->grant);
+	rl_req_add_key(q, n->hold);
 }
 
 /* Keep the whole layout q holds (wargv) and begin the short one, the lock
  * key alone: for a server that turns out to need every key declared (a
- * cluster: node_declares_all), the whole one goes instead. */
-void req_begin_short(struct request *q, int script, const struct lock_names *n)
+ * cluster: rl_node_declares_all), the whole one goes instead. */
+void rl_req_begin_short(struct request *q, int script, const struct lock_names *n)
 {
 	int whole_argc = q->argc;
 
 	memcpy(q->wargv, q->argv, (size_t)whole_argc * sizeof(q->argv[0]));
 	q->wnkeys = q->nkeys;
-	req_begin(q, script, 1, n);
+	rl_req_begin(q, script, 1, n);
 	q->wargc = whole_argc;
 }
 
-const char *req_num(struct request *q, int slot, long long v)
+const char *rl_req_num(struct request *q, int slot, long long v)
 {
 	q->num[slot][rlock_lltoa(q->num[slot], v)] = '\0';
 	return q->num[slot];
 }
 
-void req_history(struct request *q, int slot, const struct history *h)
+void rl_req_history(struct request *q, int slot, const struct history *h)
 {
 	q->argv[q->argc++] = h != NULL && h->max > 0 ?
-			     req_num(q, slot, h->max) : "0";
-	q->argv[q->argc++] = req_num(q, slot + 1, h != NULL ? h->ttl_ms : 0);
+			     rl_req_num(q, slot, h->max) : "0";
+	q->argv[q->argc++] = rl_req_num(q, slot + 1, h != NULL ? h->ttl_ms : 0);
 }
 
-void req_add_key(struct request *q, const char *key)
+void rl_req_add_key(struct request *q, const char *key)
 {
 	q->argv[q->argc++] = key;
 	q->nkeys++;
 }
 
 
-void req_command(struct request *q, int argc, const char *const *argv,
-		 int slot)
+void rl_req_command(struct request *q, int argc, const char *const *argv,
+		    int slot)
 {
 	q->script = REQ_COMMAND;
 	q->wargc = 0;
@@ -91,8 +91,8 @@ void req_command(struct request *q, int argc, const char *const *argv,
 		q->argv[q->argc] = argv[q->argc];
 }
 
-int req_send(struct rlock_conn *c, const struct request *q, int use_eval,
-	     int whole)
+int rl_req_send(struct rlock_conn *c, const struct request *q, int use_eval,
+		int whole)
 {
 	const struct rlock_script *s;
 	const char *argv[3 + RLOCK_REQ_MAXARGS];
@@ -101,7 +101,7 @@ int req_send(struct rlock_conn *c, const struct request *q, int use_eval,
 	int argc = 0, i, n = q->argc, nkeys = q->nkeys;
 
 	if (q->script == REQ_COMMAND)
-		return conn_send(c, q->argc, q->argv, NULL);
+		return rl_conn_send(c, q->argc, q->argv, NULL);
 	if (whole && q->wargc > 0) {
 		v = q->wargv;
 		n = q->wargc;
@@ -114,12 +114,12 @@ int req_send(struct rlock_conn *c, const struct request *q, int use_eval,
 	argv[argc++] = nk;
 	for (i = 0; i < n; i++)
 		argv[argc++] = v[i];
-	return conn_send(c, argc, argv, NULL);
+	return rl_conn_send(c, argc, argv, NULL);
 }
 
 /* Append the text s to dst at *at, within size (the fields are bounded
  * by the callers: a checked host, user, note and label fit). */
-void req_put(char *dst, size_t size, size_t *at, const char *s)
+void rl_req_put(char *dst, size_t size, size_t *at, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -131,47 +131,47 @@ void req_put(char *dst, size_t size, size_t *at, const char *s)
 }
 
 /* The token's first 8 characters, which the history names a grant by. */
-void req_put_prefix(char *dst, size_t size, size_t *at, const char *tok)
+void rl_req_put_prefix(char *dst, size_t size, size_t *at, const char *tok)
 {
 	char b[9];
 
 	rlock_strlcpy(b, tok, sizeof(b));
-	req_put(dst, size, at, b);
+	rl_req_put(dst, size, at, b);
 }
 
-void req_put_num(char *dst, size_t size, size_t *at, long long v)
+void rl_req_put_num(char *dst, size_t size, size_t *at, long long v)
 {
 	char b[24];
 
 	b[rlock_lltoa(b, v)] = '\0';
-	req_put(dst, size, at, b);
+	rl_req_put(dst, size, at, b);
 }
 
-void req_put_holder(struct request *q, const char *kind, long long waited,
-		    const char *token, const struct acquirer *who)
+void rl_req_put_holder(struct request *q, const char *kind, long long waited,
+		       const char *token, const struct acquirer *who)
 {
 	size_t at = 0, n = sizeof(q->info);
 
-	req_put(q->info, n, &at, kind);
-	req_put(q->info, n, &at, "\n");
+	rl_req_put(q->info, n, &at, kind);
+	rl_req_put(q->info, n, &at, "\n");
 	if (waited >= 0)
-		req_put_num(q->info, n, &at, waited);
-	req_put(q->info, n, &at, "\n");
-	req_put_prefix(q->info, n, &at, token);
-	req_put(q->info, n, &at, "\n");
-	req_put_num(q->info, n, &at, who->pid);
-	req_put(q->info, n, &at, "\n");
-	req_put(q->info, n, &at, who->host);
-	req_put(q->info, n, &at, "\n");
-	req_put(q->info, n, &at, who->user);
-	req_put(q->info, n, &at, "\n");
-	req_put(q->info, n, &at, who->note != NULL ? who->note : "");
-	req_put(q->info, n, &at, "\n");
-	req_put(q->info, n, &at, q->label);
+		rl_req_put_num(q->info, n, &at, waited);
+	rl_req_put(q->info, n, &at, "\n");
+	rl_req_put_prefix(q->info, n, &at, token);
+	rl_req_put(q->info, n, &at, "\n");
+	rl_req_put_num(q->info, n, &at, who->pid);
+	rl_req_put(q->info, n, &at, "\n");
+	rl_req_put(q->info, n, &at, who->host);
+	rl_req_put(q->info, n, &at, "\n");
+	rl_req_put(q->info, n, &at, who->user);
+	rl_req_put(q->info, n, &at, "\n");
+	rl_req_put(q->info, n, &at, who->note != NULL ? who->note : "");
+	rl_req_put(q->info, n, &at, "\n");
+	rl_req_put(q->info, n, &at, q->label);
 }
 
 /* Whether h is the history the scripts keep when told nothing. */
-int req_default_history(const struct history *h)
+int rl_req_default_history(const struct history *h)
 {
 	return h != NULL && h->max == HISTORY_MAX &&
 	       h->ttl_ms == HISTORY_TTL_MS;

@@ -152,61 +152,61 @@ struct ask {
 					 * side by side: Sentinel, Cluster) */
 };
 
-void req_acquire(struct request *q, const struct lock_names *n,
-		 const char *token, int64_t ttl_ms, const struct acquirer *who,
-		 const struct ask *a, const struct history *h);
+void rl_req_acquire(struct request *q, const struct lock_names *n,
+		    const char *token, int64_t ttl_ms, const struct acquirer *who,
+		    const struct ask *a, const struct history *h);
 /* Leave the line: waiter's place of kind, and the lock when a release
  * handed it to token as it left (the history's entry says so;
  * lib/scripts/leave.c). */
-void req_leave(struct request *q, const struct lock_names *n,
-	       const char *kind, const char *waiter, const char *token,
-	       const struct history *h);
+void rl_req_leave(struct request *q, const struct lock_names *n,
+		  const char *kind, const char *waiter, const char *token,
+		  const struct history *h);
 /* Extend a lease of kind 'x' (exclusive) or 'h' (shared, semaphore;
  * lib/scripts/extend.c). */
-void req_extend(struct request *q, const struct lock_names *n,
-		const char *token, int64_t ttl_ms, int kind);
+void rl_req_extend(struct request *q, const struct lock_names *n,
+		   const char *token, int64_t ttl_ms, int kind);
 /* Release, recording how the work ended (how NULL: not known); once_ms
  * (--once-per, 0 none): a run that ended well marks its period done;
  * announce: publish it on the release channel, where the waiters of
  * several masters listen. */
-void req_release(struct request *q, const struct lock_names *n,
-		 const char *token, const struct history *h,
-		 const struct rlock_outcome *how, int64_t once_ms,
-		 int announce);
+void rl_req_release(struct request *q, const struct lock_names *n,
+		    const char *token, const struct history *h,
+		    const struct rlock_outcome *how, int64_t once_ms,
+		    int announce);
 /* The script of several locks (lib/scripts/with.c): acquire (waiter ''
  * takes no place; join takes one in every line), extend, release and
  * leave the lines, every lock of w at once. */
-void req_with_acquire(struct request *q, const struct with_set *w,
-		      const char *token, int64_t ttl_ms,
-		      const struct acquirer *who, const char *waiter, int join,
-		      int details, const struct history *h, int64_t baton_ms);
-void req_with_extend(struct request *q, const struct with_set *w,
-		     const char *token, int64_t ttl_ms);
-void req_with_release(struct request *q, const struct with_set *w,
-		      const char *token, const struct history *h,
-		      const struct rlock_outcome *how);
-void req_with_leave(struct request *q, const struct with_set *w,
-		    const char *token, const char *waiter,
-		    const struct history *h);
+void rl_req_with_acquire(struct request *q, const struct with_set *w,
+			 const char *token, int64_t ttl_ms,
+			 const struct acquirer *who, const char *waiter, int join,
+			 int details, const struct history *h, int64_t baton_ms);
+void rl_req_with_extend(struct request *q, const struct with_set *w,
+			const char *token, int64_t ttl_ms);
+void rl_req_with_release(struct request *q, const struct with_set *w,
+			 const char *token, const struct history *h,
+			 const struct rlock_outcome *how);
+void rl_req_with_leave(struct request *q, const struct with_set *w,
+		       const char *token, const char *waiter,
+		       const struct history *h);
 /* with.lua's acquire answer for n names into out, and the holder it
  * names (details) into h; the set's record P{N}:with, len bytes at s,
  * into out.  Each returns 0, or -1 for anything of another shape. */
-int decode_with_acquire(const redisReply *r, size_t n,
-			struct with_reply *out, struct rlock_holder *h);
-int decode_with_record(const char *s, size_t len, struct rlock_with *out);
+int rl_decode_with_acquire(const redisReply *r, size_t n,
+			   struct with_reply *out, struct rlock_holder *h);
+int rl_decode_with_record(const char *s, size_t len, struct rlock_with *out);
 /* Record one history entry: v holds the EV_NFIELDS values (NULL: ""),
  * run, when not NULL, the run it ends for the record of the last runs
  * (log.lua: "EVENT\nKIND\n..." without its "1\nID\n"). */
-void req_log(struct request *q, const struct lock_names *n,
-	     const struct history *h, const char *run, const char *const *v);
-void req_status(struct request *q, const struct lock_names *n);
+void rl_req_log(struct request *q, const struct lock_names *n,
+		const struct history *h, const char *run, const char *const *v);
+void rl_req_status(struct request *q, const struct lock_names *n);
 /* Raise the fence counter to fence (several masters). */
-void req_fence(struct request *q, const struct lock_names *n,
-	       const char *token, long long fence);
+void rl_req_fence(struct request *q, const struct lock_names *n,
+		  const char *token, long long fence);
 /* Remove whoever holds it; by is who did, for the history
  * (lib/scripts/force.c). */
-void req_force(struct request *q, const struct lock_names *n,
-	       const char *by, const struct history *h);
+void rl_req_force(struct request *q, const struct lock_names *n,
+		  const char *by, const struct history *h);
 
 /*
  * For the argument builders (lib/request.c, lib/scripts/NAME.c): start q as
@@ -215,43 +215,43 @@ void req_force(struct request *q, const struct lock_names *n,
  * in slots slot and slot + 1, as the scripts take them; a key (the log,
  * the period's record) appended as the next.
  */
-void req_begin(struct request *q, int script, int nkeys,
-	       const struct lock_names *n);
-const char *req_num(struct request *q, int slot, long long v);
-void req_history(struct request *q, int slot, const struct history *h);
-void req_add_key(struct request *q, const char *key);
-void req_begin_all(struct request *q, int script, const struct lock_names *n);
-void req_begin_short(struct request *q, int script,
-		     const struct lock_names *n);
+void rl_req_begin(struct request *q, int script, int nkeys,
+		  const struct lock_names *n);
+const char *rl_req_num(struct request *q, int slot, long long v);
+void rl_req_history(struct request *q, int slot, const struct history *h);
+void rl_req_add_key(struct request *q, const char *key);
+void rl_req_begin_all(struct request *q, int script, const struct lock_names *n);
+void rl_req_begin_short(struct request *q, int script,
+			const struct lock_names *n);
 /* The request builders' writers of packed arguments (lib/request.c):
  * text, the token's first 8 characters, a number, each appended at *at
  * within size; and whether h is the history the scripts keep by default. */
-void req_put(char *dst, size_t size, size_t *at, const char *s);
-void req_put_prefix(char *dst, size_t size, size_t *at, const char *tok);
-void req_put_num(char *dst, size_t size, size_t *at, long long v);
+void rl_req_put(char *dst, size_t size, size_t *at, const char *s);
+void rl_req_put_prefix(char *dst, size_t size, size_t *at, const char *tok);
+void rl_req_put_num(char *dst, size_t size, size_t *at, long long v);
 /* The holder's fields, packed into q->info as the scripts take them
  * (acquire.lua, with.lua): "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\n
  * NOTE\nCOMMAND", WAITED left out when negative, COMMAND q->label. */
-void req_put_holder(struct request *q, const char *kind, long long waited,
-		    const char *token, const struct acquirer *who);
-int req_default_history(const struct history *h);
+void rl_req_put_holder(struct request *q, const char *kind, long long waited,
+		       const char *token, const struct acquirer *who);
+int rl_req_default_history(const struct history *h);
 
 /* A plain command of argc words, for slot (-1: keyless). */
-void req_command(struct request *q, int argc, const char *const *argv,
-		 int slot);
+void rl_req_command(struct request *q, int argc, const char *const *argv,
+		    int slot);
 
 /* Queue q on c as EVALSHA (EVAL with use_eval, after NOSCRIPT) or as the
  * command it is, without waiting; with whole, in the script's whole
  * layout when q has one.  Returns RLOCK_OK or RLOCK_ESYS. */
-int req_send(struct rlock_conn *c, const struct request *q, int use_eval,
-	     int whole);
+int rl_req_send(struct rlock_conn *c, const struct request *q, int use_eval,
+		int whole);
 
 /* What one server answered to one request. */
 struct rlock_result {
 	int rc;			/* RLOCK_OK with r set, or an error */
 	redisReply *r;
 	char err[768];
-	int wrongtype;		/* the error was WRONGTYPE: explain_wrongtype
+	int wrongtype;		/* the error was WRONGTYPE: rl_explain_wrongtype
 				 * names the key */
 };
 
@@ -261,9 +261,9 @@ struct rlock_result {
  * than rlock keeps there, say so in res->err, with the fix ('rlock release
  * --force NAME' removes it).  res is left as it was when none is found.
  */
-void explain_wrongtype(struct rlock_conn *c, const struct request *q,
-		       const char *prefix, int64_t deadline,
-		       struct rlock_result *res);
+void rl_explain_wrongtype(struct rlock_conn *c, const struct request *q,
+			  const char *prefix, int64_t deadline,
+			  struct rlock_result *res);
 
 /*
  * Whether error reply r says that the server cannot run scripts at all:
@@ -273,27 +273,27 @@ void explain_wrongtype(struct rlock_conn *c, const struct request *q,
  * after the server's name: "cannot run Lua scripts (EVALSHA is an unknown
  * command): rlock needs EVAL and EVALSHA".  Returns 1 or 0.
  */
-int scripts_unavailable(const redisReply *r, char *why, size_t len);
+int rl_scripts_unavailable(const redisReply *r, char *why, size_t len);
 
 /*
  * Whether r is an error reply that says the server's ACL refused
  * something: NOPERM, or a call inside a script refused in Valkey's or
  * Redis 7's words.  Returns 1 or 0.
  */
-int acl_refusal(const redisReply *r);
+int rl_acl_refusal(const redisReply *r);
 
 /*
  * Where the tail a server puts after a script's error starts (" script:
  * SHA, on @user_script:N."), in the n bytes at s; NULL when there is
  * none.  The error before it is the server's whole message.
  */
-const char *script_tail(const char *s, size_t n);
+const char *rl_script_tail(const char *s, size_t n);
 
 /* Where line (1 the first) of script s's body comes from: the file in
  * lib/scripts/ and its line there.  Returns 0, or -1 for a line the body
  * does not have. */
-int script_source(const struct rlock_script *s, unsigned long line,
-		  const char **file, unsigned long *src);
+int rl_script_source(const struct rlock_script *s, unsigned long line,
+		     const char **file, unsigned long *src);
 
 /*
  * The text of an error reply, s of n bytes, as users see it: Redis 7's
@@ -305,17 +305,17 @@ int script_source(const struct rlock_script *s, unsigned long line,
  * codes (NOREPLICAS...) say what state the server is in, and get none.
  * Writes a string of at most len bytes to buf.
  */
-void script_error_text(const char *s, size_t n, char *buf, size_t len);
+void rl_script_error_text(const char *s, size_t n, char *buf, size_t len);
 
 /* Turn an error reply of c's server into a code and a message users can
  * act on; key names what the request was about.  A server that cannot
  * run scripts is RLOCK_EUNAVAIL, named once here for every verb. */
-void classify_error(const redisReply *r, const struct rlock_conn *c,
-		    const char *key, struct rlock_result *res);
+void rl_classify_error(const redisReply *r, const struct rlock_conn *c,
+		       const char *key, struct rlock_result *res);
 
 
 /* The members script (lib/scripts/members.lua). */
-void req_members(struct request *q, const struct lock_names *n,
-		 const char *what, const char *member, const char *props);
+void rl_req_members(struct request *q, const struct lock_names *n,
+		    const char *what, const char *member, const char *props);
 
 #endif

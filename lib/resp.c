@@ -44,7 +44,7 @@ static size_t digits(size_t v)
 	return n;
 }
 
-size_t resp_size(int argc, const size_t *lens)
+size_t rl_resp_size(int argc, const size_t *lens)
 {
 	size_t n = 3 + digits((size_t)argc);
 
@@ -53,8 +53,8 @@ size_t resp_size(int argc, const size_t *lens)
 	return n;
 }
 
-size_t resp_write(char *dst, int argc, const char *const *argv,
-		  const size_t *lens)
+size_t rl_resp_write(char *dst, int argc, const char *const *argv,
+		     const size_t *lens)
 {
 	char *p = dst;
 
@@ -203,7 +203,7 @@ static const char *resp3_type(char c)
 	return NULL;
 }
 
-const char *resp_guard_feed(struct resp_guard *g, const char *buf, size_t n)
+const char *rl_resp_guard_feed(struct resp_guard *g, const char *buf, size_t n)
 {
 	size_t i = 0;
 	const char *why;

@@ -45,14 +45,14 @@ struct rlock_url {
  * are percent-decoded.  Default port 6379 (26379 for sentinels), db 0.
  * Returns 0, or -1 with a short reason (static string) in *why.
  */
-int url_parse(const char *s, struct rlock_url *u, const char **why);
+int rl_url_parse(const char *s, struct rlock_url *u, const char **why);
 
 /* ---- transport ------------------------------------------------------ */
 
 /*
  * One connection to one server, owned by one thread.  Non-blocking: many
- * connections can be driven from one poll loop (conn_events/conn_on_ready)
- * or one can be used synchronously with conn_call.
+ * connections can be driven from one poll loop (rl_conn_events/rl_conn_on_ready)
+ * or one can be used synchronously with rl_conn_call.
  */
 struct rlock_conn;
 
@@ -65,36 +65,36 @@ struct rlock_conn_opts {
 	struct tls_ctx *tls;		/* for rediss:// URLs */
 	int want_master;		/* HELLO: refuse a replica (Sentinel) */
 	int want_peer;			/* note the address reached
-					 * (conn_peer): several masters */
+					 * (rl_conn_peer): several masters */
 };
 
 /* A connection to host hostidx of u, not yet opened.  u is not copied:
  * it must outlive the connection. */
-struct rlock_conn *conn_new(const struct rlock_url *u, int hostidx,
-			    const struct rlock_conn_opts *o);
-void conn_free(struct rlock_conn *c);
-const char *conn_errstr(const struct rlock_conn *c);
-const char *conn_addr(const struct rlock_conn *c);	/* "host:port" */
+struct rlock_conn *rl_conn_new(const struct rlock_url *u, int hostidx,
+			       const struct rlock_conn_opts *o);
+void rl_conn_free(struct rlock_conn *c);
+const char *rl_conn_errstr(const struct rlock_conn *c);
+const char *rl_conn_addr(const struct rlock_conn *c);	/* "host:port" */
 /* With want_peer, once open: the address the socket reached ("127.0.0.1
  * port 6379", "unix:/path"), "" when unknown.  Two connections that agree
  * on it reach one server. */
-const char *conn_peer(const struct rlock_conn *c);
+const char *rl_conn_peer(const struct rlock_conn *c);
 
 /* The run_id line of INFO server's text (len bytes at info) into id: 40
  * hex digits, or "" when there is none such. */
-void read_run_id(const char *info, size_t len, char id[41]);
-const struct rlock_url *conn_url(const struct rlock_conn *c);
-int conn_fd(const struct rlock_conn *c);
-int conn_is_up(const struct rlock_conn *c);
+void rl_read_run_id(const char *info, size_t len, char id[41]);
+const struct rlock_url *rl_conn_url(const struct rlock_conn *c);
+int rl_conn_fd(const struct rlock_conn *c);
+int rl_conn_is_up(const struct rlock_conn *c);
 /* How many times c opened: another count is another connection, which
  * may reach another server. */
-unsigned long conn_opens(const struct rlock_conn *c);
-void conn_close(struct rlock_conn *c);
+unsigned long rl_conn_opens(const struct rlock_conn *c);
+void rl_conn_close(struct rlock_conn *c);
 
 /* Connect, authenticate and select the db, all before deadline (monotonic
  * ms).  With want_master, HELLO authenticates and a replica is refused.
  * Returns RLOCK_OK or RLOCK_EUNAVAIL with the reason in errstr. */
-int conn_open(struct rlock_conn *c, int64_t deadline);
+int rl_conn_open(struct rlock_conn *c, int64_t deadline);
 
 /*
  * Whether s is an IPv4 address as URLs carry it, four decimal parts with
@@ -104,7 +104,7 @@ int conn_open(struct rlock_conn *c, int64_t deadline);
  * otherwise map for this alone, 64 KiB of its peak RSS
  * (bench/RESULTS-perf.md).  Anything else is getaddrinfo's.
  */
-int conn_ipv4_literal(const char *s, unsigned char addr[4]);
+int rl_conn_ipv4_literal(const char *s, unsigned char addr[4]);
 
 /*
  * The name of uid in the passwd file at path (/etc/passwd), read with
@@ -114,16 +114,16 @@ int conn_ipv4_literal(const char *s, unsigned char addr[4]);
  * there, no room for it, a line longer than 4 KiB before it, or NIS's
  * "+"/"-" lines (the compat source), which getpwuid must read.
  */
-int passwd_name(const char *path, unsigned long uid, char *name, size_t len);
+int rl_passwd_name(const char *path, unsigned long uid, char *name, size_t len);
 
-/* Why the last conn_open failed, when it got as far as the server. */
+/* Why the last rl_conn_open failed, when it got as far as the server. */
 enum conn_refusal {
 	CONN_REFUSED_NOT,		/* no: connect, TLS or I/O */
 	CONN_REFUSED_AUTH,		/* authentication required or failed */
 	CONN_REFUSED_REPLICA,		/* want_master, and it is a replica */
 	CONN_REFUSED_OTHER,		/* an error reply to the handshake */
 };
-enum conn_refusal conn_refusal(const struct rlock_conn *c);
+enum conn_refusal rl_conn_refusal(const struct rlock_conn *c);
 
 /*
  * Whether c was last closed for a protocol error: a reply that is no RESP2
@@ -131,16 +131,16 @@ enum conn_refusal conn_refusal(const struct rlock_conn *c);
  * not asked again on a new connection as after a drop: the request that
  * was out is undone as one that may have been granted.  Returns 1 or 0.
  */
-int conn_garbled(const struct rlock_conn *c);
+int rl_conn_garbled(const struct rlock_conn *c);
 
 /* ---- RESP (resp.c) ---- */
 
 /* The bytes of a request of argc arguments of lengths lens, as RESP2, and
- * the request written at dst (which has that room).  resp_write returns
+ * the request written at dst (which has that room).  rl_resp_write returns
  * what it wrote. */
-size_t resp_size(int argc, const size_t *lens);
-size_t resp_write(char *dst, int argc, const char *const *argv,
-		  const size_t *lens);
+size_t rl_resp_size(int argc, const size_t *lens);
+size_t rl_resp_write(char *dst, int argc, const char *const *argv,
+		     const size_t *lens);
 
 /*
  * The bounds of one reply, above the largest rlock asks for (log -n
@@ -187,47 +187,47 @@ struct resp_guard {
  * refuses what is not RESP (an unknown type byte), which the guard then
  * leaves to it.
  */
-const char *resp_guard_feed(struct resp_guard *g, const char *buf, size_t n);
+const char *rl_resp_guard_feed(struct resp_guard *g, const char *buf, size_t n);
 
 /* Queue one command (lens NULL: the arguments are strings).  Returns
  * RLOCK_OK or RLOCK_ESYS. */
-int conn_send(struct rlock_conn *c, int argc, const char *const *argv,
-	      const size_t *lens);
+int rl_conn_send(struct rlock_conn *c, int argc, const char *const *argv,
+		 const size_t *lens);
 
 /* Poll events the connection wants now (POLLIN, plus POLLOUT while output
  * is pending).  Callers poll for these, never for a fixed POLLIN. */
-short conn_events(const struct rlock_conn *c);
+short rl_conn_events(const struct rlock_conn *c);
 
-/* Whether conn_on_ready should be called without waiting for poll: input
+/* Whether rl_conn_on_ready should be called without waiting for poll: input
  * already read sits inside the transport (TLS), where poll cannot see
  * it. */
-int conn_buffered(const struct rlock_conn *c);
+int rl_conn_buffered(const struct rlock_conn *c);
 
 /* Do the I/O that revents allows.  Returns RLOCK_OK or RLOCK_EUNAVAIL when
  * the connection failed (it is then closed). */
-int conn_on_ready(struct rlock_conn *c, short revents);
+int rl_conn_on_ready(struct rlock_conn *c, short revents);
 
 /* Pop one parsed reply.  Returns 1 with *r set, 0 when none is ready,
  * -1 on a protocol error (connection closed). */
-int conn_take_reply(struct rlock_conn *c, redisReply **r);
+int rl_conn_take_reply(struct rlock_conn *c, redisReply **r);
 
 /* Wait for the next reply (or pushed message) before deadline.  Returns
  * RLOCK_OK with *r set, RLOCK_TIMEDOUT (the connection stays usable),
  * RLOCK_CANCELED, or RLOCK_EUNAVAIL. */
-int conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
-		    redisReply **r);
+int rl_conn_wait_reply(struct rlock_conn *c, int64_t deadline, int cancel_fd,
+		       redisReply **r);
 
 /* A request went unanswered for the I/O timeout: close the connection
  * (a late reply would answer the next request) and say so in errstr.
  * Returns RLOCK_EUNAVAIL. */
-int conn_timed_out(struct rlock_conn *c);
+int rl_conn_timed_out(struct rlock_conn *c);
 
 /* Send one command and wait for its reply before deadline.  Opens the
  * connection if needed.  Returns RLOCK_OK with *r set (may be an error
  * reply), or RLOCK_EUNAVAIL / RLOCK_CANCELED with the reason in errstr. */
-int conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
-	      int argc, const char **argv, const size_t *lens,
-	      redisReply **r);
+int rl_conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,
+		 int argc, const char **argv, const size_t *lens,
+		 redisReply **r);
 
 /* A result code private to lib/: a wait ran out of time. */
 #define RLOCK_TIMEDOUT 100
@@ -243,7 +243,7 @@ struct conn_tls_info {
 };
 
 /* Fill info for an open TLS connection and return 1; 0 for a plain one. */
-int conn_tls_info(const struct rlock_conn *c, struct conn_tls_info *info);
+int rl_conn_tls_info(const struct rlock_conn *c, struct conn_tls_info *info);
 
 /* What a TLS client context is made of: the rlock_config's tls_ fields. */
 struct tls_opts {
@@ -259,19 +259,19 @@ struct tls_opts {
  * OpenSSL refuses, a key that does not match its certificate) or
  * RLOCK_ESYS, with a one-line reason in err.
  */
-int tls_ctx_get(const struct tls_opts *opts, struct tls_ctx **out, char *err,
-		size_t errlen);
+int rl_tls_ctx_get(const struct tls_opts *opts, struct tls_ctx **out, char *err,
+		   size_t errlen);
 
-/* Drop a reference taken by tls_ctx_get.  Accepts NULL. */
-void tls_ctx_put(struct tls_ctx *t);
+/* Drop a reference taken by rl_tls_ctx_get.  Accepts NULL. */
+void rl_tls_ctx_put(struct tls_ctx *t);
 
 
 /* SHA-1 of data as 40 lower-case hex digits and a NUL (EVALSHA names). */
-void sha1_hex(const void *data, size_t len, char out[41]);
+void rl_sha1_hex(const void *data, size_t len, char out[41]);
 
 /* ---- helpers ------------------------------------------------------- */
 
-void set_error(char *buf, size_t len, const char *fmt, ...)
+void rl_set_error(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* The most of a server's error text a message shows. */
@@ -285,6 +285,6 @@ void set_error(char *buf, size_t len, const char *fmt, ...)
  * would take for the whole.  The bytes are kept as they came: the CLI
  * escapes what it prints.  Returns buf.
  */
-char *server_text(char *buf, size_t len, const char *s, size_t n);
+char *rl_server_text(char *buf, size_t len, const char *s, size_t n);
 
 #endif /* RLOCK_INT_H */

@@ -27,42 +27,42 @@ int rlock_with(struct rlock *rl, const char *const *names, size_t n)
 
 	rl->err[0] = '\0';
 	if (n < 1 || n > RLOCK_WITH_MAX) {
-		set_error(rl->err, sizeof(rl->err), "--with: at most %d locks "
-			  "at once", RLOCK_WITH_MAX);
+		rl_set_error(rl->err, sizeof(rl->err), "--with: at most %d locks "
+			     "at once", RLOCK_WITH_MAX);
 		return RLOCK_EUSAGE;
 	}
 	if (rl->nnode > 1) {
-		set_error(rl->err, sizeof(rl->err), "--with needs one server "
-			  "(or one Sentinel or Cluster URL): several masters "
-			  "would each grant the set in their own order");
+		rl_set_error(rl->err, sizeof(rl->err), "--with needs one server "
+			     "(or one Sentinel or Cluster URL): several masters "
+			     "would each grant the set in their own order");
 		return RLOCK_EUSAGE;
 	}
 	for (i = 0; i < n; i++) {
 		if (rlock_check_name(names[i], &why) != RLOCK_OK) {
-			set_error(rl->err, sizeof(rl->err), "invalid lock "
-				  "name: %s", why);
+			rl_set_error(rl->err, sizeof(rl->err), "invalid lock "
+				     "name: %s", why);
 			return RLOCK_EUSAGE;
 		}
 		for (j = 0; j < i; j++) {
 			if (strcmp(names[i], names[j]) == 0) {
-				set_error(rl->err, sizeof(rl->err), "--with: "
-					  "lock '%.200s' named twice",
-					  names[i]);
+				rl_set_error(rl->err, sizeof(rl->err), "--with: "
+					     "lock '%.200s' named twice",
+					     names[i]);
 				return RLOCK_EUSAGE;
 			}
 		}
 	}
 	w = calloc(1, sizeof(*w));
 	if (w == NULL) {
-		set_error(rl->err, sizeof(rl->err), "cannot allocate: %s",
-			  strerror(errno));
+		rl_set_error(rl->err, sizeof(rl->err), "cannot allocate: %s",
+			     strerror(errno));
 		return RLOCK_ESYS;
 	}
 	w->n = n;
 	w->sameslot = 1;
 	for (i = 0; i < n; i++) {
-		int len = lock_key(w->key[i], sizeof(w->key[i]), rl->prefix,
-				   names[i], "");
+		int len = rl_lock_key(w->key[i], sizeof(w->key[i]), rl->prefix,
+				      names[i], "");
 		char line[RLOCK_KEY_MAX + 16];
 
 		static const char *const suffix[12] = {
@@ -80,9 +80,9 @@ int rlock_with(struct rlock *rl, const char *const *names, size_t n)
 		/* The script names each lock's keys from its lock key: on
 		 * a Cluster they must all be in one slot. */
 		if (i == 0)
-			w->slot = key_slot(w->key[0], (size_t)len);
-		if (key_slot(w->key[i], (size_t)len) != w->slot ||
-		    key_slot(line, strlen(line)) != w->slot)
+			w->slot = rl_key_slot(w->key[0], (size_t)len);
+		if (rl_key_slot(w->key[i], (size_t)len) != w->slot ||
+		    rl_key_slot(line, strlen(line)) != w->slot)
 			w->sameslot = 0;
 		if (i > 0)
 			w->names[at++] = '\n';
@@ -101,8 +101,8 @@ int rlock_with_adopt(struct rlock *rl, const struct rlock_with *w)
 	int rc;
 
 	if (w->n < 1 || w->n > RLOCK_WITH_MAX) {
-		set_error(rl->err, sizeof(rl->err), "--with: a record of %zu "
-			  "locks", w->n);
+		rl_set_error(rl->err, sizeof(rl->err), "--with: a record of %zu "
+			     "locks", w->n);
 		return RLOCK_EPROTO;
 	}
 	for (size_t i = 0; i < w->n; i++)
@@ -157,9 +157,9 @@ static const char *set_text(const struct with_set *w, char *buf, size_t len)
  * that it talks to a cluster). */
 static int cross_slot(struct rlock *rl)
 {
-	set_error(rl->err, sizeof(rl->err), "--with on a Redis Cluster: the "
-		  "locks' keys are in different slots; give the names one "
-		  "hash tag, e.g. '{deploy}db' and '{deploy}cache'");
+	rl_set_error(rl->err, sizeof(rl->err), "--with on a Redis Cluster: the "
+		     "locks' keys are in different slots; give the names one "
+		     "hash tag, e.g. '{deploy}db' and '{deploy}cache'");
 	return RLOCK_EUSAGE;
 }
 
@@ -175,24 +175,24 @@ static int with_call_d(struct rlock *rl, const struct request *q,
 	*r = NULL;
 	if (dropped != NULL)
 		*dropped = 0;
-	if (!rl->with->sameslot && node_is_cluster(&rl->node[0]))
+	if (!rl->with->sameslot && rl_node_is_cluster(&rl->node[0]))
 		return cross_slot(rl);
-	fan_init(&f, rl);
-	fan_all(&f, q);
-	fan_run(rl, &f);
+	rl_fan_init(&f, rl);
+	rl_fan_all(&f, q);
+	rl_fan_run(rl, &f);
 	if (f.slot[0].res.rc != RLOCK_OK) {
 		if (strstr(f.slot[0].res.err, "CROSSSLOT") != NULL)
 			rc = cross_slot(rl);
 		else
-			rc = fan_first_error(rl, &f, 1);
-		fan_done(&f);
+			rc = rl_fan_first_error(rl, &f, 1);
+		rl_fan_done(&f);
 		return rc;
 	}
 	*r = f.slot[0].res.r;
 	f.slot[0].res.r = NULL;
 	if (dropped != NULL)
 		*dropped = f.slot[0].dropped;
-	fan_done(&f);
+	rl_fan_done(&f);
 	return RLOCK_OK;
 }
 
@@ -224,7 +224,7 @@ static void leave_all(struct rlock *rl, const char *token, const char *id)
 	char why[sizeof(rl->err)];
 
 	memcpy(why, rl->err, sizeof(why));
-	req_with_leave(&q, rl->with, token, id, &rl->hist);
+	rl_req_with_leave(&q, rl->with, token, id, &rl->hist);
 	if (with_call(rl, &q, &r) == RLOCK_OK)
 		freeReplyObject(r);
 	memcpy(rl->err, why, sizeof(why));
@@ -281,13 +281,13 @@ static void with_skipped(struct rlock *rl, const char *token,
 		memcpy(name, p, len);
 		name[len] = '\0';
 		p += len + (p[len] == '\n');
-		if (make_names(rl, name, n) != RLOCK_OK)
+		if (rl_make_names(rl, name, n) != RLOCK_OK)
 			continue;
-		req_log(&q, &n->v, &rl->hist, NULL, v);
-		fan_init(&f, rl);
-		fan_all(&f, &q);
-		fan_run(rl, &f);
-		fan_done(&f);
+		rl_req_log(&q, &n->v, &rl->hist, NULL, v);
+		rl_fan_init(&f, rl);
+		rl_fan_all(&f, &q);
+		rl_fan_run(rl, &f);
+		rl_fan_done(&f);
 	}
 	free(n);
 	memcpy(rl->err, why, sizeof(why));
@@ -305,7 +305,7 @@ static int64_t baton_ms(const struct rlock *rl,
 {
 	int64_t b = LINE_LEASE_MS + rlock_safety_margin_ms(o->ttl_ms);
 
-	if (!o->baton || node_is_cluster(&rl->node[0]) ||
+	if (!o->baton || rl_node_is_cluster(&rl->node[0]) ||
 	    strchr(rl->prefix, '\n') != NULL)
 		return 0;
 	return b < o->ttl_ms ? b : o->ttl_ms;
@@ -333,7 +333,7 @@ static void set_undo(struct rlock *rl, void *self)
 	struct request u;
 	redisReply *r;
 
-	req_with_release(&u, rl->with, s->token, &rl->hist, NULL);
+	rl_req_with_release(&u, rl->with, s->token, &rl->hist, NULL);
 	if (with_call(rl, &u, &r) == RLOCK_OK)
 		freeReplyObject(r);
 }
@@ -353,26 +353,26 @@ static int set_attempt(struct rlock *rl, void *self, int64_t waited_ms,
 	s->who.waited_ms = waited_ms;
 	/* Who holds a lock of the set: for the first answer's message, and
 	 * the caller's live line. */
-	req_with_acquire(&q, w, s->token, s->o->ttl_ms, &s->who,
-			 listening ? s->id : "", listening, details,
-			 &rl->hist, baton_ms(rl, s->o));
+	rl_req_with_acquire(&q, w, s->token, s->o->ttl_ms, &s->who,
+			    listening ? s->id : "", listening, details,
+			    &rl->hist, baton_ms(rl, s->o));
 	t0 = rlock_boot_ms();
 	rc = with_call(rl, &q, &r);
 	if (rc != RLOCK_OK)
 		return rc;
-	if (decode_with_acquire(r, w->n, &wr, h) != 0) {
-		set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
-			  "acquire (--with)", s->name);
+	if (rl_decode_with_acquire(r, w->n, &wr, h) != 0) {
+		rl_set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
+			     "acquire (--with)", s->name);
 		freeReplyObject(r);
 		return RLOCK_EPROTO;
 	}
 	freeReplyObject(r);
-	if (wr.granted && !lease_valid(s->o->ttl_ms, rlock_boot_ms() - t0)) {
+	if (wr.granted && !rl_lease_valid(s->o->ttl_ms, rlock_boot_ms() - t0)) {
 		/* Granted too late to be of use: given back, the reason
 		 * kept. */
 		set_undo(rl, s);
-		set_error(rl->err, sizeof(rl->err), "acquire took longer "
-			  "than the TTL allows");
+		rl_set_error(rl->err, sizeof(rl->err), "acquire took longer "
+			     "than the TTL allows");
 		return RLOCK_EUNAVAIL;
 	}
 	if (wr.granted) {
@@ -399,8 +399,8 @@ static int set_channels(struct rlock *rl, void *self, const char **chan,
 	struct with_set *w = rl->with;
 
 	if (s->id[0] == '\0' && rlock_make_token(s->id) != 0) {
-		set_error(rl->err, sizeof(rl->err), "cannot make a waiter "
-			  "id: %s", strerror(errno));
+		rl_set_error(rl->err, sizeof(rl->err), "cannot make a waiter "
+			     "id: %s", strerror(errno));
 		return RLOCK_ESYS;
 	}
 	s->id[LINE_ID_LEN] = '\0';
@@ -423,16 +423,16 @@ static void set_end(struct rlock *rl, void *self, int rc, int in_line,
 	if (in_line && s->id[0] != '\0')
 		leave_all(rl, s->token, s->id);
 	if (rc == RLOCK_BUSY && !h->held)
-		set_error(rl->err, sizeof(rl->err), "%s: not all free, or "
-			  "others in line come first",
-			  set_text(rl->with, names, sizeof(names)));
+		rl_set_error(rl->err, sizeof(rl->err), "%s: not all free, or "
+			     "others in line come first",
+			     set_text(rl->with, names, sizeof(names)));
 	if (rc == RLOCK_BUSY || rc == RLOCK_CANCELED)
 		with_skipped(rl, s->token, s->o, rc, h, waited_ms);
 }
 
-int with_acquire(struct rlock *rl, const char *name,
-		 const struct rlock_acquire_opts *o, struct rlock_lease *lease,
-		 struct rlock_holder *holder)
+int rl_with_acquire(struct rlock *rl, const char *name,
+		    const struct rlock_acquire_opts *o, struct rlock_lease *lease,
+		    struct rlock_holder *holder)
 {
 	static const struct hold_kind set = { set_attempt, set_undo,
 					      set_channels, set_end, NULL };
@@ -441,21 +441,21 @@ int with_acquire(struct rlock *rl, const char *name,
 	int rc;
 
 	if (strcmp(name, w->first) != 0) {
-		set_error(rl->err, sizeof(rl->err), "--with: the set is "
-			  "asked for by its first name");
+		rl_set_error(rl->err, sizeof(rl->err), "--with: the set is "
+			     "asked for by its first name");
 		return RLOCK_EUSAGE;
 	}
 	if (o->shared || o->limit > 1 || o->once_per_ms > 0 ||
 	    o->supersede || o->priority != 0 || o->min_hold_ms > 0 ||
 	    o->wait_replicas > 0) {
-		set_error(rl->err, sizeof(rl->err), "--with takes exclusive "
-			  "locks only: not with -s, -l, --once-per, "
-			  "--supersede, --priority, --min-hold or "
-			  "--wait-replicas");
+		rl_set_error(rl->err, sizeof(rl->err), "--with takes exclusive "
+			     "locks only: not with -s, -l, --once-per, "
+			     "--supersede, --priority, --min-hold or "
+			     "--wait-replicas");
 		return RLOCK_EUSAGE;
 	}
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
-		set_error(rl->err, sizeof(rl->err), "out of memory");
+		rl_set_error(rl->err, sizeof(rl->err), "out of memory");
 		return RLOCK_ESYS;
 	}
 	s->rl = rl;
@@ -464,41 +464,41 @@ int with_acquire(struct rlock *rl, const char *name,
 	if (o->token != NULL) {
 		rlock_strlcpy(s->token, o->token, sizeof(s->token));
 	} else if (rlock_make_token(s->token) != 0) {
-		set_error(rl->err, sizeof(rl->err), "cannot make a token: %s",
-			  strerror(errno));
+		rl_set_error(rl->err, sizeof(rl->err), "cannot make a token: %s",
+			     strerror(errno));
 		free(s);
 		return RLOCK_ESYS;
 	}
-	identify(rl);
+	rl_identify(rl);
 	s->who = (struct acquirer){ rl->host, rl->user, o->label, o->note,
 				    o->pid > 0 ? o->pid : (long long)getpid(),
 				    0, 0 };
-	rc = hold_wait(rl, name, o, &set, s, lease, holder);
+	rc = rl_hold_wait(rl, name, o, &set, s, lease, holder);
 	explicit_bzero(s->token, sizeof(s->token));
 	free(s);
 	return rc;
 }
 
-int with_extend(struct rlock *rl, const char *token, int64_t ttl_ms,
-		struct rlock_lease *lease)
+int rl_with_extend(struct rlock *rl, const char *token, int64_t ttl_ms,
+		   struct rlock_lease *lease)
 {
 	struct request q;
 	redisReply *r;
 	int64_t t0 = rlock_boot_ms();
 	int rc;
 
-	req_with_extend(&q, rl->with, token, ttl_ms);
+	rl_req_with_extend(&q, rl->with, token, ttl_ms);
 	rc = with_call(rl, &q, &r);
 	if (rc != RLOCK_OK)
 		return rc;
 	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||
 	    r->integer > 1) {
-		set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
-			  "extend (--with)", rl->with->first);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
+			     "extend (--with)", rl->with->first);
 		rc = RLOCK_EPROTO;
 	} else if (r->integer == 0) {
-		set_error(rl->err, sizeof(rl->err), "%s: token does not hold "
-			  "every lock of the set", rl->with->first);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: token does not hold "
+			     "every lock of the set", rl->with->first);
 		rc = RLOCK_NOTOURS;
 	} else if (lease != NULL) {
 		__atomic_store_n(&lease->ttl_ms, ttl_ms, __ATOMIC_RELAXED);
@@ -509,15 +509,15 @@ int with_extend(struct rlock *rl, const char *token, int64_t ttl_ms,
 	return rc;
 }
 
-int with_release(struct rlock *rl, const char *token,
-		 const struct rlock_lease *lease,
-		 const struct rlock_outcome *how)
+int rl_with_release(struct rlock *rl, const char *token,
+		    const struct rlock_lease *lease,
+		    const struct rlock_outcome *how)
 {
 	struct request q;
 	redisReply *r;
 	int rc, dropped;
 
-	req_with_release(&q, rl->with, token, &rl->hist, how);
+	rl_req_with_release(&q, rl->with, token, &rl->hist, how);
 	rc = with_call_d(rl, &q, &r, &dropped);
 	if (rc != RLOCK_OK)
 		return rc;
@@ -527,27 +527,27 @@ int with_release(struct rlock *rl, const char *token,
 	if (dropped && lease != NULL && r->type == REDIS_REPLY_INTEGER &&
 	    r->integer == 0 && rlock_boot_ms() < lease->renewed_boot_ms +
 	    lease->ttl_ms - rlock_safety_margin_ms(lease->ttl_ms)) {
-		set_error(rl->err, sizeof(rl->err), "%s: released (the reply "
-			  "was lost; the retry found the locks free)",
-			  rl->with->first);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: released (the reply "
+			     "was lost; the retry found the locks free)",
+			     rl->with->first);
 		freeReplyObject(r);
 		return RLOCK_OK;
 	}
 	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 ||
 	    r->integer > (long long)rl->with->n) {
-		set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
-			  "release (--with)", rl->with->first);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: unexpected reply to "
+			     "release (--with)", rl->with->first);
 		rc = RLOCK_EPROTO;
 	} else if (r->integer == 0) {
-		set_error(rl->err, sizeof(rl->err), "%s: token does not hold "
-			  "the lock", rl->with->first);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: token does not hold "
+			     "the lock", rl->with->first);
 		rc = RLOCK_NOTOURS;
 	} else if ((size_t)r->integer < rl->with->n) {
 		/* Losing one is losing the set: the holder learns it as a
 		 * token that no longer holds its lock. */
-		set_error(rl->err, sizeof(rl->err), "%s: released %lld of the "
-			  "%zu locks of the set; the token no longer held the "
-			  "others", rl->with->first, r->integer, rl->with->n);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: released %lld of the "
+			     "%zu locks of the set; the token no longer held the "
+			     "others", rl->with->first, r->integer, rl->with->n);
 		rc = RLOCK_NOTOURS;
 	}
 	freeReplyObject(r);
@@ -569,11 +569,11 @@ int rlock_with_read(struct rlock *rl, const char *name, struct rlock_with *out)
 		return RLOCK_OK;
 	n = malloc(sizeof(*n));
 	if (n == NULL) {
-		set_error(rl->err, sizeof(rl->err), "cannot allocate: %s",
-			  strerror(errno));
+		rl_set_error(rl->err, sizeof(rl->err), "cannot allocate: %s",
+			     strerror(errno));
 		return RLOCK_ESYS;
 	}
-	rc = make_names(rl, name, n);
+	rc = rl_make_names(rl, name, n);
 	if (rc != RLOCK_OK) {
 		free(n);
 		return rc;
@@ -583,24 +583,24 @@ int rlock_with_read(struct rlock *rl, const char *name, struct rlock_with *out)
 
 		snprintf(key, sizeof(key), "%s%s", n->k.key, KEY_WITH);
 		argv[1] = key;
-		req_command(&q, 2, argv, n->v.slot);
-		fan_init(&f, rl);
-		fan_all(&f, &q);
-		fan_run(rl, &f);
+		rl_req_command(&q, 2, argv, n->v.slot);
+		rl_fan_init(&f, rl);
+		rl_fan_all(&f, &q);
+		rl_fan_run(rl, &f);
 		r = f.slot[0].res.r;
 		if (f.slot[0].res.rc != RLOCK_OK) {
-			rc = fan_first_error(rl, &f, 1);
+			rc = rl_fan_first_error(rl, &f, 1);
 		} else if (r->type == REDIS_REPLY_NIL) {
 			rc = RLOCK_OK;
 		} else if (r->type != REDIS_REPLY_STRING ||
-			   decode_with_record(r->str, r->len, out) != 0) {
+			   rl_decode_with_record(r->str, r->len, out) != 0) {
 			memset(out, 0, sizeof(*out));
-			set_error(rl->err, sizeof(rl->err), "%s: not a record "
-				  "of locks held together (another client's "
-				  "data?)", key);
+			rl_set_error(rl->err, sizeof(rl->err), "%s: not a record "
+				     "of locks held together (another client's "
+				     "data?)", key);
 			rc = RLOCK_EPROTO;
 		}
-		fan_done(&f);
+		rl_fan_done(&f);
 	}
 	free(n);
 	return rc;

@@ -58,7 +58,7 @@ static void block(uint32_t h[5], const unsigned char *p)
 	h[4] += e;
 }
 
-void sha1_hex(const void *data, size_t len, char out[41])
+void rl_sha1_hex(const void *data, size_t len, char out[41])
 {
 	uint32_t h[5] = { 0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476,
 			  0xc3d2e1f0 };

@@ -68,14 +68,14 @@ static int load_openssl(char *err, size_t errlen)
 		return RLOCK_OK;
 	h = dlopen(RLOCK_TLS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) {
-		set_error(err, errlen, "TLS: cannot load " RLOCK_TLS_LIBRARY
-			  " (%s): install libssl3", dlerror());
+		rl_set_error(err, errlen, "TLS: cannot load " RLOCK_TLS_LIBRARY
+			     " (%s): install libssl3", dlerror());
 		return RLOCK_EUNAVAIL;
 	}
 #define OSSL_LOAD(f)                                                       \
 	if ((*(void **)&ossl.f = dlsym(h, #f)) == NULL) {                  \
-		set_error(err, errlen, "TLS: " RLOCK_TLS_LIBRARY        \
-			  " has no %s: OpenSSL 3 is needed", #f);       \
+		rl_set_error(err, errlen, "TLS: " RLOCK_TLS_LIBRARY        \
+			     " has no %s: OpenSSL 3 is needed", #f);       \
 		dlclose(h);                                                \
 		return RLOCK_EUNAVAIL;                                     \
 	}
@@ -83,7 +83,7 @@ static int load_openssl(char *err, size_t errlen)
 #undef OSSL_LOAD
 	/* No atexit cleanup: a forked child that execs must not run it. */
 	if (ossl.OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, NULL) != 1) {
-		set_error(err, errlen, "TLS: cannot initialise OpenSSL");
+		rl_set_error(err, errlen, "TLS: cannot initialise OpenSSL");
 		dlclose(h);
 		return RLOCK_EUNAVAIL;
 	}
@@ -113,7 +113,7 @@ struct tls_ctx {
 	 * next connection (run's renewal thread, a waiter's subscription)
 	 * resumes it instead of paying a full handshake. */
 	struct {
-		char addr[600];		/* as conn_addr */
+		char addr[600];		/* as rl_conn_addr */
 		SSL_SESSION *sess;
 	} sessions[TLS_SESSIONS];
 };
@@ -187,10 +187,10 @@ static int load_trust(struct tls_ctx *t, const struct tls_opts *o, char *err,
 	if (o->cacert != NULL || o->cacertdir != NULL) {
 		if (ossl.SSL_CTX_load_verify_locations(t->ctx, o->cacert,
 						       o->cacertdir) != 1) {
-			set_error(err, errlen, "TLS: cannot load %s %s: %s",
-				  o->cacert != NULL ? "--cacert" :
-				  "--cacertdir", o->cacert != NULL ?
-				  o->cacert : o->cacertdir, ossl_reason());
+			rl_set_error(err, errlen, "TLS: cannot load %s %s: %s",
+				     o->cacert != NULL ? "--cacert" :
+				     "--cacertdir", o->cacert != NULL ?
+				     o->cacert : o->cacertdir, ossl_reason());
 			return RLOCK_EUNAVAIL;
 		}
 		return RLOCK_OK;
@@ -205,8 +205,8 @@ static int load_trust(struct tls_ctx *t, const struct tls_opts *o, char *err,
 			return RLOCK_OK;
 	}
 	if (ossl.SSL_CTX_set_default_verify_paths(t->ctx) != 1) {
-		set_error(err, errlen, "TLS: cannot load the system's "
-			  "trusted certificates: %s", ossl_reason());
+		rl_set_error(err, errlen, "TLS: cannot load the system's "
+			     "trusted certificates: %s", ossl_reason());
 		return RLOCK_EUNAVAIL;
 	}
 	return RLOCK_OK;
@@ -237,32 +237,32 @@ static int load_client_cert(struct tls_ctx *t, const struct tls_opts *o,
 	asked_passphrase = 0;
 	ossl.SSL_CTX_set_default_passwd_cb(t->ctx, no_passphrase);
 	if (ossl.SSL_CTX_use_certificate_chain_file(t->ctx, o->cert) != 1) {
-		set_error(err, errlen, "TLS: cannot load --cert %s: %s",
-			  o->cert, ossl_reason());
+		rl_set_error(err, errlen, "TLS: cannot load --cert %s: %s",
+			     o->cert, ossl_reason());
 		return RLOCK_EUNAVAIL;
 	}
 	if (ossl.SSL_CTX_use_PrivateKey_file(t->ctx, key, SSL_FILETYPE_PEM) !=
 	    1) {
 		if (asked_passphrase)
-			set_error(err, errlen, "TLS: %s %s is encrypted and "
-				  "rlock reads no passphrase (decrypt it with "
-				  "openssl pkey)",
-				  o->key != NULL ? "--key" : "--cert", key);
+			rl_set_error(err, errlen, "TLS: %s %s is encrypted and "
+				     "rlock reads no passphrase (decrypt it with "
+				     "openssl pkey)",
+				     o->key != NULL ? "--key" : "--cert", key);
 		else if (ERR_GET_REASON(ossl.ERR_peek_error()) ==
 		    X509_R_KEY_VALUES_MISMATCH)
-			set_error(err, errlen, "TLS: --key %s does not "
-				  "match --cert %s", key, o->cert);
+			rl_set_error(err, errlen, "TLS: --key %s does not "
+				     "match --cert %s", key, o->cert);
 		else if (o->key != NULL)
-			set_error(err, errlen, "TLS: cannot load --key %s: "
-				  "%s", key, ossl_reason());
+			rl_set_error(err, errlen, "TLS: cannot load --key %s: "
+				     "%s", key, ossl_reason());
 		else
-			set_error(err, errlen, "TLS: no private key in "
-				  "--cert %s (give --key)", key);
+			rl_set_error(err, errlen, "TLS: no private key in "
+				     "--cert %s (give --key)", key);
 		return RLOCK_EUNAVAIL;
 	}
 	if (ossl.SSL_CTX_check_private_key(t->ctx) != 1) {
-		set_error(err, errlen, "TLS: --key %s does not match --cert "
-			  "%s", key, o->cert);
+		rl_set_error(err, errlen, "TLS: --key %s does not match --cert "
+			     "%s", key, o->cert);
 		return RLOCK_EUNAVAIL;
 	}
 	return RLOCK_OK;
@@ -356,8 +356,8 @@ static int ctx_new(const struct tls_opts *o, struct tls_ctx **out, char *err,
 	ossl.ERR_clear_error();
 	t->ctx = ossl.SSL_CTX_new(ossl.TLS_client_method());
 	if (t->ctx == NULL) {
-		set_error(err, errlen, "TLS: cannot make a context: %s",
-			  ossl_reason());
+		rl_set_error(err, errlen, "TLS: cannot make a context: %s",
+			     ossl_reason());
 		ctx_free(t);
 		return RLOCK_EUNAVAIL;
 	}
@@ -384,14 +384,14 @@ static int ctx_new(const struct tls_opts *o, struct tls_ctx **out, char *err,
 	return RLOCK_OK;
 oom:
 	ctx_free(t);
-	set_error(err, errlen, "out of memory");
+	rl_set_error(err, errlen, "out of memory");
 	return RLOCK_ESYS;
 }
 
 static const struct transport tls_transport;
 
-int tls_ctx_get(const struct tls_opts *o, struct tls_ctx **out, char *err,
-		size_t errlen)
+int rl_tls_ctx_get(const struct tls_opts *o, struct tls_ctx **out, char *err,
+		   size_t errlen)
 {
 	int rc;
 
@@ -405,13 +405,13 @@ int tls_ctx_get(const struct tls_opts *o, struct tls_ctx **out, char *err,
 		if (rc == RLOCK_OK && shared == NULL)
 			shared = *out;
 		if (rc == RLOCK_OK)
-			conn_register_tls(&tls_transport);
+			rl_conn_register_tls(&tls_transport);
 	}
 	pthread_mutex_unlock(&tls_lock);
 	return rc;
 }
 
-void tls_ctx_put(struct tls_ctx *t)
+void rl_tls_ctx_put(struct tls_ctx *t)
 {
 	if (t == NULL)
 		return;
@@ -468,7 +468,7 @@ static int drain_wbio(struct rlock_conn *c)
 		char *nb = realloc(s->cbuf, cap);
 
 		if (nb == NULL)
-			return conn_fail(c, "%s: %s", "out of memory");
+			return rl_conn_fail(c, "%s: %s", "out of memory");
 		s->cbuf = nb;
 		s->ccap = cap;
 	}
@@ -481,7 +481,7 @@ static int drain_wbio(struct rlock_conn *c)
 /* Send what the socket takes of cbuf. */
 static int send_cipher(struct rlock_conn *c)
 {
-	return conn_write(c, c->tls->cbuf, &c->tls->clen);
+	return rl_conn_write(c, c->tls->cbuf, &c->tls->clen);
 }
 
 /* Receive ciphertext into rbio.  Returns 1 when bytes came, 0 when none
@@ -561,13 +561,13 @@ static void cert_names(X509 *cert, char *buf, size_t len)
 static int check_name(struct rlock_conn *c)
 {
 	X509 *cert = ossl.SSL_get0_peer_certificate(c->tls->ssl);
-	const char *host = conn_host(c);
+	const char *host = rl_conn_host(c);
 	char names[300], why[600];
 	int ok;
 
 	if (cert == NULL)
-		return conn_fail(c, "%s: %s", "TLS: the server sent no "
-				 "certificate");
+		return rl_conn_fail(c, "%s: %s", "TLS: the server sent no "
+				    "certificate");
 	if (is_ip_literal(host))
 		ok = ossl.X509_check_ip_asc(cert, host, 0) == 1;
 	else
@@ -579,7 +579,7 @@ static int check_name(struct rlock_conn *c)
 	cert_names(cert, names, sizeof(names));
 	snprintf(why, sizeof(why), "TLS: certificate is for %s, not %s (use "
 		 "--sni NAME or fix the certificate)", names, host);
-	return conn_fail(c, "%s: %s", why);
+	return rl_conn_fail(c, "%s: %s", why);
 }
 
 /* Turn a failed SSL_do_handshake or SSL_read into one line naming what
@@ -594,9 +594,9 @@ static int tls_failed(struct rlock_conn *c, int ret)
 	if (e == SSL_ERROR_ZERO_RETURN ||
 	    (e == SSL_ERROR_SYSCALL && err == 0) ||
 	    reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)
-		return conn_fail(c, "%s: %s", c->tls->handshaken ?
-				 "connection closed by server" :
-				 "TLS: connection closed during the handshake");
+		return rl_conn_fail(c, "%s: %s", c->tls->handshaken ?
+				    "connection closed by server" :
+				    "TLS: connection closed during the handshake");
 	if (reason == SSL_R_CERTIFICATE_VERIFY_FAILED) {
 		long v = ossl.SSL_get_verify_result(c->tls->ssl);
 
@@ -626,7 +626,7 @@ static int tls_failed(struct rlock_conn *c, int ret)
 		snprintf(why, sizeof(why), "TLS: %s", ossl_reason());
 	}
 	ossl.ERR_clear_error();
-	return conn_fail(c, "%s: %s", why);
+	return rl_conn_fail(c, "%s: %s", why);
 }
 
 /* Handshake after the TCP connect, bounded by the connect deadline: a TLS
@@ -635,11 +635,11 @@ static int tls_failed(struct rlock_conn *c, int ret)
 static int tls_start(struct rlock_conn *c, int64_t deadline)
 {
 	struct tls_conn *s;
-	const char *host = conn_host(c);
+	const char *host = rl_conn_host(c);
 
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
-		return conn_fail(c, "%s: %s", "out of memory");
+		return rl_conn_fail(c, "%s: %s", "out of memory");
 	c->tls = s;
 	ossl.ERR_clear_error();
 	s->ssl = ossl.SSL_new(c->opts.tls->ctx);
@@ -651,7 +651,7 @@ static int tls_start(struct rlock_conn *c, int64_t deadline)
 			ossl.BIO_free(s->rbio);
 		if (s->wbio != NULL)
 			ossl.BIO_free(s->wbio);
-		return conn_fail(c, "%s: TLS: %s", ossl_reason());
+		return rl_conn_fail(c, "%s: TLS: %s", ossl_reason());
 	}
 	ossl.SSL_set_bio(s->ssl, s->rbio, s->wbio);
 	ossl.SSL_set_connect_state(s->ssl);
@@ -676,22 +676,22 @@ static int tls_start(struct rlock_conn *c, int64_t deadline)
 			if (send_cipher(c) != RLOCK_OK)
 				return RLOCK_EUNAVAIL;
 			if (s->clen > 0 &&
-			    conn_wait_fd(c->fd, POLLOUT, deadline, -1) <= 0)
+			    rl_conn_wait_fd(c->fd, POLLOUT, deadline, -1) <= 0)
 				goto timeout;
 		}
-		ev = conn_wait_fd(c->fd, POLLIN, deadline, -1);
+		ev = rl_conn_wait_fd(c->fd, POLLIN, deadline, -1);
 		if (ev <= 0)
 			goto timeout;
 		got = recv_cipher(c, &eof);
 		if (got < 0) {
 			errno = -got;
-			return conn_fail(c, "%s: connection lost: %s",
-					 strerror(errno));
+			return rl_conn_fail(c, "%s: connection lost: %s",
+					    strerror(errno));
 		}
 		if (eof)
-			return conn_fail(c, "%s: %s", "TLS: connection closed "
-					 "during the handshake (is it a TLS "
-					 "port?)");
+			return rl_conn_fail(c, "%s: %s", "TLS: connection closed "
+					    "during the handshake (is it a TLS "
+					    "port?)");
 	}
 	s->handshaken = 1;
 	if (!c->opts.tls->insecure)
@@ -708,7 +708,7 @@ timeout:
 			 "(is it a plain port? use redis://)",
 			 rlock_fmt_ms(c->opts.connect_timeout_ms, tb,
 				      sizeof(tb)));
-		return conn_fail(c, "%s: %s", why);
+		return rl_conn_fail(c, "%s: %s", why);
 	}
 }
 
@@ -742,13 +742,13 @@ static int tls_fill(struct rlock_conn *c)
 	got = recv_cipher(c, &eof);
 	if (got < 0) {
 		errno = -got;
-		return conn_fail(c, "%s: connection lost: %s", strerror(errno));
+		return rl_conn_fail(c, "%s: connection lost: %s", strerror(errno));
 	}
 	for (;;) {
 		n = ossl.SSL_read(s->ssl, buf, sizeof(buf));
 		if (n <= 0)
 			break;
-		rc = conn_feed(c, buf, (size_t)n);
+		rc = rl_conn_feed(c, buf, (size_t)n);
 		if (rc != RLOCK_OK)
 			return rc;
 	}
@@ -759,7 +759,7 @@ static int tls_fill(struct rlock_conn *c)
 	if (drain_wbio(c) != RLOCK_OK || send_cipher(c) != RLOCK_OK)
 		return RLOCK_EUNAVAIL;
 	if (eof)
-		return conn_fail(c, "%s: %s", "connection closed by server");
+		return rl_conn_fail(c, "%s: %s", "connection closed by server");
 	return RLOCK_OK;
 }
 
@@ -794,7 +794,7 @@ static const struct transport tls_transport = {
 
 /* ---- what a connection negotiated (doctor) ------------------------------ */
 
-int conn_tls_info(const struct rlock_conn *c, struct conn_tls_info *info)
+int rl_conn_tls_info(const struct rlock_conn *c, struct conn_tls_info *info)
 {
 	const ASN1_TIME *end;
 	X509 *cert;

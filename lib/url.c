@@ -433,7 +433,7 @@ static int parse_unix(const char *s, struct rlock_url *u, const char **why)
 	return 0;
 }
 
-int url_parse(const char *s, struct rlock_url *u, const char **why)
+int rl_url_parse(const char *s, struct rlock_url *u, const char **why)
 {
 	struct rlock_url tmp;
 	const char *reason = NULL, *sep, *p;

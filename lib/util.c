@@ -19,7 +19,7 @@
  * often build the message from strerror(errno) and still want to return
  * with errno telling the truth.
  */
-void set_error(char *buf, size_t len, const char *fmt, ...)
+void rl_set_error(char *buf, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 	int saved = errno;
@@ -200,7 +200,7 @@ static int passwd_line(const char *p, size_t n, unsigned long uid,
 	return 1;
 }
 
-int passwd_name(const char *path, unsigned long uid, char *name, size_t len)
+int rl_passwd_name(const char *path, unsigned long uid, char *name, size_t len)
 {
 	char buf[4096];
 	size_t have = 0;
@@ -339,7 +339,7 @@ int rlock_utf8_shown(uint32_t c)
 	return 1;
 }
 
-char *server_text(char *buf, size_t len, const char *s, size_t n)
+char *rl_server_text(char *buf, size_t len, const char *s, size_t n)
 {
 	size_t room, cut, k;
 

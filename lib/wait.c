@@ -17,7 +17,7 @@
 
 static int sub_up(const struct rlock_node *n)
 {
-	return n->sub != NULL && conn_is_up(n->sub);
+	return n->sub != NULL && rl_conn_is_up(n->sub);
 }
 
 /* Whether any subscription is still up: one is enough to hear of a
@@ -31,17 +31,17 @@ static int subs_up(const struct rlock *rl)
 	return 0;
 }
 
-void unsubscribe(struct rlock *rl)
+void rl_unsubscribe(struct rlock *rl)
 {
 	/* A subscribed connection cannot run commands: close it rather than
 	 * track the UNSUBSCRIBE reply. */
 	for (size_t i = 0; i < rl->nnode; i++) {
 		if (rl->node[i].sub != NULL)
-			conn_close(rl->node[i].sub);
+			rl_conn_close(rl->node[i].sub);
 	}
 }
 
-/* The sentinels' +switch-master connections (node_watch) into p, marked
+/* The sentinels' +switch-master connections (rl_node_watch) into p, marked
  * ready (*ready) when input waits inside the transport.  Returns how
  * many. */
 static size_t watch_fds(const struct rlock *rl, struct pollfd *p, int *ready)
@@ -49,12 +49,12 @@ static size_t watch_fds(const struct rlock *rl, struct pollfd *p, int *ready)
 	size_t nw = 0;
 
 	for (size_t i = 0; i < rl->nnode; i++) {
-		int fd = node_watch_fd(&rl->node[i]);
+		int fd = rl_node_watch_fd(&rl->node[i]);
 
 		if (fd < 0)
 			continue;
 		p[nw] = (struct pollfd){ .fd = fd, .events = POLLIN };
-		if (node_watch_buffered(&rl->node[i])) {
+		if (rl_node_watch_buffered(&rl->node[i])) {
 			p[nw].revents = POLLIN;
 			*ready = 1;
 		}
@@ -70,10 +70,10 @@ static int watch_heard(struct rlock *rl, const struct pollfd *p, size_t nw)
 	size_t k = 0;
 
 	for (size_t i = 0; i < rl->nnode && k < nw; i++) {
-		if (node_watch_fd(&rl->node[i]) < 0)
+		if (rl_node_watch_fd(&rl->node[i]) < 0)
 			continue;
 		if (p[k++].revents != 0 &&
-		    node_watch_check(&rl->node[i], p[k - 1].revents))
+		    rl_node_watch_check(&rl->node[i], p[k - 1].revents))
 			return 1;
 	}
 	return 0;
@@ -83,7 +83,7 @@ static int watch_heard(struct rlock *rl, const struct pollfd *p, size_t nw)
  * Wait until a release message arrives, a sentinel announces a new
  * master, cancel_fd is readable, or wake (monotonic ms).  Returns
  * RLOCK_OK (woken), RLOCK_CANCELED.  *hint (when not NULL) gets
- * history_hint's of the messages.
+ * rl_history_hint's of the messages.
  *
  * A message is a hint, never a grant, whatever it says: anyone with the
  * right to PUBLISH can send one, and Redis grants channels apart from
@@ -91,8 +91,8 @@ static int watch_heard(struct rlock *rl, const struct pollfd *p, size_t nw)
  * lock (the baton) left our token in the key, which that request finds
  * and renews, with the fence the server keeps.
  */
-int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
-		 long long *hint)
+int rl_wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
+		    long long *hint)
 {
 	struct pollfd p[2 * RLOCK_MAX_SERVERS + 1];
 	size_t i, np, nw;
@@ -100,7 +100,7 @@ int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 	int ready;
 
 	for (;;) {
-		/* First the sentinels' +switch-master (node_watch). */
+		/* First the sentinels' +switch-master (rl_node_watch). */
 		ready = 0;
 		nw = watch_fds(rl, p, &ready);
 		np = nw;
@@ -109,12 +109,12 @@ int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 
 			if (!sub_up(&rl->node[i]))
 				continue;
-			p[np].fd = conn_fd(c);
-			p[np].events = conn_events(c);
+			p[np].fd = rl_conn_fd(c);
+			p[np].events = rl_conn_events(c);
 			p[np].revents = 0;
 			/* Input held inside the transport (TLS) is invisible
 			 * to poll: take it now. */
-			if (conn_buffered(c)) {
+			if (rl_conn_buffered(c)) {
 				p[np].revents = POLLIN;
 				ready = 1;
 			}
@@ -147,10 +147,10 @@ int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 				continue;
 			if (p[np++].revents == 0)
 				continue;
-			if (conn_on_ready(c, p[np - 1].revents) != RLOCK_OK)
+			if (rl_conn_on_ready(c, p[np - 1].revents) != RLOCK_OK)
 				return RLOCK_OK; /* retry at once */
-			while (conn_take_reply(c, &r) == 1) {
-				long long f = hint != NULL ? history_hint(r) : 0;
+			while (rl_conn_take_reply(c, &r) == 1) {
+				long long f = hint != NULL ? rl_history_hint(r) : 0;
 
 				woke = 1;
 				if (f != 0)
@@ -173,7 +173,7 @@ static unsigned jitter(unsigned max)
 }
 
 /* After a grant: whether a sentinel announced, while the request was out,
- * that a master of rl moved (node_watch; its connections are closed then,
+ * that a master of rl moved (rl_node_watch; its connections are closed then,
  * and it is marked failing over). */
 static int switched_meanwhile(struct rlock *rl)
 {
@@ -187,15 +187,15 @@ static int switched_meanwhile(struct rlock *rl)
 }
 
 /* Whether the sentinels of each Sentinel server of rl still name the
- * master that answered (node_confirm): a slow grant may come from one they
+ * master that answered (rl_node_confirm): a slow grant may come from one they
  * replaced while the request was out. */
 static int confirmed(struct rlock *rl)
 {
 	int ok = 1;
 
 	for (size_t i = 0; i < rl->nnode; i++)
-		ok &= node_confirm(&rl->node[i], rlock_mono_ms() +
-				   rl->copts.connect_timeout_ms);
+		ok &= rl_node_confirm(&rl->node[i], rlock_mono_ms() +
+				      rl->copts.connect_timeout_ms);
 	return ok;
 }
 
@@ -205,7 +205,7 @@ static void drop_replaced(struct rlock *rl)
 {
 	for (size_t i = 0; i < rl->nnode; i++)
 		if (rl->node[i].failing_over)
-			node_drop(&rl->node[i]);
+			rl_node_drop(&rl->node[i]);
 }
 
 /* Whether a server of rl was seen failing over by the last request. */
@@ -219,8 +219,8 @@ static int failing_over(const struct rlock *rl)
 }
 
 /* How long to wait before asking again (wait.h). */
-int64_t line_wait_ms(long long pttl, long long place, int in_line,
-		     int subscribed, unsigned rnd)
+int64_t rl_line_wait_ms(long long pttl, long long place, int in_line,
+			int subscribed, unsigned rnd)
 {
 	int64_t ms = pttl >= 0 ? pttl + 1 + rnd % (pttl / 20 + 5) : 1000;
 	int64_t beat = LINE_BEAT_MS;
@@ -246,18 +246,18 @@ static size_t subscribe(struct rlock *rl, const char *const *chan,
 	size_t i, j, ok = 0;
 
 	for (i = 0; i < rl->nnode; i++) {
-		struct rlock_conn *c = node_sub(&rl->node[i], slot, deadline);
+		struct rlock_conn *c = rl_node_sub(&rl->node[i], slot, deadline);
 
 		for (j = 0; c != NULL && j < nchan; j++) {
 			const char *argv[2] = { "SUBSCRIBE", chan[j] };
 			redisReply *r = NULL;
 
-			if (conn_call(c, deadline, cancel_fd, 2, argv, NULL,
-				      &r) != RLOCK_OK)
+			if (rl_conn_call(c, deadline, cancel_fd, 2, argv, NULL,
+					 &r) != RLOCK_OK)
 				break;
 			if (r->type != REDIS_REPLY_ARRAY) {
 				freeReplyObject(r);
-				conn_close(c);
+				rl_conn_close(c);
 				break;
 			}
 			freeReplyObject(r);
@@ -327,15 +327,15 @@ static int listen_now(struct wait *w, int64_t now)
 	rc = w->k->channels(rl, w->self, chan, &nchan, &slot);
 	if (rc != RLOCK_OK)
 		return rc;
-	unsubscribe(rl);
+	rl_unsubscribe(rl);
 	w->subscribed = subscribe(rl, chan, nchan, slot,
 				  now + rl->copts.io_timeout_ms,
 				  w->o->cancel_fd) > 0;
 	/* A failover moves the wait to the new master at once, though
 	 * the old one still answers as a master. */
 	for (size_t i = 0; w->subscribed && i < rl->nnode; i++)
-		node_watch(&rl->node[i], rlock_mono_ms() +
-			   rl->copts.connect_timeout_ms);
+		rl_node_watch(&rl->node[i], rlock_mono_ms() +
+			      rl->copts.connect_timeout_ms);
 	return RLOCK_OK;
 }
 
@@ -352,7 +352,7 @@ static int pause_after_undo(struct wait *w, int64_t now)
 	if (until > w->deadline)
 		until = w->deadline;
 	do
-		rc = wait_release(w->rl, until, w->o->cancel_fd, NULL);
+		rc = rl_wait_release(w->rl, until, w->o->cancel_fd, NULL);
 	while (rc == RLOCK_OK && rlock_mono_ms() < until);
 	return rc;
 }
@@ -378,9 +378,9 @@ static int back_off(struct wait *w, int64_t now, int64_t *backoff,
 		wake = w->last_cb + w->cb_due;
 	if (wake > retry_end)
 		wake = retry_end;
-	unsubscribe(w->rl);
+	rl_unsubscribe(w->rl);
 	w->subscribed = 0;
-	return wait_release(w->rl, wake, w->o->cancel_fd, NULL);
+	return rl_wait_release(w->rl, wake, w->o->cancel_fd, NULL);
 }
 
 /* Told "held": listen first if not yet (then try again at once, taking a
@@ -405,13 +405,13 @@ static int wait_turn(struct wait *w, const struct hold_try *t, int64_t now)
 			goto out;
 	}
 	progress(w, now, NULL);
-	wake = now + line_wait_ms(t->ttl_ms, t->place, w->in_line,
-				  w->subscribed, jitter(1000));
-	rc = wait_release(rl, capped(w, wake, now, t->undid),
-			  w->o->cancel_fd, w->k->hint);
+	wake = now + rl_line_wait_ms(t->ttl_ms, t->place, w->in_line,
+				     w->subscribed, jitter(1000));
+	rc = rl_wait_release(rl, capped(w, wake, now, t->undid),
+			     w->o->cancel_fd, w->k->hint);
 out:
 	if (rc == RLOCK_CANCELED)
-		set_error(rl->err, sizeof(rl->err), "%s: canceled", w->name);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: canceled", w->name);
 	return rc;
 }
 
@@ -439,19 +439,19 @@ static int attempt(struct wait *w, int64_t waited_ms, int details,
 				!confirmed(rl)))) {
 		w->k->undo(rl, w->self);
 		drop_replaced(rl);
-		set_error(rl->err, sizeof(rl->err), "%s: granted by a master "
-			  "the sentinels had just replaced; given back",
-			  w->name);
+		rl_set_error(rl->err, sizeof(rl->err), "%s: granted by a master "
+			     "the sentinels had just replaced; given back",
+			     w->name);
 		w->given_back = 1;
 		rc = RLOCK_EUNAVAIL;
 	}
 	return rc;
 }
 
-int hold_wait(struct rlock *rl, const char *name,
-	      const struct rlock_acquire_opts *o, const struct hold_kind *k,
-	      void *self, struct rlock_lease *lease,
-	      struct rlock_holder *holder)
+int rl_hold_wait(struct rlock *rl, const char *name,
+		 const struct rlock_acquire_opts *o, const struct hold_kind *k,
+		 void *self, struct rlock_lease *lease,
+		 struct rlock_holder *holder)
 {
 	struct wait w = { rl, name, o, k, self, holder, rlock_mono_ms(), 0,
 			  0, o->wait_cb_ms > 0 ? o->wait_cb_ms : 900, 0, 0,
@@ -521,7 +521,7 @@ int hold_wait(struct rlock *rl, const char *name,
 			 * waiter's lease, a server that failed over, a wake-up
 			 * that found no subscriber) and taken again at the
 			 * end: listen again where the slot's master is now. */
-			unsubscribe(rl);
+			rl_unsubscribe(rl);
 			w.subscribed = 0;
 		}
 		w.in_line |= t.joined || t.in_line;
@@ -533,8 +533,8 @@ int hold_wait(struct rlock *rl, const char *name,
 		k->end(rl, self, rc, w.in_line, holder,
 		       rlock_mono_ms() - w.start);
 	if (w.subscribed)
-		unsubscribe(rl);
+		rl_unsubscribe(rl);
 	for (size_t i = 0; i < rl->nnode; i++)
-		node_watch_close(&rl->node[i]);
+		rl_node_watch_close(&rl->node[i]);
 	return rc;
 }

@@ -40,8 +40,8 @@
  * to hear releases on.  rnd (0..999)
  * spreads waiters so that they do not all arrive at once.
  */
-int64_t line_wait_ms(long long pttl, long long place, int in_line,
-		     int subscribed, unsigned rnd);
+int64_t rl_line_wait_ms(long long pttl, long long place, int in_line,
+			int subscribed, unsigned rnd);
 
 /* A try's code: granted where the replicas do not follow (--wait-replicas:
  * a master not yet demoted after a failover, or a new one whose replicas
@@ -84,17 +84,17 @@ struct hold_kind {
 
 /* Wait for name's hold of kind k under o's options (-w, the callbacks,
  * cancel_fd).  Returns RLOCK_OK with *lease, or why not. */
-int hold_wait(struct rlock *rl, const char *name,
-	      const struct rlock_acquire_opts *o, const struct hold_kind *k,
-	      void *self, struct rlock_lease *lease,
-	      struct rlock_holder *holder);
+int rl_hold_wait(struct rlock *rl, const char *name,
+		 const struct rlock_acquire_opts *o, const struct hold_kind *k,
+		 void *self, struct rlock_lease *lease,
+		 struct rlock_holder *holder);
 
 /* Until a message on rl's subscriptions, a sentinel's +switch-master,
  * cancel_fd, or wake (monotonic ms).  RLOCK_OK or RLOCK_CANCELED; *hint
  * (when not NULL) gets the messages' history hint. */
-int wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
-		 long long *hint);
+int rl_wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
+		    long long *hint);
 /* Close rl's subscribed connections. */
-void unsubscribe(struct rlock *rl);
+void rl_unsubscribe(struct rlock *rl);
 
 #endif

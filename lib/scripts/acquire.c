@@ -29,34 +29,34 @@ static void req_acquire_whole(struct request *q, const struct lock_names *n,
 {
 	int policy = a->priority != 0 || a->supersede || a->once_ms > 0;
 
-	req_begin_all(q, RLOCK_SCRIPT_ACQUIRE, n);
+	rl_req_begin_all(q, RLOCK_SCRIPT_ACQUIRE, n);
 	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
+	q->argv[q->argc++] = rl_req_num(q, 0, ttl_ms);
 	q->argv[q->argc++] = who->host;
-	q->argv[q->argc++] = req_num(q, 1, who->pid);
+	q->argv[q->argc++] = rl_req_num(q, 1, who->pid);
 	q->argv[q->argc++] = who->user;
 	q->argv[q->argc++] = q->label;
-	q->argv[q->argc++] = req_num(q, 2, who->min_hold_ms);
+	q->argv[q->argc++] = rl_req_num(q, 2, who->min_hold_ms);
 	q->argv[q->argc++] = a->details ? "1" : "0";
 	q->argv[q->argc++] = a->kind;
 	q->argv[q->argc++] = a->waiter;
 	q->argv[q->argc++] = a->join ? "1" : "0";
 	q->argv[q->argc++] = n->wake;
 	q->argv[q->argc++] = who->note != NULL ? who->note : "";
-	q->argv[q->argc++] = req_num(q, 4, who->waited_ms);
-	req_history(q, 5, h);
+	q->argv[q->argc++] = rl_req_num(q, 4, who->waited_ms);
+	rl_req_history(q, 5, h);
 	if (!policy && a->baton_ms == 0 && a->arrival == 0)
 		return;
-	q->argv[q->argc++] = req_num(q, 7, a->priority);
+	q->argv[q->argc++] = rl_req_num(q, 7, a->priority);
 	q->argv[q->argc++] = a->supersede ? "1" : "0";
-	q->argv[q->argc++] = req_num(q, 8, a->once_ms);
+	q->argv[q->argc++] = rl_req_num(q, 8, a->once_ms);
 	if (a->baton_ms == 0 && a->arrival == 0)
 		return;
-	q->argv[q->argc++] = a->baton_ms > 0 ? req_num(q, 3, a->baton_ms) : "0";
+	q->argv[q->argc++] = a->baton_ms > 0 ? rl_req_num(q, 3, a->baton_ms) : "0";
 	q->argv[q->argc++] = a->baton_ms > 0 ?
-			     req_num(q, 9, rlock_boot_ms()) : "0";
+			     rl_req_num(q, 9, rlock_boot_ms()) : "0";
 	if (a->arrival > 0)
-		q->argv[q->argc++] = req_num(q, 10, a->arrival);
+		q->argv[q->argc++] = rl_req_num(q, 10, a->arrival);
 }
 
 /*
@@ -67,12 +67,12 @@ static void req_acquire_whole(struct request *q, const struct lock_names *n,
  * would wait sends its waiter id too (FAST '+': the shortest path may
  * still grant it); one that joins the line sends the whole layout.
  */
-void req_acquire(struct request *q, const struct lock_names *n,
-		 const char *token, int64_t ttl_ms, const struct acquirer *who,
-		 const struct ask *a, const struct history *h)
+void rl_req_acquire(struct request *q, const struct lock_names *n,
+		    const char *token, int64_t ttl_ms, const struct acquirer *who,
+		    const struct ask *a, const struct history *h)
 {
 	int fast = strcmp(a->kind, "x") == 0 && who->min_hold_ms == 0 &&
-		   a->once_ms == 0 && req_default_history(h) && !a->join &&
+		   a->once_ms == 0 && rl_req_default_history(h) && !a->join &&
 		   a->priority == 0 && !a->supersede && a->baton_ms == 0 &&
 		   a->arrival == 0 && !n->multislot;
 	size_t at = 0;
@@ -84,10 +84,10 @@ void req_acquire(struct request *q, const struct lock_names *n,
 	req_acquire_whole(q, n, token, ttl_ms, who, a, h);
 	if (!fast)
 		return;
-	req_begin_short(q, RLOCK_SCRIPT_ACQUIRE, n);
+	rl_req_begin_short(q, RLOCK_SCRIPT_ACQUIRE, n);
 	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = req_num(q, 0, ttl_ms);
-	req_put_holder(q, a->kind, who->waited_ms, token, who);
+	q->argv[q->argc++] = rl_req_num(q, 0, ttl_ms);
+	rl_req_put_holder(q, a->kind, who->waited_ms, token, who);
 	q->argv[q->argc++] = q->info;
 	/* FAST: '+', or 'u' for fences ordered to the server's µs. */
 	if (!a->details && a->waiter[0] == '\0') {
@@ -96,33 +96,33 @@ void req_acquire(struct request *q, const struct lock_names *n,
 		return;
 	}
 	at = 0;
-	req_put(q->opts, sizeof(q->opts), &at, a->micro ? "u\n" : "+\n");
-	req_put(q->opts, sizeof(q->opts), &at, a->details ? "1\n" : "0\n");
-	req_put(q->opts, sizeof(q->opts), &at, a->waiter);
-	req_put(q->opts, sizeof(q->opts), &at, "\n0\n");
-	req_put_num(q->opts, sizeof(q->opts), &at, who->min_hold_ms);
-	req_put(q->opts, sizeof(q->opts), &at, "\n");
-	req_put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->max : 0);
-	req_put(q->opts, sizeof(q->opts), &at, "\n");
-	req_put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->ttl_ms : 0);
-	req_put(q->opts, sizeof(q->opts), &at, "\n");
-	req_put_num(q->opts, sizeof(q->opts), &at, a->priority);
-	req_put(q->opts, sizeof(q->opts), &at, a->supersede ? "\n1\n" : "\n0\n");
-	req_put_num(q->opts, sizeof(q->opts), &at, a->once_ms);
-	req_put(q->opts, sizeof(q->opts), &at, "\n");
-	req_put_num(q->opts, sizeof(q->opts), &at, a->baton_ms);
-	req_put(q->opts, sizeof(q->opts), &at, "\n");
-	req_put_num(q->opts, sizeof(q->opts), &at,
+	rl_req_put(q->opts, sizeof(q->opts), &at, a->micro ? "u\n" : "+\n");
+	rl_req_put(q->opts, sizeof(q->opts), &at, a->details ? "1\n" : "0\n");
+	rl_req_put(q->opts, sizeof(q->opts), &at, a->waiter);
+	rl_req_put(q->opts, sizeof(q->opts), &at, "\n0\n");
+	rl_req_put_num(q->opts, sizeof(q->opts), &at, who->min_hold_ms);
+	rl_req_put(q->opts, sizeof(q->opts), &at, "\n");
+	rl_req_put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->max : 0);
+	rl_req_put(q->opts, sizeof(q->opts), &at, "\n");
+	rl_req_put_num(q->opts, sizeof(q->opts), &at, h != NULL ? h->ttl_ms : 0);
+	rl_req_put(q->opts, sizeof(q->opts), &at, "\n");
+	rl_req_put_num(q->opts, sizeof(q->opts), &at, a->priority);
+	rl_req_put(q->opts, sizeof(q->opts), &at, a->supersede ? "\n1\n" : "\n0\n");
+	rl_req_put_num(q->opts, sizeof(q->opts), &at, a->once_ms);
+	rl_req_put(q->opts, sizeof(q->opts), &at, "\n");
+	rl_req_put_num(q->opts, sizeof(q->opts), &at, a->baton_ms);
+	rl_req_put(q->opts, sizeof(q->opts), &at, "\n");
+	rl_req_put_num(q->opts, sizeof(q->opts), &at,
 		a->baton_ms > 0 ? rlock_boot_ms() : 0);
-	req_put(q->opts, sizeof(q->opts), &at, "\n");
-	req_put_num(q->opts, sizeof(q->opts), &at, a->arrival);
+	rl_req_put(q->opts, sizeof(q->opts), &at, "\n");
+	rl_req_put_num(q->opts, sizeof(q->opts), &at, a->arrival);
 	q->argv[q->argc++] = q->opts;
 }
 
 /*
  * A grant, {1, fence}, {1, fence, recorded}, a semaphore's {1, fence,
  * recorded, slot} or a pool's {1, fence, recorded, {members}} (read by
- * decode_members): the fence a positive integer below 2^53, recorded 1 or
+ * rl_decode_members): the fence a positive integer below 2^53, recorded 1 or
  * 0 (the history refused it), absent or -1 when not asked for (*recorded
  * -1), the slot 0..RLOCK_LIMIT_MAX-1 (absent: none, *slot -1; a grant an
  * older rlock made has none); or the shortest path's answer, its
@@ -131,8 +131,8 @@ void req_acquire(struct request *q, const struct lock_names *n,
  * Returns 0, or -1 for anything else: a fence of 0, a negative one, one
  * a double cannot hold, any other string.
  */
-int decode_grant(const redisReply *r, long long *fence, int *recorded,
-		 int *slot)
+int rl_decode_grant(const redisReply *r, long long *fence, int *recorded,
+		    int *slot)
 {
 	const redisReply *f, *h, *s;
 
@@ -169,7 +169,7 @@ int decode_grant(const redisReply *r, long long *fence, int *recorded,
 	}
 	if (r->elements == 4) {
 		s = r->element[3];
-		/* A pool's members: decode_members reads them. */
+		/* A pool's members: rl_decode_members reads them. */
 		if (s->type == REDIS_REPLY_ARRAY)
 			return 0;
 		if (s->type != REDIS_REPLY_INTEGER || s->integer < 0 ||
@@ -183,8 +183,8 @@ int decode_grant(const redisReply *r, long long *fence, int *recorded,
 
 /* What a busy answer says: {0, pttl, place, waiting, holders, joined,
  * kind held} and, when asked for, the holder's details. */
-int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
-	       long long *arrival)
+int rl_parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
+		  long long *arrival)
 {
 	long long pttl, place, waiting, nholders, join, limit;
 	const redisReply *k;
@@ -194,11 +194,11 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 	 * (-1 none), a count of waiters (-1 not asked), of holders, and
 	 * whether this try joined the line. */
 	if ((r->elements != 7 && r->elements != 15) ||
-	    elem_num(r, 1, LLONG_MIN, LLONG_MAX, &pttl) != 0 ||
-	    elem_num(r, 2, -1, LLONG_MAX, &place) != 0 ||
-	    elem_num(r, 3, -1, LLONG_MAX, &waiting) != 0 ||
-	    elem_num(r, 4, 0, LLONG_MAX, &nholders) != 0 ||
-	    elem_num(r, 5, 0, FENCE_LIMIT, &join) != 0)
+	    rl_elem_num(r, 1, LLONG_MIN, LLONG_MAX, &pttl) != 0 ||
+	    rl_elem_num(r, 2, -1, LLONG_MAX, &place) != 0 ||
+	    rl_elem_num(r, 3, -1, LLONG_MAX, &waiting) != 0 ||
+	    rl_elem_num(r, 4, 0, LLONG_MAX, &nholders) != 0 ||
+	    rl_elem_num(r, 5, 0, FENCE_LIMIT, &join) != 0)
 		return -1;
 	/* The kind held: '' none (free, with others in line first), x, s,
 	 * or a semaphore's limit. */
@@ -208,7 +208,7 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 	     strcmp(k->str, "s") != 0 && strcmp(k->str, "p") != 0 &&
 	     rlock_parse_ll(k->str, k->len, 2, RLOCK_LIMIT_MAX, &limit) != 0))
 		return -1;
-	if (r->elements == 15 && parse_holder_at(r, 7, h) != 0)
+	if (r->elements == 15 && rl_parse_holder_at(r, 7, h) != 0)
 		return -1;
 	/* Without details: only the lease left; the details are those of
 	 * the last detailed answer. */
@@ -222,8 +222,8 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 	if (join != 0 && arrival != NULL)
 		*arrival = join;
 	if (k->len != 0) {
-		parse_kind(k->str, &h->shared, &h->limit);
-		h->pool = pool_kind(k->str) != 0;
+		rl_parse_kind(k->str, &h->shared, &h->limit);
+		h->pool = rl_pool_kind(k->str) != 0;
 	}
 	return 0;
 }
@@ -234,7 +234,7 @@ int parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
  * (RECORDED "0"), else 0.  Only a hint: it is used once the server
  * confirmed a grant of that very fence, and only to warn.
  */
-long long history_hint(const redisReply *r)
+long long rl_history_hint(const redisReply *r)
 {
 	const redisReply *m;
 	const char *nl, *last;

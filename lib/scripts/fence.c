@@ -6,15 +6,15 @@
 #include "request.h"
 
 /* KEYS: the first eight.  ARGV: token, fence. */
-void req_fence(struct request *q, const struct lock_names *n,
-	       const char *token, long long fence)
+void rl_req_fence(struct request *q, const struct lock_names *n,
+		  const char *token, long long fence)
 {
-	req_begin_all(q, RLOCK_SCRIPT_FENCE, n);
+	rl_req_begin_all(q, RLOCK_SCRIPT_FENCE, n);
 	q->argv[q->argc++] = token;
-	q->argv[q->argc++] = req_num(q, 0, fence);
+	q->argv[q->argc++] = rl_req_num(q, 0, fence);
 }
 
-int decode_fence(const redisReply *r)
+int rl_decode_fence(const redisReply *r)
 {
 	return r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? RLOCK_OK :
 	       RLOCK_EPROTO;

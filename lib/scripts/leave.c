@@ -10,14 +10,14 @@
 
 /* KEYS: the nine.  ARGV: "KIND:ID", wake-up prefix, token, the history's
  * length and ttl. */
-void req_leave(struct request *q, const struct lock_names *n,
-	       const char *kind, const char *waiter, const char *token,
-	       const struct history *h)
+void rl_req_leave(struct request *q, const struct lock_names *n,
+		  const char *kind, const char *waiter, const char *token,
+		  const struct history *h)
 {
-	req_begin_all(q, RLOCK_SCRIPT_LEAVE, n);
+	rl_req_begin_all(q, RLOCK_SCRIPT_LEAVE, n);
 	snprintf(q->member, sizeof(q->member), "%s:%s", kind, waiter);
 	q->argv[q->argc++] = q->member;
 	q->argv[q->argc++] = n->wake;
 	q->argv[q->argc++] = token;
-	req_history(q, 0, h);
+	rl_req_history(q, 0, h);
 }

@@ -327,7 +327,7 @@ int main(int argc, char **argv)
 		expand(&s, argv[first + i], 0);
 		if (s.len == 0)
 			fail("%s: no code", argv[first + i]);
-		sha1_hex(s.body, s.len, hex);
+		rl_sha1_hex(s.body, s.len, hex);
 		fprintf(f, "static const char %s_body[] =", names[i]);
 		for (at = 0; at < s.len;) {
 			size_t n = strcspn(s.body + at, "\n");

@@ -10,17 +10,17 @@
 #include "request.h"
 
 /* KEYS: the twelve.  ARGV: what, member, properties, wake-up prefix. */
-void req_members(struct request *q, const struct lock_names *n,
-		 const char *what, const char *member, const char *props)
+void rl_req_members(struct request *q, const struct lock_names *n,
+		    const char *what, const char *member, const char *props)
 {
-	req_begin_all(q, RLOCK_SCRIPT_MEMBERS, n);
+	rl_req_begin_all(q, RLOCK_SCRIPT_MEMBERS, n);
 	q->argv[q->argc++] = what;
 	q->argv[q->argc++] = member != NULL ? member : "";
 	q->argv[q->argc++] = props != NULL ? props : "";
 	q->argv[q->argc++] = n->wake;
 }
 
-int props_ok(const char *v, size_t n)
+int rl_props_ok(const char *v, size_t n)
 {
 	char kv[RLOCK_PROP_KEY_MAX + RLOCK_PROPS_MAX + 2];
 	const char *why, *end = v + n;
@@ -43,8 +43,8 @@ int props_ok(const char *v, size_t n)
 	return 1;
 }
 
-int decode_members(const redisReply *r, struct rlock_member *out,
-		   size_t max, const char **why)
+int rl_decode_members(const redisReply *r, struct rlock_member *out,
+		      size_t max, const char **why)
 {
 	size_t n;
 
@@ -71,7 +71,7 @@ int decode_members(const redisReply *r, struct rlock_member *out,
 			*why = "a member's name";
 			return -1;
 		}
-		if (!props_ok(p->str, p->len)) {
+		if (!rl_props_ok(p->str, p->len)) {
 			*why = "a member's properties";
 			return -1;
 		}

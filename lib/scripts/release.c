@@ -2,7 +2,7 @@
  * release.c - the release script (release.lua): its arguments, in its two
  * layouts.  Its answer, 1 released, 2 left to expire at --min-hold's end,
  * 3 released with the wake-up refused, 0 not held, is counted by
- * fan_tally.
+ * rl_fan_tally.
  */
 #include <string.h>
 
@@ -18,10 +18,10 @@
  * history entry "TOKEN8\nEXIT\n" (no signal).  Any other, and any to a
  * server that needs every key declared, has the whole layout.
  */
-void req_release(struct request *q, const struct lock_names *n,
-		 const char *token, const struct history *h,
-		 const struct rlock_outcome *how, int64_t once_ms,
-		 int announce)
+void rl_req_release(struct request *q, const struct lock_names *n,
+		    const char *token, const struct history *h,
+		    const struct rlock_outcome *how, int64_t once_ms,
+		    int announce)
 {
 	const char *sig = how != NULL && how->abandoned ? "abandoned" :
 			  how != NULL && how->signal > 0 ?
@@ -32,25 +32,25 @@ void req_release(struct request *q, const struct lock_names *n,
 
 	/* The whole layout: the twelve keys; token, channel, wake-up prefix,
 	 * exit, signal, the history's length and ttl (and the period). */
-	req_begin_all(q, RLOCK_SCRIPT_RELEASE, n);
+	rl_req_begin_all(q, RLOCK_SCRIPT_RELEASE, n);
 	q->argv[q->argc++] = token;
 	q->argv[q->argc++] = announce ? n->chan : "";
 	q->argv[q->argc++] = n->wake;
-	q->argv[q->argc++] = ex >= 0 ? req_num(q, 0, ex) : "";
+	q->argv[q->argc++] = ex >= 0 ? rl_req_num(q, 0, ex) : "";
 	q->argv[q->argc++] = sig;
-	req_history(q, 2, h);
+	rl_req_history(q, 2, h);
 	if (once_ms > 0)
-		q->argv[q->argc++] = req_num(q, 4, once_ms);
+		q->argv[q->argc++] = rl_req_num(q, 4, once_ms);
 	q->wargc = 0;
 	if (announce || sig[0] != '\0' || ex > 0 || once_ms > 0 ||
-	    !req_default_history(h) || n->multislot)
+	    !rl_req_default_history(h) || n->multislot)
 		return;
-	req_begin_short(q, RLOCK_SCRIPT_RELEASE, n);
+	rl_req_begin_short(q, RLOCK_SCRIPT_RELEASE, n);
 	q->argv[q->argc++] = token;
-	req_put_prefix(q->info, sizeof(q->info), &at, token);
-	req_put(q->info, sizeof(q->info), &at, "\n");
+	rl_req_put_prefix(q->info, sizeof(q->info), &at, token);
+	rl_req_put(q->info, sizeof(q->info), &at, "\n");
 	if (ex >= 0)
-		req_put_num(q->info, sizeof(q->info), &at, ex);
-	req_put(q->info, sizeof(q->info), &at, "\n");
+		rl_req_put_num(q->info, sizeof(q->info), &at, ex);
+	rl_req_put(q->info, sizeof(q->info), &at, "\n");
 	q->argv[q->argc++] = q->info;
 }

@@ -13,9 +13,9 @@
 #include "request.h"
 
 /* KEYS: the twelve. */
-void req_status(struct request *q, const struct lock_names *n)
+void rl_req_status(struct request *q, const struct lock_names *n)
 {
-	req_begin_all(q, RLOCK_SCRIPT_STATUS, n);
+	rl_req_begin_all(q, RLOCK_SCRIPT_STATUS, n);
 }
 
 /* Element i of r, a string, as n bytes at *v.  Returns 0, or -1. */
@@ -32,7 +32,7 @@ static int elem_bytes(const redisReply *r, size_t i, const char **v,
 }
 
 /* A number of r's element i (a string or an integer, as the scripts pass
- * what they read): as num_field. */
+ * what they read): as rl_num_field. */
 static long long elem_field(const redisReply *r, size_t i, long long min,
 			    long long max, long long unk, const char *what,
 			    char *junk, size_t jlen)
@@ -42,10 +42,10 @@ static long long elem_field(const redisReply *r, size_t i, long long min,
 
 	if (e->type == REDIS_REPLY_INTEGER) {
 		snprintf(buf, sizeof(buf), "%lld", e->integer);
-		return num_field(buf, strlen(buf), min, max, unk, what, junk,
-				 jlen);
+		return rl_num_field(buf, strlen(buf), min, max, unk, what, junk,
+				    jlen);
 	}
-	return num_field(e->str, e->len, min, max, unk, what, junk, jlen);
+	return rl_num_field(e->str, e->len, min, max, unk, what, junk, jlen);
 }
 
 /*
@@ -97,7 +97,7 @@ static int parse_slot(const char *v, size_t n, int limit, char *junk,
 	if ((n > 1 && v[0] == '0') ||
 	    rlock_parse_ll(v, n, 0, (limit > 1 ? limit : RLOCK_LIMIT_MAX) - 1,
 			   &s) != 0) {
-		note_junk(junk, jlen, "slot", v, n);
+		rl_note_junk(junk, jlen, "slot", v, n);
 		return -1;
 	}
 	return (int)s;
@@ -130,7 +130,7 @@ static void parse_members(const char *v, size_t n, char *out, size_t len,
 	snprintf(out, len, "%.*s", (int)n, v);
 	return;
 bad:
-	note_junk(junk, jlen, "members", v, n);
+	rl_note_junk(junk, jlen, "members", v, n);
 }
 
 /* The holders of a shared lock or a semaphore: up to 100 of {token
@@ -176,7 +176,7 @@ static int parse_holders(const redisReply *l, struct rlock_holder *h,
 				       x->junk, sizeof(x->junk));
 		meta = strndup(e->element[2]->str, e->element[2]->len);
 		if (meta != NULL)
-			parse_meta(meta, now, x);
+			rl_parse_meta(meta, now, x);
 		free(meta);
 		x->slot = -1;
 		x->pool = h->pool;
@@ -218,8 +218,8 @@ static int parse_status(const redisReply *r, struct rlock_holder *h,
 	now = elem_field(r, 9, 0, LLONG_MAX, 0, "time", h->junk,
 			 sizeof(h->junk));
 	snprintf(k, sizeof(k), "%.*s", (int)(n < sizeof(k) ? n : 0), v);
-	if (n >= sizeof(k) || parse_kind(k, &h->shared, &h->limit) != 0)
-		note_junk(h->junk, sizeof(h->junk), "limit", v, n);
+	if (n >= sizeof(k) || rl_parse_kind(k, &h->shared, &h->limit) != 0)
+		rl_note_junk(h->junk, sizeof(h->junk), "limit", v, n);
 	h->pool = strcmp(k, "p") == 0;
 	if (r->element[11]->integer < 0 || r->element[12]->integer < 0)
 		return -1;
@@ -231,8 +231,8 @@ static int parse_status(const redisReply *r, struct rlock_holder *h,
 	if (n > 0) {
 		next = strndup(v, n);
 		if (next != NULL)
-			parse_waiter(next, now, &h->next, h->junk,
-				     sizeof(h->junk));
+			rl_parse_waiter(next, now, &h->next, h->junk,
+					sizeof(h->junk));
 		free(next);
 	}
 	if (parse_once(r->element[18], &h->once, h->junk,
@@ -241,10 +241,10 @@ static int parse_status(const redisReply *r, struct rlock_holder *h,
 	return parse_holders(r->element[14], h, now, list, nlist);
 }
 
-int decode_status(const redisReply *r, struct rlock_holder *h,
-		  struct rlock_holder **list, size_t *nlist)
+int rl_decode_status(const redisReply *r, struct rlock_holder *h,
+		     struct rlock_holder **list, size_t *nlist)
 {
-	if (parse_holder(r, h) != 0 || parse_status(r, h, list, nlist) != 0)
+	if (rl_parse_holder(r, h) != 0 || parse_status(r, h, list, nlist) != 0)
 		return -1;
 	return 0;
 }

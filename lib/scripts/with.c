@@ -20,7 +20,7 @@ static void req_with_arg(struct request *q, const char *v)
 static void req_with_history(struct request *q, int slot,
 			     const struct history *h)
 {
-	req_history(q, slot, h);
+	rl_req_history(q, slot, h);
 	q->wargv[q->wargc++] = q->argv[q->argc - 2];
 	q->wargv[q->wargc++] = q->argv[q->argc - 1];
 }
@@ -49,43 +49,43 @@ static void req_with_begin(struct request *q, const struct with_set *w,
 /* ARGV after the token: ttl, the holder's fields (as acquire.lua's short
  * layout packs them), the waiter id, join, the history's length and ttl,
  * the names one a line, details, the baton's lease (0 none). */
-void req_with_acquire(struct request *q, const struct with_set *w,
-		      const char *token, int64_t ttl_ms,
-		      const struct acquirer *who, const char *waiter, int join,
-		      int details, const struct history *h, int64_t baton_ms)
+void rl_req_with_acquire(struct request *q, const struct with_set *w,
+			 const char *token, int64_t ttl_ms,
+			 const struct acquirer *who, const char *waiter, int join,
+			 int details, const struct history *h, int64_t baton_ms)
 {
 	req_with_begin(q, w, "a", token);
-	req_with_arg(q, req_num(q, 0, ttl_ms));
+	req_with_arg(q, rl_req_num(q, 0, ttl_ms));
 	rlock_strlcpy(q->label, who->label != NULL ? who->label : "",
 		      sizeof(q->label));
-	req_put_holder(q, "x", who->waited_ms > 0 ? who->waited_ms : -1, token,
-		       who);
+	rl_req_put_holder(q, "x", who->waited_ms > 0 ? who->waited_ms : -1, token,
+			  who);
 	req_with_arg(q, q->info);
 	req_with_arg(q, waiter);
 	req_with_arg(q, join ? "1" : "0");
 	req_with_history(q, 1, h);
 	req_with_arg(q, w->names);
 	req_with_arg(q, details ? "1" : "0");
-	req_with_arg(q, baton_ms > 0 ? req_num(q, 3, baton_ms) : "0");
+	req_with_arg(q, baton_ms > 0 ? rl_req_num(q, 3, baton_ms) : "0");
 }
 
 /* ARGV after the token: ttl. */
-void req_with_extend(struct request *q, const struct with_set *w,
-		     const char *token, int64_t ttl_ms)
+void rl_req_with_extend(struct request *q, const struct with_set *w,
+			const char *token, int64_t ttl_ms)
 {
 	req_with_begin(q, w, "e", token);
-	req_with_arg(q, req_num(q, 0, ttl_ms));
+	req_with_arg(q, rl_req_num(q, 0, ttl_ms));
 }
 
 /* ARGV after the token: exit ('' unknown), signal, the history's length
  * and ttl. */
-void req_with_release(struct request *q, const struct with_set *w,
-		      const char *token, const struct history *h,
-		      const struct rlock_outcome *how)
+void rl_req_with_release(struct request *q, const struct with_set *w,
+			 const char *token, const struct history *h,
+			 const struct rlock_outcome *how)
 {
 	req_with_begin(q, w, "r", token);
 	req_with_arg(q, how != NULL && how->exit >= 0 ?
-			     req_num(q, 0, how->exit) : "");
+			     rl_req_num(q, 0, how->exit) : "");
 	req_with_arg(q, how != NULL && how->abandoned ? "abandoned" :
 			     how != NULL && how->signal > 0 ?
 			     rlock_signame(how->signal, q->num[3],
@@ -94,22 +94,22 @@ void req_with_release(struct request *q, const struct with_set *w,
 }
 
 /* ARGV after the token: the waiter id, the history's length and ttl. */
-void req_with_leave(struct request *q, const struct with_set *w,
-		    const char *token, const char *waiter,
-		    const struct history *h)
+void rl_req_with_leave(struct request *q, const struct with_set *w,
+		       const char *token, const char *waiter,
+		       const struct history *h)
 {
 	req_with_begin(q, w, "l", token);
 	req_with_arg(q, waiter);
 	req_with_history(q, 1, h);
 }
 
-int decode_with_acquire(const redisReply *r, size_t n,
-			struct with_reply *out, struct rlock_holder *h)
+int rl_decode_with_acquire(const redisReply *r, size_t n,
+			   struct with_reply *out, struct rlock_holder *h)
 {
 	long long v;
 
 	memset(out, 0, sizeof(*out));
-	if (r->type != REDIS_REPLY_ARRAY || elem_num(r, 0, 0, 1, &v) != 0)
+	if (r->type != REDIS_REPLY_ARRAY || rl_elem_num(r, 0, 0, 1, &v) != 0)
 		return -1;
 	out->granted = (int)v;
 	if (out->granted) {
@@ -117,23 +117,23 @@ int decode_with_acquire(const redisReply *r, size_t n,
 			return -1;
 		for (size_t i = 0; i < n; i++) {
 			if (r->element[i + 1]->type != REDIS_REPLY_INTEGER ||
-			    elem_num(r, i + 1, 1, FENCE_LIMIT - 1,
-				     &out->fence[i]) != 0)
+			    rl_elem_num(r, i + 1, 1, FENCE_LIMIT - 1,
+					&out->fence[i]) != 0)
 				return -1;
 		}
 		return 0;
 	}
 	if ((r->elements != 5 && r->elements != 13) ||
-	    elem_num(r, 1, -1, 30LL * 86400 * 1000, &out->pttl) != 0 ||
-	    elem_num(r, 2, -1, 1LL << 40, &out->place) != 0 ||
-	    elem_num(r, 3, 0, 1, &v) != 0 ||
-	    elem_num(r, 4, 0, (long long)n, &out->held) != 0 ||
+	    rl_elem_num(r, 1, -1, 30LL * 86400 * 1000, &out->pttl) != 0 ||
+	    rl_elem_num(r, 2, -1, 1LL << 40, &out->place) != 0 ||
+	    rl_elem_num(r, 3, 0, 1, &v) != 0 ||
+	    rl_elem_num(r, 4, 0, (long long)n, &out->held) != 0 ||
 	    (r->elements == 13 && out->held == 0))
 		return -1;
 	out->joined = (int)v;
 	/* The holder of the first lock held, when asked for. */
 	if (r->elements == 13) {
-		if (parse_holder_at(r, 5, h) != 0)
+		if (rl_parse_holder_at(r, 5, h) != 0)
 			return -1;
 		h->held = 1;
 		h->place = out->place;
@@ -146,7 +146,7 @@ int decode_with_acquire(const redisReply *r, size_t n,
  * RLOCK_WITH_MAX names that are lock names, and fences in 1..2^53. */
 static int with_record(const char *s, size_t len, struct rlock_with *out);
 
-int decode_with_record(const char *s, size_t len, struct rlock_with *out)
+int rl_decode_with_record(const char *s, size_t len, struct rlock_with *out)
 {
 	if (with_record(s, len, out) == 0)
 		return 0;

@@ -4,13 +4,13 @@
  * input's first byte picks the decoder, the rest is a reply (through the
  * reply guard and hiredis's reader, as a connection reads it) or text.
  *
- *   0: SENTINEL MASTER's array (decode_sentinel_master): the address and
+ *   0: SENTINEL MASTER's array (rl_decode_sentinel_master): the address and
  *      the timing (down-after-milliseconds, failover-timeout,
  *      parallel-syncs, num-slaves)
- *   1: CONFIG GET's {name, value} (decode_config), for each parameter
+ *   1: CONFIG GET's {name, value} (rl_decode_config), for each parameter
  *      the check asks
- *   2: CLUSTER NODES' text (decode_cluster_nodes)
- *   3: the advice (failover_plan, failover_message) from inputs made of
+ *   2: CLUSTER NODES' text (rl_decode_cluster_nodes)
+ *   3: the advice (rl_failover_plan, rl_failover_message) from inputs made of
  *      the bytes, each within the range its decoder lets through
  *
  * Beyond not crashing: a number that decodes is within its range, and a
@@ -39,7 +39,7 @@ static void sentinel_master(const redisReply *r)
 	struct sentinel_master m;
 	const char *bad = NULL;
 
-	if (decode_sentinel_master(r, &m, &bad) != 0) {
+	if (rl_decode_sentinel_master(r, &m, &bad) != 0) {
 		REQUIRE(bad != NULL);
 		return;
 	}
@@ -65,7 +65,7 @@ static void config(const redisReply *r)
 	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
 		const char *v = NULL;
 		size_t n = 1;
-		int rc = decode_config(r, params[i], &v, &n);
+		int rc = rl_decode_config(r, params[i], &v, &n);
 
 		REQUIRE(rc == INFO_OK || rc == INFO_ABSENT || rc == INFO_BAD);
 		REQUIRE(v != NULL);
@@ -83,7 +83,7 @@ static void cluster_nodes(const uint8_t *data, size_t size)
 	struct cluster_replicas c;
 	size_t lines = 1;
 
-	if (decode_cluster_nodes((const char *)data, size, &c) != 0)
+	if (rl_decode_cluster_nodes((const char *)data, size, &c) != 0)
 		return;
 	for (size_t i = 0; i < size; i++)
 		lines += data[i] == '\n';
@@ -122,7 +122,7 @@ static void advice(const uint8_t *d, size_t size)
 	in.diskless_delay_s = take(&d, &size, 0, INT_MAX);
 	in.dataset_bytes = take(&d, &size, -1, LLONG_MAX);
 	in.min_replicas = take(&d, &size, 0, INT_MAX);
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	REQUIRE(o.window_ms >= in.detect_ms + FAILOVER_ELECT_MS);
 	REQUIRE(o.ttl_s * 2000 >= o.window_ms * 3);
 	REQUIRE(o.wait_s * 1000 >= o.window_ms);
@@ -133,9 +133,9 @@ static void advice(const uint8_t *d, size_t size)
 	REQUIRE(o.level == RLOCK_CHECK_NOTE || o.level == RLOCK_CHECK_WARN);
 	REQUIRE(!o.stuck || o.level == RLOCK_CHECK_WARN);
 	memset(msg, 'Z', sizeof(msg));
-	failover_message(&in, &o, msg, (size_t)(size % 64) + 1);
+	rl_failover_message(&in, &o, msg, (size_t)(size % 64) + 1);
 	REQUIRE(memchr(msg, '\0', (size % 64) + 1) != NULL);
-	failover_message(&in, &o, msg, sizeof(msg));
+	rl_failover_message(&in, &o, msg, sizeof(msg));
 	REQUIRE(msg[0] != '\0' && strlen(msg) < sizeof(msg));
 }
 
@@ -162,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* As a connection reads it: the reply guard first (lib/resp.c), so
 	 * that hiredis never holds what no server may declare. */
 	memset(&g, 0, sizeof(g));
-	if (resp_guard_feed(&g, (const char *)data, size) != NULL)
+	if (rl_resp_guard_feed(&g, (const char *)data, size) != NULL)
 		return 0;
 	rd = redisReaderCreate();
 	if (rd == NULL)

@@ -4,14 +4,14 @@
  * the rest is a reply (through the reply guard and hiredis's reader, as
  * a connection reads it) or a record's bytes.
  *
- *   0: the status script's answer (decode_status), with its holders
- *   1: a history entry (decode_entry), each element of an array reply
- *   2: a run of the record of the last runs (decode_run)
- *   3: a stream id (decode_id)
- *   4: a SCAN reply of a listing (decode_scan), prefix "rlock:"
+ *   0: the status script's answer (rl_decode_status), with its holders
+ *   1: a history entry (rl_decode_entry), each element of an array reply
+ *   2: a run of the record of the last runs (rl_decode_run)
+ *   3: a stream id (rl_decode_id)
+ *   4: a SCAN reply of a listing (rl_decode_scan), prefix "rlock:"
  *   5: the history at and before the ID the record of the last success
- *      names (decode_ok_check), that ID "1795771430791-8"
- *   6: the server's clock (decode_time)
+ *      names (rl_decode_ok_check), that ID "1795771430791-8"
+ *   6: the server's clock (rl_decode_time)
  *
  * Beyond not crashing: every number that decodes is within the range its
  * field allows (a fence in 0..2^53, a pid positive, an exit 0..255); a
@@ -64,7 +64,7 @@ static void reply(int what, const redisReply *r)
 
 	if (what == 5) {
 		static const char id[] = "1795771430791-8";
-		int v = decode_ok_check(r, id, &e);
+		int v = rl_decode_ok_check(r, id, &e);
 
 		REQUIRE(v >= -1 && v <= OKREC_NONE);
 		if (v == OKREC_ENTRY) {
@@ -77,7 +77,7 @@ static void reply(int what, const redisReply *r)
 	if (what == 6) {
 		long long ms = -1;
 
-		if (decode_time(r, &ms) == 0)
+		if (rl_decode_time(r, &ms) == 0)
 			REQUIRE(ms >= 0 && ms <= FENCE_LIMIT / 1000);
 		else
 			REQUIRE(ms == -1);
@@ -88,7 +88,7 @@ static void reply(int what, const redisReply *r)
 		char cursor[32];
 		size_t nn, nj;
 
-		if (decode_scan(r, 6, cursor, &nn, &nj) == RLOCK_OK) {
+		if (rl_decode_scan(r, 6, cursor, &nn, &nj) == RLOCK_OK) {
 			REQUIRE(strlen(cursor) >= 1 && strlen(cursor) <= 20);
 			REQUIRE(strspn(cursor, "0123456789") == strlen(cursor));
 		}
@@ -96,7 +96,7 @@ static void reply(int what, const redisReply *r)
 	}
 	if (what == 0) {
 		memset(&h, 0, sizeof(h));
-		if (decode_status(r, &h, &list, &n) == 0) {
+		if (rl_decode_status(r, &h, &list, &n) == 0) {
 			check_holder(&h);
 			for (size_t i = 0; i < n; i++)
 				check_holder(&list[i]);
@@ -105,11 +105,11 @@ static void reply(int what, const redisReply *r)
 		free(list);
 		return;
 	}
-	if (decode_entry(r, &e) == 0)
+	if (rl_decode_entry(r, &e) == 0)
 		check_event(&e);
 	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements;
 	     i++)
-		if (decode_entry(r->element[i], &e) == 0)
+		if (rl_decode_entry(r->element[i], &e) == 0)
 			check_event(&e);
 }
 
@@ -130,13 +130,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (what == 2) {
 		char *s = fuzz_cstr(data, size);
 
-		if (decode_run(s, size, &e) == 0)
+		if (rl_decode_run(s, size, &e) == 0)
 			check_event(&e);
 		free(s);
 		return 0;
 	}
 	if (what == 3) {
-		if (decode_id((const char *)data, size, &ms, &seq) == 0)
+		if (rl_decode_id((const char *)data, size, &ms, &seq) == 0)
 			REQUIRE(ms >= 0);
 		return 0;
 	}
@@ -146,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct resp_guard g;
 
 		memset(&g, 0, sizeof(g));
-		if (resp_guard_feed(&g, (const char *)data, size) != NULL)
+		if (rl_resp_guard_feed(&g, (const char *)data, size) != NULL)
 			return 0;
 	}
 	rd = redisReaderCreate();

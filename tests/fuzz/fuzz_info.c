@@ -4,7 +4,7 @@
  * sees any read past it.  Each field the table holds is looked up by its
  * key, as a number, as text to show and as seconds; the fields doctor and
  * bench ask for by name too; then every slave line is walked.  The text,
- * terminated, is also read as a version (parse_version).
+ * terminated, is also read as a version (rl_parse_version).
  *
  * Beyond not crashing: the table holds at most INFO_FIELDS_MAX fields,
  * each a key of 1..INFO_KEY_MAX printable bytes with no ':' and a value
@@ -34,18 +34,18 @@ static void shown(const char *key)
 	int rc;
 
 	memset(buf, 'Z', sizeof(buf));
-	rc = info_text(&in, key, buf, sizeof(buf));
+	rc = rl_info_text(&in, key, buf, sizeof(buf));
 	REQUIRE(rc == INFO_OK || rc == INFO_ABSENT || rc == INFO_BAD);
 	/* Raw bytes, terminated within the buffer: the cli escapes them
 	 * where they are shown (fuzz_text checks that funnel). */
 	REQUIRE(memchr(buf, '\0', sizeof(buf)) != NULL);
 	if (rc == INFO_ABSENT)
 		REQUIRE(buf[0] == '\0');
-	if (info_num(&in, key, 0, 1000000, &v) == INFO_OK)
+	if (rl_info_num(&in, key, 0, 1000000, &v) == INFO_OK)
 		REQUIRE(v >= 0 && v <= 1000000);
-	if (info_num(&in, key, LLONG_MIN, LLONG_MAX, &v) == INFO_OK)
+	if (rl_info_num(&in, key, LLONG_MIN, LLONG_MAX, &v) == INFO_OK)
 		REQUIRE(rc == INFO_OK);
-	if (info_seconds(&in, key, &us) == INFO_OK)
+	if (rl_info_seconds(&in, key, &us) == INFO_OK)
 		REQUIRE(us >= 0 && rc == INFO_OK);
 }
 
@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (text == NULL)
 		abort();
 	memcpy(text, data, size);
-	info_parse(&in, text, size);
+	rl_info_parse(&in, text, size);
 	REQUIRE(in.n <= INFO_FIELDS_MAX);
 	REQUIRE(!in.full || in.n == INFO_FIELDS_MAX);
 	for (size_t i = 0; i < in.n; i++) {
@@ -76,8 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				f->key[k] != ':');
 		memcpy(key, f->key, f->klen);
 		key[f->klen] = '\0';
-		rc = info_get(&in, key, &(const char *){ NULL },
-			      &(size_t){ 0 });
+		rc = rl_info_get(&in, key, &(const char *){ NULL },
+				 &(size_t){ 0 });
 		REQUIRE(rc == INFO_OK || rc == INFO_BAD);
 		if (i < 64)
 			shown(key);
@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		shown(named[i]);
 	for (;;) {
 		last = pos;
-		rc = info_replica(&in, &pos, &r);
+		rc = rl_info_replica(&in, &pos, &r);
 		if (rc == INFO_ABSENT)
 			break;
 		REQUIRE(pos > last && pos <= in.n);
@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(text);
 
 	s = fuzz_cstr(data, size);
-	if (parse_version(s, &maj, &min, &pat) == 0)
+	if (rl_parse_version(s, &maj, &min, &pat) == 0)
 		REQUIRE(maj >= 0 && maj <= 65535 && min >= 0 &&
 			min <= 65535 && pat >= 0 && pat <= 65535);
 	free(s);

@@ -1,11 +1,11 @@
 /*
  * fuzz_node.c - what a server says of where another server is (lib/node.c):
  * the input's first byte picks the reader.  0: the rest is the text of a
- * MOVED or ASK error, for decode_redirect.  Otherwise the rest is RESP,
+ * MOVED or ASK error, for rl_decode_redirect.  Otherwise the rest is RESP,
  * read by hiredis (after the reply guard, as the transport does), and each
- * reply goes to decode_master_addr (SENTINEL GET-MASTER-ADDR-BY-NAME),
- * element by element to decode_slot_range (CLUSTER SLOTS), and a string to
- * read_run_id (INFO server: the run_id that tells two URLs of one server
+ * reply goes to rl_decode_master_addr (SENTINEL GET-MASTER-ADDR-BY-NAME),
+ * element by element to rl_decode_slot_range (CLUSTER SLOTS), and a string to
+ * rl_read_run_id (INFO server: the run_id that tells two URLs of one server
  * apart).
  *
  * Beyond not crashing: an address that decodes has a host of at most 255
@@ -39,7 +39,7 @@ static void run_id(const char *info, size_t len)
 	char id[41];
 
 	memset(id, 'Z', sizeof(id));
-	read_run_id(info, len, id);
+	rl_read_run_id(info, len, id);
 	REQUIRE(strnlen(id, sizeof(id)) == 0 || strnlen(id, sizeof(id)) == 40);
 	for (size_t i = 0; id[i] != '\0'; i++)
 		REQUIRE((id[i] >= '0' && id[i] <= '9') ||
@@ -55,7 +55,7 @@ static void replies(const char *d, size_t n)
 	void *r;
 
 	memset(&g, 0, sizeof(g));
-	if (resp_guard_feed(&g, d, n) != NULL)
+	if (rl_resp_guard_feed(&g, d, n) != NULL)
 		return;
 	rd = redisReaderCreate();
 	if (rd == NULL)
@@ -69,14 +69,14 @@ static void replies(const char *d, size_t n)
 				break;
 			x = r;
 			memset(&a, 0x55, sizeof(a));
-			if (decode_master_addr(x, &a) == 0)
+			if (rl_decode_master_addr(x, &a) == 0)
 				check(&a, 0);
 			if (x->type == REDIS_REPLY_STRING)
 				run_id(x->str, x->len);
 			for (size_t i = 0; x->type == REDIS_REPLY_ARRAY &&
 					   i < x->elements; i++) {
 				memset(&a, 0x55, sizeof(a));
-				if (decode_slot_range(x->element[i], &a) == 0)
+				if (rl_decode_slot_range(x->element[i], &a) == 0)
 					check(&a, 1);
 			}
 			freeReplyObject(r);
@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		memcpy(s, data + 1, size - 1);
 		memset(&a, 0x55, sizeof(a));
-		if (decode_redirect(s, size - 1, &a) == 0) {
+		if (rl_decode_redirect(s, size - 1, &a) == 0) {
 			REQUIRE(a.lo == a.hi);
 			check(&a, 1);
 		}

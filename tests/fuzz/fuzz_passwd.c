@@ -1,5 +1,5 @@
 /*
- * fuzz_passwd.c - passwd_name (lib/util.c) on the input as the passwd
+ * fuzz_passwd.c - rl_passwd_name (lib/util.c) on the input as the passwd
  * file, asked for uid 0, 1000 and a uid from the input's first four bytes.
  * The file is a memfd made once per process and rewritten for each input.
  *
@@ -7,7 +7,7 @@
  * the buffer it was given; a smaller buffer finds the same name or none;
  * and the answer is the one a reading of the whole file at once gives
  * (lines split at '\n', the same rules per line, a line of 4 KiB or more
- * reached before the answer ends the search): passwd_name reads in 4 KiB
+ * reached before the answer ends the search): rl_passwd_name reads in 4 KiB
  * pieces, and lines that cross them must not read differently.
  */
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include "fuzz.h"
 #include "rlock_int.h"
 
-#define LINE_MAX_READ 4096	/* passwd_name's buffer */
+#define LINE_MAX_READ 4096	/* rl_passwd_name's buffer */
 
 static int digit(char c)
 {
@@ -49,7 +49,7 @@ static int ref_line(const char *p, size_t n, unsigned long uid, size_t len,
 	if (f2 == n)
 		return 0;
 	for (f3 = f2 + 1; f3 < n && digit(p[f3]); f3++) {
-		/* passwd_name gives up on a value that might not fit. */
+		/* rl_passwd_name gives up on a value that might not fit. */
 		if (v > (ULONG_MAX - 9) / 10)
 			return 0;
 		v = v * 10 + (unsigned long long)(p[f3] - '0');
@@ -98,7 +98,7 @@ static void ask(const char *path, const uint8_t *data, size_t size,
 		int rc, ref;
 
 		memset(name, 'Z', sizeof(name));
-		rc = passwd_name(path, uid, name, len);
+		rc = rl_passwd_name(path, uid, name, len);
 		ref = reference((const char *)data, size, uid, len, &want,
 				&wantlen);
 		REQUIRE(rc == 0 || rc == -1);

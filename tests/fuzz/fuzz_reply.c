@@ -4,18 +4,18 @@
  * stream is split; the rest goes through the reply guard (lib/resp.c) in
  * those pieces, then, while the guard lets it pass, through hiredis's
  * reader, and every reply through the acquire script's decoders
- * (decode_grant, parse_busy, elem_num: lib/lock.c), the baton message's
- * (history_hint), the holder layout's (parse_holder), the force script's
- * (decode_force: lib/scripts/force.c), a sentinel's +switch-master
- * message's (node_is_switch: lib/node.c) and an error's text as messages
- * show it (acl_refusal, script_tail, server_text).
+ * (rl_decode_grant, rl_parse_busy, rl_elem_num: lib/lock.c), the baton message's
+ * (rl_history_hint), the holder layout's (rl_parse_holder), the force script's
+ * (rl_decode_force: lib/scripts/force.c), a sentinel's +switch-master
+ * message's (rl_node_is_switch: lib/node.c) and an error's text as messages
+ * show it (rl_acl_refusal, rl_script_tail, rl_server_text).
  *
  * Beyond not crashing: the guard answers the same whatever the split; a
  * declared array or string past the bounds is refused before hiredis
  * sees it (so hiredis never holds an array longer than the bound); a
  * grant that decodes has a fence in 1..2^53-1 and recorded in -1..2; a
  * busy answer that decodes has a place >= -1 and a holder count >= 0;
- * elem_num never returns a value outside the range asked.
+ * rl_elem_num never returns a value outside the range asked.
  */
 #include "fuzz.h"
 #include "node.h"
@@ -30,8 +30,8 @@ static const char *guarded(const uint8_t *d, size_t n, size_t step)
 
 	memset(&g, 0, sizeof(g));
 	for (size_t i = 0; i < n && why == NULL; i += step)
-		why = resp_guard_feed(&g, (const char *)d + i,
-				      n - i < step ? n - i : step);
+		why = rl_resp_guard_feed(&g, (const char *)d + i,
+					 n - i < step ? n - i : step);
 	return why;
 }
 
@@ -57,7 +57,7 @@ static void decode(const redisReply *r)
 	int recorded, joined = 0, slot;
 
 	walk(r, 1);
-	if (decode_grant(r, &fence, &recorded, &slot) == 0) {
+	if (rl_decode_grant(r, &fence, &recorded, &slot) == 0) {
 		REQUIRE(fence >= 1 && fence < (1LL << 53));
 		REQUIRE(recorded >= -1 && recorded <= 2);
 		REQUIRE(slot >= -1 && slot < RLOCK_LIMIT_MAX);
@@ -65,7 +65,7 @@ static void decode(const redisReply *r)
 	if (r->type == REDIS_REPLY_ARRAY) {
 		static struct rlock_member m[RLOCK_COUNT_MAX];
 		const char *why;
-		int n = decode_members(r, m, RLOCK_COUNT_MAX, &why);
+		int n = rl_decode_members(r, m, RLOCK_COUNT_MAX, &why);
 
 		REQUIRE(n >= -1 && n <= RLOCK_COUNT_MAX);
 		for (int i = 0; i < n; i++)
@@ -75,7 +75,7 @@ static void decode(const redisReply *r)
 	memset(&h, 0, sizeof(h));
 	arrival = 0;
 	if (r->type == REDIS_REPLY_ARRAY &&
-	    parse_busy(r, &h, &joined, &arrival) == 0) {
+	    rl_parse_busy(r, &h, &joined, &arrival) == 0) {
 		REQUIRE(h.place >= -1);
 		REQUIRE(h.nholders >= 0);
 		REQUIRE(joined == 0 || joined == 1);
@@ -84,7 +84,7 @@ static void decode(const redisReply *r)
 	}
 	/* A sentinel's +switch-master: only ["message", "+switch-master",
 	 * "NAME ..."] for the name asked. */
-	if (node_is_switch(r, "mymaster")) {
+	if (rl_node_is_switch(r, "mymaster")) {
 		REQUIRE(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
 		REQUIRE(r->element[2]->len > 9 &&
 			memcmp(r->element[2]->str, "mymaster ", 9) == 0);
@@ -95,13 +95,13 @@ static void decode(const redisReply *r)
 	if (r->type == REDIS_REPLY_ERROR &&
 	    memchr(r->str, '\0', r->len) == NULL) {
 		char text[SERVER_TEXT_MAX + 1];
-		const char *tail = script_tail(r->str, r->len);
+		const char *tail = rl_script_tail(r->str, r->len);
 		size_t k;
 
-		(void)acl_refusal(r);
+		(void)rl_acl_refusal(r);
 		REQUIRE(tail == NULL ||
 			(tail >= r->str && tail + 49 <= r->str + r->len));
-		server_text(text, sizeof(text), r->str, r->len);
+		rl_server_text(text, sizeof(text), r->str, r->len);
 		k = strlen(text);
 		REQUIRE(k <= SERVER_TEXT_MAX);
 		if (r->len <= SERVER_TEXT_MAX) {
@@ -112,16 +112,16 @@ static void decode(const redisReply *r)
 			REQUIRE(((unsigned char)r->str[k - 3] & 0xc0) != 0x80);
 		}
 	}
-	fence = history_hint(r);
+	fence = rl_history_hint(r);
 	REQUIRE(fence >= 0 && fence <= FENCE_LIMIT);
 	for (size_t i = 0; i < 4; i++) {
-		if (elem_num(r, i, -5, 5, &v) == 0)
+		if (rl_elem_num(r, i, -5, 5, &v) == 0)
 			REQUIRE(v >= -5 && v <= 5);
 	}
 	memset(&h, 0, sizeof(h));
-	(void)parse_holder(r, &h);
+	(void)rl_parse_holder(r, &h);
 	memset(&h, 0, sizeof(h));
-	if (decode_force(r, &fr, &h) == RLOCK_OK) {
+	if (rl_decode_force(r, &fr, &h) == RLOCK_OK) {
 		REQUIRE(fr.held == 0 || fr.held == 1);
 		REQUIRE(fr.junk >= 0 && fr.junk <= 9);
 		REQUIRE(fr.held ? fr.holders >= 1 : fr.holders == 0);

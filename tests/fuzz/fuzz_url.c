@@ -1,5 +1,5 @@
 /*
- * fuzz_url.c - url_parse (lib/url.c) on the input as a C string.
+ * fuzz_url.c - rl_url_parse (lib/url.c) on the input as a C string.
  *
  * Beyond not crashing: a refused URL leaves the caller's struct untouched
  * and gives a reason; an accepted one has every text field NUL-terminated
@@ -105,7 +105,7 @@ static void put_int(struct out *o, int v)
 	puts_(o, num);
 }
 
-/* u as a URL that url_parse must read back as u. */
+/* u as a URL that rl_url_parse must read back as u. */
 static void write_url(const struct rlock_url *u, struct out *o)
 {
 	static const char *const scheme[] = {
@@ -220,12 +220,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&u, FILL, sizeof(u));
 	memcpy(&before, &u, sizeof(u));
-	rc = url_parse(s, &u, &why);
+	rc = rl_url_parse(s, &u, &why);
 	REQUIRE(rc == 0 || rc == -1);
 	if (rc != 0) {
 		REQUIRE(why != NULL && why[0] != '\0');
 		REQUIRE(memcmp(&u, &before, sizeof(u)) == 0);
-		REQUIRE(url_parse(s, &again, NULL) == -1);
+		REQUIRE(rl_url_parse(s, &again, NULL) == -1);
 		free(s);
 		return 0;
 	}
@@ -236,7 +236,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	write_url(&u, &o);
 	memset(&again, FILL, sizeof(again));
 	why = NULL;
-	rc = url_parse(o.buf, &again, &why);
+	rc = rl_url_parse(o.buf, &again, &why);
 	if (rc != 0)
 		fprintf(stderr, "rewritten as '%s': %s\n", o.buf, why);
 	REQUIRE(rc == 0);

@@ -1,6 +1,6 @@
 /*
  * fuzz_with.c - the record of a set of locks held together (--with),
- * P{N}:with, which another client can write: decode_with_record on the
+ * P{N}:with, which another client can write: rl_decode_with_record on the
  * input's bytes, in a heap block of exactly their size.
  *
  * Beyond not crashing: a record that decodes has a token of 32 lower-case
@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (s == NULL)
 		abort();
 	memcpy(s, data, size);
-	if (decode_with_record(s, size, &w) == 0) {
+	if (rl_decode_with_record(s, size, &w) == 0) {
 		REQUIRE(strlen(w.token) == RLOCK_TOKEN_LEN);
 		REQUIRE(strspn(w.token, "0123456789abcdef") == RLOCK_TOKEN_LEN);
 		REQUIRE(w.n >= 1 && w.n <= RLOCK_WITH_MAX);

@@ -150,7 +150,7 @@ static void free_queue(struct dir *d)
 	d->queued = 0;
 }
 
-static void conn_close(struct conn *c, int rst)
+static void rl_conn_close(struct conn *c, int rst)
 {
 	for (int i = 0; i < 2; i++) {
 		if (rst)
@@ -199,7 +199,7 @@ static void do_accept(void)
 	if (connect(sfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (errno != EINPROGRESS) {
 			/* The target is down: the client sees a reset. */
-			conn_close(c, 1);
+			rl_conn_close(c, 1);
 			return;
 		}
 		c->connecting = 1;
@@ -212,7 +212,7 @@ static void reset_all(void)
 {
 	for (int i = 0; i < MAXCONN; i++) {
 		if (conns[i].used) {
-			conn_close(&conns[i], 1);
+			rl_conn_close(&conns[i], 1);
 			n_resets++;
 		}
 	}
@@ -268,7 +268,7 @@ static int pump_in(struct conn *c, int dir)
 		logmsg("cut conn %ld: dropped %zd reply bytes",
 		       (long)(c - conns), n);
 		n_cuts++;
-		conn_close(c, 1);
+		rl_conn_close(c, 1);
 		return -1;
 	}
 	if (dir == UP && drop_left > 0 && matches(c, drop_pat, buf, (size_t)n)) {
@@ -276,7 +276,7 @@ static int pump_in(struct conn *c, int dir)
 			logmsg("drop conn %ld before %zd bytes",
 			       (long)(c - conns), n);
 			n_drops++;
-			conn_close(c, 1);
+			rl_conn_close(c, 1);
 			return -1;
 		}
 	}
@@ -326,7 +326,7 @@ static int pump_out(struct conn *c, int dir)
 			 * the other side learns it the hard way. */
 			logmsg("conn %ld send %s: %s", (long)(c - conns),
 			       dir == UP ? "up" : "down", strerror(errno));
-			conn_close(c, 1);
+			rl_conn_close(c, 1);
 			return -1;
 		}
 		ch->off += (size_t)n;
@@ -343,7 +343,7 @@ static int pump_out(struct conn *c, int dir)
 		d->shut = 1;
 	}
 	if (c->d[UP].shut && c->d[DOWN].shut) {
-		conn_close(c, 0);
+		rl_conn_close(c, 0);
 		return -1;
 	}
 	return 0;
@@ -713,7 +713,7 @@ static int serve(int argc, char **argv)
 				if (err != 0) {
 					logmsg("conn %d: connect: %s", i,
 					       strerror(err));
-					conn_close(c, 1);
+					rl_conn_close(c, 1);
 					continue;
 				}
 				c->connecting = 0;

@@ -53,7 +53,7 @@ static void force(void)
 		if (r == NULL)
 			continue;
 		memset(&h, 0, sizeof(h));
-		CHECK_INT(decode_force(r, &fr, &h), t[i].rc);
+		CHECK_INT(rl_decode_force(r, &fr, &h), t[i].rc);
 		if (t[i].rc == RLOCK_OK) {
 			CHECK_INT(fr.held, t[i].held);
 			CHECK_INT(fr.holders, t[i].holders);
@@ -94,10 +94,10 @@ static void integers(void)
 		CHECK(r != NULL);
 		if (r == NULL)
 			continue;
-		CHECK_INT(decode_extend(r, &held), t[i].extend);
+		CHECK_INT(rl_decode_extend(r, &held), t[i].extend);
 		if (t[i].extend == RLOCK_OK)
 			CHECK_INT(held, t[i].held);
-		CHECK_INT(decode_fence(r), t[i].fence);
+		CHECK_INT(rl_decode_fence(r), t[i].fence);
 		freeReplyObject(r);
 	}
 	unit_context(NULL);
@@ -141,7 +141,7 @@ static void grant_ids(void)
 		CHECK(r != NULL);
 		if (r == NULL)
 			continue;
-		CHECK_INT(decode_grant(r, &fence, &recorded, NULL), t[i].rc);
+		CHECK_INT(rl_decode_grant(r, &fence, &recorded, NULL), t[i].rc);
 		if (t[i].rc == 0) {
 			CHECK_INT(fence, t[i].fence);
 			CHECK_INT(recorded, 1);
@@ -183,7 +183,7 @@ static void grant_slots(void)
 		CHECK(r != NULL);
 		if (r == NULL)
 			continue;
-		CHECK_INT(decode_grant(r, &fence, &recorded, &slot), t[i].rc);
+		CHECK_INT(rl_decode_grant(r, &fence, &recorded, &slot), t[i].rc);
 		if (t[i].rc == 0) {
 			CHECK_INT(fence, 17957714307911LL);
 			CHECK_INT(recorded, t[i].recorded);
@@ -229,7 +229,7 @@ static void pool_members(void)
 		CHECK(r != NULL);
 		if (r == NULL)
 			continue;
-		CHECK_INT(decode_members(r, m, 4, &why), t[i].n);
+		CHECK_INT(rl_decode_members(r, m, 4, &why), t[i].n);
 		if (t[i].n == 2) {
 			CHECK(strcmp(m[0].name, "env-a") == 0);
 			CHECK(strcmp(m[0].props, "url=x y") == 0);
@@ -238,13 +238,13 @@ static void pool_members(void)
 		freeReplyObject(r);
 	}
 	unit_context("pool kinds");
-	CHECK_INT(pool_kind("p"), 1);
-	CHECK_INT(pool_kind("p2"), 2);
-	CHECK_INT(pool_kind("p64"), 64);
-	CHECK_INT(pool_kind("p65"), 0);
-	CHECK_INT(pool_kind("p0"), 0);
-	CHECK_INT(pool_kind("px"), 0);
-	CHECK_INT(pool_kind("3"), 0);
+	CHECK_INT(rl_pool_kind("p"), 1);
+	CHECK_INT(rl_pool_kind("p2"), 2);
+	CHECK_INT(rl_pool_kind("p64"), 64);
+	CHECK_INT(rl_pool_kind("p65"), 0);
+	CHECK_INT(rl_pool_kind("p0"), 0);
+	CHECK_INT(rl_pool_kind("px"), 0);
+	CHECK_INT(rl_pool_kind("3"), 0);
 	unit_context(NULL);
 }
 
@@ -261,7 +261,7 @@ static void packed_entries(void)
 		       "$45\r\nx\n12\nabcdef01\n4321\nhost\nuser\nnote\ncmd\nwith nl\r\n");
 	CHECK(r != NULL);
 	if (r != NULL) {
-		CHECK_INT(decode_entry(r, &ev), 0);
+		CHECK_INT(rl_decode_entry(r, &ev), 0);
 		CHECK_STR(ev.event, "acquired");
 		CHECK_STR(ev.kind, "x");
 		CHECK_INT(ev.waited_ms, 12);
@@ -280,7 +280,7 @@ static void packed_entries(void)
 		       "$21\r\ns\n0\nabcdef01\n1\nh\nu\n\nc\r\n$5\r\nfence\r\n$2\r\n42\r\n");
 	CHECK(r != NULL);
 	if (r != NULL) {
-		CHECK_INT(decode_entry(r, &ev), 0);
+		CHECK_INT(rl_decode_entry(r, &ev), 0);
 		CHECK_STR(ev.kind, "s");
 		CHECK_INT(ev.fence, 42);
 		freeReplyObject(r);
@@ -290,7 +290,7 @@ static void packed_entries(void)
 		       "$17\r\nabcdef01\n143\nTERM\r\n");
 	CHECK(r != NULL);
 	if (r != NULL) {
-		CHECK_INT(decode_entry(r, &ev), 0);
+		CHECK_INT(rl_decode_entry(r, &ev), 0);
 		CHECK_STR(ev.event, "released");
 		CHECK_STR(ev.token, "abcdef01");
 		CHECK_INT(ev.exit, 143);
@@ -304,7 +304,7 @@ static void packed_entries(void)
 		       "$10\r\nabcdef01\n\n\r\n");
 	CHECK(r != NULL);
 	if (r != NULL) {
-		CHECK_INT(decode_entry(r, &ev), 0);
+		CHECK_INT(rl_decode_entry(r, &ev), 0);
 		CHECK_INT(ev.exit, -1);
 		CHECK_STR(ev.signal, "");
 		CHECK_INT(ev.bad, 0);
@@ -315,7 +315,7 @@ static void packed_entries(void)
 		       "$5\r\nx\n0\nz\r\n");
 	CHECK(r != NULL);
 	if (r != NULL) {
-		decode_entry(r, &ev);
+		rl_decode_entry(r, &ev);
 		CHECK(ev.bad != 0);
 		freeReplyObject(r);
 	}
@@ -323,7 +323,7 @@ static void packed_entries(void)
 		       "$11\r\nabcdef01\nxx\r\n");
 	CHECK(r != NULL);
 	if (r != NULL) {
-		decode_entry(r, &ev);
+		rl_decode_entry(r, &ev);
 		CHECK(ev.bad != 0);
 		freeReplyObject(r);
 	}
@@ -332,7 +332,7 @@ static void packed_entries(void)
 		       "$21\r\nx\n0\nabcdef01\n1\nh\nu\n\nc\r\n");
 	CHECK(r != NULL);
 	if (r != NULL) {
-		CHECK_INT(decode_entry(r, &ev), 0);
+		CHECK_INT(rl_decode_entry(r, &ev), 0);
 		CHECK_INT(ev.fence, -1);
 		freeReplyObject(r);
 	}
@@ -383,7 +383,7 @@ static void with_answers(void)
 		if (r == NULL)
 			continue;
 		memset(&h, 0, sizeof(h));
-		CHECK_INT(decode_with_acquire(r, 2, &wr, &h), t[i].rc);
+		CHECK_INT(rl_decode_with_acquire(r, 2, &wr, &h), t[i].rc);
 		if (t[i].rc == 0) {
 			CHECK_INT(wr.granted, t[i].granted);
 			CHECK_INT(h.held, t[i].held);
@@ -425,7 +425,7 @@ static void with_records(void)
 		struct rlock_with w;
 
 		unit_context("with record %zu", i);
-		CHECK_INT(decode_with_record(t[i].v, strlen(t[i].v), &w),
+		CHECK_INT(rl_decode_with_record(t[i].v, strlen(t[i].v), &w),
 			  t[i].rc);
 		CHECK_INT(w.n, t[i].n);
 		if (t[i].rc == 0)
@@ -494,7 +494,7 @@ static void ok_checks(void)
 		CHECK(r != NULL);
 		if (r == NULL)
 			continue;
-		CHECK_INT(decode_ok_check(r, "1795771430791-8", &ev), t[i].want);
+		CHECK_INT(rl_decode_ok_check(r, "1795771430791-8", &ev), t[i].want);
 		if (t[i].want == OKREC_ENTRY) {
 			CHECK_STR(ev.id, "1795771430791-8");
 			CHECK_INT(rlock_event_ok(&ev), 1);
@@ -509,7 +509,7 @@ static void ok_checks(void)
 		CHECK(r != NULL);
 		if (r == NULL)
 			continue;
-		CHECK_INT(decode_time(r, &ms), tt[i].rc);
+		CHECK_INT(rl_decode_time(r, &ms), tt[i].rc);
 		CHECK_INT(ms, tt[i].rc == 0 ? tt[i].ms : -7);
 		freeReplyObject(r);
 	}

@@ -6,7 +6,7 @@
  * 8.0.1, and an unstable build, whose version is 255.255.255).  Then the
  * INFO decoder (lib/info.c) against what a broken or hostile server may
  * say, and the version parser.  Then doctor's failover check: the advice
- * (failover_plan, failover_message) from made-up inputs, and the decoders
+ * (rl_failover_plan, rl_failover_message) from made-up inputs, and the decoders
  * of what it reads (SENTINEL MASTER, CONFIG GET, CLUSTER NODES).
  */
 #include <limits.h>
@@ -137,11 +137,11 @@ static void test_identify(void)
 		unit_context("%s", cases[i].what);
 		memset(&id, 'Z', sizeof(id));
 		if (cases[i].info != NULL)
-			info_parse(&info, cases[i].info,
-				   strlen(cases[i].info));
-		rc = server_identify(cases[i].info != NULL ? &info : NULL,
-				     cases[i].hello_server,
-				     cases[i].hello_version, &id);
+			rl_info_parse(&info, cases[i].info,
+				      strlen(cases[i].info));
+		rc = rl_server_identify(cases[i].info != NULL ? &info : NULL,
+					cases[i].hello_server,
+					cases[i].hello_version, &id);
 		CHECK_INT(rc, cases[i].rc);
 		CHECK_STR(id.product, cases[i].product);
 		CHECK_STR(id.title, cases[i].title);
@@ -173,8 +173,8 @@ static const char replication[] =
 static int num(const char *text, const char *key, long long min,
 	       long long max, long long *v)
 {
-	info_parse(&info, text, strlen(text));
-	return info_num(&info, key, min, max, v);
+	rl_info_parse(&info, text, strlen(text));
+	return rl_info_num(&info, key, min, max, v);
 }
 
 static void test_info_fields(void)
@@ -182,20 +182,20 @@ static void test_info_fields(void)
 	char buf[64];
 	long long v = 7;
 
-	info_parse(&info, replication, strlen(replication));
+	rl_info_parse(&info, replication, strlen(replication));
 	CHECK_INT(info.n, 10);
 	CHECK_INT(info.junk, 0);
-	CHECK_INT(info_num(&info, "connected_slaves", 0, 1000000, &v),
+	CHECK_INT(rl_info_num(&info, "connected_slaves", 0, 1000000, &v),
 		  INFO_OK);
 	CHECK_INT(v, 2);
-	CHECK_INT(info_text(&info, "role", buf, sizeof(buf)), INFO_OK);
+	CHECK_INT(rl_info_text(&info, "role", buf, sizeof(buf)), INFO_OK);
 	CHECK_STR(buf, "master");
-	CHECK_INT(info_text(&info, "maxmemory_policy", buf, sizeof(buf)),
+	CHECK_INT(rl_info_text(&info, "maxmemory_policy", buf, sizeof(buf)),
 		  INFO_ABSENT);
 	CHECK_STR(buf, "");
 	/* A prefix of a key is not the key. */
-	CHECK_INT(info_num(&info, "used_memory_h", 0, 10, &v), INFO_ABSENT);
-	CHECK_INT(info_num(NULL, "role", 0, 10, &v), INFO_ABSENT);
+	CHECK_INT(rl_info_num(&info, "used_memory_h", 0, 10, &v), INFO_ABSENT);
+	CHECK_INT(rl_info_num(NULL, "role", 0, 10, &v), INFO_ABSENT);
 
 	/* Out of range, too big for any integer, not a number. */
 	CHECK_INT(num("connected_slaves:9223372036854775807\r\n",
@@ -204,7 +204,7 @@ static void test_info_fields(void)
 		      0, LLONG_MAX, &v), INFO_BAD);
 	CHECK_INT(num("used_memory:abc\r\n", "used_memory", 0, LLONG_MAX,
 		      &v), INFO_BAD);
-	CHECK_INT(info_text(&info, "used_memory", buf, sizeof(buf)),
+	CHECK_INT(rl_info_text(&info, "used_memory", buf, sizeof(buf)),
 		  INFO_OK);
 	CHECK_STR(buf, "abc");
 	CHECK_INT(num("maxmemory:-1\r\n", "maxmemory", 0, LLONG_MAX, &v),
@@ -235,17 +235,17 @@ static void test_info_fields(void)
 	CHECK_INT(v, 10);
 	CHECK_INT(num("a:1\nhz:11\n", "hz", 0, 500, &v), INFO_OK);
 	CHECK_INT(v, 11);
-	info_parse(&info, "hz:1\0x\r\nb:2", 11);
-	CHECK_INT(info_num(&info, "hz", 0, 500, &v), INFO_BAD);
-	CHECK_INT(info_num(&info, "b", 0, 500, &v), INFO_OK);
-	CHECK_INT(info_text(&info, "hz", buf, sizeof(buf)), INFO_OK);
+	rl_info_parse(&info, "hz:1\0x\r\nb:2", 11);
+	CHECK_INT(rl_info_num(&info, "hz", 0, 500, &v), INFO_BAD);
+	CHECK_INT(rl_info_num(&info, "b", 0, 500, &v), INFO_OK);
+	CHECK_INT(rl_info_text(&info, "hz", buf, sizeof(buf)), INFO_OK);
 	CHECK_STR(buf, "1");
 
 	/* A control sequence in a value is kept as it is, for the cli's
 	 * one funnel to escape where it is shown (tests/doctor_hostile). */
 	CHECK_INT(num("maxmemory_policy:\x1b[2Jx\r\n", "x", 0, 1, &v),
 		  INFO_ABSENT);
-	CHECK_INT(info_text(&info, "maxmemory_policy", buf, sizeof(buf)),
+	CHECK_INT(rl_info_text(&info, "maxmemory_policy", buf, sizeof(buf)),
 		  INFO_OK);
 	CHECK_STR(buf, "\x1b[2Jx");
 }
@@ -263,15 +263,15 @@ static void test_info_bounds(void)
 	memset(text + o, 'x', INFO_LINE_MAX);
 	o += INFO_LINE_MAX;
 	o += (size_t)sprintf(text + o, "\r\nhz:10\r\n");
-	info_parse(&info, text, o);
-	CHECK_INT(info_text(&info, "executable", buf, sizeof(buf)), INFO_BAD);
+	rl_info_parse(&info, text, o);
+	CHECK_INT(rl_info_text(&info, "executable", buf, sizeof(buf)), INFO_BAD);
 	CHECK_STR(buf, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
-	CHECK_INT(info_num(&info, "hz", 0, 500, &v), INFO_OK);
+	CHECK_INT(rl_info_num(&info, "hz", 0, 500, &v), INFO_OK);
 
 	/* A key of 65 bytes is junk; 64 is a key. */
-	info_parse(&info, "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk:1\r\n"
-		   "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk:2\r\n",
-		   136);
+	rl_info_parse(&info, "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk:1\r\n"
+		      "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk:2\r\n",
+		      136);
 	CHECK_INT(info.junk, 1);
 	CHECK_INT(info.n, 1);
 
@@ -280,12 +280,12 @@ static void test_info_bounds(void)
 	o = 0;
 	for (int i = 0; i < INFO_FIELDS_MAX + 10; i++)
 		o += (size_t)sprintf(text + o, "f%d:%d\r\n", i, i);
-	info_parse(&info, text, o);
+	rl_info_parse(&info, text, o);
 	CHECK(info.full);
 	CHECK_INT(info.n, INFO_FIELDS_MAX);
-	CHECK_INT(info_num(&info, "f5", 0, 100, &v), INFO_OK);
+	CHECK_INT(rl_info_num(&info, "f5", 0, 100, &v), INFO_OK);
 	CHECK_INT(v, 5);
-	CHECK_INT(info_num(&info, "maxmemory", 0, 100, &v), INFO_BAD);
+	CHECK_INT(rl_info_num(&info, "maxmemory", 0, 100, &v), INFO_BAD);
 }
 
 static void test_info_seconds(void)
@@ -316,8 +316,8 @@ static void test_info_seconds(void)
 		int rc;
 
 		unit_context("%s", t[i].text);
-		info_parse(&info, t[i].text, strlen(t[i].text));
-		rc = info_seconds(&info, "s", &us);
+		rl_info_parse(&info, t[i].text, strlen(t[i].text));
+		rc = rl_info_seconds(&info, "s", &us);
 		CHECK_INT(rc, t[i].rc);
 		if (rc == INFO_OK)
 			CHECK_INT(us, t[i].us);
@@ -332,8 +332,8 @@ static int replicas(const char *text, int *online, long long *lag, int max)
 	size_t pos = 0;
 	int n = 0, rc;
 
-	info_parse(&info, text, strlen(text));
-	while ((rc = info_replica(&info, &pos, &r)) != INFO_ABSENT) {
+	rl_info_parse(&info, text, strlen(text));
+	while ((rc = rl_info_replica(&info, &pos, &r)) != INFO_ABSENT) {
 		if (rc == INFO_BAD)
 			return -1;
 		if (n < max) {
@@ -411,7 +411,7 @@ static void test_version(void)
 		int maj = -1, min = -1, pat = -1;
 
 		unit_context("%s", t[i].v);
-		CHECK_INT(parse_version(t[i].v, &maj, &min, &pat), t[i].rc);
+		CHECK_INT(rl_parse_version(t[i].v, &maj, &min, &pat), t[i].rc);
 		if (t[i].rc == 0) {
 			CHECK_INT(maj, t[i].maj);
 			CHECK_INT(min, t[i].min);
@@ -449,7 +449,7 @@ static void test_failover_plan(void)
 	 * resync (no delay, 1s for 312kB): 5s, -t 7.5 so 8s.  The old
 	 * master's: 8s to take it back and the same 1s. */
 	in = sentinel_set(2);
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.window_ms, 3000);
 	CHECK_INT(o.ttl_s, 5);
 	CHECK_INT(o.wait_s, 3);
@@ -464,7 +464,7 @@ static void test_failover_plan(void)
 
 	/* One replica: a failover leaves none for --wait-replicas 1. */
 	in = sentinel_set(1);
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.window_ms, 3000);
 	CHECK_INT(o.rides, 0);
 	CHECK_INT(o.wait1_ms, -1);
@@ -474,7 +474,7 @@ static void test_failover_plan(void)
 	/* min-replicas-to-write 1 with 1 replica: stuck. */
 	in = sentinel_set(1);
 	in.min_replicas = 1;
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.stuck, 1);
 	CHECK_INT(o.level, RLOCK_CHECK_WARN);
 
@@ -482,7 +482,7 @@ static void test_failover_plan(void)
 	 * waits for anyway. */
 	in = sentinel_set(2);
 	in.min_replicas = 1;
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.stuck, 0);
 	CHECK_INT(o.window_ms, 4000);
 	CHECK_INT(o.ttl_s, 6);
@@ -494,7 +494,7 @@ static void test_failover_plan(void)
 	 * left takes 6s, --wait-replicas 1 rides out 10s with -t 15s. */
 	in = sentinel_set(2);
 	in.diskless_delay_s = 5;
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.full_ms, 6000);
 	CHECK_INT(o.wait1_ms, 10000);
 	CHECK_INT(o.wait1_ttl_s, 15);
@@ -504,24 +504,24 @@ static void test_failover_plan(void)
 	in = sentinel_set(5);
 	in.min_replicas = 3;
 	in.parallel_syncs = 2;
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.window_ms, 5000);
 	CHECK_INT(o.wait1_ms, 6000);
 	CHECK_INT(o.ttl_s, 8);		/* 7.5 up */
 
 	/* No replica: no failover, a note; one not online: a warning. */
 	in = sentinel_set(0);
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.level, RLOCK_CHECK_NOTE);
 	CHECK_INT(o.wait1_ms, -1);
 	in = sentinel_set(2);
 	in.down = 1;
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.level, RLOCK_CHECK_WARN);
 
 	/* Unknown replicas: the window stands, --wait-replicas unknown. */
 	in = sentinel_set(-1);
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.window_ms, 3000);
 	CHECK_INT(o.wait1_ms, -1);
 	CHECK_INT(o.level, RLOCK_CHECK_NOTE);
@@ -529,7 +529,7 @@ static void test_failover_plan(void)
 	/* down-after 1500: W 3.5s, -t 5.25 up to 6s, -w 4s. */
 	in = sentinel_set(2);
 	in.detect_ms = 1500;
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.window_ms, 3500);
 	CHECK_INT(o.ttl_s, 6);
 	CHECK_INT(o.wait_s, 4);
@@ -544,7 +544,7 @@ static void test_failover_plan(void)
 	in.diskless = 0;
 	in.diskless_delay_s = 5;
 	in.dataset_bytes = 120000000;
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.window_ms, 3000);
 	CHECK_INT(o.ttl_s, 5);
 	CHECK_INT(o.resync_ms, 4000);
@@ -552,7 +552,7 @@ static void test_failover_plan(void)
 	/* Diskless with its default delay: 5s more; the size unknown: none. */
 	in.diskless = 1;
 	in.dataset_bytes = -1;
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.resync_ms, 6000);
 
 	/* The ranges' ends: no overflow. */
@@ -561,7 +561,7 @@ static void test_failover_plan(void)
 	in.min_replicas = INT_MAX;
 	in.diskless_delay_s = INT_MAX;
 	in.dataset_bytes = LLONG_MAX;
-	failover_plan(&in, &o);
+	rl_failover_plan(&in, &o);
 	CHECK_INT(o.stuck, 1);
 	CHECK_INT(o.window_ms, (long long)INT_MAX + 2000);
 	CHECK(o.resync_ms > (long long)INT_MAX * 1000);
@@ -574,8 +574,8 @@ static void test_failover_message(void)
 	char msg[1024];
 
 	in = sentinel_set(2);
-	failover_plan(&in, &o);
-	failover_message(&in, &o, msg, sizeof(msg));
+	rl_failover_plan(&in, &o);
+	rl_failover_message(&in, &o, msg, sizeof(msg));
 	CHECK_STR(msg, "failover window ~3s: down-after 1000ms, ~2s to elect "
 		  "and promote (a failed try is retried after 8s, 2 x "
 		  "failover-timeout). Hold with -t 5s or more (renewals come "
@@ -590,8 +590,8 @@ static void test_failover_message(void)
 		  "50MB/s), for good if it never returns.");
 
 	in = sentinel_set(1);
-	failover_plan(&in, &o);
-	failover_message(&in, &o, msg, sizeof(msg));
+	rl_failover_plan(&in, &o);
+	rl_failover_message(&in, &o, msg, sizeof(msg));
 	CHECK(strstr(msg, " --wait-replicas 1 cannot ride it out: the new "
 		     "master has no replica, so no grant or renewal counts "
 		     "until the old master is back and fully resynced (~9s "
@@ -601,8 +601,8 @@ static void test_failover_message(void)
 
 	in = sentinel_set(1);
 	in.min_replicas = 1;
-	failover_plan(&in, &o);
-	failover_message(&in, &o, msg, sizeof(msg));
+	rl_failover_plan(&in, &o);
+	rl_failover_message(&in, &o, msg, sizeof(msg));
 	CHECK(strstr(msg, "; but min-replicas-to-write 1 with 1 replica "
 		     "online: the new master refuses writes (no grant, no "
 		     "renewal) until the old master is back and resynced "
@@ -610,8 +610,8 @@ static void test_failover_message(void)
 	CHECK(strstr(msg, "Hold with") == NULL);
 
 	in = sentinel_set(0);
-	failover_plan(&in, &o);
-	failover_message(&in, &o, msg, sizeof(msg));
+	rl_failover_plan(&in, &o);
+	rl_failover_message(&in, &o, msg, sizeof(msg));
 	CHECK_STR(msg, "no failover: no replica to promote; while the master "
 		  "is down no lock can be taken, and --wait-replicas cannot "
 		  "be met");
@@ -621,8 +621,8 @@ static void test_failover_message(void)
 	in.validity = 10;
 	in.parallel_syncs = 1000000;
 	in.down = 1;
-	failover_plan(&in, &o);
-	failover_message(&in, &o, msg, sizeof(msg));
+	rl_failover_plan(&in, &o);
+	rl_failover_message(&in, &o, msg, sizeof(msg));
 	CHECK(strncmp(msg, "1 of 2 replicas not online (counted as none "
 		      "below); failover window ~3s: cluster-node-timeout "
 		      "1000ms, ~2s for the best replica's election delay and "
@@ -636,14 +636,14 @@ static void test_failover_message(void)
 	in = sentinel_set(2);
 	in.detect_ms = 1500;
 	in.dataset_bytes = 1234567;
-	failover_plan(&in, &o);
-	failover_message(&in, &o, msg, sizeof(msg));
+	rl_failover_plan(&in, &o);
+	rl_failover_message(&in, &o, msg, sizeof(msg));
 	CHECK(strncmp(msg, "failover window ~3.5s: down-after 1500ms", 40) ==
 	      0);
 	CHECK(strstr(msg, "1.2MB of data") != NULL);
 
 	/* Cut to fit, terminated. */
-	failover_message(&in, &o, msg, 20);
+	rl_failover_message(&in, &o, msg, 20);
 	CHECK_STR(msg, "failover window ~3.");
 }
 
@@ -702,7 +702,7 @@ static void test_decode_sentinel_master(void)
 		CHECK(r != NULL);
 		if (r == NULL)
 			continue;
-		CHECK_INT(decode_sentinel_master(r, &m, &bad), t[i].rc);
+		CHECK_INT(rl_decode_sentinel_master(r, &m, &bad), t[i].rc);
 		CHECK_STR(bad, t[i].bad);
 		if (t[i].rc == 0) {
 			CHECK_STR(m.timing_bad, t[i].timing_bad);
@@ -742,7 +742,7 @@ static void test_decode_config(void)
 		CHECK(r != NULL);
 		if (r == NULL)
 			continue;
-		CHECK_INT(decode_config(r, "cluster-node-timeout", &v, &n),
+		CHECK_INT(rl_decode_config(r, "cluster-node-timeout", &v, &n),
 			  t[i].rc);
 		CHECK_MEM(v, n, t[i].v, strlen(t[i].v));
 		freeReplyObject(r);
@@ -792,8 +792,8 @@ static void test_decode_cluster_nodes(void)
 		struct cluster_replicas c;
 
 		unit_context("cluster nodes %zu", i);
-		CHECK_INT(decode_cluster_nodes(t[i].text, strlen(t[i].text),
-					       &c), t[i].rc);
+		CHECK_INT(rl_decode_cluster_nodes(t[i].text, strlen(t[i].text),
+						  &c), t[i].rc);
 		if (t[i].rc == 0) {
 			CHECK_INT(c.known, t[i].known);
 			CHECK_INT(c.failing, t[i].failing);

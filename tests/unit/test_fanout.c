@@ -162,7 +162,7 @@ static int answer(struct fake *f, struct client *c, const redisReply *r)
 	    strcasecmp(r->element[0]->str, "INFO") == 0) {
 		char id[41];
 
-		sha1_hex(f->path, strlen(f->path), id);
+		rl_sha1_hex(f->path, strlen(f->path), id);
 		say(c->fd, "$59\r\n# Server\r\nrun_id:%s\r\n\r\n", id);
 		return 1;
 	}
@@ -506,8 +506,8 @@ static void acquire_req(struct request *q)
 	static const struct acquirer who = { "host", "user", "unit", NULL, 1,
 					     0, 0 };
 
-	req_acquire(q, &job, TOKEN, 1000, &who,
-		    &(struct ask){ "x", "", 0, 1 }, NULL);
+	rl_req_acquire(q, &job, TOKEN, 1000, &who,
+		       &(struct ask){ "x", "", 0, 1 }, NULL);
 }
 
 static int has(const char *s, const char *part)
@@ -741,17 +741,17 @@ static void drop_then_grant(void)
 	PLAN(&w.fake[2], { A_GRANT, 4 });
 	if (world_start(&w) == 0) {
 		acquire_req(&q);
-		fan_init(&f, w.rl);
+		rl_fan_init(&f, w.rl);
 		CHECK_INT(f.n, 3);
-		fan_all(&f, &q);
-		fan_run(w.rl, &f);
+		rl_fan_all(&f, &q);
+		rl_fan_run(w.rl, &f);
 		CHECK_INT(f.resent, 1);
 		for (size_t i = 0; i < 3; i++) {
 			CHECK_INT(f.slot[i].res.rc, RLOCK_OK);
 			CHECK(f.slot[i].res.r != NULL &&
 			      f.slot[i].res.r->type == REDIS_REPLY_ARRAY);
 		}
-		fan_done(&f);
+		rl_fan_done(&f);
 		CHECK(f.slot[0].res.r == NULL);
 	}
 	world_stop(&w);
@@ -792,15 +792,15 @@ static void drop_exhausted(void)
 	PLAN(&w.fake[0], { A_DROP }, { A_DROP }, { A_DROP }, { A_GRANT, 1 });
 	if (world_start(&w) == 0) {
 		acquire_req(&q);
-		fan_init(&f, w.rl);
-		fan_all(&f, &q);
-		fan_run(w.rl, &f);
+		rl_fan_init(&f, w.rl);
+		rl_fan_all(&f, &q);
+		rl_fan_run(w.rl, &f);
 		CHECK_INT(f.slot[0].res.rc, RLOCK_EUNAVAIL);
 		CHECK(f.slot[0].res.r == NULL);
 		CHECK(has(f.slot[0].res.err, "connection closed by server"));
 		CHECK_INT(f.resent, 2);
 		CHECK_INT(f.slot[0].tries, 3);
-		fan_done(&f);
+		rl_fan_done(&f);
 	}
 	world_stop(&w);
 	CHECK_INT(w.fake[0].nrec, 3);
@@ -1027,17 +1027,17 @@ static void silence(void)
 		struct request q;
 		struct fan f;
 
-		req_extend(&q, &job, TOKEN, 1000, 'x');
-		fan_init(&f, w.rl);
-		fan_all(&f, &q);
+		rl_req_extend(&q, &job, TOKEN, 1000, 'x');
+		rl_fan_init(&f, w.rl);
+		rl_fan_all(&f, &q);
 		t0 = rlock_mono_ms();
 		w.rl->hard_deadline = t0 + 100;
-		fan_run(w.rl, &f);
+		rl_fan_run(w.rl, &f);
 		took = rlock_mono_ms() - t0;
 		CHECK_INT(f.slot[0].res.rc, RLOCK_EUNAVAIL);
 		CHECK(has(f.slot[0].res.err, "no reply within"));
 		CHECK(took >= 90 && took < IO_MS - 20);
-		fan_done(&f);
+		rl_fan_done(&f);
 	}
 	world_stop(&w);
 	unit_context(NULL);
@@ -1257,11 +1257,11 @@ static void partial(void)
 	world_init(&w, 3);
 	w.fake[2].refuse = 1;
 	if (world_start(&w) == 0) {
-		req_extend(&q, &job, TOKEN, 1000, 'x');
-		fan_init(&f, w.rl);
+		rl_req_extend(&q, &job, TOKEN, 1000, 'x');
+		rl_fan_init(&f, w.rl);
 		f.slot[0].req = &q;
 		f.slot[2].req = &q;
-		fan_run(w.rl, &f);
+		rl_fan_run(w.rl, &f);
 		CHECK_INT(f.slot[0].res.rc, RLOCK_OK);
 		CHECK(f.slot[0].res.r != NULL &&
 		      f.slot[0].res.r->type == REDIS_REPLY_INTEGER);
@@ -1269,9 +1269,9 @@ static void partial(void)
 		CHECK(f.slot[1].res.r == NULL);
 		CHECK_INT(f.slot[2].res.rc, RLOCK_EUNAVAIL);
 		/* The first error is slot 2's, not the idle slot's. */
-		CHECK_INT(fan_first_error(w.rl, &f, 1), RLOCK_EUNAVAIL);
+		CHECK_INT(rl_fan_first_error(w.rl, &f, 1), RLOCK_EUNAVAIL);
 		CHECK(has(rlock_errstr(w.rl), "s2.sock: Connection refused"));
-		fan_done(&f);
+		rl_fan_done(&f);
 	}
 	world_stop(&w);
 	CHECK_INT(w.fake[0].nrec, 1);
@@ -1279,12 +1279,12 @@ static void partial(void)
 	CHECK_INT(w.fake[1].conns, 0);
 
 	/* The undo goes to every server, whatever it said before. */
-	unit_context("fan_undo");
+	unit_context("rl_fan_undo");
 	world_init(&w, 3);
 	PLAN(&w.fake[1], { A_INT, 0 });
 	w.fake[2].refuse = 1;
 	if (world_start(&w) == 0)
-		fan_undo(w.rl, &job, TOKEN);
+		rl_fan_undo(w.rl, &job, TOKEN);
 	world_stop(&w);
 	CHECK(released(&w.fake[0]));
 	CHECK(released(&w.fake[1]));
@@ -1292,7 +1292,7 @@ static void partial(void)
 	unit_context(NULL);
 }
 
-/* ---- the quorum: fan_tally on made-up results ------------------------ */
+/* ---- the quorum: rl_fan_tally on made-up results ------------------------ */
 
 /* A sentinel's +switch-master, for its own master only, strictly. */
 static void switch_master(void)
@@ -1326,7 +1326,7 @@ static void switch_master(void)
 		unit_context("%s", t[i].resp);
 		CHECK(r != NULL);
 		if (r != NULL)
-			CHECK_INT(node_is_switch(r, "mymaster"), t[i].want);
+			CHECK_INT(rl_node_is_switch(r, "mymaster"), t[i].want);
 		freeReplyObject(r);
 	}
 	unit_context(NULL);
@@ -1366,7 +1366,7 @@ static void tally_rows(size_t n, const struct mix *rows, size_t nrows)
 	CHECK(rl != NULL);
 	if (rl == NULL)
 		return;
-	req_command(&q, 1, (const char *const[]){ "PING" }, -1);
+	rl_req_command(&q, 1, (const char *const[]){ "PING" }, -1);
 	for (size_t k = 0; k < nrows; k++) {
 		const struct mix *m = &rows[k];
 		struct fan f;
@@ -1374,8 +1374,8 @@ static void tally_rows(size_t n, const struct mix *rows, size_t nrows)
 
 		unit_context("tally on %zu: %s %s %s", n, m->resp[0],
 			     n > 1 ? m->resp[1] : "", n > 1 ? m->resp[2] : "");
-		fan_init(&f, rl);
-		fan_all(&f, &q);
+		rl_fan_init(&f, rl);
+		rl_fan_all(&f, &q);
 		for (size_t i = 0; i < n; i++) {
 			struct rlock_result *res = &f.slot[i].res;
 
@@ -1389,23 +1389,23 @@ static void tally_rows(size_t n, const struct mix *rows, size_t nrows)
 			}
 		}
 		rl->err[0] = '\0';
-		CHECK_INT(fan_tally(rl, &f, "release", 3, &yes), m->want);
+		CHECK_INT(rl_fan_tally(rl, &f, "release", 3, &yes), m->want);
 		CHECK_INT(yes, m->yes);
 		if (m->err != NULL)
 			CHECK_STR(rlock_errstr(rl), m->err);
-		fan_done(&f);
+		rl_fan_done(&f);
 	}
 	/* yes may be NULL. */
 	unit_context("tally, yes NULL");
 	{
 		struct fan f;
 
-		fan_init(&f, rl);
-		fan_all(&f, &q);
+		rl_fan_init(&f, rl);
+		rl_fan_all(&f, &q);
 		for (size_t i = 0; i < n; i++)
 			f.slot[i].res.r = unit_reply(":1\r\n");
-		CHECK_INT(fan_tally(rl, &f, "extend", 1, NULL), RLOCK_OK);
-		fan_done(&f);
+		CHECK_INT(rl_fan_tally(rl, &f, "extend", 1, NULL), RLOCK_OK);
+		rl_fan_done(&f);
 	}
 	rlock_free(rl);
 	unit_context(NULL);
@@ -1460,19 +1460,19 @@ static void lease(void)
 	static const int64_t ttls[] = { 10, 100, 1000, 30000, 100000,
 					RLOCK_TTL_MAX_MS };
 
-	unit_context("lease_valid");
+	unit_context("rl_lease_valid");
 	CHECK_INT(rlock_drift_ms(1000), 12);
-	CHECK(lease_valid(1000, 0));
-	CHECK(lease_valid(1000, 987));
-	CHECK(!lease_valid(1000, 988));
-	CHECK(!lease_valid(1000, 1000));
-	CHECK(!lease_valid(1000, 5000));
+	CHECK(rl_lease_valid(1000, 0));
+	CHECK(rl_lease_valid(1000, 987));
+	CHECK(!rl_lease_valid(1000, 988));
+	CHECK(!rl_lease_valid(1000, 1000));
+	CHECK(!rl_lease_valid(1000, 5000));
 	for (size_t i = 0; i < sizeof(ttls) / sizeof(ttls[0]); i++) {
 		int64_t edge = ttls[i] - rlock_drift_ms(ttls[i]);
 
-		unit_context("lease_valid, ttl %lld", (long long)ttls[i]);
-		CHECK(lease_valid(ttls[i], edge - 1));
-		CHECK(!lease_valid(ttls[i], edge));
+		unit_context("rl_lease_valid, ttl %lld", (long long)ttls[i]);
+		CHECK(rl_lease_valid(ttls[i], edge - 1));
+		CHECK(!rl_lease_valid(ttls[i], edge));
 	}
 }
 

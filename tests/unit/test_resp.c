@@ -513,12 +513,12 @@ static void errors(void)
 	}
 }
 
-/* One request written by resp_write, against hiredis's formatter. */
+/* One request written by rl_resp_write, against hiredis's formatter. */
 static void write_one(int argc, const char *const *argv, const size_t *lens)
 {
 	char *want = NULL, *got;
 	int n = redisFormatCommandArgv(&want, argc, (const char **)argv, lens);
-	size_t size = resp_size(argc, lens);
+	size_t size = rl_resp_size(argc, lens);
 
 	if (n < 0 || (got = malloc(size + 1)) == NULL) {
 		CHECK(n >= 0);
@@ -526,7 +526,7 @@ static void write_one(int argc, const char *const *argv, const size_t *lens)
 		return;
 	}
 	got[size] = 'X';
-	CHECK_INT(resp_write(got, argc, argv, lens), size);
+	CHECK_INT(rl_resp_write(got, argc, argv, lens), size);
 	CHECK_MEM(got, size, want, (size_t)n);
 	CHECK(got[size] == 'X');	/* nothing past the size it said */
 	free(got);
@@ -590,9 +590,9 @@ static const char *guard(const char *buf, size_t len, int bytewise)
 
 	memset(&g, 0, sizeof(g));
 	if (!bytewise)
-		return resp_guard_feed(&g, buf, len);
+		return rl_resp_guard_feed(&g, buf, len);
 	for (size_t i = 0; i < len && why == NULL; i++)
-		why = resp_guard_feed(&g, buf + i, 1);
+		why = rl_resp_guard_feed(&g, buf + i, 1);
 	return why;
 }
 
@@ -660,15 +660,15 @@ static void guarded(void)
 	/* Many arrays of a million slots each: refused by their sum, long
 	 * before hiredis would have allocated them. */
 	memset(&g, 0, sizeof(g));
-	CHECK_STR(resp_guard_feed(&g, S("*1048576\r\n")), NULL);
+	CHECK_STR(rl_resp_guard_feed(&g, S("*1048576\r\n")), NULL);
 	n = 0;
 	for (int i = 0; i < 100 && n == 0; i++) {
-		if (resp_guard_feed(&g, S("*1048576\r\n")) != NULL)
+		if (rl_resp_guard_feed(&g, S("*1048576\r\n")) != NULL)
 			n = (size_t)i + 1;
 	}
 	CHECK(n > 0 && n < 70);
 	/* Once refused, refused for good. */
-	CHECK(resp_guard_feed(&g, S("+OK\r\n")) != NULL);
+	CHECK(rl_resp_guard_feed(&g, S("+OK\r\n")) != NULL);
 	/* A stream of replies each within the bounds passes, however long:
 	 * the budget is per reply (a subscriber's messages). */
 	memset(&g, 0, sizeof(g));
@@ -678,9 +678,9 @@ static void guarded(void)
 		return;
 	memset(big, 'x', 1 << 20);
 	for (int i = 0; i < 1000; i++) {
-		CHECK_STR(resp_guard_feed(&g, S("*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1048576\r\n")), NULL);
-		CHECK_STR(resp_guard_feed(&g, big, 1 << 20), NULL);
-		CHECK_STR(resp_guard_feed(&g, S("\r\n")), NULL);
+		CHECK_STR(rl_resp_guard_feed(&g, S("*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1048576\r\n")), NULL);
+		CHECK_STR(rl_resp_guard_feed(&g, big, 1 << 20), NULL);
+		CHECK_STR(rl_resp_guard_feed(&g, S("\r\n")), NULL);
 	}
 	CHECK_INT(g.depth, 0);
 	free(big);
@@ -692,7 +692,7 @@ static void guarded(void)
 		return;
 	big[0] = '+';
 	memset(big + 1, 'y', (4 << 20) + 1);
-	CHECK(resp_guard_feed(&g, big, (4 << 20) + 2) != NULL);
+	CHECK(rl_resp_guard_feed(&g, big, (4 << 20) + 2) != NULL);
 	free(big);
 }
 

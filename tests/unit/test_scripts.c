@@ -48,7 +48,7 @@ void test_scripts(void)
 
 		unit_context("script %s", s->name);
 		CHECK(s->body != NULL && s->sha != NULL);
-		sha1_hex(s->body, strlen(s->body), hex);
+		rl_sha1_hex(s->body, strlen(s->body), hex);
 		CHECK_STR(s->sha, hex);
 		/* Each line is its source's, up to the first @NAME@ there
 		 * (the build wrote the value in its place); the first that
@@ -57,7 +57,7 @@ void test_scripts(void)
 			size_t n;
 
 			line++;
-			if (script_source(s, line, &file, &src) != 0)
+			if (rl_script_source(s, line, &file, &src) != 0)
 				break;
 			source_line(file, src, want, sizeof(want));
 			n = strcspn(want, "@");
@@ -70,8 +70,8 @@ void test_scripts(void)
 		if (nl != NULL)
 			CHECK_MEM(p, (size_t)(nl - p), want, strlen(want));
 		unit_context("script %s", s->name);
-		CHECK(script_source(s, line + 1, &file, &src) != 0);
-		CHECK(script_source(s, 0, &file, &src) != 0);
+		CHECK(rl_script_source(s, line + 1, &file, &src) != 0);
+		CHECK(rl_script_source(s, 0, &file, &src) != 0);
 	}
 	unit_context(NULL);
 }
@@ -87,7 +87,7 @@ static unsigned long body_line(int id, const char *what, char *where,
 
 	for (const char *p = s->body; at != NULL && p < at; p++)
 		line += *p == '\n';
-	if (at == NULL || script_source(s, line, &file, &src) != 0)
+	if (at == NULL || rl_script_source(s, line, &file, &src) != 0)
 		return 0;
 	snprintf(where, len, "%s:%lu", file, src);
 	return line;
@@ -115,7 +115,7 @@ void test_script_errors(void)
 		 lr);
 	snprintf(want, sizeof(want), "ERR %s: attempt to compare number "
 		 "with nil", wr);
-	script_error_text(in, strlen(in), got, sizeof(got));
+	rl_script_error_text(in, strlen(in), got, sizeof(got));
 	CHECK_STR(got, want);
 
 	/* Redis 7: one redis.call raised names it in the tail only. */
@@ -123,13 +123,13 @@ void test_script_errors(void)
 		 "range script: %s, on @user_script:%lu.", ext, le);
 	snprintf(want, sizeof(want), "ERR value is not an integer or out of "
 		 "range (%s)", we);
-	script_error_text(in, strlen(in), got, sizeof(got));
+	rl_script_error_text(in, strlen(in), got, sizeof(got));
 	CHECK_STR(got, want);
 
 	/* A state of the server that a redis.call met is no line's doing. */
 	snprintf(in, sizeof(in), "NOREPLICAS Not enough good replicas to "
 		 "write. script: %s, on @user_script:%lu.", ext, le);
-	script_error_text(in, strlen(in), got, sizeof(got));
+	rl_script_error_text(in, strlen(in), got, sizeof(got));
 	CHECK_STR(got, "NOREPLICAS Not enough good replicas to write.");
 
 	/* Redis 6: the digest in the function's name, the line twice. */
@@ -139,23 +139,23 @@ void test_script_errors(void)
 	snprintf(want, sizeof(want), "ERR Error running script (call to "
 		 "f_%s): @%s: %s: attempt to compare number with nil", rel,
 		 wr, wr);
-	script_error_text(in, strlen(in), got, sizeof(got));
+	rl_script_error_text(in, strlen(in), got, sizeof(got));
 	CHECK_STR(got, want);
 
 	/* Not rlock's script, or no line its body has: as it came. */
 	snprintf(in, sizeof(in), "ERR user_script:3: boom script: "
 		 "%040d, on @user_script:3.", 0);
-	script_error_text(in, strlen(in), got, sizeof(got));
+	rl_script_error_text(in, strlen(in), got, sizeof(got));
 	CHECK_STR(got, "ERR user_script:3: boom");
 	snprintf(in, sizeof(in), "ERR user_script:99999: boom script: %s, "
 		 "on @user_script:99999.", ext);
-	script_error_text(in, strlen(in), got, sizeof(got));
+	rl_script_error_text(in, strlen(in), got, sizeof(got));
 	CHECK_STR(got, "ERR user_script:99999: boom");
 	snprintf(in, sizeof(in), "ERR user_script:: boom script: %s, on "
 		 "@user_script:x.", ext);
-	script_error_text(in, strlen(in), got, sizeof(got));
+	rl_script_error_text(in, strlen(in), got, sizeof(got));
 	CHECK_STR(got, "ERR user_script:: boom");
-	script_error_text("ERR unknown command 'X'", 23, got, sizeof(got));
+	rl_script_error_text("ERR unknown command 'X'", 23, got, sizeof(got));
 	CHECK_STR(got, "ERR unknown command 'X'");
 
 	/* Valkey's words for an ACL refusal say "script: " themselves: the
@@ -163,21 +163,21 @@ void test_script_errors(void)
 	snprintf(in, sizeof(in), "ERR ACL failure in script: User nolog has "
 		 "no permissions to run the 'xadd' command script: %s, on "
 		 "@user_script:%lu.", ext, le);
-	CHECK(script_tail(in, strlen(in)) == strstr(in, " command") + 8);
+	CHECK(rl_script_tail(in, strlen(in)) == strstr(in, " command") + 8);
 	snprintf(want, sizeof(want), "ERR ACL failure in script: User nolog "
 		 "has no permissions to run the 'xadd' command (%s)", we);
-	script_error_text(in, strlen(in), got, sizeof(got));
+	rl_script_error_text(in, strlen(in), got, sizeof(got));
 	CHECK_STR(got, want);
-	CHECK(script_tail("ERR ACL failure in script: User x", 32) == NULL);
-	CHECK(script_tail("ERR x script: 0123", 18) == NULL);
+	CHECK(rl_script_tail("ERR ACL failure in script: User x", 32) == NULL);
+	CHECK(rl_script_tail("ERR x script: 0123", 18) == NULL);
 
 	/* Cut to the room there is. */
 	snprintf(in, sizeof(in), "ERR user_script:%lu: attempt to compare "
 		 "script: %s, on @user_script:%lu.", lr, rel, lr);
 	memset(got, 'z', sizeof(got));
-	script_error_text(in, strlen(in), got, 8);
+	rl_script_error_text(in, strlen(in), got, 8);
 	CHECK_STR(got, "ERR rel");
-	script_error_text(in, strlen(in), got, 1);
+	rl_script_error_text(in, strlen(in), got, 1);
 	CHECK_STR(got, "");
 }
 
@@ -232,7 +232,7 @@ void test_no_scripts(void)
 		r.type = no_scripts[i].type;
 		r.str = (char *)no_scripts[i].str;
 		r.len = strlen(r.str);
-		got = scripts_unavailable(&r, why, sizeof(why));
+		got = rl_scripts_unavailable(&r, why, sizeof(why));
 		CHECK_INT(got, no_scripts[i].why != NULL);
 		if (no_scripts[i].why != NULL)
 			CHECK_STR(why, no_scripts[i].why);
@@ -242,7 +242,7 @@ void test_no_scripts(void)
 
 static int slot_of(const char *key)
 {
-	return key_slot(key, strlen(key));
+	return rl_key_slot(key, strlen(key));
 }
 
 /* The examples of the Redis Cluster specification, and CLUSTER KEYSLOT's

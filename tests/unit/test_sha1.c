@@ -27,23 +27,23 @@ void test_sha1(void)
 		{ 120, "f34c1488385346a55709ba056ddd08280dd4c6d6" },
 	};
 
-	sha1_hex("abc", 3, hex);
+	rl_sha1_hex("abc", 3, hex);
 	CHECK_STR(hex, "a9993e364706816aba3e25717850c26c9cd0d89d");
-	sha1_hex("", 0, hex);
+	rl_sha1_hex("", 0, hex);
 	CHECK_STR(hex, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-	sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-		 56, hex);
+	rl_sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		    56, hex);
 	CHECK_STR(hex, "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
 	big = malloc(1000000);
 	CHECK(big != NULL);
 	if (big == NULL)
 		return;
 	memset(big, 'a', 1000000);
-	sha1_hex(big, 1000000, hex);
+	rl_sha1_hex(big, 1000000, hex);
 	CHECK_STR(hex, "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
 	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
 		unit_context("%zu x 'a'", runs[i].len);
-		sha1_hex(big, runs[i].len, hex);
+		rl_sha1_hex(big, runs[i].len, hex);
 		CHECK_STR(hex, runs[i].sha);
 	}
 	unit_context(NULL);

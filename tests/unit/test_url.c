@@ -1,5 +1,5 @@
 /*
- * test_url.c - url_parse: the four URL forms, their defaults, and a
+ * test_url.c - rl_url_parse: the four URL forms, their defaults, and a
  * long list of URLs that must be refused with the right reason rather
  * than half-parsed or truncated.
  */
@@ -18,7 +18,7 @@ static int ok(const char *s, struct rlock_url *u)
 	int rc;
 
 	unit_context("url '%s'", s);
-	rc = url_parse(s, u, &why);
+	rc = rl_url_parse(s, u, &why);
 	CHECK_INT(rc, 0);
 	if (rc != 0)
 		printf("       why: %s\n", why ? why : "(null)");
@@ -35,7 +35,7 @@ static void bad(const char *s, const char *want)
 	unit_context("url '%s'", s ? s : "(null)");
 	memset(&u, 0x5a, sizeof(u));
 	memcpy(&before, &u, sizeof(u));
-	CHECK_INT(url_parse(s, &u, &why), -1);
+	CHECK_INT(rl_url_parse(s, &u, &why), -1);
 	CHECK_STR(why, want);
 	CHECK(memcmp(&u, &before, sizeof(u)) == 0);
 }
@@ -516,12 +516,12 @@ static void misc(void)
 	struct rlock_url u;
 
 	/* why may be NULL. */
-	CHECK_INT(url_parse("redis://h", &u, NULL), 0);
-	CHECK_INT(url_parse("nope", &u, NULL), -1);
+	CHECK_INT(rl_url_parse("redis://h", &u, NULL), 0);
+	CHECK_INT(rl_url_parse("nope", &u, NULL), -1);
 
 	/* A success after a failure starts from a clean slate. */
-	CHECK_INT(url_parse("redis://alice:pw@a/3", &u, NULL), 0);
-	CHECK_INT(url_parse("redis://b", &u, NULL), 0);
+	CHECK_INT(rl_url_parse("redis://alice:pw@a/3", &u, NULL), 0);
+	CHECK_INT(rl_url_parse("redis://b", &u, NULL), 0);
 	CHECK_STR(u.user, "");
 	CHECK_STR(u.password, "");
 	CHECK_INT(u.has_password, 0);

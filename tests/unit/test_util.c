@@ -1,8 +1,8 @@
 /*
- * test_util.c - set_error never overflows its buffer, the two clocks the
+ * test_util.c - rl_set_error never overflows its buffer, the two clocks the
  * library measures leases and waits with behave, the string helpers keep
  * strlcpy's contract and rlock_join writes all or nothing, an IPv4
- * literal reads as inet_pton reads it, and passwd_name finds the name
+ * literal reads as inet_pton reads it, and rl_passwd_name finds the name
  * getpwuid would (files first, as here); and the three ways out for text
  * rlock did not write: rlock_vis to a terminal, cli_json_str into JSON,
  * cli_prom_str into a Prometheus label value (cli/text.c).
@@ -28,26 +28,26 @@ static void seterr(void)
 	char buf[16];
 	char small[8 + 4];
 
-	set_error(buf, sizeof(buf), "%s: %d", "port", 6379);
+	rl_set_error(buf, sizeof(buf), "%s: %d", "port", 6379);
 	CHECK_STR(buf, "port: 6379");
 
 	/* Truncated, terminated, and the bytes after it untouched. */
 	memset(small, 'Z', sizeof(small));
-	set_error(small, 8, "cannot connect to %s", "127.0.0.1:6379");
+	rl_set_error(small, 8, "cannot connect to %s", "127.0.0.1:6379");
 	CHECK_STR(small, "cannot ");
 	CHECK(memcmp(small + 8, "ZZZZ", 4) == 0);
 
 	/* Zero length and NULL buffers are left alone. */
 	memset(small, 'Z', sizeof(small));
-	set_error(small, 0, "x");
+	rl_set_error(small, 0, "x");
 	CHECK(small[0] == 'Z');
-	set_error(NULL, 10, "x");
-	set_error(small, 1, "anything");
+	rl_set_error(NULL, 10, "x");
+	rl_set_error(small, 1, "anything");
 	CHECK_STR(small, "");
 
 	/* errno survives, so a caller can still return it. */
 	errno = ECONNREFUSED;
-	set_error(buf, sizeof(buf), "%s", strerror(errno));
+	rl_set_error(buf, sizeof(buf), "%s", strerror(errno));
 	CHECK_INT(errno, ECONNREFUSED);
 
 	/*
@@ -57,7 +57,7 @@ static void seterr(void)
 	 */
 	memset(buf, 'Z', sizeof(buf));
 	errno = ETIMEDOUT;
-	set_error(buf, sizeof(buf), "euro %ls", euro);
+	rl_set_error(buf, sizeof(buf), "euro %ls", euro);
 	CHECK_INT(errno, ETIMEDOUT);
 	CHECK_STR(buf, "");
 }
@@ -167,7 +167,7 @@ static void join(void)
 	CHECK_STR(buf, "");
 }
 
-/* Every address conn_ipv4_literal takes, inet_pton reads the same way;
+/* Every address rl_conn_ipv4_literal takes, inet_pton reads the same way;
  * the forms where parsers differ (leading zeros, fewer parts) are left
  * to getaddrinfo. */
 static void ipv4(void)
@@ -184,18 +184,18 @@ static void ipv4(void)
 
 	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
 		unit_context("%s", yes[i]);
-		CHECK(conn_ipv4_literal(yes[i], got));
+		CHECK(rl_conn_ipv4_literal(yes[i], got));
 		CHECK_INT(inet_pton(AF_INET, yes[i], want), 1);
 		CHECK_MEM(got, 4, want, 4);
 	}
 	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
 		unit_context("%s", no[i]);
-		CHECK(!conn_ipv4_literal(no[i], got));
+		CHECK(!rl_conn_ipv4_literal(no[i], got));
 	}
 	unit_context(NULL);
 }
 
-/* passwd_name on a file holding text: the name, or "" for -1. */
+/* rl_passwd_name on a file holding text: the name, or "" for -1. */
 static const char *pw_in(const char *text, unsigned long uid, size_t len)
 {
 	static char name[64];
@@ -207,7 +207,7 @@ static const char *pw_in(const char *text, unsigned long uid, size_t len)
 		return "?";
 	}
 	close(fd);
-	if (passwd_name(path, uid, name, len) != 0)
+	if (rl_passwd_name(path, uid, name, len) != 0)
 		name[0] = '\0';
 	unlink(path);
 	return name;
@@ -233,7 +233,7 @@ static void passwd(void)
 	struct passwd *pw;
 	size_t n;
 
-	unit_context("passwd_name");
+	unit_context("rl_passwd_name");
 	CHECK_STR(pw_in(base, 0, 64), "root");
 	CHECK_STR(pw_in(base, 1, 64), "daemon");
 	CHECK_STR(pw_in(base, 100, 64), "u100");
@@ -248,7 +248,7 @@ static void passwd(void)
 	CHECK_STR(pw_in("a:x:5:5::/:/bin/sh\n+::::::\nb:x:6:6::/:/bin/sh\n", 5, 64), "a");
 	CHECK_STR(pw_in("a:x:5:5::/:/bin/sh\n+::::::\nb:x:6:6::/:/bin/sh\n", 6, 64), "");
 	CHECK_STR(pw_in("-c::::::\nb:x:6:6::/:/bin/sh\n", 6, 64), "");
-	CHECK_INT(passwd_name("/nonexistent/passwd", 0, name, sizeof(name)), -1);
+	CHECK_INT(rl_passwd_name("/nonexistent/passwd", 0, name, sizeof(name)), -1);
 	/* Lines across the 4 KiB reads, and a line longer than one read. */
 	n = 20000;
 	if ((text = malloc(n)) == NULL)
@@ -263,10 +263,10 @@ static void passwd(void)
 	}
 	for (int i = 0; i < 300; i++) {
 		snprintf(name, sizeof(name), "user%d", i);
-		unit_context("passwd_name, uid %d", 2000 + i);
+		unit_context("rl_passwd_name, uid %d", 2000 + i);
 		CHECK_STR(pw_in(text, 2000 + i, 64), name);
 	}
-	unit_context("passwd_name, a long line");
+	unit_context("rl_passwd_name, a long line");
 	memset(text, 'g', 5000);
 	memcpy(text, "long:x:3:3:", 11);
 	rlock_strlcpy(text + 5000, ":/:/bin/sh\nafter:x:4:4::/:/bin/sh\n", n - 5000);
@@ -287,10 +287,10 @@ static void passwd(void)
 	endpwent();
 	CHECK(nu > 0);
 	for (size_t i = 0; i < nu; i++) {
-		unit_context("passwd_name, /etc/passwd, uid %lu",
+		unit_context("rl_passwd_name, /etc/passwd, uid %lu",
 			     (unsigned long)uids[i]);
-		CHECK_INT(passwd_name("/etc/passwd", uids[i], name,
-				      sizeof(name)), 0);
+		CHECK_INT(rl_passwd_name("/etc/passwd", uids[i], name,
+					 sizeof(name)), 0);
 		if ((pw = getpwuid(uids[i])) != NULL)
 			CHECK_STR(name, pw->pw_name);
 	}
@@ -557,9 +557,9 @@ static void servertext(void)
 			     "permissions to run the 'xadd' command";
 	size_t n;
 
-	CHECK_STR(server_text(buf, sizeof(buf), valkey, strlen(valkey)),
+	CHECK_STR(rl_server_text(buf, sizeof(buf), valkey, strlen(valkey)),
 		  valkey);
-	CHECK_STR(server_text(buf, sizeof(buf), "", 0), "");
+	CHECK_STR(rl_server_text(buf, sizeof(buf), "", 0), "");
 	/* Words past the bound: cut before the one that does not fit. */
 	n = 0;
 	while (n + 6 < sizeof(in) - 1) {
@@ -567,19 +567,19 @@ static void servertext(void)
 		n += 6;
 	}
 	in[n] = '\0';
-	server_text(buf, sizeof(buf), in, n);
+	rl_server_text(buf, sizeof(buf), in, n);
 	CHECK(strlen(buf) <= SERVER_TEXT_MAX);
 	CHECK(strlen(buf) > SERVER_TEXT_MAX - 10);
 	CHECK_INT(strncmp(buf, in, strlen(buf) - 3), 0);
 	CHECK_STR(buf + strlen(buf) - 5, "d,...");
 	/* A small buffer: the same, in its room. */
-	CHECK_STR(server_text(small, sizeof(small), valkey, strlen(valkey)),
+	CHECK_STR(rl_server_text(small, sizeof(small), valkey, strlen(valkey)),
 		  "ERR ACL...");
-	CHECK_STR(server_text(small, 4, valkey, strlen(valkey)), "");
+	CHECK_STR(rl_server_text(small, 4, valkey, strlen(valkey)), "");
 	/* One long word of two-byte characters: cut between two. */
 	for (n = 0; n + 2 < sizeof(in); n += 2)
 		memcpy(in + n, "\xc3\xa9", 2);
-	server_text(buf, sizeof(buf), in, n);
+	rl_server_text(buf, sizeof(buf), in, n);
 	CHECK_INT((int)strlen(buf) % 2, 1);
 	CHECK_STR(buf + strlen(buf) - 5, "\xc3\xa9...");
 }
