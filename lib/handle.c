@@ -206,7 +206,7 @@ size_t rlock_nservers(const struct rlock *rl)
 	return rl->nnode;
 }
 
-int rl_make_names(struct rlock *rl, const char *name, struct names *n)
+int rl_make_names(struct rlock *rl, const char *name, struct lock_keys *n)
 {
 	const char *why;
 
@@ -215,9 +215,7 @@ int rl_make_names(struct rlock *rl, const char *name, struct names *n)
 			     "invalid lock name: %s", why);
 		return RLOCK_EUSAGE;
 	}
-	rl_lock_keys_init(&n->k, rl->prefix, name);
-	n->v = n->k.v;
-	n->mywake[0] = '\0';
+	rl_lock_keys_init(n, rl->prefix, name);
 	return RLOCK_OK;
 }
 

@@ -38,17 +38,9 @@ struct rlock {
 	char err[800];
 };
 
-/* The names of lock name (docs/design.md#the-keys), and a waiter's own wake-up
- * channel. */
-struct names {
-	struct lock_keys k;
-	char mywake[RLOCK_KEY_MAX + 16 + LINE_ID_LEN];
-	struct lock_names v;
-};
-
-/* Fill n with the names of lock name, or say why it is no lock name
- * (RLOCK_EUSAGE). */
-int rl_make_names(struct rlock *rl, const char *name, struct names *n);
+/* Fill n with the names of lock name (docs/design.md#the-keys), or say
+ * why it is no lock name (RLOCK_EUSAGE). */
+int rl_make_names(struct rlock *rl, const char *name, struct lock_keys *n);
 
 /* ---- the history (lib/history.c) ---- */
 
@@ -57,7 +49,7 @@ int rl_make_names(struct rlock *rl, const char *name, struct names *n);
 void rl_history_join_grant(struct rlock_event *e, const struct rlock_event *g);
 /* A release whose grant is older than what a script read: its grant
  * looked up in the history, one read. */
-void rl_history_join_older(struct rlock *rl, const struct names *nm,
+void rl_history_join_older(struct rlock *rl, const struct lock_keys *nm,
 			   struct rlock_event *e);
 
 

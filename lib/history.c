@@ -25,7 +25,7 @@ struct evlist {
 	size_t n, cap;
 };
 
-static void join_older(struct rlock *rl, const struct names *nm,
+static void join_older(struct rlock *rl, const struct lock_keys *nm,
 		       struct evlist *l);
 
 /* A stream id, "MS-SEQ", into its parts.  Returns 0, or -1. */
@@ -649,7 +649,7 @@ static void merge(struct evlist *l, int several)
  * Adds them to l, and moves pos (when given) to the newest entry each
  * server had.  Returns RLOCK_OK when at least one server answered.
  */
-static int read_log(struct rlock *rl, const struct names *n, size_t max,
+static int read_log(struct rlock *rl, const struct lock_keys *n, size_t max,
 		    long long since_ms, const char *top, int follow,
 		    char (*pos)[48], struct evlist *l)
 {
@@ -734,7 +734,7 @@ static int read_log(struct rlock *rl, const struct names *n, size_t max,
  * them.  One more read, and only then; a grant trimmed from the history
  * leaves its release without a holder.
  */
-static void join_older(struct rlock *rl, const struct names *nm,
+static void join_older(struct rlock *rl, const struct lock_keys *nm,
 		       struct evlist *l)
 {
 	struct evlist g = { 0 };
@@ -767,7 +767,7 @@ static int read_events(struct rlock *rl, const char *name, size_t max,
 		       long long since_ms, int follow, char (*pos)[48],
 		       struct evlist *l)
 {
-	struct names nm;
+	struct lock_keys nm;
 	int rc;
 
 	rc = rl_make_names(rl, name, &nm);
@@ -876,7 +876,7 @@ static void last_note(struct rlock *rl, const char *fmt, ...)
 
 /* Note that the record of the last success, the n bytes at v (cut at 40,
  * raw: escaped where it is shown), was ignored, and why. */
-static void ok_junk(struct rlock *rl, const struct names *nm, const char *v,
+static void ok_junk(struct rlock *rl, const struct lock_keys *nm, const char *v,
 		    size_t n, const char *why)
 {
 	last_note(rl, "ignored %s ok '%.*s%s' (another client's data): %s",
@@ -894,7 +894,7 @@ static void ok_junk(struct rlock *rl, const struct names *nm, const char *v,
  * the error when no quorum answered (the history would not either: not
  * waited for twice).
  */
-static int read_runs(struct rlock *rl, const struct names *n,
+static int read_runs(struct rlock *rl, const struct lock_keys *n,
 		     struct rlock_event *run, int *has_run,
 		     struct rlock_event *ok, int *has_ok)
 {
@@ -949,7 +949,7 @@ static int read_runs(struct rlock *rl, const struct names *n,
  * apart never make a fresh success one from the future.  Into *now.
  * Returns RLOCK_OK, or the error when none answered.
  */
-static int server_clock(struct rlock *rl, const struct names *n,
+static int server_clock(struct rlock *rl, const struct lock_keys *n,
 			long long *now)
 {
 	const char *argv[1] = { "TIME" };
@@ -985,7 +985,7 @@ static int server_clock(struct rlock *rl, const struct names *n,
  * than the servers' clock, asked once (*now: -1 not yet).  Returns 1 or
  * 0, or -1 when no server told its clock.
  */
-static int ok_ahead(struct rlock *rl, const struct names *nm,
+static int ok_ahead(struct rlock *rl, const struct lock_keys *nm,
 		    const struct rlock_event *ok, long long *now)
 {
 	if (*now < 0 && server_clock(rl, nm, now) != RLOCK_OK) {
@@ -996,7 +996,7 @@ static int ok_ahead(struct rlock *rl, const struct names *nm,
 }
 
 /* Why the record's ok that names no entry is ignored. */
-static const char *no_entry(struct rlock *rl, const struct names *nm,
+static const char *no_entry(struct rlock *rl, const struct lock_keys *nm,
 			    const struct rlock_event *ok, long long *now)
 {
 	return ok_ahead(rl, nm, ok, now) == 1 ?
@@ -1014,7 +1014,7 @@ static const char *no_entry(struct rlock *rl, const struct names *nm,
  * asked then).  Anything else is noted.  Returns OKREC_ENTRY,
  * OKREC_TRIMMED, or -1: the record is ignored.
  */
-static int check_ok(struct rlock *rl, const struct names *nm,
+static int check_ok(struct rlock *rl, const struct lock_keys *nm,
 		    const struct rlock_event *ok, struct rlock_event *entry,
 		    long long *now)
 {
@@ -1136,7 +1136,7 @@ static void grant_text(struct rlock_event *e, const struct rlock_event *ev,
 /* rlock_last's reading of the history against the record of last runs. */
 struct last_scan {
 	struct rlock *rl;
-	struct names nm;
+	struct lock_keys nm;
 	struct rlock_event *last, *ok;	/* the record's last run and success */
 	int rec_run, rec_ok;		/* each read and not yet matched to
 					 * an entry of the pages read */
@@ -1319,7 +1319,7 @@ void rl_history_join_grant(struct rlock_event *e, const struct rlock_event *g)
 	join_grant(e, g);
 }
 
-void rl_history_join_older(struct rlock *rl, const struct names *nm,
+void rl_history_join_older(struct rlock *rl, const struct lock_keys *nm,
 			   struct rlock_event *e)
 {
 	struct evlist one = { e, 1, 1 };

@@ -83,7 +83,7 @@ static int agreed_slot(const int *slot, const long long *got, size_t n,
  * grant counts above it).  got[i] is the fence master i granted, 0 none.
  * Returns the number of masters known to be at fence or above.
  */
-static size_t raise_fence(struct rlock *rl, const struct names *n,
+static size_t raise_fence(struct rlock *rl, const struct lock_keys *n,
 			  const char *token, long long fence,
 			  const long long *got)
 {
@@ -117,7 +117,7 @@ static size_t raise_fence(struct rlock *rl, const struct names *n,
  * the I/O timeout.  Returns how many servers reached want; *least gets the
  * fewest acknowledgements and *addr where.
  */
-static size_t wait_replicas(struct rlock *rl, const struct names *n, int want,
+static size_t wait_replicas(struct rlock *rl, const struct lock_keys *n, int want,
 			    const int *which, long long *least, char *addr,
 			    size_t addrlen)
 {
@@ -161,7 +161,7 @@ static size_t wait_replicas(struct rlock *rl, const struct names *n, int want,
 
 /* After a grant: make sure want replicas have it, or undo it and return
  * UNREPLICATED. */
-static int replicated(struct rlock *rl, const struct names *n,
+static int replicated(struct rlock *rl, const struct lock_keys *n,
 		      const char *token, int want, const long long *got)
 {
 	int which[RLOCK_MAX_SERVERS];
@@ -191,7 +191,7 @@ static int replicated(struct rlock *rl, const struct names *n,
 }
 
 /* The holders' kind disagrees with ours: say which and how. */
-static int conflict(struct rlock *rl, const struct names *n,
+static int conflict(struct rlock *rl, const struct lock_keys *n,
 		    const char *name, const char *ours, const char *theirs)
 {
 	char want[64], have[64];
@@ -259,7 +259,7 @@ static void history_refused(struct rlock *rl, size_t i, int recorded,
 			     user[0] != '\0' ? user : "default");
 }
 
-static void record_grant(struct rlock *rl, const struct names *n,
+static void record_grant(struct rlock *rl, const struct lock_keys *n,
 			 const struct acquirer *who, const char *kind,
 			 const struct rlock_lease *lease);
 
@@ -268,11 +268,12 @@ static void record_grant(struct rlock *rl, const struct names *n,
 struct acq {
 	const char *name;
 	const struct rlock_acquire_opts *o;
-	struct names n;
+	struct lock_keys n;
 	struct ask a;
 	char token[RLOCK_TOKEN_LEN + 1];
 	char kind[24];
 	char id[LINE_ID_LEN + 1];
+	char mywake[RLOCK_KEY_MAX + 16 + LINE_ID_LEN];	/* its own channel */
 	const char *chan;		/* where a waiter listens */
 	char skip[640];			/* why it gave up at once, for the
 					 * history ('' none) */
@@ -472,7 +473,7 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 		       int *joined, int64_t waited_ms, int *undid)
 {
 	static const struct history none = { 0, 0 };
-	const struct names *n = &aq->n;
+	const struct lock_keys *n = &aq->n;
 	const struct ask *a = &aq->a;
 	const char *token = aq->token;
 	struct acquirer who;
@@ -565,7 +566,7 @@ static int make_waiter_id(char id[LINE_ID_LEN + 1])
 
 /* Give up a place in line, within one I/O timeout; a waiter that cannot
  * say so loses its place when its lease ends. */
-static void leave_line(struct rlock *rl, const struct names *n,
+static void leave_line(struct rlock *rl, const struct lock_keys *n,
 		       const struct ask *a, const char *token)
 {
 	struct request q;
@@ -663,7 +664,7 @@ static int acq_init(struct rlock *rl, const char *name,
 	 * line, in different orders, so waiters there are woken by the
 	 * release channel and try in no order. */
 	q->id[0] = '\0';
-	q->chan = q->n.k.chan;
+	q->chan = q->n.chan;
 	q->a = (struct ask){ q->kind, rl->nnode == 1 ? "new" : "", 0, 1,
 			     o->priority, o->supersede, o->once_per_ms, 0 };
 	for (size_t i = 0; i < rl->nnode; i++)
@@ -687,9 +688,9 @@ static int acq_waiter(struct rlock *rl, struct acq *q,
 			     "id: %s", strerror(errno));
 		return RLOCK_ESYS;
 	}
-	snprintf(q->n.mywake, sizeof(q->n.mywake), "%s%s", q->n.k.wake,
+	snprintf(q->mywake, sizeof(q->mywake), "%s%s", q->n.wake,
 		 q->id);
-	q->chan = q->n.mywake;
+	q->chan = q->mywake;
 	q->a.waiter = q->id;
 	if (o->baton && strcmp(q->kind, "x") == 0 && o->once_per_ms == 0 &&
 	    o->wait_replicas == 0) {
@@ -702,7 +703,7 @@ static int acq_waiter(struct rlock *rl, struct acq *q,
 
 /* Record one history entry of values v (EV_NFIELDS) on every server,
  * keeping rl->err.  Best effort: returns the fan-out's code. */
-static int record(struct rlock *rl, const struct names *n, const char *run,
+static int record(struct rlock *rl, const struct lock_keys *n, const char *run,
 		  const char *const *v)
 {
 	char why[sizeof(rl->err)];
@@ -733,7 +734,7 @@ static int record(struct rlock *rl, const struct names *n, const char *run,
 
 /* A grant of several masters, once a quorum made it: recorded on every one,
  * with the fence handed out. */
-static void record_grant(struct rlock *rl, const struct names *n,
+static void record_grant(struct rlock *rl, const struct lock_keys *n,
 			 const struct acquirer *who, const char *kind,
 			 const struct rlock_lease *lease)
 {
@@ -823,7 +824,7 @@ static int record_lost(struct rlock *rl, const char *name,
 	const char *v[EV_NFIELDS] = { 0 };
 	char pid[24], fence[24], held[24], ex[24], sig[16], tok[9];
 	char why[sizeof(rl->err) + 32], run[sizeof(why) + 512];
-	struct names n;
+	struct lock_keys n;
 	int rc;
 
 	rc = rl_make_names(rl, name, &n);
@@ -1014,7 +1015,7 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 {
 	struct request q;
 	struct fan f;
-	struct names n;
+	struct lock_keys n;
 	int64_t t0;
 	int rc, kind;
 
@@ -1088,7 +1089,7 @@ int rlock_holds(struct rlock *rl, const char *name, const char *token,
 {
 	struct request q;
 	struct fan f;
-	struct names n;
+	struct lock_keys n;
 	int rc;
 
 	if ((rc = rl_make_names(rl, name, &n)) != RLOCK_OK ||
@@ -1152,7 +1153,7 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 {
 	struct request q;
 	struct fan f;
-	struct names n;
+	struct lock_keys n;
 	size_t lost;
 	int rc;
 
@@ -1175,8 +1176,8 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 		rl_set_error(rl->err, sizeof(rl->err), "%s: released; the "
 			     "server refused the wake-up message on %s%s (no "
 			     "right to publish on it?): waiters notice when "
-			     "they poll", name, rl->nnode > 1 ? n.k.chan :
-			     n.k.wake, rl->nnode > 1 ? "" : "*");
+			     "they poll", name, rl->nnode > 1 ? n.chan :
+			     n.wake, rl->nnode > 1 ? "" : "*");
 	else if (rc == RLOCK_OK && lost > 0)
 		rl_set_error(rl->err, sizeof(rl->err), "%s: released (the "
 			     "reply was lost; the retry found the lock "
@@ -1193,7 +1194,7 @@ int rlock_force_release(struct rlock *rl, const char *name,
 {
 	struct request q;
 	struct fan f;
-	struct names n;
+	struct lock_keys n;
 	size_t i, removed = 0, fail = 0;
 	char by[400];
 	int rc;

@@ -48,9 +48,9 @@ static void fill_view(struct rlock *rl, struct fan *f, size_t i,
 
 /* The most subscribers of the release channel on any server, or -1 when
  * none would say (an ACL user without PUBSUB): unknown, not zero. */
-static long long count_waiters(struct rlock *rl, const struct names *n)
+static long long count_waiters(struct rlock *rl, const struct lock_keys *n)
 {
-	const char *argv[3] = { "PUBSUB", "NUMSUB", n->k.chan };
+	const char *argv[3] = { "PUBSUB", "NUMSUB", n->chan };
 	struct request q;
 	struct fan f;
 	long long most = -1;
@@ -105,7 +105,7 @@ int rlock_status(struct rlock *rl, const char *name, struct rlock_holder *out,
 	struct rlock_holder h[RLOCK_MAX_SERVERS];
 	struct request q;
 	struct fan f;
-	struct names n;
+	struct lock_keys n;
 	size_t i, fail = 0, ok = 0;
 	long long fence = -1;
 	int rc;

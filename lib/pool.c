@@ -25,7 +25,7 @@ size_t rlock_granted(const struct rlock *rl, const struct rlock_member **list)
  * reply is f's (rl_fan_done frees it).  Returns RLOCK_OK or an error code. */
 static int members_call(struct rlock *rl, const char *pool, const char *what,
 			const char *member, const char *props,
-			struct names *n, struct fan *f)
+			struct lock_keys *n, struct fan *f)
 {
 	struct request q;
 	int rc;
@@ -55,7 +55,7 @@ static int members_call(struct rlock *rl, const char *pool, const char *what,
 int rlock_pool_add(struct rlock *rl, const char *pool, const char *member,
 		   const char *props, int *added)
 {
-	struct names n;
+	struct lock_keys n;
 	struct fan f;
 	const redisReply *r;
 	int rc;
@@ -78,7 +78,7 @@ int rlock_pool_add(struct rlock *rl, const char *pool, const char *member,
 int rlock_pool_rm(struct rlock *rl, const char *pool, const char *member,
 		  int *removed, struct rlock_holder *holder)
 {
-	struct names n;
+	struct lock_keys n;
 	struct fan f;
 	const redisReply *r;
 	long long gone;
@@ -158,7 +158,7 @@ static int list_entry(const redisReply *e, long long now,
 int rlock_pool_list(struct rlock *rl, const char *pool,
 		    struct rlock_member **list, size_t *n)
 {
-	struct names nm;
+	struct lock_keys nm;
 	struct fan f;
 	const redisReply *r, *l;
 	long long now;

@@ -239,7 +239,7 @@ static void with_skipped(struct rlock *rl, const char *token,
 {
 	const char *v[EV_NFIELDS] = { 0 }, *busy = rlock_with_busy(rl);
 	char pid[24], ms[24], tb[32], reason[700], tok[9], why[sizeof(rl->err)];
-	struct names *n = malloc(sizeof(*n));
+	struct lock_keys *n = malloc(sizeof(*n));
 	const char *p = rl->with->names;
 
 	if (n == NULL || rl->hist.max == 0) {
@@ -556,7 +556,7 @@ int rl_with_release(struct rlock *rl, const char *token,
 
 int rlock_with_read(struct rlock *rl, const char *name, struct rlock_with *out)
 {
-	struct names *n;
+	struct lock_keys *n;
 	struct request q;
 	struct fan f;
 	const char *argv[2] = { "GET", NULL };
@@ -581,7 +581,7 @@ int rlock_with_read(struct rlock *rl, const char *name, struct rlock_with *out)
 	{
 		char key[RLOCK_KEY_MAX + 16];
 
-		snprintf(key, sizeof(key), "%s%s", n->k.key, KEY_WITH);
+		snprintf(key, sizeof(key), "%s%s", n->key, KEY_WITH);
 		argv[1] = key;
 		rl_req_command(&q, 2, argv, n->v.slot);
 		rl_fan_init(&f, rl);
