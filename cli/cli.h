@@ -263,6 +263,9 @@ const char *cli_one_name(const struct cli *g, int argc, char **argv);
 /* Apply the environment to what the command line did not set. */
 void cli_finish(struct cli *g);
 
+/* Add server URL u (-u, or one of $RLOCK_URL's); a usage error past
+ * CLI_MAX_URLS. */
+void cli_add_url(struct cli *g, const char *u);
 /* Make a library handle for g, or exit with a message. */
 struct rlock *cli_open(struct cli *g);
 
@@ -400,6 +403,10 @@ void cli_history_warn(const struct cli *g, const struct rlock *rl);
 /* Write the holder as "host pid N (command)" into buf, as it is: for
  * cli_warn, which escapes the message, or for cli_vis. */
 const char *cli_holder(const struct rlock_holder *h, char *buf, size_t len);
+/* " and N more" when h is one of N + 1 holders (shared, semaphore), else
+ * "". */
+const char *cli_more_holders(const struct rlock_holder *h, char *buf,
+			     size_t len);
 
 /* The live line of a waiting acquire, on stderr. */
 struct cli_waitline {
