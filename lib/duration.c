@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "rlock_int.h"
 
 /* 100 years (36525 days): anything longer is a typo, not a lease. */
 #define DURATION_MAX_MS (36525LL * 24 * 3600 * 1000)

@@ -12,7 +12,6 @@
 #include "keys.h"
 #include "reply.h"
 #include "request.h"
-#include "protocol.h"
 
 /*
  * Turn an error reply into a code and a message naming what users can act

@@ -17,7 +17,6 @@
 
 #include "fanout.h"
 #include "handle.h"
-#include "identity.h"
 #include "keys.h"
 #include "node.h"
 #include "reply.h"

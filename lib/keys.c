@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "keys.h"
-#include "protocol.h"
 
 /*
  * The keys of a lock.  The scripts take the lock key as KEYS[1] and name

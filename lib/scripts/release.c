@@ -8,7 +8,6 @@
 
 #include "keys.h"
 #include "request.h"
-#include "protocol.h"
 
 /*
  * A release that ended well (no signal, exit 0 or not known), not
