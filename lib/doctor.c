@@ -830,6 +830,46 @@ static long long percent(long long u, long long m)
 	return q * 100 + (r <= LLONG_MAX / 100 ? r * 100 / m : r / (m / 100));
 }
 
+/*
+ * How many rlocks the server's maxclients leaves room for: a waiting
+ * rlock holds two connections (its requests, and the subscription its
+ * wake-up comes on), a holder one (run's renewals go on its requests'
+ * connection; acquire --renew's renewer has one).  A warning when fewer
+ * than a tenth of maxclients are free: a fleet starting at once would be
+ * refused, and wait (issue 46).
+ */
+static void check_clients(struct doc *x, struct server *s)
+{
+	long long max = 0, used = 0, room;
+	char v[24];
+	int rm, ru;
+
+	if (s->info == NULL) {
+		unknown(x, s, "clients", NULL);
+		return;
+	}
+	rm = rl_info_num(s->info, "maxclients", 0, LLONG_MAX, &max);
+	ru = rl_info_num(s->info, "connected_clients", 0, LLONG_MAX, &used);
+	if (rm == INFO_BAD || ru == INFO_BAD) {
+		unreadable(x, s->addr, "clients", s->info, rm == INFO_BAD ?
+			   "maxclients" : "connected_clients");
+		return;
+	}
+	if (rm == INFO_ABSENT || ru == INFO_ABSENT) {
+		unknown(x, s, "clients", rm == INFO_ABSENT ? "maxclients" :
+			"connected_clients");
+		return;
+	}
+	room = max > used ? max - used : 0;
+	snprintf(v, sizeof(v), "%lld", room);
+	add(x, s->addr, "clients", room * 10 < max ? RLOCK_CHECK_WARN :
+	    RLOCK_CHECK_OK, 0, RLOCK_VALUE_NUMBER, v, "%lld of maxclients "
+	    "%lld in use: room for %lld waiting rlocks (2 connections each) "
+	    "or %lld holders (1 each)%s", used, max, room / 2, room,
+	    room * 10 < max ? "; more wait for a free connection: raise "
+	    "maxclients" : "");
+}
+
 static void check_memory(struct doc *x, struct server *s)
 {
 	char used[32], max[32], pct[24];
@@ -2003,6 +2043,7 @@ static void check_server(struct doc *x, struct server *s, int64_t open_ms,
 	replica = check_role(x, s);
 	if (!replica) {
 		check_memory(x, s);
+		check_clients(x, s);
 		check_rights(x, s);
 	}
 	check_eviction(x, s);

@@ -463,6 +463,7 @@ static int server_error(const redisReply *r, int n, const char *addr,
 		   NULL) {
 		/* Said on connecting, and read as the first reply. */
 		res->rc = RLOCK_EUNAVAIL;
+		res->full = 1;
 		snprintf(res->err, sizeof(res->err), "%s: the server takes no "
 			 "more clients (maxclients reached)", addr);
 	} else if (rl_reply_starts_with(r, "MASTERDOWN") ||

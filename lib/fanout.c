@@ -169,6 +169,7 @@ static void on_reply(struct rlock_node *n, struct fan_slot *s, redisReply *r)
 		return;
 	default:
 		rl_classify_error(r, n->cmd, key, &s->res);
+		n->full |= s->res.full;
 		freeReplyObject(r);
 		s->state = ST_DONE;
 		return;

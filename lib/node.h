@@ -64,6 +64,9 @@ struct rlock_node {
 					 * replica named master, READONLY,
 					 * CLUSTERDOWN...; set here, cleared
 					 * by the caller */
+	int full;			/* said it takes no more clients
+					 * (maxclients): set by the fan-out,
+					 * cleared by the caller */
 	struct sentinels *sent;		/* Sentinel only */
 	struct rlock_conn_opts mopts;	/* Sentinel: the master's, with HELLO */
 	/* Several masters: who the server is (rl_identify_servers), told on

@@ -253,6 +253,7 @@ struct rlock_result {
 	char err[768];
 	int wrongtype;		/* the error was WRONGTYPE: rl_explain_wrongtype
 				 * names the key */
+	int full;		/* the server takes no more clients */
 };
 
 /*

@@ -218,6 +218,16 @@ static int failing_over(const struct rlock *rl)
 	return 0;
 }
 
+/* Whether a server of rl said it takes no more clients (maxclients). */
+static int full(const struct rlock *rl)
+{
+	for (size_t i = 0; i < rl->nnode; i++) {
+		if (rl->node[i].full)
+			return 1;
+	}
+	return 0;
+}
+
 /* How long to wait before asking again (wait.h). */
 int64_t rl_line_wait_ms(long long pttl, long long place, int in_line,
 			int subscribed, unsigned rnd)
@@ -358,23 +368,24 @@ static int pause_after_undo(struct wait *w, int64_t now)
 }
 
 /*
- * A try failed where the servers answered before (seen_busy), or a
- * failover is seen under way: a restart, a failover or a dropped
- * connection must not end a wait of minutes.  Back off (100ms doubling to
- * a second, jittered) and listen afresh.  A wait that goes quiet while its
- * servers are gone looks hung: the progress line says what it is doing.
+ * A try failed where the servers answered before (seen_busy), a failover
+ * is seen under way, or a server takes no more clients: a restart, a
+ * failover, a dropped connection or a full server must not end a wait of
+ * minutes.  Back off (100ms doubling to a second, jittered) and listen
+ * afresh.  A wait that goes quiet while its servers are gone looks hung:
+ * the progress line says what it is doing (tell).
  */
 static int back_off(struct wait *w, int64_t now, int64_t *backoff,
-		    int64_t retry_end, int seen_busy)
+		    int64_t retry_end, int tell)
 {
 	int64_t wake;
 
-	if (seen_busy)
+	if (tell)
 		progress(w, now, w->rl->err);
 	if (*backoff < 1000)
 		*backoff = *backoff == 0 ? 100 : *backoff * 2;
 	wake = now + *backoff + jitter((unsigned)*backoff / 2);
-	if (w->o->wait_cb != NULL && seen_busy && wake > w->last_cb + w->cb_due)
+	if (w->o->wait_cb != NULL && tell && wake > w->last_cb + w->cb_due)
 		wake = w->last_cb + w->cb_due;
 	if (wake > retry_end)
 		wake = retry_end;
@@ -431,7 +442,7 @@ static int attempt(struct wait *w, int64_t waited_ms, int details,
 	t->ttl_ms = -1;
 	t->place = -1;
 	for (size_t i = 0; i < rl->nnode; i++)
-		rl->node[i].failing_over = 0;
+		rl->node[i].failing_over = rl->node[i].full = 0;
 	rc = w->k->attempt(rl, w->self, waited_ms, details, w->subscribed,
 			   lease, w->holder, t);
 	if (rc == RLOCK_OK && (switched_meanwhile(rl) ||
@@ -506,8 +517,15 @@ int rl_hold_wait(struct rlock *rl, const char *name,
 		retry_end = seen_busy ? w.deadline : 0;
 		if (failing_over(rl) && retry_until > retry_end)
 			retry_end = retry_until;
+		/* A server that takes no more clients is a wait, not a
+		 * failure: a fleet's waiters come and go (issue 46).  For
+		 * the whole of -w (without -w, as long as it takes); -n
+		 * within the I/O timeout, as through a failover. */
+		if (full(rl) && rc == RLOCK_EUNAVAIL)
+			retry_end = o->wait_ms == 0 ? retry_until : w.deadline;
 		if (rc == RLOCK_EUNAVAIL && now < retry_end) {
-			rc = back_off(&w, now, &backoff, retry_end, seen_busy);
+			rc = back_off(&w, now, &backoff, retry_end,
+				      seen_busy || full(rl));
 			if (rc == RLOCK_CANCELED)
 				break;
 			continue;

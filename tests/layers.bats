@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # layers.bats - the house of lib/, drawn from what its objects define and
-# use (nm): every call goes to the same floor or one below, as the table
+# use (nm): every call goes to the same floor or below, as the table
 # of docs/design.md ("The layers") stacks them; no two files call each
 # other; every file has a floor; every extern symbol of librlock is
-# rlock_ or rl_; no function of lib/ runs over 120 lines.  Then the
-# checker itself (tests/layers.py) on small trees of its own.  Needs no
-# server.
+# rlock_ or rl_ (the compiler's own __ names aside); no function of lib/
+# runs over 120 lines.  Then the checker itself (tests/layers.py) on small
+# trees of its own.  Needs no server.
 
 bats_require_minimum_version 1.5.0
 load test_helper

@@ -1,0 +1,149 @@
+#!/usr/bin/env bats
+# fleet.bats - a fleet's worth on one Redis (issue 46): a server that takes
+# no more clients (maxclients) is a wait, not a failure.  Every kind waits
+# through it within -w, says so on its progress line, and runs once a
+# client leaves; -w that runs out first exits 69 naming maxclients; -n
+# tries within the I/O timeout, as through a failover.  The server F is
+# filled by a process of the test's own that holds every free connection
+# until told to let go.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+
+setup_file() {
+	rl_setup_file
+	start_redis F --maxclients 24
+}
+
+teardown_file() { rl_teardown_file; }
+setup() {
+	rl_setup
+	export RLOCK_URL=$F_URL
+}
+teardown() {
+	[[ -e hog.pid ]] && kill "$(cat hog.pid)" 2>/dev/null
+	rl_teardown
+}
+
+# fill [LEAVE]: hold connections to F until it refuses one ("max number
+# of clients reached"), then let LEAVE of them go (default 0), and hold the
+# rest until the file "release" exists.  Returns once that is done.
+fill() {
+	python3 - "$F_PORT" "${1:-0}" <<'PY' >hog.out 2>&1 &
+import os, socket, sys, time
+port, leave = int(sys.argv[1]), int(sys.argv[2])
+held = []
+while True:
+    s = socket.create_connection(('127.0.0.1', port))
+    s.sendall(b'PING\r\n')
+    reply = s.recv(200)
+    if reply.startswith(b'+PONG'):
+        held.append(s)
+        continue
+    s.close()
+    break
+for s in held[:leave]:
+    s.close()
+del held[:leave]
+if leave:
+    # Until the server has heard the closes: a connection of our own, in
+    # the room they made, is let in and counts the rest (at most 5 s).
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        try:
+            c = socket.create_connection(('127.0.0.1', port))
+            c.sendall(b'INFO clients\r\n')
+            text = c.recv(4096).decode()
+            c.close()
+        except OSError:
+            text = ''
+        m = [int(l.split(':')[1]) for l in text.split('\r\n')
+             if l.startswith('connected_clients:')]
+        if m and m[0] <= len(held) + 1:
+            break
+        time.sleep(0.02)
+open('full', 'w').write('%d\n' % len(held))
+while not os.path.exists('release'):
+    time.sleep(0.02)
+PY
+	echo $! >hog.pid
+	wait_until 10 file_nonempty full
+}
+
+# let_go: the filler closes its connections and exits.
+let_go() {
+	touch release
+	wait_until 10 pid_gone "$(cat hog.pid)"
+	rm -f hog.pid
+}
+
+@test "fleet: a run through a full server waits, says why on its progress line, and runs once a client leaves" {
+	fill
+	bg_start w "$RLOCK" run -w 30s --progress 1s full1 -- sh -c 'echo ran >ran'
+	local pid=$BG_PID
+	wait_until 10 grep -q 'the server takes no more clients (maxclients reached)' w.err
+	[[ ! -e ran ]]
+	let_go
+	bg_wait "$pid" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat ran)" ran
+	run -0 grep -c "rlock: run: waiting [^ ]* for full1: trying again: 127.0.0.1:$F_PORT: the server takes no more clients (maxclients reached)" w.err
+	lock_free full1
+}
+
+@test "fleet: every kind waits through a full server: acquire, a semaphore's place, a shared hold and a set" {
+	fill
+	bg_start a "$RLOCK" acquire -w 30s --progress 1s fk1
+	local pa=$BG_PID
+	bg_start l "$RLOCK" run -w 30s --progress 1s -l 2 fk2 -- true
+	local pl=$BG_PID
+	bg_start s "$RLOCK" run -w 30s --progress 1s -s fk3 -- true
+	local ps=$BG_PID
+	bg_start x "$RLOCK" run -w 30s --progress 1s fk4 --with fk5 -- true
+	local px=$BG_PID
+	# Each was refused, and says so.
+	for id in a l s x; do
+		wait_until 10 grep -q 'takes no more clients' "$id.err"
+	done
+	let_go
+	bg_wait "$pa" 10
+	assert_equal "$BG_STATUS" 0
+	held_by fk1 "$(bg_out a)" F
+	for p in "$pl" "$ps" "$px"; do
+		bg_wait "$p" 10
+		assert_equal "$BG_STATUS" 0
+	done
+	run -0 "$RLOCK" release fk1 "$(bg_out a)"
+}
+
+@test "fleet: a -w that runs out while the server is full exits 69 naming maxclients; -n tries within the I/O timeout" {
+	fill
+	run -69 --separate-stderr "$RLOCK" run -w 1s full2 -- touch ran
+	assert_equal "$stderr" "rlock: run: 127.0.0.1:$F_PORT: the server takes no more clients (maxclients reached)"
+	run -69 --separate-stderr "$RLOCK" --io-timeout 300ms run -n full2 -- touch ran
+	assert_equal "$stderr" "rlock: run: 127.0.0.1:$F_PORT: the server takes no more clients (maxclients reached)"
+	[[ ! -e ran ]]
+	let_go
+	run -0 "$RLOCK" run -n full2 -- touch ran
+	[[ -e ran ]]
+}
+
+@test "fleet: doctor states the rlocks a server's maxclients leaves room for, and warns when a tenth or less is free" {
+	run -1 --separate-stderr "$RLOCK" --json doctor
+	json_check "$output" \
+		'[c["level"] for c in d if c["check"] == "clients"] == ["ok"]' \
+		'[c["value"] for c in d if c["check"] == "clients"][0] in range(19, 24)'
+	run -1 --separate-stderr "$RLOCK" doctor
+	[[ $(tr -s ' \n' ' ' <<<"$output") =~ \ ok\ clients\ ([0-9]+)\ of\ maxclients\ 24\ in\ use:\ room\ for\ ([0-9]+)\ waiting\ rlocks\ \(2\ connections\ each\)\ or\ ([0-9]+)\ holders\ \(1\ each\) ]] ||
+		fail "no clients line: $output"
+	assert_equal "${BASH_REMATCH[3]}" $((24 - BASH_REMATCH[1]))
+	assert_equal "${BASH_REMATCH[2]}" $(((24 - BASH_REMATCH[1]) / 2))
+	# (exit 1 above: a server without AOF warns of its persistence.)
+	# Three connections free, one of them doctor's: two is under a tenth.
+	fill 3
+	run -1 --separate-stderr "$RLOCK" --json doctor
+	let_go
+	json_check "$output" \
+		'[c["level"] for c in d if c["check"] == "clients"] == ["warn"]' \
+		'[c["message"] for c in d if c["check"] == "clients"][0].endswith("; more wait for a free connection: raise maxclients")'
+}
