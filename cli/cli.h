@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -315,6 +316,70 @@ void renewer_lease(const struct renewer *rn, struct rlock_lease *lease);
  * renewer_open made. */
 void renewer_stop(struct renewer *rn);
 
+/* ---- a command under a lease, for run and lead (child.c) ---------------- */
+
+/* What to do to the command (run) or the followed process (acquire
+ * --renew) when the lock is lost. */
+enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
+
+/* The command a holder runs, and how it is supervised. */
+struct cli_child {
+	struct cli *g;
+	const char *name;		/* the lock, for messages */
+	const char *shell_cmd;		/* -c STRING, or NULL: argv */
+	char **argv;
+	int nested;			/* an ancestor holds the lock: no group
+					 * of its own, in group if it can */
+	pid_t group;			/* the holder's command's group */
+	int lead;			/* rlock lead: INT and TERM stop the
+					 * command (c->stopped), which never
+					 * has the terminal; what its group
+					 * leaves is stopped after its end */
+	enum on_lost on_lost;
+	int64_t kill_after_ms;		/* SIGKILL this long after SIGTERM */
+	int64_t max_time_ms;		/* 0: none */
+	int signal;			/* out: the signal that ended it */
+	int stopped;			/* out: lead, the INT or TERM that
+					 * stopped it, 0 none */
+};
+
+/* This process's id and start time (field 22 of /proc/PID/stat, clock
+ * ticks since boot), "PID:START", into me (48 bytes); "" when unknown. */
+void cli_child_me(char *me);
+
+/* The label of c's command: what status shows of the holder, its command
+ * line as one line, cut at RLOCK_LABEL_MAX bytes, in label (that size + 1).
+ * Returns label. */
+const char *cli_child_label(const struct cli_child *c, char *label);
+
+/* Put lease of lock name (key, kind as RLOCK_HELD writes it, me from
+ * cli_child_me) into the environment a command inherits: RLOCK_NAME,
+ * RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_TTL_MS, RLOCK_SLOT, and
+ * RLOCK_HELD as held (what was inherited, NULL none) and this hold. */
+void cli_child_env(const char *name, const char *key, const char *kind,
+		   const char *me, const char *held,
+		   const struct rlock_lease *lease);
+
+/*
+ * Start c's command, with the environment set, and supervise it to its
+ * end: signals read from sfd are forwarded to it (c->lead: see there),
+ * the lease (NULL when an ancestor holds the lock) is kept with rn's
+ * thread, and on a loss its group is stopped (c->on_lost) before the
+ * lease can end.  oldmask is the signal mask the command gets.  Returns
+ * its exit status (128 + N for signal N), or -1 (with a message) when it
+ * could not be started; *lost tells whether the lease was lost.
+ */
+int cli_child_run(struct cli_child *c, struct rlock *rl, int sfd,
+		  const sigset_t *oldmask, struct renewer *rn,
+		  struct rlock_lease *lease, int *lost);
+
+/* Give up lease after cli_child_run (rn stopped): a loss is said and
+ * recorded in the history, else the lock is released (recording ret and
+ * c->signal).  Returns ret, or EX_LOST when the lock was lost. */
+int cli_child_release(const struct cli_child *c, struct rlock *rl,
+		      const struct renewer *rn, const struct rlock_lease *lease,
+		      int lost, int ret);
+
 /* ---- RLOCK_HELD, the locks a process tree holds (held.c) ---------------- */
 
 /* One entry of RLOCK_HELD, decoded. */
@@ -356,10 +421,6 @@ void lease_file_sweep(void);
  * place.  Returns 0, or -1 for anything else (the file is a user's /tmp:
  * not trusted), rec then untouched. */
 int lease_lost_parse(char *rec, long long *ms, const char **reason);
-
-/* What to do to the command (run) or the followed process (acquire
- * --renew) when the lock is lost. */
-enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
 
 /* Parse --on-lost's argument or exit 64. */
 enum on_lost cli_on_lost(const struct cli *g, const char *arg);
