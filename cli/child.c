@@ -459,13 +459,15 @@ static char *one_line(char *s)
 	return s;
 }
 
-const char *cli_child_label(const struct cli_child *c, char *label)
+const char *cli_child_label(const struct cli_child *c, const char *prefix,
+			    const char *text, char *label)
 {
-	size_t len = 0;
+	size_t len = rlock_strlcpy(label, prefix, RLOCK_LABEL_MAX + 1);
 
-	label[0] = '\0';
-	if (c->shell_cmd != NULL) {
-		rlock_strlcpy(label, c->shell_cmd, RLOCK_LABEL_MAX + 1);
+	if (text != NULL) {
+		rlock_strlcat(label, text, RLOCK_LABEL_MAX + 1);
+	} else if (c->shell_cmd != NULL) {
+		rlock_strlcat(label, c->shell_cmd, RLOCK_LABEL_MAX + 1);
 	} else {
 		for (size_t i = 0; c->argv[i] != NULL && len < RLOCK_LABEL_MAX;
 		     i++) {

@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "rlock.h"
 
@@ -70,6 +72,9 @@ enum {
 	OPT_POOL,
 	OPT_COUNT,
 	OPT_WITH,
+	OPT_RESTART,
+	OPT_RESTART_DELAY,
+	OPT_LEADER_FILE,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -146,6 +151,7 @@ int cmd_doctor(int argc, char **argv, struct cli *g);
 int cmd_log(int argc, char **argv, struct cli *g);
 int cmd_last(int argc, char **argv, struct cli *g);
 int cmd_pool(int argc, char **argv, struct cli *g);
+int cmd_lead(int argc, char **argv, struct cli *g);
 int cmd_help(int argc, char **argv, struct cli *g);
 
 /*
@@ -347,10 +353,11 @@ struct cli_child {
  * ticks since boot), "PID:START", into me (48 bytes); "" when unknown. */
 void cli_child_me(char *me);
 
-/* The label of c's command: what status shows of the holder, its command
- * line as one line, cut at RLOCK_LABEL_MAX bytes, in label (that size + 1).
- * Returns label. */
-const char *cli_child_label(const struct cli_child *c, char *label);
+/* The label of c's command: what status shows of the holder, prefix and
+ * text (NULL: the command line) as one line, cut at RLOCK_LABEL_MAX bytes,
+ * in label (that size + 1).  Returns label. */
+const char *cli_child_label(const struct cli_child *c, const char *prefix,
+			    const char *text, char *label);
 
 /* Put lease of lock name (key, kind as RLOCK_HELD writes it, me from
  * cli_child_me) into the environment a command inherits: RLOCK_NAME,
@@ -379,6 +386,25 @@ int cli_child_run(struct cli_child *c, struct rlock *rl, int sfd,
 int cli_child_release(const struct cli_child *c, struct rlock *rl,
 		      const struct renewer *rn, const struct rlock_lease *lease,
 		      int lost, int ret);
+
+/* ---- systemd's notify protocol, for lead (notify.c) ---------------------- */
+
+struct cli_notify {
+	int fd;				/* -1: no NOTIFY_SOCKET */
+	struct sockaddr_un addr;
+	socklen_t len;
+};
+
+/* Open the socket $NOTIFY_SOCKET names (a path, or '@' and an abstract
+ * name), if set and well-formed, and take the variable out of the
+ * environment the command inherits. */
+void cli_notify_open(struct cli_notify *n);
+
+/* Send msg ("READY=1", "STATUS=...\n...") if a socket was opened; a
+ * message that cannot be sent is dropped, as sd_notify(3) does. */
+void cli_notify(const struct cli_notify *n, const char *msg);
+
+void cli_notify_close(struct cli_notify *n);
 
 /* ---- RLOCK_HELD, the locks a process tree holds (held.c) ---------------- */
 

@@ -582,7 +582,7 @@ int cmd_run(int argc, char **argv, struct cli *g)
 		return ret;
 	}
 	if (r.ao.label == NULL)
-		r.ao.label = cli_child_label(&r.c, label);
+		r.ao.label = cli_child_label(&r.c, "", NULL, label);
 
 	/* Signals that would stop us end a wait; they are read from sfd.
 	 * One we were started with ignored (SIGHUP under nohup, SIGINT in

@@ -51,6 +51,24 @@ const struct cmd cli_cmds[] = {
 	  "  -k, --kill-after DUR           SIGKILL this long after SIGTERM (default 10s)\n"
 	  "      --max-time DUR             terminate COMMAND if it runs longer\n"
 	  "      --once-per DUR             at most one run that exits 0 per period DUR\n" },
+	{ "lead", cmd_lead, "run a command on one candidate at a time, forever",
+	  "Usage: rlock lead [options] NAME [--] COMMAND [ARG...]\n"
+	  "\n"
+	  "Run for leadership of lock NAME until stopped: wait in its line, run COMMAND\n"
+	  "while leading (as run does), stop it and go back in line if the lock is lost;\n"
+	  "when COMMAND ends, release at once and run again as --restart says.  INT or\n"
+	  "TERM leaves the line, or stops COMMAND and hands the lead on; exits 0.\n"
+	  "\n"
+	  "Options:\n"
+	  "  -t, --ttl DUR                  lease length (default 30s)\n"
+	  "      --priority N               -100..100, higher served first (default 0)\n"
+	  "      --label TEXT               what status shows after 'lead: '\n"
+	  "      --note TEXT                a note for status and the history\n"
+	  "      --wait-replicas N          wait until N replicas have the lock\n"
+	  "  -k, --kill-after DUR           SIGKILL this long after SIGTERM (default 10s)\n"
+	  "      --restart always|on-failure|never  run again after COMMAND ends (default always)\n"
+	  "      --restart-delay DUR        wait DUR before running again (default 1s)\n"
+	  "      --leader-file PATH         say fence, since, host and pid in PATH while leading\n" },
 	{ "acquire", cmd_acquire, "take a lock and print its token",
 	  "Usage: rlock acquire [options] NAME\n"
 	  "       rlock acquire [options] --pool POOL [--count K]\n"

@@ -1,0 +1,538 @@
+/*
+ * cmd_lead.c - rlock lead: a candidate that runs for leadership of a lock
+ * for as long as it lives.  It waits in the lock's line; while it leads it
+ * runs the command as run does (cli/child.c: its own process group, the
+ * lease renewed, the group stopped before the lease can end when the lock
+ * is lost) and then goes back in line; when the command ends, it releases
+ * at once, so that the next candidate leads, and runs again as --restart
+ * says.  A --leader-file and systemd's notify socket say who leads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* --restart: whether a candidate whose command ended runs again. */
+enum restart { RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER };
+
+/* How a term ended. */
+enum term_end { END_EXITED, END_LOST, END_STOPPED, END_FAILED };
+
+struct lead {
+	struct cli *g;
+	const char *name;
+	char key[RLOCK_KEY_MAX];
+	struct rlock_acquire_opts ao;
+	struct cli_child c;		/* the command, and how it runs */
+	enum restart restart;
+	int64_t restart_delay_ms;
+	const char *leader_file;
+	int file_written;		/* by us, and not removed since */
+	char me[48];			/* "PID:START" for RLOCK_HELD */
+	char *held;			/* RLOCK_HELD as inherited, or NULL */
+	int sfd;			/* every signal we take */
+	int cfd;			/* INT and TERM only: they end a wait */
+	sigset_t oldmask;		/* the command's signal mask */
+	struct cli_notify notify;
+	int ready;			/* READY=1 sent */
+	char status[700];		/* the last STATUS= sent */
+};
+
+/* Signals we take: INT and TERM stop us, the others go to the command
+ * while we lead (and are dropped while we wait: there is no command). */
+static const int lead_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+				    SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD,
+				    SIGTTOU };
+
+static enum restart parse_restart(const struct cli *g, const char *arg)
+{
+	if (strcmp(arg, "always") == 0)
+		return RESTART_ALWAYS;
+	if (strcmp(arg, "on-failure") == 0)
+		return RESTART_ON_FAILURE;
+	if (strcmp(arg, "never") == 0)
+		return RESTART_NEVER;
+	cli_usage_error(g, "invalid --restart '%s': always, on-failure or "
+			"never", arg);
+}
+
+static void parse(struct lead *ld, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CLI_GLOBAL_LONG,
+		{ "ttl", required_argument, NULL, 't' },
+		{ "priority", required_argument, NULL, OPT_PRIORITY },
+		{ "label", required_argument, NULL, OPT_LABEL },
+		{ "note", required_argument, NULL, OPT_NOTE },
+		{ "wait-replicas", required_argument, NULL,
+		  OPT_WAIT_REPLICAS },
+		{ "kill-after", required_argument, NULL, 'k' },
+		{ "restart", required_argument, NULL, OPT_RESTART },
+		{ "restart-delay", required_argument, NULL,
+		  OPT_RESTART_DELAY },
+		{ "leader-file", required_argument, NULL, OPT_LEADER_FILE },
+		{ "nonblock", no_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cli *g = ld->g;
+	int c, have_name = 0, name_after_dashdash = 0, unused;
+
+	for (;;) {
+		c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "t:k:nw:",
+				longopts, NULL);
+		if (c == -1) {
+			int dashdash = strcmp(argv[optind - 1], "--") == 0;
+
+			/* NAME, then the options may go on until the
+			 * command or a "--", as with run. */
+			if (have_name || optind >= argc)
+				break;
+			ld->name = argv[optind++];
+			have_name = 1;
+			if (dashdash) {
+				name_after_dashdash = 1;
+				if (optind < argc &&
+				    strcmp(argv[optind], "--") == 0)
+					optind++;
+				break;
+			}
+			continue;
+		}
+		if (cli_global_option(g, c, optarg))
+			continue;
+		switch (c) {
+		case 't':
+		case OPT_PRIORITY:
+		case OPT_LABEL:
+		case OPT_NOTE:
+		case OPT_WAIT_REPLICAS:
+			cli_lock_option(g, c, optarg, &ld->ao, &unused);
+			break;
+		case 'n':
+		case 'w':
+			cli_usage_error(g, "%s does not apply: a candidate "
+					"waits in line until it leads",
+					c == 'n' ? "-n" : "-w");
+		case 'k':
+			ld->c.kill_after_ms = cli_duration(g, "--kill-after",
+							   optarg, 0, 1);
+			break;
+		case OPT_RESTART:
+			ld->restart = parse_restart(g, optarg);
+			break;
+		case OPT_RESTART_DELAY:
+			ld->restart_delay_ms = cli_duration(
+				g, "--restart-delay", optarg, 0, 1);
+			break;
+		case OPT_LEADER_FILE:
+			if (*optarg == '\0')
+				cli_usage_error(g, "invalid --leader-file '': "
+						"empty path");
+			ld->leader_file = optarg;
+			break;
+		default:
+			cli_bad_option(g, c, argv);
+		}
+	}
+	if (!have_name)
+		cli_usage_error(g, "missing lock NAME");
+	if (optind >= argc && name_after_dashdash)
+		cli_usage_error(g, "missing lock NAME before '--': "
+				"rlock lead [OPTION]... NAME -- COMMAND");
+	cli_check_name(g, ld->name);
+	cli_lock_check(g, &ld->ao);
+	if (optind >= argc)
+		cli_usage_error(g, "missing COMMAND");
+	ld->c.argv = argv + optind;
+}
+
+/* ---- who leads, told to systemd and in --leader-file ------------------ */
+
+static void ready(struct lead *ld)
+{
+	if (!ld->ready)
+		cli_notify(&ld->notify, "READY=1");
+	ld->ready = 1;
+}
+
+/* Send STATUS=text, unless it is what was sent last. */
+static void tell_status(struct lead *ld, const char *text)
+{
+	char msg[sizeof(ld->status) + 8];
+
+	if (strcmp(ld->status, text) == 0)
+		return;
+	rlock_strlcpy(ld->status, text, sizeof(ld->status));
+	snprintf(msg, sizeof(msg), "STATUS=%s", text);
+	cli_notify(&ld->notify, msg);
+}
+
+/* An rlock_wait_cb: we are in line; who leads, for systemd. */
+static void standby(const struct rlock_holder *h, int64_t waited, void *arg)
+{
+	struct lead *ld = arg;
+	char text[sizeof(ld->status)], user[CLI_VIS(64)], host[CLI_VIS(256)];
+
+	(void)waited;
+	ready(ld);
+	if (h->held)
+		snprintf(text, sizeof(text), "standby: led by %s@%s pid %lld",
+			 cli_vis(user, sizeof(user), h->user),
+			 cli_vis(host, sizeof(host), h->host), h->pid);
+	else
+		snprintf(text, sizeof(text), "standby: in line");
+	tell_status(ld, text);
+}
+
+/* ms since the epoch as "2026-12-03T08:12:01Z". */
+static const char *iso_utc(long long ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, len, "%lld", ms);
+	return buf;
+}
+
+/*
+ * --leader-file: "KEY=VALUE" lines a shell can source (fence, since, host,
+ * pid), written whole to a temporary file beside it and renamed over it,
+ * so that a reader sees the old file or the new one, never a part.  A file
+ * that cannot be written is said, and the term goes on: the fence is in
+ * the command's environment too.
+ */
+static void leader_file_write(struct lead *ld, const struct rlock_lease *lease,
+			      long long since_ms)
+{
+	char tmp[PATH_MAX], host[256], when[40], text[600];
+	int fd, n, ok;
+
+	if (ld->leader_file == NULL)
+		return;
+	if (gethostname(host, sizeof(host)) != 0)
+		rlock_strlcpy(host, "unknown", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	n = snprintf(text, sizeof(text),
+		     "fence=%lld\nsince=%s\nsince_ms=%lld\nhost=%s\npid=%ld\n",
+		     lease->fence, iso_utc(since_ms, when, sizeof(when)),
+		     since_ms, host, (long)getpid());
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", ld->leader_file) >=
+	    sizeof(tmp)) {
+		cli_warn(ld->g, "%s: cannot write %s: path too long", ld->name,
+			 ld->leader_file);
+		return;
+	}
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		cli_warn(ld->g, "%s: cannot write %s: %s", ld->name,
+			 ld->leader_file, strerror(errno));
+		return;
+	}
+	ok = fchmod(fd, 0644) == 0 && write(fd, text, (size_t)n) == n;
+	ok = close(fd) == 0 && ok;
+	if (!ok || rename(tmp, ld->leader_file) != 0) {
+		cli_warn(ld->g, "%s: cannot write %s: %s", ld->name,
+			 ld->leader_file, strerror(errno));
+		unlink(tmp);
+		return;
+	}
+	ld->file_written = 1;
+}
+
+static void leader_file_remove(struct lead *ld)
+{
+	if (!ld->file_written)
+		return;
+	ld->file_written = 0;
+	if (unlink(ld->leader_file) != 0 && errno != ENOENT)
+		cli_warn(ld->g, "%s: cannot remove %s: %s", ld->name,
+			 ld->leader_file, strerror(errno));
+}
+
+/* The grant is confirmed: say so before the command starts. */
+static void promoted(struct lead *ld, const struct rlock_lease *lease,
+		     long long since_ms)
+{
+	char text[sizeof(ld->status)], when[40];
+
+	leader_file_write(ld, lease, since_ms);
+	ready(ld);
+	snprintf(text, sizeof(text), "leading (fence %lld) since %s",
+		 lease->fence, iso_utc(since_ms, when, sizeof(when)));
+	tell_status(ld, text);
+	if (ld->g->verbose >= 0)
+		cli_warn(ld->g, "%s: leading (fence %lld)", ld->name,
+			 lease->fence);
+}
+
+/* The command has ended (or was stopped): the file goes before the lock. */
+static void demoted(struct lead *ld)
+{
+	leader_file_remove(ld);
+	tell_status(ld, "standby: in line");
+}
+
+/* ---- the campaign ------------------------------------------------------ */
+
+/* Wait in line until we lead.  Returns RLOCK_OK with lease, RLOCK_CANCELED
+ * (an INT or TERM: we have left the line), or an error after a message. */
+static int stand(struct lead *ld, struct rlock *rl, struct rlock_lease *lease)
+{
+	struct rlock_holder holder;
+	struct signalfd_siginfo si;
+	int rc;
+
+	if (ld->g->verbose > 0)
+		cli_warn(ld->g, "%s: in line", ld->name);
+	rc = rlock_acquire(rl, ld->name, &ld->ao, lease, &holder);
+	if (rc == RLOCK_CANCELED) {
+		while (read(ld->cfd, &si, sizeof(si)) == sizeof(si))
+			;
+		return rc;
+	}
+	if (rc != RLOCK_OK)
+		cli_report_acquire(ld->g, ld->name, rc, rl, &holder, -1);
+	else
+		cli_history_warn(ld->g, rl);
+	return rc;
+}
+
+/* Sleep ms, or less if an INT or TERM comes.  Returns 1 when one came. */
+static int pause_for(struct lead *ld, int64_t ms)
+{
+	struct pollfd p = { .fd = ld->cfd, .events = POLLIN };
+	struct signalfd_siginfo si;
+	int64_t end = rlock_mono_ms() + ms, now;
+
+	while ((now = rlock_mono_ms()) < end) {
+		int64_t left = end - now;
+
+		if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0 &&
+		    read(ld->cfd, &si, sizeof(si)) == sizeof(si))
+			return 1;
+	}
+	return 0;
+}
+
+/* What came while we waited: an INT or TERM asks us to stop (returned);
+ * the others were for a command there was not, and are dropped. */
+static int stop_pending(struct lead *ld)
+{
+	struct signalfd_siginfo si;
+	int stop = 0;
+
+	while (read(ld->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM)
+			stop = (int)si.ssi_signo;
+	}
+	return stop;
+}
+
+/*
+ * One term, from the confirmed grant to the lock given up: the command
+ * runs under the lease and the lock is released (or was lost) once it has
+ * ended.  *status is the command's exit status.  Returns how it ended.
+ */
+static enum term_end term(struct lead *ld, struct rlock *rl,
+			  struct rlock_lease *lease, int *status)
+{
+	struct renewer rn;
+	struct rlock_outcome how = { 0, 0 };
+	char err[512];
+	int lost = 0, ret;
+
+	*status = 0;
+	renewer_init(&rn);
+	if (renewer_open(&rn, err, sizeof(err)) != RLOCK_OK) {
+		cli_warn(ld->g, "%s", err);
+		rlock_release(rl, ld->name, lease->token, lease, &how);
+		*status = EX_OSERR;
+		return END_FAILED;
+	}
+	if (stop_pending(ld) != 0) {
+		renewer_stop(&rn);
+		rlock_release(rl, ld->name, lease->token, lease, &how);
+		return END_STOPPED;
+	}
+	promoted(ld, lease, cli_wall_ms());
+	cli_child_env(ld->name, ld->key, "x", ld->me, ld->held, lease);
+	ret = cli_child_run(&ld->c, rl, ld->sfd, &ld->oldmask, &rn, lease,
+			    &lost);
+	if (ret < 0)
+		ret = EX_OSERR;
+	*status = ret;
+	/* The renewal thread gives the handle back, with the last renewal
+	 * it confirmed, for judging a release whose reply was lost. */
+	renewer_stop(&rn);
+	renewer_lease(&rn, lease);
+	demoted(ld);
+	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
+	if (ld->c.stopped != 0)
+		return END_STOPPED;
+	if (lost || (ret == EX_LOST && *status != EX_LOST))
+		return END_LOST;
+	return END_EXITED;
+}
+
+/* Run for leadership until told to stop, or until the command ended and
+ * --restart says not to run again.  Returns the exit status. */
+static int campaign(struct lead *ld, struct rlock *rl)
+{
+	struct rlock_lease lease;
+	int64_t pause = 0, unavail = 1000;
+	char tb[32];
+	int rc, status;
+
+	for (;;) {
+		if (pause > 0 && pause_for(ld, pause))
+			return EX_OK;
+		pause = 0;
+		rc = stand(ld, rl, &lease);
+		if (rc == RLOCK_CANCELED)
+			return EX_OK;
+		/* Servers that cannot be reached now may be back soon: a
+		 * candidate keeps running, trying less often. */
+		if (rc == RLOCK_EUNAVAIL) {
+			tell_status(ld, "standby: servers unavailable");
+			pause = unavail;
+			unavail = unavail * 2 > 30000 ? 30000 : unavail * 2;
+			continue;
+		}
+		if (rc != RLOCK_OK)
+			return cli_exit_code(rc, EX_TEMPFAIL);
+		unavail = 1000;
+		switch (term(ld, rl, &lease, &status)) {
+		case END_STOPPED:
+			return EX_OK;
+		case END_FAILED:
+			return status;
+		case END_LOST:
+			if (ld->g->verbose >= 0)
+				cli_warn(ld->g, "%s: back in line", ld->name);
+			continue;
+		case END_EXITED:
+			break;
+		}
+		if (ld->restart == RESTART_NEVER ||
+		    (ld->restart == RESTART_ON_FAILURE && status == 0)) {
+			if (ld->g->verbose > 0)
+				cli_warn(ld->g, "%s: command exited with "
+					 "status %d; released", ld->name,
+					 status);
+			return status;
+		}
+		if (ld->g->verbose >= 0)
+			cli_warn(ld->g, "%s: command exited with status %d; "
+				 "released, back in line in %s", ld->name,
+				 status, rlock_fmt_ms(ld->restart_delay_ms, tb,
+						      sizeof(tb)));
+		pause = ld->restart_delay_ms;
+	}
+}
+
+/* Block the signals we take, and read them from two signalfds: sfd all
+ * of them, cfd INT and TERM, which end a wait.  One we were started with
+ * ignored stays ignored, by us as by the command.  Returns 0, or -1. */
+static int signals_setup(struct lead *ld)
+{
+	sigset_t all, stop;
+
+	sigemptyset(&all);
+	sigemptyset(&stop);
+	for (size_t i = 0; i < sizeof(lead_signals) / sizeof(lead_signals[0]);
+	     i++) {
+		struct sigaction sa;
+		int s = lead_signals[i];
+
+		if (s != SIGCHLD && s != SIGTTOU &&
+		    sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			continue;
+		sigaddset(&all, s);
+		if (s == SIGINT || s == SIGTERM)
+			sigaddset(&stop, s);
+	}
+	if (sigprocmask(SIG_BLOCK, &all, &ld->oldmask) != 0)
+		return -1;
+	ld->sfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
+	ld->cfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+	return ld->sfd < 0 || ld->cfd < 0 ? -1 : 0;
+}
+
+int cmd_lead(int argc, char **argv, struct cli *g)
+{
+	struct lead ld;
+	struct rlock *rl;
+	char label[RLOCK_LABEL_MAX + 1];
+	const char *held;
+	int ret;
+
+	memset(&ld, 0, sizeof(ld));
+	ld.g = g;
+	ld.sfd = ld.cfd = -1;
+	ld.ao.ttl_ms = 30000;
+	ld.ao.wait_ms = -1;
+	ld.c.g = g;
+	ld.c.lead = 1;
+	ld.c.on_lost = LOST_TERM;
+	ld.c.kill_after_ms = 10000;
+	ld.restart = RESTART_ALWAYS;
+	ld.restart_delay_ms = 1000;
+	parse(&ld, argc, argv);
+	ld.c.name = ld.name;
+	cli_finish(g);
+	rl = cli_open(g);
+	if (rlock_check_acquire(rl, &ld.ao) != RLOCK_OK)
+		cli_usage_error(g, "%s", rlock_errstr(rl));
+	rlock_strlcpy(ld.key, rlock_key(rl, ld.name), sizeof(ld.key));
+	/* What status and the history show of each term says it was a
+	 * leader's. */
+	ld.ao.label = cli_child_label(&ld.c, "lead: ", ld.ao.label, label);
+	/* The release that frees the lock grants it to the head of the line
+	 * (the next candidate); it leads only once the server confirmed it
+	 * (rlock_acquire). */
+	ld.ao.baton = 1;
+	if ((held = getenv("RLOCK_HELD")) != NULL &&
+	    (ld.held = strdup(held)) == NULL) {
+		cli_warn(g, "cannot allocate: %s", strerror(errno));
+		rlock_free(rl);
+		return EX_OSERR;
+	}
+	cli_child_me(ld.me);
+	cli_notify_open(&ld.notify);
+	if (ld.notify.fd >= 0) {
+		ld.ao.wait_cb = standby;
+		ld.ao.wait_arg = &ld;
+		/* Who leads, told again every 10s of a wait at most. */
+		ld.ao.wait_cb_ms = 10000;
+	}
+	if (signals_setup(&ld) != 0) {
+		cli_warn(g, "cannot set up signals: %s", strerror(errno));
+		ret = EX_OSERR;
+		goto out;
+	}
+	ld.ao.cancel_fd = ld.cfd;
+	ret = campaign(&ld, rl);
+	cli_notify(&ld.notify, "STOPPING=1");
+out:
+	leader_file_remove(&ld);
+	cli_notify_close(&ld.notify);
+	if (ld.sfd >= 0)
+		close(ld.sfd);
+	if (ld.cfd >= 0)
+		close(ld.cfd);
+	free(ld.held);
+	rlock_free(rl);
+	return ret;
+}

@@ -1,0 +1,223 @@
+#!/usr/bin/env bats
+# lead.bats - rlock lead: candidates that run for leadership of a lock
+# forever.  Exactly one runs its command; a stop, a loss or a crash of the
+# leader hands the lead on, never to two at once; --restart, --leader-file,
+# systemd's notify socket; usage errors.
+#
+# Each candidate runs $CAND ID: it writes "start ID US FENCE PID" to
+# $EVENTS when it starts and "end ID US" when SIGTERM ends it (US: the wall
+# clock in µs), and "hup ID" for each SIGHUP.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+
+setup() {
+	rl_setup
+	export EVENTS=$BATS_TEST_TMPDIR/events
+	CAND=$BATS_TEST_TMPDIR/cand
+	cat >"$CAND" <<-'EOF'
+		#!/bin/bash
+		id=$1
+		trap 'echo "end $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"; exit 0' TERM
+		trap 'echo "hup $id" >>"$EVENTS"' HUP
+		echo "start $id ${EPOCHREALTIME/[.,]/} $RLOCK_FENCE $$" >>"$EVENTS"
+		while :; do
+			sleep 1 &
+			wait $!
+		done
+	EOF
+	chmod +x "$CAND"
+	: >"$EVENTS"
+}
+
+# starts: how many commands have started.  running: started less ended.
+starts() { grep -c '^start ' "$EVENTS" || true; }
+running() { echo $(($(starts) - $(grep -c '^end ' "$EVENTS" || true))); }
+starts_are() { [[ $(starts) == "$1" ]]; }
+# field EVENT ID N: field N (1-based) of the line "EVENT ID ...".
+field() { awk -v e="$1" -v i="$2" -v n="$3" '$1 == e && $2 == i { print $n; exit }' "$EVENTS"; }
+# nth_start N: the id of the Nth command started.
+nth_start() { awk -v n="$1" '$1 == "start" && ++k == n { print $2; exit }' "$EVENTS"; }
+
+# candidates N [OPTIONS...]: start N candidates for lock L, 1..N, in that
+# order (each in line before the next starts); PID[i] is rlock's pid.
+candidates() {
+	local n=$1 i
+	shift
+	PID=()
+	for ((i = 1; i <= n; i++)); do
+		bg_start "c$i" "$RLOCK" lead "$@" L -- "$CAND" "$i"
+		PID[i]=$BG_PID
+		if ((i == 1)); then
+			wait_until 10 starts_are 1
+		else
+			wait_until 10 has_waiters L $((i - 1))
+		fi
+	done
+}
+
+@test "lead: of three candidates exactly one runs its command, the first; the others wait in line" {
+	candidates 3 -t 5s
+	assert_equal "$(nth_start 1)" 1
+	wait_until 5 has_waiters L 2
+	# The line is there and the leader renews: still one command, the
+	# first's, through two renewals (TTL/3).
+	local t0
+	t0=$(now_ms)
+	wait_until 10 eval '(( $(now_ms) - t0 >= 3500 ))'
+	assert_equal "$(starts)" 1
+	assert_equal "$(running)" 1
+	lock_held L
+	run --separate-stderr "$RLOCK" status L
+	assert_success
+	assert_line --partial "lead: $CAND 1"
+	assert_line --partial "next: "
+}
+
+@test "lead: SIGTERM to the leader stops its command, releases, exits 0; the next starts within 1s and never before the old one ended" {
+	candidates 3 -t 10s
+	local t_kill start2 end1
+	t_kill=$(now_ms)
+	kill -TERM "${PID[1]}"
+	wait_until 5 starts_are 2
+	assert_equal "$(nth_start 2)" 2
+	end1=$(field end 1 3)
+	start2=$(field start 2 3)
+	[[ -n $end1 ]]
+	# Never before the old one ended, and within a second of the signal.
+	((start2 > end1))
+	((start2 / 1000 - t_kill < 1000))
+	bg_wait "${PID[1]}" 5
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(running)" 1
+	# The third is still in line behind the second.
+	has_waiters L 1
+}
+
+@test "lead: SIGTERM to a waiting candidate leaves the line and exits 0 at once; the leader goes on" {
+	candidates 2 -t 10s
+	local t0
+	t0=$(now_ms)
+	kill -TERM "${PID[2]}"
+	bg_wait "${PID[2]}" 5
+	assert_equal "$BG_STATUS" 0
+	(($(now_ms) - t0 < 1000))
+	wait_until 5 eval '[[ $(waiters L) == 0 ]]'
+	assert_equal "$(running)" 1
+	pid_alive "${PID[1]}"
+	run cat c2.err
+	assert_output ""
+}
+
+@test "lead: the lock key deleted stops the leader's command before it goes back in line; another candidate leads" {
+	candidates 3 -t 3s
+	rcli R DEL "$(key L)"
+	wait_until 10 grep -q '^end 1 ' "$EVENTS"
+	wait_until 10 starts_are 2
+	[[ $(nth_start 2) != 1 ]]
+	# The first is back in line, alive: it never exits on a loss.
+	pid_alive "${PID[1]}"
+	wait_until 10 grep -q 'L: back in line' c1.err
+	run cat c1.err
+	assert_line --index 1 "rlock: lead: L: lock lost: the token no longer holds it; command stopped"
+	assert_line --index 2 "rlock: lead: L: back in line"
+	assert_equal "$(running)" 1
+}
+
+@test "lead: SIGKILL of the leader's rlock: its command is gone and another candidate leads within the TTL" {
+	candidates 2 -t 2s
+	local cmd t_kill start2
+	cmd=$(field start 1 5)
+	t_kill=$(now_ms)
+	kill -KILL "${PID[1]}"
+	wait_until 5 pid_gone "$cmd"
+	wait_until 5 starts_are 2
+	assert_equal "$(nth_start 2)" 2
+	start2=$(field start 2 3)
+	# The lease ran out (2s from its last renewal, at most 2s ago):
+	# the next leads within the TTL, give or take a beat of the line.
+	((start2 / 1000 - t_kill < 2500))
+	grep -q '^end 1 ' "$EVENTS"
+}
+
+@test "lead: SIGHUP to the leader reaches its command; to a waiting candidate it is dropped, and reaches no later command" {
+	candidates 2 -t 10s
+	kill -HUP "${PID[1]}"
+	wait_until 5 grep -qx 'hup 1' "$EVENTS"
+	kill -HUP "${PID[2]}"
+	kill -TERM "${PID[1]}"
+	wait_until 5 starts_are 2
+	pid_alive "${PID[2]}"
+	# Give a stale HUP every chance to arrive: a TERM after it ends the
+	# command, and the log then holds no "hup 2".
+	kill -TERM "${PID[2]}"
+	bg_wait "${PID[2]}" 5
+	assert_equal "$BG_STATUS" 0
+	refute grep -qx 'hup 2' "$EVENTS"
+}
+
+@test "lead: --restart never exits with the command's status, released" {
+	run -3 "$RLOCK" lead --restart never L -- sh -c 'exit 3'
+	lock_free L
+}
+
+@test "lead: --restart on-failure runs again after a failure, and exits 0 after a success" {
+	run -0 "$RLOCK" lead -q --restart on-failure --restart-delay 10ms L -- \
+		sh -c 'echo run >>runs; [ $(wc -l <runs) -ge 3 ]'
+	run cat runs
+	assert_output $'run\nrun\nrun'
+	lock_free L
+}
+
+@test "lead: --restart always (the default) runs again after a success, --restart-delay apart, and goes back in line behind the others" {
+	bg_start c1 "$RLOCK" lead --restart-delay 300ms L -- \
+		bash -c 'echo "run 1 ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"'
+	local pid=$BG_PID
+	wait_until 10 eval '(( $(grep -c "^run 1" "$EVENTS") >= 2 ))'
+	local a b
+	a=$(awk '/^run 1/ { print $3; exit }' "$EVENTS")
+	b=$(awk '/^run 1/ && ++k == 2 { print $3; exit }' "$EVENTS")
+	((b - a >= 300000))
+	run cat c1.err
+	assert_line --index 0 --regexp '^rlock: lead: L: leading \(fence [0-9]+\)$'
+	assert_line --index 1 "rlock: lead: L: command exited with status 0; released, back in line in 300ms"
+	# A second candidate in line leads after the first's command ends.
+	bg_start c2 "$RLOCK" lead L -- "$CAND" 2
+	wait_until 10 grep -q '^start 2 ' "$EVENTS"
+	kill -TERM "$pid"
+	bg_wait "$pid" 5
+	assert_equal "$BG_STATUS" 0
+}
+
+@test "lead: each term is in the history, marked as a leader's" {
+	candidates 2 -t 10s
+	kill -TERM "${PID[1]}"
+	wait_until 5 starts_are 2
+	run -0 "$RLOCK" log L
+	assert_line --index 0 --partial "acquired  "
+	assert_line --index 0 --partial "lead: $CAND 1"
+	assert_line --index 1 --partial "released  "
+	assert_line --index 2 --partial "lead: $CAND 2"
+}
+
+@test "lead: usage errors exit 64" {
+	run -64 --separate-stderr "$RLOCK" lead
+	assert_usage lead "rlock: lead: missing lock NAME"
+	run -64 --separate-stderr "$RLOCK" lead L
+	assert_usage lead "rlock: lead: missing COMMAND"
+	run -64 --separate-stderr "$RLOCK" lead -- true
+	assert_usage lead "rlock: lead: missing lock NAME before '--': rlock lead [OPTION]... NAME -- COMMAND"
+	run -64 --separate-stderr "$RLOCK" lead -w 5 L -- true
+	assert_usage lead "rlock: lead: -w does not apply: a candidate waits in line until it leads"
+	run -64 --separate-stderr "$RLOCK" lead -n L -- true
+	assert_usage lead "rlock: lead: -n does not apply: a candidate waits in line until it leads"
+	run -64 --separate-stderr "$RLOCK" lead --restart sometimes L -- true
+	assert_usage lead "rlock: lead: invalid --restart 'sometimes': always, on-failure or never"
+	run -64 --separate-stderr "$RLOCK" lead --restart-delay soon L -- true
+	assert_try lead
+	run -64 --separate-stderr "$RLOCK" lead --shared L -- true
+	assert_try lead
+	run -64 --separate-stderr "$RLOCK" lead --leader-file '' L -- true
+	assert_usage lead "rlock: lead: invalid --leader-file '': empty path"
+	lock_free L
+}
