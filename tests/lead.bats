@@ -200,6 +200,12 @@ candidates() {
 	assert_line --index 2 --partial "lead: $CAND 2"
 }
 
+@test "lead: the command has the term's lease in its environment: a nested run of the lock runs at once, re-entrantly" {
+	run -0 "$RLOCK" lead --restart never L -- \
+		bash -c '[[ $RLOCK_NAME == L && $RLOCK_FENCE =~ ^[0-9]+$ && -n $RLOCK_TOKEN ]] && "$RLOCK" run -w 2s L -- true'
+	lock_free L
+}
+
 @test "lead: usage errors exit 64" {
 	run -64 --separate-stderr "$RLOCK" lead
 	assert_usage lead "rlock: lead: missing lock NAME"
@@ -220,4 +226,107 @@ candidates() {
 	run -64 --separate-stderr "$RLOCK" lead --leader-file '' L -- true
 	assert_usage lead "rlock: lead: invalid --leader-file '': empty path"
 	lock_free L
+}
+
+# ---- --leader-file -----------------------------------------------------------
+
+@test "lead: --leader-file says fence, since, host and pid while leading, and is removed when the term ends" {
+	bg_start c1 "$RLOCK" lead -t 10s --leader-file "$BATS_TEST_TMPDIR/leader1" L -- "$CAND" 1
+	local pid1=$BG_PID
+	wait_until 10 starts_are 1
+	bg_start c2 "$RLOCK" lead -t 10s --leader-file "$BATS_TEST_TMPDIR/leader2" L -- "$CAND" 2
+	local pid2=$BG_PID
+	wait_until 10 has_waiters L 1
+	run cat leader1
+	assert_line --index 0 "fence=$(field start 1 4)"
+	assert_line --index 1 --regexp '^since=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$'
+	assert_line --index 2 --regexp '^since_ms=[0-9]{13}$'
+	assert_line --index 3 "host=$(hostname)"
+	assert_line --index 4 "pid=$pid1"
+	assert_equal "${#lines[@]}" 5
+	# A shell can source it.
+	(. ./leader1 && [[ $fence == "$(field start 1 4)" && $pid == "$pid1" ]])
+	[[ ! -e leader2 ]]
+	kill -TERM "$pid1"
+	wait_until 5 starts_are 2
+	[[ ! -e leader1 ]]
+	wait_until 5 file_has leader2 "fence=$(field start 2 4)"
+	# No temporary file is left beside it.
+	run ls
+	refute_output --partial "leader1."
+	refute_output --partial "leader2."
+	kill -TERM "$pid2"
+	bg_wait "$pid2" 5
+	[[ ! -e leader2 ]]
+}
+
+@test "lead: after a lost lease the next term writes its own fence to --leader-file" {
+	bg_start c1 "$RLOCK" lead -t 3s --leader-file "$BATS_TEST_TMPDIR/leader1" L -- "$CAND" 1
+	wait_until 10 starts_are 1
+	[[ -s leader1 ]]
+	rcli R DEL "$(key L)"
+	wait_until 10 grep -q 'L: back in line' c1.err
+	# Back in line, then leading again (nobody else runs): a new term,
+	# a new fence in the file.
+	wait_until 10 starts_are 2
+	wait_until 5 file_has leader1 "fence=$(awk '$1 == "start" && ++k == 2 { print $4 }' "$EVENTS")"
+}
+
+@test "lead: a --leader-file that cannot be written is said, and the term goes on" {
+	bg_start c1 "$RLOCK" lead -t 10s --leader-file "$BATS_TEST_TMPDIR/no/such/dir/leader" L -- "$CAND" 1
+	wait_until 10 starts_are 1
+	wait_until 5 grep -q 'leader' c1.err
+	run cat c1.err
+	assert_line --index 0 "rlock: lead: L: cannot write $BATS_TEST_TMPDIR/no/such/dir/leader: No such file or directory"
+	assert_equal "$(running)" 1
+}
+
+# ---- systemd's notify socket ---------------------------------------------------
+
+# listen ID SOCKET: a datagram socket at SOCKET (a path, or @NAME in the
+# abstract namespace) whose messages go to ID.msgs, one a line (a
+# message's own newlines as " | ").
+listen() {
+	local id=$1 sock=$2
+	cat >"$BATS_TEST_TMPDIR/listen.py" <<-'EOF'
+		import socket, sys
+		path, out = sys.argv[1], sys.argv[2]
+		s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+		s.bind("\0" + path[1:] if path.startswith("@") else path)
+		open(out + ".ready", "w").close()
+		while True:
+		    d = s.recv(65536).decode("utf-8", "replace")
+		    with open(out, "a") as f:
+		        f.write(d.rstrip("\n").replace("\n", " | ") + "\n")
+	EOF
+	bg_start "listen-$id" python3 "$BATS_TEST_TMPDIR/listen.py" "$sock" "$BATS_TEST_TMPDIR/$id.msgs"
+	wait_until 5 test -e "$BATS_TEST_TMPDIR/$id.msgs.ready"
+}
+
+@test "lead: with NOTIFY_SOCKET, READY=1 once in line and STATUS= says who leads; the command does not inherit the socket" {
+	listen n1 "$BATS_TEST_TMPDIR/n1.sock"
+	listen n2 "@rlock-lead-test-$$-$BATS_TEST_NUMBER"
+	NOTIFY_SOCKET=$BATS_TEST_TMPDIR/n1.sock bg_start c1 "$RLOCK" lead -t 10s L -- \
+		bash -c 'echo "notify=${NOTIFY_SOCKET-unset}" >>"$EVENTS"; exec "$0" 1' "$CAND"
+	local pid1=$BG_PID
+	wait_until 10 starts_are 1
+	NOTIFY_SOCKET="@rlock-lead-test-$$-$BATS_TEST_NUMBER" bg_start c2 "$RLOCK" lead -t 10s L -- "$CAND" 2
+	local pid2=$BG_PID
+	wait_until 10 file_has n2.msgs "STATUS=standby: led by $(id -un)@$(hostname) pid $pid1"
+	run cat n1.msgs
+	assert_line --index 0 "READY=1"
+	assert_line --index 1 --regexp "^STATUS=leading \(fence $(field start 1 4)\) since [0-9-]{10}T[0-9:]{8}Z$"
+	run cat n2.msgs
+	assert_line --index 0 "READY=1"
+	assert_line --index 1 "STATUS=standby: led by $(id -un)@$(hostname) pid $pid1"
+	grep -qx 'notify=unset' "$EVENTS"
+	kill -TERM "$pid1"
+	wait_until 5 starts_are 2
+	wait_until 5 grep -q '^STATUS=leading (fence' n2.msgs
+	wait_until 5 file_has n1.msgs "STOPPING=1"
+	run cat n1.msgs
+	assert_line --index 2 "STATUS=standby: in line"
+	assert_line --index 3 "STOPPING=1"
+	# READY=1 was said once.
+	assert_equal "$(grep -c READY=1 n2.msgs)" 1
 }
