@@ -62,7 +62,7 @@ const struct cmd cli_cmds[] = {
 	  "Options:\n"
 	  "  -t, --ttl DUR                  lease length (default 30s)\n"
 	  "      --priority N               -100..100, higher served first (default 0)\n"
-	  "      --label TEXT               what status shows after 'lead: '\n"
+	  "      --label TEXT               what status shows as the holder's command\n"
 	  "      --note TEXT                a note for status and the history\n"
 	  "      --wait-replicas N          wait until N replicas have the lock\n"
 	  "  -k, --kill-after DUR           SIGKILL this long after SIGTERM (default 10s)\n"
