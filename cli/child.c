@@ -389,6 +389,12 @@ static int supervise(struct cli_child *c, pid_t pid, int sfd, int tty,
 			(int)min_deadline(wake - now, 60000);
 		p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 		nk = keeper_fds(c, k, pid, p + 1, &timeout);
+		if (c->tick != NULL) {
+			int64_t t = c->tick(c->tick_arg);
+
+			if (t >= 0 && (timeout < 0 || t < timeout))
+				timeout = (int)t;
+		}
 		if (poll(p, 1 + nk, timeout) < 0 && errno != EINTR)
 			break;
 		res = keeper_check(c, k, pid, p + 1, nk);

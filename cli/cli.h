@@ -344,6 +344,10 @@ struct cli_child {
 	enum on_lost on_lost;
 	int64_t kill_after_ms;		/* SIGKILL this long after SIGTERM */
 	int64_t max_time_ms;		/* 0: none */
+	/* Called on every turn of the supervising loop, which turns again
+	 * within the ms it returns (-1: whenever): lead's watchdog. */
+	int64_t (*tick)(void *arg);
+	void *tick_arg;
 	int signal;			/* out: the signal that ended it */
 	int stopped;			/* out: lead, the INT or TERM that
 					 * stopped it, 0 none */
@@ -393,12 +397,20 @@ struct cli_notify {
 	int fd;				/* -1: no NOTIFY_SOCKET */
 	struct sockaddr_un addr;
 	socklen_t len;
+	int64_t watchdog_ms;		/* WATCHDOG=1 this often; 0 never */
+	int64_t watchdog_at;		/* the next one, CLOCK_MONOTONIC */
 };
 
 /* Open the socket $NOTIFY_SOCKET names (a path, or '@' and an abstract
  * name), if set and well-formed, and take the variable out of the
- * environment the command inherits. */
+ * environment the command inherits; with it, $WATCHDOG_USEC (for us when
+ * $WATCHDOG_PID is unset or ours) sets how often to send WATCHDOG=1: at
+ * half that period. */
 void cli_notify_open(struct cli_notify *n);
+
+/* Send WATCHDOG=1 if it is due.  Returns the ms until the next is due, or
+ * -1 when there is no watchdog. */
+int64_t cli_notify_watchdog(struct cli_notify *n);
 
 /* Send msg ("READY=1", "STATUS=...\n...") if a socket was opened; a
  * message that cannot be sent is dropped, as sd_notify(3) does. */

@@ -178,6 +178,14 @@ static void tell_status(struct lead *ld, const char *text)
 	cli_notify(&ld->notify, msg);
 }
 
+/* WATCHDOG=1 when due (a cli_child tick). */
+static int64_t watchdog(void *arg)
+{
+	struct lead *ld = arg;
+
+	return cli_notify_watchdog(&ld->notify);
+}
+
 /* An rlock_wait_cb: we are in line; who leads, for systemd. */
 static void standby(const struct rlock_holder *h, int64_t waited, void *arg)
 {
@@ -185,6 +193,7 @@ static void standby(const struct rlock_holder *h, int64_t waited, void *arg)
 	char text[sizeof(ld->status)], user[CLI_VIS(64)], host[CLI_VIS(256)];
 
 	(void)waited;
+	watchdog(ld);
 	ready(ld);
 	if (h->held)
 		snprintf(text, sizeof(text), "standby: led by %s@%s pid %lld",
@@ -317,8 +326,10 @@ static int pause_for(struct lead *ld, int64_t ms)
 	int64_t end = rlock_mono_ms() + ms, now;
 
 	while ((now = rlock_mono_ms()) < end) {
-		int64_t left = end - now;
+		int64_t left = end - now, dog = watchdog(ld);
 
+		if (dog >= 0 && dog < left)
+			left = dog;
 		if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0 &&
 		    read(ld->cfd, &si, sizeof(si)) == sizeof(si))
 			return 1;
@@ -514,8 +525,13 @@ int cmd_lead(int argc, char **argv, struct cli *g)
 	if (ld.notify.fd >= 0) {
 		ld.ao.wait_cb = standby;
 		ld.ao.wait_arg = &ld;
-		/* Who leads, told again every 10s of a wait at most. */
+		/* Who leads, told again every 10s of a wait at most; the
+		 * watchdog as often as it needs. */
 		ld.ao.wait_cb_ms = 10000;
+		if (ld.notify.watchdog_ms > 0 && ld.notify.watchdog_ms < 10000)
+			ld.ao.wait_cb_ms = ld.notify.watchdog_ms;
+		ld.c.tick = watchdog;
+		ld.c.tick_arg = &ld;
 	}
 	if (signals_setup(&ld) != 0) {
 		cli_warn(g, "cannot set up signals: %s", strerror(errno));

@@ -20,6 +20,31 @@
 
 #include "cli.h"
 
+/* $WATCHDOG_USEC when it is for us ($WATCHDOG_PID unset or our pid): a
+ * whole number of µs, 2ms to a day; else 0.  The variables go from the
+ * environment the command inherits, as sd_watchdog_enabled(3) does. */
+static int64_t watchdog_usec(void)
+{
+	const char *usec = getenv("WATCHDOG_USEC");
+	const char *pid = getenv("WATCHDOG_PID");
+	char *end;
+	long long v = 0;
+
+	if (usec != NULL && (pid == NULL || (strspn(pid, "0123456789") ==
+					     strlen(pid) &&
+					     atoll(pid) == (long long)getpid()))) {
+		errno = 0;
+		if (*usec >= '0' && *usec <= '9')
+			v = strtoll(usec, &end, 10);
+		if (errno != 0 || *usec < '0' || *usec > '9' || *end != '\0' ||
+		    v < 2000 || v > 86400LL * 1000000)
+			v = 0;
+	}
+	unsetenv("WATCHDOG_USEC");
+	unsetenv("WATCHDOG_PID");
+	return v;
+}
+
 void cli_notify_open(struct cli_notify *n)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
@@ -27,8 +52,11 @@ void cli_notify_open(struct cli_notify *n)
 
 	n->fd = -1;
 	n->len = 0;
+	n->watchdog_ms = 0;
 	if (path == NULL)
 		return;
+	n->watchdog_ms = watchdog_usec() / 2000;
+	n->watchdog_at = rlock_mono_ms();
 	len = strlen(path);
 	/* A path or an abstract name, that fits: anything else is not
 	 * systemd's, and is not written to. */
@@ -60,6 +88,19 @@ void cli_notify(const struct cli_notify *n, const char *msg)
 		      (const struct sockaddr *)&n->addr, n->len) < 0 &&
 	       errno == EINTR)
 		;
+}
+
+int64_t cli_notify_watchdog(struct cli_notify *n)
+{
+	int64_t now = rlock_mono_ms();
+
+	if (n->fd < 0 || n->watchdog_ms <= 0)
+		return -1;
+	if (now >= n->watchdog_at) {
+		cli_notify(n, "WATCHDOG=1");
+		n->watchdog_at = now + n->watchdog_ms;
+	}
+	return n->watchdog_at - now;
 }
 
 void cli_notify_close(struct cli_notify *n)

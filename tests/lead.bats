@@ -330,3 +330,25 @@ listen() {
 	# READY=1 was said once.
 	assert_equal "$(grep -c READY=1 n2.msgs)" 1
 }
+
+# count_of FILE LINE: how many lines of FILE are LINE.
+count_of() { grep -cx -- "$2" "$1" || true; }
+
+@test "lead: with WATCHDOG_USEC, WATCHDOG=1 every half period while leading and while in line; not for another pid's; the command does not see WATCHDOG_USEC" {
+	listen n1 "$BATS_TEST_TMPDIR/n1.sock"
+	listen n2 "$BATS_TEST_TMPDIR/n2.sock"
+	listen n3 "$BATS_TEST_TMPDIR/n3.sock"
+	NOTIFY_SOCKET=$BATS_TEST_TMPDIR/n1.sock WATCHDOG_USEC=400000 bg_start c1 "$RLOCK" lead -t 10s L -- \
+		bash -c 'echo "dog=${WATCHDOG_USEC-unset}" >>"$EVENTS"; exec "$0" 1' "$CAND"
+	wait_until 10 starts_are 1
+	NOTIFY_SOCKET=$BATS_TEST_TMPDIR/n2.sock WATCHDOG_USEC=400000 bg_start c2 "$RLOCK" lead -t 10s L -- "$CAND" 2
+	NOTIFY_SOCKET=$BATS_TEST_TMPDIR/n3.sock WATCHDOG_USEC=400000 WATCHDOG_PID=1 bg_start c3 "$RLOCK" lead -t 10s L -- "$CAND" 3
+	wait_until 10 has_waiters L 2
+	local a b
+	a=$(count_of n1.msgs WATCHDOG=1) b=$(count_of n2.msgs WATCHDOG=1)
+	# Every 200ms: five times more within a second or so.
+	wait_until 10 eval '(( $(count_of n1.msgs WATCHDOG=1) >= a + 5 && $(count_of n2.msgs WATCHDOG=1) >= b + 5 ))'
+	wait_until 5 file_has n3.msgs READY=1
+	assert_equal "$(count_of n3.msgs WATCHDOG=1)" 0
+	grep -qx 'dog=unset' "$EVENTS"
+}
