@@ -330,6 +330,12 @@ static void forward(struct cli_child *c, pid_t pid, int sig, int *stops,
 	if (c->lead && (sig == SIGINT || sig == SIGTERM) && *stops == 0) {
 		(*stops)++;
 		c->stopped = sig;
+		/* --standby: demoted, and the caller releases before it
+		 * stops the command. */
+		if (c->demote != 0) {
+			kill(pid, c->demote);
+			return;
+		}
 		signal_group(pid, SIGTERM);
 		*kill_at = min_deadline(*kill_at,
 					rlock_mono_ms() + c->kill_after_ms);
@@ -398,6 +404,14 @@ static int supervise(struct cli_child *c, pid_t pid, int sfd, int tty,
 		if (poll(p, 1 + nk, timeout) < 0 && errno != EINTR)
 			break;
 		res = keeper_check(c, k, pid, p + 1, nk);
+		if ((res == RLOCK_LOST || res == RLOCK_NOTOURS) &&
+		    c->demote != 0) {
+			/* --standby: demoted before the lease can end; the
+			 * command runs on. */
+			*lost = 1;
+			kill(pid, c->demote);
+			return 0;
+		}
 		if (res == RLOCK_LOST || res == RLOCK_NOTOURS) {
 			*lost = 1;
 			if (c->on_lost == LOST_TERM) {
@@ -411,8 +425,12 @@ static int supervise(struct cli_child *c, pid_t pid, int sfd, int tty,
 		while (read(sfd, &si, sizeof(si)) == sizeof(si))
 			forward(c, pid, (int)si.ssi_signo, &stops,
 				&kill_at);
-		if (reap(pid, tty, &status))
+		if (reap(pid, tty, &status)) {
+			c->exited = 1;
 			break;
+		}
+		if (c->stopped != 0 && c->demote != 0)
+			return 0;
 	}
 	/* After a loss, what is left of the group goes too; and, under
 	 * lead, after any end: a leader's daemon may have left children
@@ -495,6 +513,7 @@ int cli_child_release(const struct cli_child *c, struct rlock *rl,
 
 	if (lost) {
 		cli_warn(c->g, "%s: lock lost: %s; %s", c->name, rn->err,
+			 c->demote != 0 ? "command demoted" :
 			 c->on_lost == LOST_IGNORE ?
 			 "command not stopped (--on-lost ignore)" :
 			 "command stopped");
@@ -526,6 +545,73 @@ int cli_child_release(const struct cli_child *c, struct rlock *rl,
 			cli_warn(c->g, "%s: released", c->name);
 	}
 	return ret;
+}
+
+pid_t cli_child_spawn(struct cli_child *c, const sigset_t *oldmask)
+{
+	int exec_errno;
+
+	c->exited = 0;
+	c->signal = 0;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	c->pid = spawn(c, oldmask, -1, &exec_errno);
+	if (c->pid < 0)
+		cli_warn(c->g, "cannot fork: %s", strerror(errno));
+	else if (exec_errno != 0)
+		cli_warn(c->g, "cannot run '%s': %s",
+			 c->shell_cmd != NULL ? "$SHELL" : c->argv[0],
+			 strerror(exec_errno));
+	return c->pid;
+}
+
+/* The exit status of a wait status, as a shell says it. */
+static int exit_status(struct cli_child *c, int status)
+{
+	c->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
+		WEXITSTATUS(status);
+}
+
+int cli_child_watch(struct cli_child *c, struct rlock *rl, int sfd,
+		    struct renewer *rn, struct rlock_lease *lease, int *lost)
+{
+	struct keeper k = { rl, lease, rn, KEEP_WATCH, 0 };
+	int status;
+
+	*lost = 0;
+	c->stopped = 0;
+	rlock_watch_open(rl, c->name, lease);
+	status = supervise(c, c->pid, sfd, -1, &k, lost);
+	if (k.failed) {
+		c->exited = 1;
+		return -1;
+	}
+	return c->exited ? exit_status(c, status) : 0;
+}
+
+int cli_child_reaped(struct cli_child *c)
+{
+	int status;
+
+	if (c->exited || !reap(c->pid, -1, &status))
+		return -1;
+	c->exited = 1;
+	return exit_status(c, status);
+}
+
+int cli_child_stop(struct cli_child *c, int sfd)
+{
+	int status = 0;
+
+	if (!c->exited) {
+		signal_group(c->pid, SIGTERM);
+		drain_group(c->pid, sfd, rlock_mono_ms() + c->kill_after_ms);
+		/* drain_group reaped it unless it outlived the SIGKILL. */
+		if (waitpid(c->pid, &status, WNOHANG) <= 0)
+			status = 0;
+		c->exited = 1;
+	}
+	return exit_status(c, status);
 }
 
 int cli_child_run(struct cli_child *c, struct rlock *rl, int sfd,

@@ -75,6 +75,9 @@ enum {
 	OPT_RESTART,
 	OPT_RESTART_DELAY,
 	OPT_LEADER_FILE,
+	OPT_STANDBY,
+	OPT_PROMOTE,
+	OPT_DEMOTE,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -348,6 +351,11 @@ struct cli_child {
 	 * within the ms it returns (-1: whenever): lead's watchdog. */
 	int64_t (*tick)(void *arg);
 	void *tick_arg;
+	int demote;			/* lead --standby: the signal that
+					 * demotes the command (which runs on
+					 * after a loss or a stop); 0 none */
+	pid_t pid;			/* cli_child_spawn's */
+	int exited;			/* it has ended (and was reaped) */
 	int signal;			/* out: the signal that ended it */
 	int stopped;			/* out: lead, the INT or TERM that
 					 * stopped it, 0 none */
@@ -383,6 +391,22 @@ void cli_child_env(const char *name, const char *key, const char *kind,
 int cli_child_run(struct cli_child *c, struct rlock *rl, int sfd,
 		  const sigset_t *oldmask, struct renewer *rn,
 		  struct rlock_lease *lease, int *lost);
+
+/*
+ * lead --standby: the command started once, outside any lease
+ * (cli_child_spawn: c->pid, or -1 with a message); watched while it leads
+ * (cli_child_watch, as cli_child_run but a loss or an INT or TERM sends it
+ * c->demote and returns at once, *lost or c->stopped telling which;
+ * returns its exit status when it ended, c->exited, else 0);
+ * cli_child_reaped: its exit status once it has ended, else -1;
+ * cli_child_stop: its group stopped (SIGTERM, SIGKILL c->kill_after_ms
+ * later) and waited for; returns its exit status.
+ */
+pid_t cli_child_spawn(struct cli_child *c, const sigset_t *oldmask);
+int cli_child_watch(struct cli_child *c, struct rlock *rl, int sfd,
+		    struct renewer *rn, struct rlock_lease *lease, int *lost);
+int cli_child_reaped(struct cli_child *c);
+int cli_child_stop(struct cli_child *c, int sfd);
 
 /* Give up lease after cli_child_run (rn stopped): a loss is said and
  * recorded in the history, else the lock is released (recording ret and

@@ -28,6 +28,9 @@ enum restart { RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER };
 /* How a term ended. */
 enum term_end { END_EXITED, END_LOST, END_STOPPED, END_FAILED };
 
+/* What the signals that ended a --standby wait ask. */
+enum { GO_ON, GO_STOP, GO_EXITED };
+
 struct lead {
 	struct cli *g;
 	const char *name;
@@ -36,6 +39,8 @@ struct lead {
 	struct cli_child c;		/* the command, and how it runs */
 	enum restart restart;
 	int64_t restart_delay_ms;
+	int standby;			/* --standby: the command runs on */
+	int promote;			/* its signals: --promote, --demote */
 	const char *leader_file;
 	int file_written;		/* by us, and not removed since */
 	char me[48];			/* "PID:START" for RLOCK_HELD */
@@ -66,6 +71,32 @@ static enum restart parse_restart(const struct cli *g, const char *arg)
 			"never", arg);
 }
 
+/* A signal by name ("USR1", "SIGUSR1") or number, for option opt; or
+ * exit 64. */
+static int parse_signal(const struct cli *g, const char *opt,
+			const char *arg)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {
+		{ "HUP", SIGHUP },   { "INT", SIGINT },     { "QUIT", SIGQUIT },
+		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },   { "TERM", SIGTERM },
+		{ "ALRM", SIGALRM }, { "WINCH", SIGWINCH }, { "CONT", SIGCONT },
+	};
+	const char *n = strncmp(arg, "SIG", 3) == 0 ? arg + 3 : arg;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(n, names[i].name) == 0)
+			return names[i].sig;
+	}
+	if (*arg >= '1' && *arg <= '9' && strspn(arg, "0123456789") ==
+	    strlen(arg) && strlen(arg) <= 2 && atoi(arg) <= SIGRTMAX)
+		return atoi(arg);
+	cli_usage_error(g, "invalid %s '%s': a signal such as USR1, HUP or "
+			"a number", opt, arg);
+}
+
 static void parse(struct lead *ld, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -81,6 +112,9 @@ static void parse(struct lead *ld, int argc, char **argv)
 		{ "restart-delay", required_argument, NULL,
 		  OPT_RESTART_DELAY },
 		{ "leader-file", required_argument, NULL, OPT_LEADER_FILE },
+		{ "standby", no_argument, NULL, OPT_STANDBY },
+		{ "promote", required_argument, NULL, OPT_PROMOTE },
+		{ "demote", required_argument, NULL, OPT_DEMOTE },
 		{ "nonblock", no_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
@@ -135,6 +169,15 @@ static void parse(struct lead *ld, int argc, char **argv)
 			ld->restart_delay_ms = cli_duration(
 				g, "--restart-delay", optarg, 0, 1);
 			break;
+		case OPT_STANDBY:
+			ld->standby = 1;
+			break;
+		case OPT_PROMOTE:
+			ld->promote = parse_signal(g, "--promote", optarg);
+			break;
+		case OPT_DEMOTE:
+			ld->c.demote = parse_signal(g, "--demote", optarg);
+			break;
 		case OPT_LEADER_FILE:
 			if (*optarg == '\0')
 				cli_usage_error(g, "invalid --leader-file '': "
@@ -155,6 +198,14 @@ static void parse(struct lead *ld, int argc, char **argv)
 	if (optind >= argc)
 		cli_usage_error(g, "missing COMMAND");
 	ld->c.argv = argv + optind;
+	if (!ld->standby && (ld->promote != 0 || ld->c.demote != 0))
+		cli_usage_error(g, "--promote and --demote need --standby");
+	if (ld->standby) {
+		if (ld->promote == 0)
+			ld->promote = SIGUSR1;
+		if (ld->c.demote == 0)
+			ld->c.demote = SIGUSR2;
+	}
 }
 
 /* ---- who leads, told to systemd and in --leader-file ------------------ */
@@ -307,7 +358,9 @@ static int stand(struct lead *ld, struct rlock *rl, struct rlock_lease *lease)
 		cli_warn(ld->g, "%s: in line", ld->name);
 	rc = rlock_acquire(rl, ld->name, &ld->ao, lease, &holder);
 	if (rc == RLOCK_CANCELED) {
-		while (read(ld->cfd, &si, sizeof(si)) == sizeof(si))
+		/* --standby reads what ended the wait itself (sfd). */
+		while (!ld->standby &&
+		       read(ld->cfd, &si, sizeof(si)) == sizeof(si))
 			;
 		return rc;
 	}
@@ -397,6 +450,116 @@ static enum term_end term(struct lead *ld, struct rlock *rl,
 	return END_EXITED;
 }
 
+/* --standby, out of a term: the signals that came, read from sfd: an INT
+ * or TERM asks us to stop (GO_STOP), the end of the command (GO_EXITED,
+ * *status its exit status) to run it again or not; the others go to the
+ * command.  Returns GO_ON when nothing ends the wait. */
+static int standby_signals(struct lead *ld, int *status)
+{
+	struct signalfd_siginfo si;
+	int go = GO_ON;
+
+	while (read(ld->sfd, &si, sizeof(si)) == sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+
+		if (sig == SIGINT || sig == SIGTERM)
+			go = GO_STOP;
+		else if (sig != SIGCHLD)
+			kill(ld->c.pid, sig);
+	}
+	if (go == GO_ON && (*status = cli_child_reaped(&ld->c)) >= 0)
+		go = GO_EXITED;
+	return go;
+}
+
+/* Whether process pid catches or ignores signal sig, or has ended (a
+ * zombie): SigCgt, SigIgn and State of /proc/PID/status.  1 when it does
+ * or cannot be told. */
+static int catches(pid_t pid, int sig)
+{
+	char path[40], line[128];
+	unsigned long long mask = 1ULL << (sig - 1), v;
+	int ret = 0, seen = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "State:", 6) == 0 && strchr(line, 'Z'))
+			ret = 1;
+		if ((sscanf(line, "SigCgt: %llx", &v) == 1 ||
+		     sscanf(line, "SigIgn: %llx", &v) == 1)) {
+			seen++;
+			if (v & mask)
+				ret = 1;
+		}
+	}
+	fclose(f);
+	return ret || seen < 2;
+}
+
+/*
+ * Promote the command: --promote, sent once it catches that signal (its
+ * default action would end it: a command just started may not have set
+ * its handler yet), or at most a quarter of the TTL after the grant, well
+ * before a renewal is due.
+ */
+static void promote(struct lead *ld, const struct rlock_lease *lease)
+{
+	int64_t end = rlock_mono_ms() + lease->ttl_ms / 4;
+
+	while (!catches(ld->c.pid, ld->promote) && rlock_mono_ms() < end)
+		poll(NULL, 0, 5);
+	kill(ld->c.pid, ld->promote);
+}
+
+/*
+ * A --standby term: the command, running, is promoted (--promote) once the
+ * grant is confirmed and demoted (--demote) as soon as the lease is lost or
+ * we are told to stop, before the lease can end; then the lock is given
+ * up.  *status is the command's exit status if it ended.  Returns how the
+ * term ended.
+ */
+static enum term_end standby_term(struct lead *ld, struct rlock *rl,
+				  struct rlock_lease *lease, int *status)
+{
+	struct renewer rn;
+	struct rlock_outcome how = { 0, 0 };
+	char err[512];
+	int lost = 0, ret, go;
+
+	*status = 0;
+	renewer_init(&rn);
+	if (renewer_open(&rn, err, sizeof(err)) != RLOCK_OK) {
+		cli_warn(ld->g, "%s", err);
+		rlock_release(rl, ld->name, lease->token, lease, &how);
+		*status = EX_OSERR;
+		return END_FAILED;
+	}
+	if ((go = standby_signals(ld, status)) != GO_ON) {
+		renewer_stop(&rn);
+		how.exit = *status;
+		rlock_release(rl, ld->name, lease->token, lease, &how);
+		return go == GO_STOP ? END_STOPPED : END_EXITED;
+	}
+	promoted(ld, lease, cli_wall_ms());
+	promote(ld, lease);
+	ret = cli_child_watch(&ld->c, rl, ld->sfd, &rn, lease, &lost);
+	if (ret < 0)
+		ret = EX_OSERR;
+	*status = ret;
+	renewer_stop(&rn);
+	renewer_lease(&rn, lease);
+	demoted(ld);
+	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
+	if (ld->c.stopped != 0)
+		return END_STOPPED;
+	if (ld->c.exited)
+		return END_EXITED;
+	return END_LOST;
+}
+
 /* Run for leadership until told to stop, or until the command ended and
  * --restart says not to run again.  Returns the exit status. */
 static int campaign(struct lead *ld, struct rlock *rl)
@@ -405,12 +568,30 @@ static int campaign(struct lead *ld, struct rlock *rl)
 	int64_t pause = 0, unavail = 1000;
 	char tb[32];
 	int rc, status;
+	enum term_end end;
 
 	for (;;) {
 		if (pause > 0 && pause_for(ld, pause))
 			return EX_OK;
 		pause = 0;
+		/* --standby: the command runs from before we are in line. */
+		if (ld->standby && (ld->c.pid <= 0 || ld->c.exited)) {
+			setenv("RLOCK_NAME", ld->name, 1);
+			setenv("RLOCK_KEY", ld->key, 1);
+			if (cli_child_spawn(&ld->c, &ld->oldmask) < 0)
+				return EX_OSERR;
+		}
 		rc = stand(ld, rl, &lease);
+		if (rc == RLOCK_CANCELED && ld->standby) {
+			switch (standby_signals(ld, &status)) {
+			case GO_STOP:
+				return EX_OK;
+			case GO_ON:
+				continue;
+			}
+			end = END_EXITED;
+			goto ended;
+		}
 		if (rc == RLOCK_CANCELED)
 			return EX_OK;
 		/* Servers that cannot be reached now may be back soon: a
@@ -424,7 +605,10 @@ static int campaign(struct lead *ld, struct rlock *rl)
 		if (rc != RLOCK_OK)
 			return cli_exit_code(rc, EX_TEMPFAIL);
 		unavail = 1000;
-		switch (term(ld, rl, &lease, &status)) {
+		end = ld->standby ? standby_term(ld, rl, &lease, &status) :
+				    term(ld, rl, &lease, &status);
+ended:
+		switch (end) {
 		case END_STOPPED:
 			return EX_OK;
 		case END_FAILED:
@@ -538,8 +722,12 @@ int cmd_lead(int argc, char **argv, struct cli *g)
 		ret = EX_OSERR;
 		goto out;
 	}
-	ld.ao.cancel_fd = ld.cfd;
+	ld.ao.cancel_fd = ld.standby ? ld.sfd : ld.cfd;
 	ret = campaign(&ld, rl);
+	/* --standby: the command outlives no campaign (it was demoted and
+	 * the lock given up first). */
+	if (ld.standby && ld.c.pid > 0 && !ld.c.exited)
+		cli_child_stop(&ld.c, ld.sfd);
 	cli_notify(&ld.notify, "STOPPING=1");
 out:
 	leader_file_remove(&ld);

@@ -68,7 +68,10 @@ const struct cmd cli_cmds[] = {
 	  "  -k, --kill-after DUR           SIGKILL this long after SIGTERM (default 10s)\n"
 	  "      --restart always|on-failure|never  run again after COMMAND ends (default always)\n"
 	  "      --restart-delay DUR        wait DUR before running again (default 1s)\n"
-	  "      --leader-file PATH         say fence, since, host and pid in PATH while leading\n" },
+	  "      --leader-file PATH         say fence, since, host and pid in PATH while leading\n"
+	  "      --standby                  start COMMAND at once everywhere; signal who leads\n"
+	  "      --promote SIG              with --standby: sent when leading (default USR1)\n"
+	  "      --demote SIG               with --standby: sent when no longer (default USR2)\n" },
 	{ "acquire", cmd_acquire, "take a lock and print its token",
 	  "Usage: rlock acquire [options] NAME\n"
 	  "       rlock acquire [options] --pool POOL [--count K]\n"

@@ -15,7 +15,8 @@ _rlock_lease_args+=' --label --note --wait-replicas --priority --pool --count --
 _rlock_lease_args+=' --progress'
 _rlock_run_args='-c --command --on-lost -k --kill-after --max-time --once-per'
 _rlock_lead_args='-t --ttl --priority --label --note --wait-replicas -k --kill-after'
-_rlock_lead_args+=' --restart --restart-delay --leader-file'
+_rlock_lead_args+=' --restart --restart-delay --leader-file --promote --demote'
+_rlock_lead_flags='--standby'
 _rlock_acquire_flags='--renew'
 _rlock_acquire_args='--pid --format --on-lost'
 _rlock_release_flags='--force'
@@ -59,6 +60,8 @@ _rlock_values()
 		_rlock_reply -W 'term kill ignore' -- "$2" ;;
 	--restart)
 		_rlock_reply -W 'always on-failure never' -- "$2" ;;
+	--promote|--demote)
+		_rlock_reply -W 'USR1 USR2 HUP INT QUIT TERM ALRM WINCH CONT' -- "$2" ;;
 	--format)
 		_rlock_reply -W 'token json env' -- "$2" ;;
 	--password-file|--sentinel-password-file|--cacert|--cert|--key|--leader-file)
@@ -195,7 +198,7 @@ _rlock()
 	run)
 		opts+=" $_rlock_lease_flags $_rlock_lease_args $_rlock_run_args" ;;
 	lead)
-		opts+=" $_rlock_lead_args" ;;
+		opts+=" $_rlock_lead_flags $_rlock_lead_args" ;;
 	acquire)
 		opts+=" $_rlock_lease_flags $_rlock_lease_args $_rlock_acquire_flags $_rlock_acquire_args" ;;
 	release)

@@ -121,6 +121,9 @@ complete -c rlock -n '__rlock_using lead' -s k -l kill-after -x -d 'SIGKILL this
 complete -c rlock -n '__rlock_using lead' -l restart -x -a 'always on-failure never' -d 'Run again after COMMAND ends (default always)'
 complete -c rlock -n '__rlock_using lead' -l restart-delay -x -d 'Wait DUR before running again (default 1s)'
 complete -c rlock -n '__rlock_using lead' -l leader-file -r -F -d 'Say fence, since, host and pid in PATH while leading'
+complete -c rlock -n '__rlock_using lead' -l standby -d 'Start COMMAND at once everywhere; signal who leads'
+complete -c rlock -n '__rlock_using lead' -l promote -x -a 'USR1 USR2 HUP INT QUIT TERM ALRM WINCH CONT' -d 'With --standby: sent when leading (default USR1)'
+complete -c rlock -n '__rlock_using lead' -l demote -x -a 'USR1 USR2 HUP INT QUIT TERM ALRM WINCH CONT' -d 'With --standby: sent when no longer (default USR2)'
 
 # acquire
 complete -c rlock -n '__rlock_using acquire' -l renew -d 'Renew in the background until released'

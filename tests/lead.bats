@@ -352,3 +352,117 @@ count_of() { grep -cx -- "$2" "$1" || true; }
 	assert_equal "$(count_of n3.msgs WATCHDOG=1)" 0
 	grep -qx 'dog=unset' "$EVENTS"
 }
+
+# ---- --standby -----------------------------------------------------------------
+
+# $SB ID: a standby command: "start ID PID" when it starts, "usr1 ID US",
+# "usr2 ID US" for each promotion and demotion, "term ID US" at the
+# SIGTERM that ends it.
+standby_cmd() {
+	SB=$BATS_TEST_TMPDIR/sb
+	cat >"$SB" <<-'EOF'
+		#!/bin/bash
+		id=$1
+		trap 'echo "usr1 $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR1
+		trap 'echo "usr2 $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR2
+		trap 'echo "term $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"; exit 0' TERM
+		trap 'echo "hup $id" >>"$EVENTS"' HUP
+		echo "start $id $$ ${RLOCK_NAME-} ${RLOCK_FENCE-nofence}" >>"$EVENTS"
+		while :; do
+			sleep 1 &
+			wait $!
+		done
+	EOF
+	chmod +x "$SB"
+}
+promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
+
+@test "lead --standby: every candidate's command starts at once; the leader's alone gets USR1" {
+	standby_cmd
+	bg_start c1 "$RLOCK" lead --standby -t 10s L -- "$SB" 1
+	wait_until 10 promoted 1
+	bg_start c2 "$RLOCK" lead --standby -t 10s L -- "$SB" 2
+	bg_start c3 "$RLOCK" lead --standby -t 10s L -- "$SB" 3
+	wait_until 10 has_waiters L 2
+	wait_until 5 eval '[[ $(grep -c "^start " "$EVENTS") == 3 ]]'
+	grep -qx "start 2 [0-9]* L nofence" "$EVENTS"
+	assert_equal "$(grep -c '^usr' "$EVENTS")" 1
+}
+
+@test "lead --standby: SIGTERM to the leader demotes its command (USR2) before the next is promoted (USR1), then stops it and exits 0" {
+	standby_cmd
+	bg_start c1 "$RLOCK" lead --standby -t 10s L -- "$SB" 1
+	local pid1=$BG_PID
+	wait_until 10 promoted 1
+	bg_start c2 "$RLOCK" lead --standby -t 10s L -- "$SB" 2
+	local pid2=$BG_PID
+	wait_until 10 has_waiters L 1
+	kill -TERM "$pid1"
+	wait_until 5 promoted 2
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	local demoted1 promoted2
+	demoted1=$(field usr2 1 3)
+	promoted2=$(field usr1 2 3)
+	[[ -n $demoted1 ]]
+	((demoted1 < promoted2))
+	grep -q '^term 1 ' "$EVENTS"
+	# The new leader's command had been running all along: not restarted.
+	assert_equal "$(grep -c '^start 2 ' "$EVENTS")" 1
+	pid_alive "$pid2"
+}
+
+@test "lead --standby: a lost lease demotes the command, which runs on, and the candidate goes back in line" {
+	standby_cmd
+	bg_start c1 "$RLOCK" lead --standby -t 3s L -- "$SB" 1
+	local pid1=$BG_PID
+	wait_until 10 promoted 1
+	local cmd1
+	cmd1=$(field start 1 3)
+	bg_start c2 "$RLOCK" lead --standby -t 3s L -- "$SB" 2
+	wait_until 10 has_waiters L 1
+	rcli R DEL "$(key L)"
+	wait_until 10 grep -q '^usr2 1 ' "$EVENTS"
+	wait_until 10 grep -q 'L: back in line' c1.err
+	run cat c1.err
+	assert_line "rlock: lead: L: lock lost: the token no longer holds it; command demoted"
+	pid_alive "$cmd1"
+	refute grep -q '^term 1 ' "$EVENTS"
+	pid_alive "$pid1"
+}
+
+@test "lead --standby: --promote and --demote name the signals; HUP reaches a waiting candidate's command" {
+	standby_cmd
+	bg_start c1 "$RLOCK" lead --standby --promote USR2 --demote SIGUSR1 -t 10s L -- "$SB" 1
+	local pid1=$BG_PID
+	wait_until 10 grep -q '^usr2 1 ' "$EVENTS"
+	kill -TERM "$pid1"
+	wait_until 5 grep -q '^usr1 1 ' "$EVENTS"
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	# A waiting candidate: HUP to its command, which runs on, in line.
+	bg_start c2 "$RLOCK" lead --standby -t 10s L -- "$SB" 2
+	wait_until 10 promoted 2
+	bg_start c3 "$RLOCK" lead --standby -t 10s L -- "$SB" 3
+	local pid3=$BG_PID
+	wait_until 10 has_waiters L 1
+	wait_until 5 grep -q '^start 3 ' "$EVENTS"
+	kill -HUP "$pid3"
+	wait_until 5 grep -qx 'hup 3' "$EVENTS"
+	wait_until 5 has_waiters L 1
+	pid_alive "$pid3"
+	run -64 --separate-stderr "$RLOCK" lead --promote USR1 L -- true
+	assert_usage lead "rlock: lead: --promote and --demote need --standby"
+	run -64 --separate-stderr "$RLOCK" lead --standby --demote BOGUS L -- true
+	assert_usage lead "rlock: lead: invalid --demote 'BOGUS': a signal such as USR1, HUP or a number"
+}
+
+@test "lead --standby: a command that exits is released and started again (--restart always), or ends the candidate (--restart never)" {
+	# sh never catches USR1: it is sent a quarter of the TTL after the
+	# grant, when sh has long exited.
+	run -5 "$RLOCK" lead --standby --restart never -t 1s L -- sh -c 'exit 5'
+	lock_free L
+	bg_start c1 "$RLOCK" lead --standby --restart-delay 10ms L -- \
+		sh -c 'echo run >>"$EVENTS"; exec sleep 0.2'
+	wait_until 10 eval '(( $(grep -c "^run" "$EVENTS") >= 3 ))'
+}
