@@ -985,16 +985,19 @@ notify_listen() {
 	wait_until 5 test -e "$id.msgs.ready"
 }
 
-# unit_start HOST: the README's unit's ExecStart, started as systemd would
-# on HOST: its Environment= (the server replaced), NOTIFY_SOCKET, its
-# RuntimeDirectory= (here run-HOST), and the sender a stub on PATH.
+# unit_start HOST [MARKER DIR]: the ExecStart of the README's unit that
+# holds MARKER (default: the sender's), started as systemd would on HOST:
+# its Environment= (the server replaced), NOTIFY_SOCKET, its
+# RuntimeDirectory= /run/DIR (here run-HOST), and the daemon a stub on
+# PATH.
 unit_start() {
-	local host=$1 unit exec env
-	unit=$(recipe README.md ini 'Type=notify') || return 1
+	local host=$1 marker=${2:-RuntimeDirectory=sender} dir=${3:-sender}
+	local unit exec env
+	unit=$(recipe README.md ini "$marker") || return 1
 	exec=$(grep '^ExecStart=' <<<"$unit") || return 1
 	exec=${exec#ExecStart=}
 	exec=${exec//\/usr\/local\/bin\//}
-	exec=${exec//\/run\/sender/$BATS_TEST_TMPDIR/run-$host}
+	exec=${exec//\/run\/$dir/$BATS_TEST_TMPDIR/run-$host}
 	env=$(grep '^Environment=' <<<"$unit") || return 1
 	[[ $env == Environment=RLOCK_URL=redis://redis.internal:6379 ]] || {
 		echo "the unit sets $env, which the test does not replace" >&2
@@ -1008,7 +1011,7 @@ unit_start() {
 
 @test "recipes: the systemd unit (README) on three hosts runs the sender on one; each is READY; a stop hands the lead on after the old sender ended" {
 	local unit a first
-	unit=$(recipe README.md ini 'Type=notify')
+	unit=$(recipe README.md ini 'RuntimeDirectory=sender')
 	grep -qx 'Type=notify' <<<"$unit"
 	grep -qx 'KillMode=mixed' <<<"$unit"
 	stub bin/sender
@@ -1041,4 +1044,44 @@ unit_start() {
 	wait_until 5 test -e run-web2/leader
 	run -0 "$RLOCK" status sender
 	assert_line --partial "lead: sender"
+}
+
+@test "recipes: the hot standby unit (README) on two hosts: both daemons run, the leader's is told USR1; a stop demotes it (USR2) before the other is told USR1; a reload reaches it" {
+	local unit a
+	unit=$(recipe README.md ini 'RuntimeDirectory=warmer')
+	grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' <<<"$unit"
+	grep -qx 'KillMode=mixed' <<<"$unit"
+	# The warmer: logs its start, each USR1 (with the fence the leader
+	# file says), USR2 and HUP.
+	cat >bin/warmer <<EOF
+#!/bin/bash
+d='$BATS_TEST_TMPDIR'
+trap 'echo "usr1 \$JOB \${EPOCHREALTIME/[.,]/} \$(grep ^fence= "\$d/run-\$JOB/leader")" >>"\$d/jobs.log"' USR1
+trap 'echo "usr2 \$JOB \${EPOCHREALTIME/[.,]/}" >>"\$d/jobs.log"' USR2
+trap 'echo "hup \$JOB" >>"\$d/jobs.log"' HUP
+echo "warmer start \$JOB" >>"\$d/jobs.log"
+while :; do sleep 1 & wait \$!; done
+EOF
+	chmod +x bin/warmer
+	unit_start web1 'RuntimeDirectory=warmer' warmer
+	a=$BG_PID
+	wait_until 5 grep -q '^usr1 web1 [0-9]* fence=[0-9]*$' jobs.log
+	unit_start web2 'RuntimeDirectory=warmer' warmer
+	wait_until 5 has_waiters warmer 1
+	wait_until 5 started warmer web2
+	wait_until 5 file_has web2.msgs READY=1
+	# systemctl reload on web1.
+	kill -HUP "$a"
+	wait_until 5 grep -qx 'hup web1' jobs.log
+	# systemctl stop on web1.
+	kill -TERM "$a"
+	bg_wait "$a" 10
+	assert_equal "$BG_STATUS" 0
+	wait_until 5 grep -q '^usr1 web2 ' jobs.log
+	local down up
+	down=$(awk '$1 == "usr2" && $2 == "web1" { print $3 }' jobs.log)
+	up=$(awk '$1 == "usr1" && $2 == "web2" { print $3 }' jobs.log)
+	[[ -n $down ]]
+	((down < up))
+	assert_equal "$(grep -c '^warmer start' jobs.log)" 2
 }
