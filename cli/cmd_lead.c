@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +42,9 @@ struct lead {
 	int64_t restart_delay_ms;
 	int standby;			/* --standby: the command runs on */
 	int promote;			/* its signals: --promote, --demote */
+	const char *on_promote;		/* hooks, sh -c; NULL none */
+	const char *on_demote;
+	int64_t hook_timeout_ms;
 	const char *leader_file;
 	int file_written;		/* by us, and not removed since */
 	char me[48];			/* "PID:START" for RLOCK_HELD */
@@ -115,6 +119,9 @@ static void parse(struct lead *ld, int argc, char **argv)
 		{ "standby", no_argument, NULL, OPT_STANDBY },
 		{ "promote", required_argument, NULL, OPT_PROMOTE },
 		{ "demote", required_argument, NULL, OPT_DEMOTE },
+		{ "on-promote", required_argument, NULL, OPT_ON_PROMOTE },
+		{ "on-demote", required_argument, NULL, OPT_ON_DEMOTE },
+		{ "hook-timeout", required_argument, NULL, OPT_HOOK_TIMEOUT },
 		{ "nonblock", no_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
@@ -177,6 +184,16 @@ static void parse(struct lead *ld, int argc, char **argv)
 			break;
 		case OPT_DEMOTE:
 			ld->c.demote = parse_signal(g, "--demote", optarg);
+			break;
+		case OPT_ON_PROMOTE:
+			ld->on_promote = optarg;
+			break;
+		case OPT_ON_DEMOTE:
+			ld->on_demote = optarg;
+			break;
+		case OPT_HOOK_TIMEOUT:
+			ld->hook_timeout_ms = cli_duration(g, "--hook-timeout",
+							   optarg, 0, 0);
 			break;
 		case OPT_LEADER_FILE:
 			if (*optarg == '\0')
@@ -321,6 +338,70 @@ static void leader_file_remove(struct lead *ld)
 			 ld->leader_file, strerror(errno));
 }
 
+/*
+ * Run hook (--on-promote, --on-demote) with sh -c, in a process group of
+ * its own, with the term's lease in its environment (set by the caller),
+ * for at most limit_ms: then its group is killed.  It is waited for, so
+ * that a demotion has finished before the lock is given up.  A hook that
+ * fails or runs out of time is said, and the term goes on.
+ */
+static void run_hook(struct lead *ld, const char *what, const char *hook,
+		     int64_t limit_ms)
+{
+	char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)hook, NULL };
+	int64_t end = rlock_mono_ms() + (limit_ms > 0 ? limit_ms : 0);
+	int status = 0;
+	pid_t pid, w = 0;
+
+	if (hook == NULL)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		sigprocmask(SIG_SETMASK, &ld->oldmask, NULL);
+		execv(argv[0], argv);
+		_exit(EX_NOEXEC);
+	}
+	if (pid < 0) {
+		cli_warn(ld->g, "%s: %s: cannot fork: %s", ld->name, what,
+			 strerror(errno));
+		return;
+	}
+	setpgid(pid, pid);
+	while ((w = waitpid(pid, &status, WNOHANG)) == 0 &&
+	       rlock_mono_ms() < end)
+		poll(NULL, 0, 5);
+	if (w == 0) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		cli_warn(ld->g, "%s: %s killed: still running after %lld ms",
+			 ld->name, what, (long long)(limit_ms > 0 ? limit_ms : 0));
+	} else if (w > 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+		cli_warn(ld->g, "%s: %s failed: %s %d", ld->name, what,
+			 WIFSIGNALED(status) ? "signal" : "exit status",
+			 WIFSIGNALED(status) ? WTERMSIG(status) :
+			 WEXITSTATUS(status));
+	}
+}
+
+/* How long a hook may run: --hook-timeout, and for a demotion no later
+ * than the lease's end by our clock (less the drift allowance), for a
+ * promotion a third of the TTL (the renewals wait for it). */
+static int64_t hook_limit(const struct lead *ld, const struct rlock_lease *l,
+			  int demote)
+{
+	int64_t left = demote ? l->renewed_boot_ms + l->ttl_ms -
+				       rlock_drift_ms(l->ttl_ms) - rlock_boot_ms() :
+				l->ttl_ms / 3;
+
+	/* A lease already over (the key deleted) leaves no time to keep
+	 * the order in: the hook still runs, as long as --hook-timeout. */
+	if (left <= 0 || left > ld->hook_timeout_ms)
+		left = ld->hook_timeout_ms;
+	return left;
+}
+
 /* The grant is confirmed: say so before the command starts. */
 static void promoted(struct lead *ld, const struct rlock_lease *lease,
 		     long long since_ms)
@@ -432,6 +513,7 @@ static enum term_end term(struct lead *ld, struct rlock *rl,
 	}
 	promoted(ld, lease, cli_wall_ms());
 	cli_child_env(ld->name, ld->key, "x", ld->me, ld->held, lease);
+	run_hook(ld, "--on-promote", ld->on_promote, hook_limit(ld, lease, 0));
 	ret = cli_child_run(&ld->c, rl, ld->sfd, &ld->oldmask, &rn, lease,
 			    &lost);
 	if (ret < 0)
@@ -441,6 +523,7 @@ static enum term_end term(struct lead *ld, struct rlock *rl,
 	 * it confirmed, for judging a release whose reply was lost. */
 	renewer_stop(&rn);
 	renewer_lease(&rn, lease);
+	run_hook(ld, "--on-demote", ld->on_demote, hook_limit(ld, lease, 1));
 	demoted(ld);
 	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
 	if (ld->c.stopped != 0)
@@ -545,12 +628,18 @@ static enum term_end standby_term(struct lead *ld, struct rlock *rl,
 	}
 	promoted(ld, lease, cli_wall_ms());
 	promote(ld, lease);
+	cli_child_env(ld->name, ld->key, "x", ld->me, ld->held, lease);
+	run_hook(ld, "--on-promote", ld->on_promote, hook_limit(ld, lease, 0));
 	ret = cli_child_watch(&ld->c, rl, ld->sfd, &rn, lease, &lost);
 	if (ret < 0)
 		ret = EX_OSERR;
 	*status = ret;
 	renewer_stop(&rn);
 	renewer_lease(&rn, lease);
+	/* The command was demoted (a loss, a stop) or has ended. */
+	if (!ld->c.exited)
+		run_hook(ld, "--on-demote", ld->on_demote,
+			 hook_limit(ld, lease, 1));
 	demoted(ld);
 	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
 	if (ld->c.stopped != 0)
@@ -576,6 +665,15 @@ static int campaign(struct lead *ld, struct rlock *rl)
 		pause = 0;
 		/* --standby: the command runs from before we are in line. */
 		if (ld->standby && (ld->c.pid <= 0 || ld->c.exited)) {
+			/* Nothing of an earlier term's lease (the hooks'). */
+			unsetenv("RLOCK_TOKEN");
+			unsetenv("RLOCK_FENCE");
+			unsetenv("RLOCK_TTL_MS");
+			unsetenv("RLOCK_SLOT");
+			if (ld->held != NULL)
+				setenv("RLOCK_HELD", ld->held, 1);
+			else
+				unsetenv("RLOCK_HELD");
 			setenv("RLOCK_NAME", ld->name, 1);
 			setenv("RLOCK_KEY", ld->key, 1);
 			if (cli_child_spawn(&ld->c, &ld->oldmask) < 0)
@@ -684,6 +782,7 @@ int cmd_lead(int argc, char **argv, struct cli *g)
 	ld.c.kill_after_ms = 10000;
 	ld.restart = RESTART_ALWAYS;
 	ld.restart_delay_ms = 1000;
+	ld.hook_timeout_ms = 10000;
 	parse(&ld, argc, argv);
 	ld.c.name = ld.name;
 	cli_finish(g);

@@ -71,7 +71,10 @@ const struct cmd cli_cmds[] = {
 	  "      --leader-file PATH         say fence, since, host and pid in PATH while leading\n"
 	  "      --standby                  start COMMAND at once everywhere; signal who leads\n"
 	  "      --promote SIG              with --standby: sent when leading (default USR1)\n"
-	  "      --demote SIG               with --standby: sent when no longer (default USR2)\n" },
+	  "      --demote SIG               with --standby: sent when no longer (default USR2)\n"
+	  "      --on-promote CMD           run CMD with sh -c once leading\n"
+	  "      --on-demote CMD            run CMD with sh -c when no longer, before the release\n"
+	  "      --hook-timeout DUR         kill a hook still running after DUR (default 10s)\n" },
 	{ "acquire", cmd_acquire, "take a lock and print its token",
 	  "Usage: rlock acquire [options] NAME\n"
 	  "       rlock acquire [options] --pool POOL [--count K]\n"

@@ -124,6 +124,9 @@ complete -c rlock -n '__rlock_using lead' -l leader-file -r -F -d 'Say fence, si
 complete -c rlock -n '__rlock_using lead' -l standby -d 'Start COMMAND at once everywhere; signal who leads'
 complete -c rlock -n '__rlock_using lead' -l promote -x -a 'USR1 USR2 HUP INT QUIT TERM ALRM WINCH CONT' -d 'With --standby: sent when leading (default USR1)'
 complete -c rlock -n '__rlock_using lead' -l demote -x -a 'USR1 USR2 HUP INT QUIT TERM ALRM WINCH CONT' -d 'With --standby: sent when no longer (default USR2)'
+complete -c rlock -n '__rlock_using lead' -l on-promote -x -d 'Run CMD with sh -c once leading'
+complete -c rlock -n '__rlock_using lead' -l on-demote -x -d 'Run CMD with sh -c when no longer, before the release'
+complete -c rlock -n '__rlock_using lead' -l hook-timeout -x -d 'Kill a hook still running after DUR (default 10s)'
 
 # acquire
 complete -c rlock -n '__rlock_using acquire' -l renew -d 'Renew in the background until released'

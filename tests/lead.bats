@@ -466,3 +466,43 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 		sh -c 'echo run >>"$EVENTS"; exec sleep 0.2'
 	wait_until 10 eval '(( $(grep -c "^run" "$EVENTS") >= 3 ))'
 }
+
+# ---- hooks ---------------------------------------------------------------------
+
+@test "lead --standby: --on-demote of the old leader has finished before --on-promote of the new one starts; hooks have the term's fence" {
+	standby_cmd
+	local promote='echo "promote-hook $ID ${EPOCHREALTIME/[.,]/} $RLOCK_FENCE" >>"$EVENTS"'
+	local demote='sleep 0.3; echo "demote-hook $ID ${EPOCHREALTIME/[.,]/} $RLOCK_FENCE" >>"$EVENTS"'
+	ID=1 bg_start c1 "$RLOCK" lead --standby -t 10s --on-promote "bash -c '$promote'" \
+		--on-demote "bash -c '$demote'" L -- "$SB" 1
+	local pid1=$BG_PID
+	wait_until 10 grep -q '^promote-hook 1 ' "$EVENTS"
+	ID=2 bg_start c2 "$RLOCK" lead --standby -t 10s --on-promote "bash -c '$promote'" \
+		--on-demote "bash -c '$demote'" L -- "$SB" 2
+	wait_until 10 has_waiters L 1
+	kill -TERM "$pid1"
+	wait_until 5 grep -q '^promote-hook 2 ' "$EVENTS"
+	local down up f1
+	down=$(field demote-hook 1 3)
+	up=$(field promote-hook 2 3)
+	[[ -n $down ]]
+	((down < up))
+	f1=$(field promote-hook 1 4)
+	[[ $f1 =~ ^[0-9]+$ ]]
+	assert_equal "$(field demote-hook 1 4)" "$f1"
+	(($(field promote-hook 2 4) > f1))
+}
+
+@test "lead: a hook still running after --hook-timeout is killed and said; the term goes on" {
+	bg_start c1 "$RLOCK" lead -t 10s --hook-timeout 200ms --on-promote 'sleep 100' L -- "$CAND" 1
+	wait_until 10 starts_are 1
+	run cat c1.err
+	assert_line --index 1 "rlock: lead: L: --on-promote killed: still running after 200 ms"
+	assert_equal "$(running)" 1
+}
+
+@test "lead: a failing --on-demote is said, and the lock is released all the same" {
+	run -0 --separate-stderr "$RLOCK" lead --restart never --on-demote 'exit 3' L -- true
+	assert_stderr_line "rlock: lead: L: --on-demote failed: exit status 3"
+	lock_free L
+}
