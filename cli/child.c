@@ -400,6 +400,18 @@ static int supervise(struct cli_child *c, pid_t pid, int sfd, int tty,
 
 			if (t >= 0 && (timeout < 0 || t < timeout))
 				timeout = (int)t;
+			/* lead --health: the term ends as at a stop
+			 * signal, but the candidate runs again. */
+			if (c->step_down == 1) {
+				c->step_down = 2;
+				if (c->demote != 0) {
+					kill(pid, c->demote);
+					return 0;
+				}
+				signal_group(pid, SIGTERM);
+				kill_at = min_deadline(kill_at, rlock_mono_ms() +
+						       c->kill_after_ms);
+			}
 		}
 		if (poll(p, 1 + nk, timeout) < 0 && errno != EINTR)
 			break;
@@ -580,6 +592,7 @@ int cli_child_watch(struct cli_child *c, struct rlock *rl, int sfd,
 
 	*lost = 0;
 	c->stopped = 0;
+	c->step_down = 0;
 	rlock_watch_open(rl, c->name, lease);
 	status = supervise(c, c->pid, sfd, -1, &k, lost);
 	if (k.failed) {
@@ -624,6 +637,7 @@ int cli_child_run(struct cli_child *c, struct rlock *rl, int sfd,
 
 	*lost = 0;
 	c->stopped = 0;
+	c->step_down = 0;
 	c->signal = 0;
 	/* Orphans of the command come to us, so that after a loss we can
 	 * tell when the whole group is gone. */

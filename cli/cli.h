@@ -81,6 +81,9 @@ enum {
 	OPT_ON_PROMOTE,
 	OPT_ON_DEMOTE,
 	OPT_HOOK_TIMEOUT,
+	OPT_HEALTH,
+	OPT_HEALTH_EVERY,
+	OPT_HEALTH_FAILS,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -359,6 +362,8 @@ struct cli_child {
 					 * after a loss or a stop); 0 none */
 	pid_t pid;			/* cli_child_spawn's */
 	int exited;			/* it has ended (and was reaped) */
+	int step_down;			/* set by tick: stop (or demote) the
+					 * command and end the term */
 	int signal;			/* out: the signal that ended it */
 	int stopped;			/* out: lead, the INT or TERM that
 					 * stopped it, 0 none */

@@ -27,7 +27,7 @@
 enum restart { RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER };
 
 /* How a term ended. */
-enum term_end { END_EXITED, END_LOST, END_STOPPED, END_FAILED };
+enum term_end { END_EXITED, END_LOST, END_STOPPED, END_FAILED, END_HEALTH };
 
 /* What the signals that ended a --standby wait ask. */
 enum { GO_ON, GO_STOP, GO_EXITED };
@@ -42,6 +42,12 @@ struct lead {
 	int64_t restart_delay_ms;
 	int standby;			/* --standby: the command runs on */
 	int promote;			/* its signals: --promote, --demote */
+	const char *health;		/* --health, sh -c; NULL none */
+	int64_t health_every_ms;
+	int health_fails;		/* in a row, to step down */
+	int failed_checks;		/* in a row, so far */
+	int64_t health_at;		/* the next check, CLOCK_MONOTONIC */
+	int64_t passed_at;		/* the last check that passed, or 0 */
 	const char *on_promote;		/* hooks, sh -c; NULL none */
 	const char *on_demote;
 	int64_t hook_timeout_ms;
@@ -119,6 +125,9 @@ static void parse(struct lead *ld, int argc, char **argv)
 		{ "standby", no_argument, NULL, OPT_STANDBY },
 		{ "promote", required_argument, NULL, OPT_PROMOTE },
 		{ "demote", required_argument, NULL, OPT_DEMOTE },
+		{ "health", required_argument, NULL, OPT_HEALTH },
+		{ "health-every", required_argument, NULL, OPT_HEALTH_EVERY },
+		{ "health-fails", required_argument, NULL, OPT_HEALTH_FAILS },
 		{ "on-promote", required_argument, NULL, OPT_ON_PROMOTE },
 		{ "on-demote", required_argument, NULL, OPT_ON_DEMOTE },
 		{ "hook-timeout", required_argument, NULL, OPT_HOOK_TIMEOUT },
@@ -185,6 +194,17 @@ static void parse(struct lead *ld, int argc, char **argv)
 		case OPT_DEMOTE:
 			ld->c.demote = parse_signal(g, "--demote", optarg);
 			break;
+		case OPT_HEALTH:
+			ld->health = optarg;
+			break;
+		case OPT_HEALTH_EVERY:
+			ld->health_every_ms = cli_duration(g, "--health-every",
+							   optarg, 0, 0);
+			break;
+		case OPT_HEALTH_FAILS:
+			ld->health_fails = cli_int(g, "--health-fails", optarg,
+						   1, 1000);
+			break;
 		case OPT_ON_PROMOTE:
 			ld->on_promote = optarg;
 			break;
@@ -225,6 +245,8 @@ static void parse(struct lead *ld, int argc, char **argv)
 	}
 }
 
+static int pause_for(struct lead *ld, int64_t ms);
+
 /* ---- who leads, told to systemd and in --leader-file ------------------ */
 
 static void ready(struct lead *ld)
@@ -246,12 +268,33 @@ static void tell_status(struct lead *ld, const char *text)
 	cli_notify(&ld->notify, msg);
 }
 
-/* WATCHDOG=1 when due (a cli_child tick). */
+/* WATCHDOG=1 when due. */
 static int64_t watchdog(void *arg)
 {
 	struct lead *ld = arg;
 
 	return cli_notify_watchdog(&ld->notify);
+}
+
+static int check_health(struct lead *ld);
+
+/* The supervising loop's tick while leading: the watchdog, and --health
+ * when due; --health-fails failures in a row step down.  Returns the ms
+ * until it is due again. */
+static int64_t tick(void *arg)
+{
+	struct lead *ld = arg;
+	int64_t dog = watchdog(ld), next;
+
+	if (ld->health == NULL)
+		return dog;
+	if (rlock_mono_ms() >= ld->health_at && check_health(ld) != 0 &&
+	    ld->failed_checks >= ld->health_fails && ld->c.step_down == 0)
+		ld->c.step_down = 1;
+	next = ld->health_at - rlock_mono_ms();
+	if (next < 0)
+		next = 0;
+	return dog >= 0 && dog < next ? dog : next;
 }
 
 /* An rlock_wait_cb: we are in line; who leads, for systemd. */
@@ -345,16 +388,14 @@ static void leader_file_remove(struct lead *ld)
  * that a demotion has finished before the lock is given up.  A hook that
  * fails or runs out of time is said, and the term goes on.
  */
-static void run_hook(struct lead *ld, const char *what, const char *hook,
-		     int64_t limit_ms)
+static int run_sh(struct lead *ld, const char *what, const char *hook,
+		  int64_t limit_ms, int quiet)
 {
 	char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)hook, NULL };
 	int64_t end = rlock_mono_ms() + (limit_ms > 0 ? limit_ms : 0);
 	int status = 0;
 	pid_t pid, w = 0;
 
-	if (hook == NULL)
-		return;
 	pid = fork();
 	if (pid == 0) {
 		setpgid(0, 0);
@@ -365,7 +406,7 @@ static void run_hook(struct lead *ld, const char *what, const char *hook,
 	if (pid < 0) {
 		cli_warn(ld->g, "%s: %s: cannot fork: %s", ld->name, what,
 			 strerror(errno));
-		return;
+		return -1;
 	}
 	setpgid(pid, pid);
 	while ((w = waitpid(pid, &status, WNOHANG)) == 0 &&
@@ -375,14 +416,72 @@ static void run_hook(struct lead *ld, const char *what, const char *hook,
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
-		cli_warn(ld->g, "%s: %s killed: still running after %lld ms",
-			 ld->name, what, (long long)(limit_ms > 0 ? limit_ms : 0));
-	} else if (w > 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
-		cli_warn(ld->g, "%s: %s failed: %s %d", ld->name, what,
-			 WIFSIGNALED(status) ? "signal" : "exit status",
-			 WIFSIGNALED(status) ? WTERMSIG(status) :
-			 WEXITSTATUS(status));
+		if (!quiet)
+			cli_warn(ld->g, "%s: %s killed: still running after "
+				 "%lld ms", ld->name, what,
+				 (long long)(limit_ms > 0 ? limit_ms : 0));
+		return -1;
 	}
+	if (w > 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+		if (!quiet)
+			cli_warn(ld->g, "%s: %s failed: %s %d", ld->name, what,
+				 WIFSIGNALED(status) ? "signal" : "exit status",
+				 WIFSIGNALED(status) ? WTERMSIG(status) :
+				 WEXITSTATUS(status));
+		return -1;
+	}
+	return 0;
+}
+
+static void run_hook(struct lead *ld, const char *what, const char *hook,
+		     int64_t limit_ms)
+{
+	if (hook != NULL)
+		(void)run_sh(ld, what, hook, limit_ms, 0);
+}
+
+/* Run --health now: 0 when it passed (within --health-every), else -1;
+ * the count of failures in a row is kept. */
+static int check_health(struct lead *ld)
+{
+	int rc = run_sh(ld, "--health", ld->health, ld->health_every_ms,
+			ld->g->verbose <= 0);
+
+	ld->health_at = rlock_mono_ms() + ld->health_every_ms;
+	if (rc == 0) {
+		ld->failed_checks = 0;
+		ld->passed_at = rlock_mono_ms();
+	} else {
+		ld->failed_checks++;
+	}
+	return rc;
+}
+
+/*
+ * Before a candidate takes its place in line: --health must pass.  It is
+ * run every --health-every until it does (a pass less than that ago is
+ * taken as it is).  Returns 0, or 1 when an INT or TERM came meanwhile.
+ */
+static int health_gate(struct lead *ld)
+{
+	int said = 0;
+
+	if (ld->health == NULL || (ld->passed_at > 0 && ld->failed_checks == 0 &&
+				   rlock_mono_ms() - ld->passed_at <
+				   ld->health_every_ms))
+		return 0;
+	while (check_health(ld) != 0) {
+		if (!said && ld->g->verbose >= 0)
+			cli_warn(ld->g, "%s: health check fails; out of line "
+				 "until it passes", ld->name);
+		said = 1;
+		if (pause_for(ld, ld->health_every_ms))
+			return 1;
+	}
+	if (said && ld->g->verbose >= 0)
+		cli_warn(ld->g, "%s: health check passes; back in line",
+			 ld->name);
+	return 0;
 }
 
 /* How long a hook may run: --hook-timeout, and for a demotion no later
@@ -402,6 +501,18 @@ static int64_t hook_limit(const struct lead *ld, const struct rlock_lease *l,
 	return left;
 }
 
+/* After a term that --health ended: its reason, as the history keeps a
+ * loss's, in rn.  Returns 1 when it was so. */
+static int step_down(struct lead *ld, struct renewer *rn)
+{
+	if (ld->c.step_down == 0)
+		return 0;
+	rn->result = RLOCK_LOST;
+	snprintf(rn->err, sizeof(rn->err), "stepped down: --health failed "
+		 "%d times in a row", ld->failed_checks);
+	return 1;
+}
+
 /* The grant is confirmed: say so before the command starts. */
 static void promoted(struct lead *ld, const struct rlock_lease *lease,
 		     long long since_ms)
@@ -410,6 +521,8 @@ static void promoted(struct lead *ld, const struct rlock_lease *lease,
 
 	leader_file_write(ld, lease, since_ms);
 	ready(ld);
+	/* --health: checked at once, then every --health-every. */
+	ld->health_at = rlock_mono_ms();
 	snprintf(text, sizeof(text), "leading (fence %lld) since %s",
 		 lease->fence, iso_utc(since_ms, when, sizeof(when)));
 	tell_status(ld, text);
@@ -525,9 +638,13 @@ static enum term_end term(struct lead *ld, struct rlock *rl,
 	renewer_lease(&rn, lease);
 	run_hook(ld, "--on-demote", ld->on_demote, hook_limit(ld, lease, 1));
 	demoted(ld);
+	if (!lost && step_down(ld, &rn))
+		lost = 2;
 	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
 	if (ld->c.stopped != 0)
 		return END_STOPPED;
+	if (lost == 2)
+		return END_HEALTH;
 	if (lost || (ret == EX_LOST && *status != EX_LOST))
 		return END_LOST;
 	return END_EXITED;
@@ -641,9 +758,13 @@ static enum term_end standby_term(struct lead *ld, struct rlock *rl,
 		run_hook(ld, "--on-demote", ld->on_demote,
 			 hook_limit(ld, lease, 1));
 	demoted(ld);
+	if (!lost && step_down(ld, &rn))
+		lost = 2;
 	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
 	if (ld->c.stopped != 0)
 		return END_STOPPED;
+	if (lost == 2 && !ld->c.exited)
+		return END_HEALTH;
 	if (ld->c.exited)
 		return END_EXITED;
 	return END_LOST;
@@ -663,6 +784,8 @@ static int campaign(struct lead *ld, struct rlock *rl)
 		if (pause > 0 && pause_for(ld, pause))
 			return EX_OK;
 		pause = 0;
+		if (health_gate(ld))
+			return EX_OK;
 		/* --standby: the command runs from before we are in line. */
 		if (ld->standby && (ld->c.pid <= 0 || ld->c.exited)) {
 			/* Nothing of an earlier term's lease (the hooks'). */
@@ -714,6 +837,8 @@ ended:
 		case END_LOST:
 			if (ld->g->verbose >= 0)
 				cli_warn(ld->g, "%s: back in line", ld->name);
+			continue;
+		case END_HEALTH:
 			continue;
 		case END_EXITED:
 			break;
@@ -783,6 +908,8 @@ int cmd_lead(int argc, char **argv, struct cli *g)
 	ld.restart = RESTART_ALWAYS;
 	ld.restart_delay_ms = 1000;
 	ld.hook_timeout_ms = 10000;
+	ld.health_every_ms = 5000;
+	ld.health_fails = 3;
 	parse(&ld, argc, argv);
 	ld.c.name = ld.name;
 	cli_finish(g);
@@ -813,7 +940,9 @@ int cmd_lead(int argc, char **argv, struct cli *g)
 		ld.ao.wait_cb_ms = 10000;
 		if (ld.notify.watchdog_ms > 0 && ld.notify.watchdog_ms < 10000)
 			ld.ao.wait_cb_ms = ld.notify.watchdog_ms;
-		ld.c.tick = watchdog;
+	}
+	if (ld.notify.fd >= 0 || ld.health != NULL) {
+		ld.c.tick = tick;
 		ld.c.tick_arg = &ld;
 	}
 	if (signals_setup(&ld) != 0) {

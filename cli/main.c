@@ -74,7 +74,10 @@ const struct cmd cli_cmds[] = {
 	  "      --demote SIG               with --standby: sent when no longer (default USR2)\n"
 	  "      --on-promote CMD           run CMD with sh -c once leading\n"
 	  "      --on-demote CMD            run CMD with sh -c when no longer, before the release\n"
-	  "      --hook-timeout DUR         kill a hook still running after DUR (default 10s)\n" },
+	  "      --hook-timeout DUR         kill a hook still running after DUR (default 10s)\n"
+	  "      --health CMD               run for leadership only while sh -c CMD passes\n"
+	  "      --health-every DUR         run --health this often (default 5s)\n"
+	  "      --health-fails N           step down after N failures in a row (default 3)\n" },
 	{ "acquire", cmd_acquire, "take a lock and print its token",
 	  "Usage: rlock acquire [options] NAME\n"
 	  "       rlock acquire [options] --pool POOL [--count K]\n"

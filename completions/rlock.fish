@@ -127,6 +127,9 @@ complete -c rlock -n '__rlock_using lead' -l demote -x -a 'USR1 USR2 HUP INT QUI
 complete -c rlock -n '__rlock_using lead' -l on-promote -x -d 'Run CMD with sh -c once leading'
 complete -c rlock -n '__rlock_using lead' -l on-demote -x -d 'Run CMD with sh -c when no longer, before the release'
 complete -c rlock -n '__rlock_using lead' -l hook-timeout -x -d 'Kill a hook still running after DUR (default 10s)'
+complete -c rlock -n '__rlock_using lead' -l health -x -d 'Run for leadership only while sh -c CMD passes'
+complete -c rlock -n '__rlock_using lead' -l health-every -x -d 'Run --health this often (default 5s)'
+complete -c rlock -n '__rlock_using lead' -l health-fails -x -d 'Step down after N failures in a row (default 3)'
 
 # acquire
 complete -c rlock -n '__rlock_using acquire' -l renew -d 'Renew in the background until released'

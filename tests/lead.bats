@@ -506,3 +506,54 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	assert_stderr_line "rlock: lead: L: --on-demote failed: exit status 3"
 	lock_free L
 }
+
+# ---- --health ------------------------------------------------------------------
+
+@test "lead: --health keeps a failing candidate out of line, even from a free lock, until it passes" {
+	bg_start c1 "$RLOCK" lead -t 10s --health 'test -e ok1' --health-every 100ms L -- "$CAND" 1
+	wait_until 5 grep -q 'L: health check fails; out of line until it passes' c1.err
+	lock_free L
+	assert_equal "$(starts)" 0
+	: >ok1
+	wait_until 5 starts_are 1
+	run cat c1.err
+	assert_line --index 1 "rlock: lead: L: health check passes; back in line"
+}
+
+@test "lead: a leader whose --health fails --health-fails times in a row steps down (recorded with the reason) and runs again once it passes" {
+	: >ok1
+	bg_start c1 "$RLOCK" lead -t 10s --health 'test -e ok1' --health-every 100ms --health-fails 2 L -- "$CAND" 1
+	local pid1=$BG_PID
+	wait_until 10 starts_are 1
+	bg_start c2 "$RLOCK" lead -t 10s L -- "$CAND" 2
+	wait_until 10 has_waiters L 1
+	rm ok1
+	wait_until 5 starts_are 2
+	assert_equal "$(nth_start 2)" 2
+	# Stopped before the next started.
+	(($(field start 2 3) > $(field end 1 3)))
+	wait_until 5 grep -q 'out of line until it passes' c1.err
+	run cat c1.err
+	assert_line --index 1 "rlock: lead: L: lock lost: stepped down: --health failed 2 times in a row; command stopped"
+	assert_line --index 2 "rlock: lead: L: health check fails; out of line until it passes"
+	assert_equal "$(waiters L)" 0
+	run -0 "$RLOCK" log L
+	assert_output --partial "(stepped down: --health failed 2 times in a row)"
+	: >ok1
+	wait_until 5 has_waiters L 1
+	pid_alive "$pid1"
+}
+
+@test "lead --standby: a leader whose --health fails is demoted (USR2), its command runs on, and the next is promoted" {
+	standby_cmd
+	: >ok1
+	bg_start c1 "$RLOCK" lead --standby -t 10s --health 'test -e ok1' --health-every 100ms --health-fails 1 L -- "$SB" 1
+	wait_until 10 promoted 1
+	bg_start c2 "$RLOCK" lead --standby -t 10s L -- "$SB" 2
+	wait_until 10 has_waiters L 1
+	rm ok1
+	wait_until 5 promoted 2
+	(($(field usr2 1 3) < $(field usr1 2 3)))
+	pid_alive "$(field start 1 3)"
+	refute grep -q '^term 1 ' "$EVENTS"
+}
