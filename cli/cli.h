@@ -8,9 +8,12 @@
 
 #include <getopt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "rlock.h"
 
@@ -69,6 +72,18 @@ enum {
 	OPT_POOL,
 	OPT_COUNT,
 	OPT_WITH,
+	OPT_RESTART,
+	OPT_RESTART_DELAY,
+	OPT_LEADER_FILE,
+	OPT_STANDBY,
+	OPT_PROMOTE,
+	OPT_DEMOTE,
+	OPT_ON_PROMOTE,
+	OPT_ON_DEMOTE,
+	OPT_HOOK_TIMEOUT,
+	OPT_HEALTH,
+	OPT_HEALTH_EVERY,
+	OPT_HEALTH_FAILS,
 };
 
 #define CLI_GLOBAL_SHORT "u:vqhV"
@@ -145,6 +160,7 @@ int cmd_doctor(int argc, char **argv, struct cli *g);
 int cmd_log(int argc, char **argv, struct cli *g);
 int cmd_last(int argc, char **argv, struct cli *g);
 int cmd_pool(int argc, char **argv, struct cli *g);
+int cmd_lead(int argc, char **argv, struct cli *g);
 int cmd_help(int argc, char **argv, struct cli *g);
 
 /*
@@ -315,6 +331,125 @@ void renewer_lease(const struct renewer *rn, struct rlock_lease *lease);
  * renewer_open made. */
 void renewer_stop(struct renewer *rn);
 
+/* ---- a command under a lease, for run and lead (child.c) ---------------- */
+
+/* What to do to the command (run) or the followed process (acquire
+ * --renew) when the lock is lost. */
+enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
+
+/* The command a holder runs, and how it is supervised. */
+struct cli_child {
+	struct cli *g;
+	const char *name;		/* the lock, for messages */
+	const char *shell_cmd;		/* -c STRING, or NULL: argv */
+	char **argv;
+	int nested;			/* an ancestor holds the lock: no group
+					 * of its own, in group if it can */
+	pid_t group;			/* the holder's command's group */
+	int lead;			/* rlock lead: INT and TERM stop the
+					 * command (c->stopped), which never
+					 * has the terminal; what its group
+					 * leaves is stopped after its end */
+	enum on_lost on_lost;
+	int64_t kill_after_ms;		/* SIGKILL this long after SIGTERM */
+	int64_t max_time_ms;		/* 0: none */
+	/* Called on every turn of the supervising loop, which turns again
+	 * within the ms it returns (-1: whenever): lead's watchdog. */
+	int64_t (*tick)(void *arg);
+	void *tick_arg;
+	int demote;			/* lead --standby: the signal that
+					 * demotes the command (which runs on
+					 * after a loss or a stop); 0 none */
+	pid_t pid;			/* cli_child_spawn's */
+	int exited;			/* it has ended (and was reaped) */
+	int step_down;			/* set by tick: stop (or demote) the
+					 * command and end the term */
+	int signal;			/* out: the signal that ended it */
+	int stopped;			/* out: lead, the INT or TERM that
+					 * stopped it, 0 none */
+};
+
+/* This process's id and start time (field 22 of /proc/PID/stat, clock
+ * ticks since boot), "PID:START", into me (48 bytes); "" when unknown. */
+void cli_child_me(char *me);
+
+/* The label of c's command: what status shows of the holder, prefix and
+ * text (NULL: the command line) as one line, cut at RLOCK_LABEL_MAX bytes,
+ * in label (that size + 1).  Returns label. */
+const char *cli_child_label(const struct cli_child *c, const char *prefix,
+			    const char *text, char *label);
+
+/* Put lease of lock name (key, kind as RLOCK_HELD writes it, me from
+ * cli_child_me) into the environment a command inherits: RLOCK_NAME,
+ * RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_TTL_MS, RLOCK_SLOT, and
+ * RLOCK_HELD as held (what was inherited, NULL none) and this hold. */
+void cli_child_env(const char *name, const char *key, const char *kind,
+		   const char *me, const char *held,
+		   const struct rlock_lease *lease);
+
+/*
+ * Start c's command, with the environment set, and supervise it to its
+ * end: signals read from sfd are forwarded to it (c->lead: see there),
+ * the lease (NULL when an ancestor holds the lock) is kept with rn's
+ * thread, and on a loss its group is stopped (c->on_lost) before the
+ * lease can end.  oldmask is the signal mask the command gets.  Returns
+ * its exit status (128 + N for signal N), or -1 (with a message) when it
+ * could not be started; *lost tells whether the lease was lost.
+ */
+int cli_child_run(struct cli_child *c, struct rlock *rl, int sfd,
+		  const sigset_t *oldmask, struct renewer *rn,
+		  struct rlock_lease *lease, int *lost);
+
+/*
+ * lead --standby: the command started once, outside any lease
+ * (cli_child_spawn: c->pid, or -1 with a message); watched while it leads
+ * (cli_child_watch, as cli_child_run but a loss or an INT or TERM sends it
+ * c->demote and returns at once, *lost or c->stopped telling which;
+ * returns its exit status when it ended, c->exited, else 0);
+ * cli_child_reaped: its exit status once it has ended, else -1;
+ * cli_child_stop: its group stopped (SIGTERM, SIGKILL c->kill_after_ms
+ * later) and waited for; returns its exit status.
+ */
+pid_t cli_child_spawn(struct cli_child *c, const sigset_t *oldmask);
+int cli_child_watch(struct cli_child *c, struct rlock *rl, int sfd,
+		    struct renewer *rn, struct rlock_lease *lease, int *lost);
+int cli_child_reaped(struct cli_child *c);
+int cli_child_stop(struct cli_child *c, int sfd);
+
+/* Give up lease after cli_child_run (rn stopped): a loss is said and
+ * recorded in the history, else the lock is released (recording ret and
+ * c->signal).  Returns ret, or EX_LOST when the lock was lost. */
+int cli_child_release(const struct cli_child *c, struct rlock *rl,
+		      const struct renewer *rn, const struct rlock_lease *lease,
+		      int lost, int ret);
+
+/* ---- systemd's notify protocol, for lead (notify.c) ---------------------- */
+
+struct cli_notify {
+	int fd;				/* -1: no NOTIFY_SOCKET */
+	struct sockaddr_un addr;
+	socklen_t len;
+	int64_t watchdog_ms;		/* WATCHDOG=1 this often; 0 never */
+	int64_t watchdog_at;		/* the next one, CLOCK_MONOTONIC */
+};
+
+/* Open the socket $NOTIFY_SOCKET names (a path, or '@' and an abstract
+ * name), if set and well-formed, and take the variable out of the
+ * environment the command inherits; with it, $WATCHDOG_USEC (for us when
+ * $WATCHDOG_PID is unset or ours) sets how often to send WATCHDOG=1: at
+ * half that period. */
+void cli_notify_open(struct cli_notify *n);
+
+/* Send WATCHDOG=1 if it is due.  Returns the ms until the next is due, or
+ * -1 when there is no watchdog. */
+int64_t cli_notify_watchdog(struct cli_notify *n);
+
+/* Send msg ("READY=1", "STATUS=...\n...") if a socket was opened; a
+ * message that cannot be sent is dropped, as sd_notify(3) does. */
+void cli_notify(const struct cli_notify *n, const char *msg);
+
+void cli_notify_close(struct cli_notify *n);
+
 /* ---- RLOCK_HELD, the locks a process tree holds (held.c) ---------------- */
 
 /* One entry of RLOCK_HELD, decoded. */
@@ -356,10 +491,6 @@ void lease_file_sweep(void);
  * place.  Returns 0, or -1 for anything else (the file is a user's /tmp:
  * not trusted), rec then untouched. */
 int lease_lost_parse(char *rec, long long *ms, const char **reason);
-
-/* What to do to the command (run) or the followed process (acquire
- * --renew) when the lock is lost. */
-enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
 
 /* Parse --on-lost's argument or exit 64. */
 enum on_lost cli_on_lost(const struct cli *g, const char *arg);

@@ -4,7 +4,7 @@
 # COMMAND of "rlock run" when that is loaded.
 
 # Options, by where they are accepted.  The *_args lists take a value.
-_rlock_commands='run acquire release extend status bench doctor log last pool help'
+_rlock_commands='run lead acquire release extend status bench doctor log last pool help'
 _rlock_global_flags='--insecure -v --verbose -q --quiet --json --no-log -h --help -V --version'
 _rlock_global_args='-u --url --prefix --connect-timeout --io-timeout --password-file'
 _rlock_global_args+=' --cacert --cacertdir --cert --key --sni'
@@ -14,6 +14,10 @@ _rlock_lease_args='-t --ttl -w --timeout -E --conflict-exit-code -l --limit --mi
 _rlock_lease_args+=' --label --note --wait-replicas --priority --pool --count --with'
 _rlock_lease_args+=' --progress'
 _rlock_run_args='-c --command --on-lost -k --kill-after --max-time --once-per'
+_rlock_lead_args='-t --ttl --priority --label --note --wait-replicas -k --kill-after'
+_rlock_lead_args+=' --restart --restart-delay --leader-file --promote --demote'
+_rlock_lead_args+=' --on-promote --on-demote --hook-timeout --health --health-every --health-fails'
+_rlock_lead_flags='--standby'
 _rlock_acquire_flags='--renew'
 _rlock_acquire_args='--pid --format --on-lost'
 _rlock_release_flags='--force'
@@ -38,7 +42,7 @@ _rlock_reply()
 _rlock_takes_value()
 {
 	local args="$_rlock_global_args $_rlock_lease_args $_rlock_run_args $_rlock_acquire_args"
-	args+=" $_rlock_release_args $_rlock_last_args"
+	args+=" $_rlock_release_args $_rlock_last_args $_rlock_lead_args"
 	case ${2-} in
 	bench) args="$_rlock_global_args $_rlock_bench_args" ;;
 	log) args="$_rlock_global_args $_rlock_log_args" ;;
@@ -55,9 +59,13 @@ _rlock_values()
 	case $1 in
 	--on-lost)
 		_rlock_reply -W 'term kill ignore' -- "$2" ;;
+	--restart)
+		_rlock_reply -W 'always on-failure never' -- "$2" ;;
+	--promote|--demote)
+		_rlock_reply -W 'USR1 USR2 HUP INT QUIT TERM ALRM WINCH CONT' -- "$2" ;;
 	--format)
 		_rlock_reply -W 'token json env' -- "$2" ;;
-	--password-file|--sentinel-password-file|--cacert|--cert|--key)
+	--password-file|--sentinel-password-file|--cacert|--cert|--key|--leader-file)
 		compopt -o filenames 2>/dev/null
 		_rlock_reply -f -- "$2" ;;
 	--cacertdir)
@@ -119,10 +127,11 @@ _rlock()
 		esac
 	done
 
-	# "run" takes its options before and after NAME; the first word after
-	# NAME that is not an option, or what follows a "--", is the command,
-	# unless -c gave one.  "-- NAME" ends the options at NAME.
-	if [[ $sub == run ]]; then
+	# "run" and "lead" take their options before and after NAME; the
+	# first word after NAME that is not an option, or what follows a "--",
+	# is the command, unless -c gave one.  "-- NAME" ends the options at
+	# NAME.
+	if [[ $sub == run || $sub == lead ]]; then
 		local namei=0 cmdi=0 has_c=0
 		for ((i = subi + 1; i < cword; i++)); do
 			w=${words[i]}
@@ -189,6 +198,8 @@ _rlock()
 		return 0 ;;
 	run)
 		opts+=" $_rlock_lease_flags $_rlock_lease_args $_rlock_run_args" ;;
+	lead)
+		opts+=" $_rlock_lead_flags $_rlock_lead_args" ;;
 	acquire)
 		opts+=" $_rlock_lease_flags $_rlock_lease_args $_rlock_acquire_flags $_rlock_acquire_args" ;;
 	release)

@@ -45,12 +45,13 @@ function __rlock_using
     contains -- $sub $argv
 end
 
-# Lock names and tokens cannot be guessed; only "run" takes file names (for
-# its command).
-complete -c rlock -n 'not __rlock_using run' -f
+# Lock names and tokens cannot be guessed; only "run" and "lead" take file
+# names (for their command).
+complete -c rlock -n 'not __rlock_using run lead' -f
 
 # Subcommands
 complete -c rlock -n __rlock_needs_command -a run -d 'Run a command while holding a lock'
+complete -c rlock -n __rlock_needs_command -a lead -d 'Run a command on one candidate at a time, forever'
 complete -c rlock -n __rlock_needs_command -a acquire -d 'Take a lock and print its token'
 complete -c rlock -n __rlock_needs_command -a release -d 'Give up a lock held by a token'
 complete -c rlock -n __rlock_needs_command -a extend -d 'Push back the expiry of a held lock'
@@ -61,7 +62,7 @@ complete -c rlock -n __rlock_needs_command -a log -d 'Show what happened to a lo
 complete -c rlock -n __rlock_needs_command -a last -d 'Show the last run of locks, or check it is recent'
 complete -c rlock -n __rlock_needs_command -a pool -d "Define a pool's members, or list who holds each"
 complete -c rlock -n __rlock_needs_command -a help -d 'Show help for a command'
-complete -c rlock -n '__rlock_using help' -x -a 'run acquire release extend status bench doctor log last pool help'
+complete -c rlock -n '__rlock_using help' -x -a 'run lead acquire release extend status bench doctor log last pool help'
 
 # Global options
 complete -c rlock -s u -l url -x -d 'Redis server (repeatable; default $RLOCK_URL)'
@@ -109,6 +110,26 @@ complete -c rlock -n '__rlock_using run' -l on-lost -x -a 'term kill ignore' -d 
 complete -c rlock -n '__rlock_using run' -s k -l kill-after -x -d 'SIGKILL this long after SIGTERM (default 10s)'
 complete -c rlock -n '__rlock_using run' -l max-time -x -d 'Terminate COMMAND if it runs longer'
 complete -c rlock -n '__rlock_using run' -l once-per -x -d 'At most one run that exits 0 per period DUR'
+
+# lead
+complete -c rlock -n '__rlock_using lead' -s t -l ttl -x -d 'Lease length (default 30s)'
+complete -c rlock -n '__rlock_using lead' -l priority -x -d '-100..100, higher served first (default 0)'
+complete -c rlock -n '__rlock_using lead' -l label -x -d "What status shows as the holder's command"
+complete -c rlock -n '__rlock_using lead' -l note -x -d 'A note for status and the history'
+complete -c rlock -n '__rlock_using lead' -l wait-replicas -x -d 'Wait until N replicas have the lock'
+complete -c rlock -n '__rlock_using lead' -s k -l kill-after -x -d 'SIGKILL this long after SIGTERM (default 10s)'
+complete -c rlock -n '__rlock_using lead' -l restart -x -a 'always on-failure never' -d 'Run again after COMMAND ends (default always)'
+complete -c rlock -n '__rlock_using lead' -l restart-delay -x -d 'Wait DUR before running again (default 1s)'
+complete -c rlock -n '__rlock_using lead' -l leader-file -r -F -d 'Say fence, since, host and pid in PATH while leading'
+complete -c rlock -n '__rlock_using lead' -l standby -d 'Start COMMAND at once everywhere; signal who leads'
+complete -c rlock -n '__rlock_using lead' -l promote -x -a 'USR1 USR2 HUP INT QUIT TERM ALRM WINCH CONT' -d 'With --standby: sent when leading (default USR1)'
+complete -c rlock -n '__rlock_using lead' -l demote -x -a 'USR1 USR2 HUP INT QUIT TERM ALRM WINCH CONT' -d 'With --standby: sent when no longer (default USR2)'
+complete -c rlock -n '__rlock_using lead' -l on-promote -x -d 'Run CMD with sh -c once leading'
+complete -c rlock -n '__rlock_using lead' -l on-demote -x -d 'Run CMD with sh -c when no longer, before the release'
+complete -c rlock -n '__rlock_using lead' -l hook-timeout -x -d 'Kill a hook still running after DUR (default 10s)'
+complete -c rlock -n '__rlock_using lead' -l health -x -d 'Run for leadership only while sh -c CMD passes'
+complete -c rlock -n '__rlock_using lead' -l health-every -x -d 'Run --health this often (default 5s)'
+complete -c rlock -n '__rlock_using lead' -l health-fails -x -d 'Step down after N failures in a row (default 3)'
 
 # acquire
 complete -c rlock -n '__rlock_using acquire' -l renew -d 'Renew in the background until released'

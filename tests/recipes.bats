@@ -7,7 +7,7 @@
 # nothing held after kill -TERM or kill -9 and its history records a killed
 # script as a failure.
 #
-# A recipe is a fenced block (```sh, ```crontab, ```yaml, ```groovy) taken
+# A recipe is a fenced block (```sh, ```crontab, ```yaml, ```groovy, ```ini) taken
 # from the file at run time by a marker text it holds (recipe FILE LANG
 # MARKER).  Only two things are put in: the server (RLOCK_URL, and the TLS
 # files of the TLS crontab) and the jobs a recipe names (./report.sh,
@@ -214,7 +214,7 @@ cron_script() {
 
 # ---- the recipes are run ----------------------------------------------------
 
-@test "recipes: every sh, crontab, yaml and groovy block of the README and the three guides is run here, or listed as no recipe" {
+@test "recipes: every sh, crontab, yaml, groovy and ini block of the README and the three guides is run here, or listed as no recipe" {
 	local f l b marker m ok bad=0
 	local -a markers=()
 	# The markers this file runs: the third argument of each recipe,
@@ -225,7 +225,7 @@ cron_script() {
 	for f in "${DOCS[@]}"; do
 		[[ -f $REPO_DIR/$f ]] || { echo "no $f"; bad=1; continue; }
 		while IFS=$'\t' read -r l b; do
-			case $l in sh | crontab | yaml | groovy) ;; *) continue ;; esac
+			case $l in sh | crontab | yaml | groovy | ini) ;; *) continue ;; esac
 			ok=0
 			for marker in "${markers[@]}" "${NOT_RECIPES[@]}"; do
 				# "$f", "$1": a recipe of several files.
@@ -962,4 +962,126 @@ github_step() {
 	run bg_err b
 	assert_output 'rlock: run: deploy: second SIGTERM: killing the command'
 	wait_until 2 pid_gone "$(<deploy.sh.pid)"
+}
+
+# -- a service on one host at a time (systemd) ------------------------------------
+
+# notify_listen ID: a datagram socket at ID.sock, as systemd's NOTIFY_SOCKET,
+# whose messages go to ID.msgs, one a line.
+notify_listen() {
+	local id=$1
+	cat >listen.py <<-'EOF'
+		import socket, sys
+		path, out = sys.argv[1], sys.argv[2]
+		s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+		s.bind(path)
+		open(out + ".ready", "w").close()
+		while True:
+		    d = s.recv(65536).decode("utf-8", "replace")
+		    with open(out, "a") as f:
+		        f.write(d.rstrip("\n").replace("\n", " | ") + "\n")
+	EOF
+	bg_start "listen-$id" python3 listen.py "$BATS_TEST_TMPDIR/$id.sock" "$BATS_TEST_TMPDIR/$id.msgs"
+	wait_until 5 test -e "$id.msgs.ready"
+}
+
+# unit_start HOST [MARKER DIR]: the ExecStart of the README's unit that
+# holds MARKER (default: the sender's), started as systemd would on HOST:
+# its Environment= (the server replaced), NOTIFY_SOCKET, its
+# RuntimeDirectory= /run/DIR (here run-HOST), and the daemon a stub on
+# PATH.
+unit_start() {
+	local host=$1 marker=${2:-RuntimeDirectory=sender} dir=${3:-sender}
+	local unit exec env
+	unit=$(recipe README.md ini "$marker") || return 1
+	exec=$(grep '^ExecStart=' <<<"$unit") || return 1
+	exec=${exec#ExecStart=}
+	exec=${exec//\/usr\/local\/bin\//}
+	exec=${exec//\/run\/$dir/$BATS_TEST_TMPDIR/run-$host}
+	env=$(grep '^Environment=' <<<"$unit") || return 1
+	[[ $env == Environment=RLOCK_URL=redis://redis.internal:6379 ]] || {
+		echo "the unit sets $env, which the test does not replace" >&2
+		return 1
+	}
+	mkdir -p "run-$host"
+	notify_listen "$host"
+	JOB=$host NOTIFY_SOCKET=$BATS_TEST_TMPDIR/$host.sock RLOCK_URL=$R_URL \
+		bg_start "$host" on-host "$host" sh -c "exec $exec"
+}
+
+@test "recipes: the systemd unit (README) on three hosts runs the sender on one; each is READY; a stop hands the lead on after the old sender ended" {
+	local unit a first
+	unit=$(recipe README.md ini 'RuntimeDirectory=sender')
+	grep -qx 'Type=notify' <<<"$unit"
+	grep -qx 'KillMode=mixed' <<<"$unit"
+	stub bin/sender
+	: >sender.hold
+	unit_start web1
+	a=$BG_PID
+	wait_until 5 started sender web1
+	first=$(<sender.pid)
+	unit_start web2
+	unit_start web3
+	wait_until 5 has_waiters sender 2
+	for h in web1 web2 web3; do
+		wait_until 5 file_has "$h.msgs" READY=1
+	done
+	wait_until 5 grep -q '^STATUS=leading (fence [0-9]*) since ' web1.msgs
+	if ((T_HOSTS)); then
+		wait_until 15 grep -q "^STATUS=standby: led by [^@]*@web1 pid $a\$" web2.msgs
+	fi
+	grep -q '^fence=[0-9]*$' run-web1/leader
+	[[ ! -e run-web2/leader && ! -e run-web3/leader ]]
+	assert_equal "$(starts sender)" 1
+	# systemctl stop on web1, KillMode=mixed: SIGTERM to rlock alone.
+	kill -TERM "$a"
+	bg_wait "$a" 10
+	assert_equal "$BG_STATUS" 0
+	pid_gone "$first"
+	wait_until 5 started sender web2
+	assert_equal "$(job_order sender)" "web1 web2"
+	[[ ! -e run-web1/leader ]]
+	wait_until 5 test -e run-web2/leader
+	run -0 "$RLOCK" status sender
+	assert_line --partial "lead: sender"
+}
+
+@test "recipes: the hot standby unit (README) on two hosts: both daemons run, the leader's is told USR1; a stop demotes it (USR2) before the other is told USR1; a reload reaches it" {
+	local unit a
+	unit=$(recipe README.md ini 'RuntimeDirectory=warmer')
+	grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' <<<"$unit"
+	grep -qx 'KillMode=mixed' <<<"$unit"
+	# The warmer: logs its start, each USR1 (with the fence the leader
+	# file says), USR2 and HUP.
+	cat >bin/warmer <<EOF
+#!/bin/bash
+d='$BATS_TEST_TMPDIR'
+trap 'echo "usr1 \$JOB \${EPOCHREALTIME/[.,]/} \$(grep ^fence= "\$d/run-\$JOB/leader")" >>"\$d/jobs.log"' USR1
+trap 'echo "usr2 \$JOB \${EPOCHREALTIME/[.,]/}" >>"\$d/jobs.log"' USR2
+trap 'echo "hup \$JOB" >>"\$d/jobs.log"' HUP
+echo "warmer start \$JOB" >>"\$d/jobs.log"
+while :; do sleep 1 & wait \$!; done
+EOF
+	chmod +x bin/warmer
+	unit_start web1 'RuntimeDirectory=warmer' warmer
+	a=$BG_PID
+	wait_until 5 grep -q '^usr1 web1 [0-9]* fence=[0-9]*$' jobs.log
+	unit_start web2 'RuntimeDirectory=warmer' warmer
+	wait_until 5 has_waiters warmer 1
+	wait_until 5 started warmer web2
+	wait_until 5 file_has web2.msgs READY=1
+	# systemctl reload on web1.
+	kill -HUP "$a"
+	wait_until 5 grep -qx 'hup web1' jobs.log
+	# systemctl stop on web1.
+	kill -TERM "$a"
+	bg_wait "$a" 10
+	assert_equal "$BG_STATUS" 0
+	wait_until 5 grep -q '^usr1 web2 ' jobs.log
+	local down up
+	down=$(awk '$1 == "usr2" && $2 == "web1" { print $3 }' jobs.log)
+	up=$(awk '$1 == "usr1" && $2 == "web2" { print $3 }' jobs.log)
+	[[ -n $down ]]
+	((down < up))
+	assert_equal "$(grep -c '^warmer start' jobs.log)" 2
 }

@@ -1,0 +1,559 @@
+#!/usr/bin/env bats
+# lead.bats - rlock lead: candidates that run for leadership of a lock
+# forever.  Exactly one runs its command; a stop, a loss or a crash of the
+# leader hands the lead on, never to two at once; --restart, --leader-file,
+# systemd's notify socket; usage errors.
+#
+# Each candidate runs $CAND ID: it writes "start ID US FENCE PID" to
+# $EVENTS when it starts and "end ID US" when SIGTERM ends it (US: the wall
+# clock in µs), and "hup ID" for each SIGHUP.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+
+setup() {
+	rl_setup
+	export EVENTS=$BATS_TEST_TMPDIR/events
+	CAND=$BATS_TEST_TMPDIR/cand
+	cat >"$CAND" <<-'EOF'
+		#!/bin/bash
+		id=$1
+		trap 'echo "end $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"; exit 0' TERM
+		trap 'echo "hup $id" >>"$EVENTS"' HUP
+		echo "start $id ${EPOCHREALTIME/[.,]/} $RLOCK_FENCE $$" >>"$EVENTS"
+		while :; do
+			sleep 1 &
+			wait $!
+		done
+	EOF
+	chmod +x "$CAND"
+	: >"$EVENTS"
+}
+
+# starts: how many commands have started.  running: started less ended.
+starts() { grep -c '^start ' "$EVENTS" || true; }
+running() { echo $(($(starts) - $(grep -c '^end ' "$EVENTS" || true))); }
+starts_are() { [[ $(starts) == "$1" ]]; }
+# field EVENT ID N: field N (1-based) of the line "EVENT ID ...".
+field() { awk -v e="$1" -v i="$2" -v n="$3" '$1 == e && $2 == i { print $n; exit }' "$EVENTS"; }
+# nth_start N: the id of the Nth command started.
+nth_start() { awk -v n="$1" '$1 == "start" && ++k == n { print $2; exit }' "$EVENTS"; }
+
+# candidates N [OPTIONS...]: start N candidates for lock L, 1..N, in that
+# order (each in line before the next starts); PID[i] is rlock's pid.
+candidates() {
+	local n=$1 i
+	shift
+	PID=()
+	for ((i = 1; i <= n; i++)); do
+		bg_start "c$i" "$RLOCK" lead "$@" L -- "$CAND" "$i"
+		PID[i]=$BG_PID
+		if ((i == 1)); then
+			wait_until 10 starts_are 1
+		else
+			wait_until 10 has_waiters L $((i - 1))
+		fi
+	done
+}
+
+@test "lead: of three candidates exactly one runs its command, the first; the others wait in line" {
+	candidates 3 -t 5s
+	assert_equal "$(nth_start 1)" 1
+	wait_until 5 has_waiters L 2
+	# The line is there and the leader renews: still one command, the
+	# first's, through two renewals (TTL/3).
+	local t0
+	t0=$(now_ms)
+	wait_until 10 eval '(( $(now_ms) - t0 >= 3500 ))'
+	assert_equal "$(starts)" 1
+	assert_equal "$(running)" 1
+	lock_held L
+	run --separate-stderr "$RLOCK" status L
+	assert_success
+	assert_line --partial "lead: $CAND 1"
+	assert_line --partial "next: "
+}
+
+@test "lead: SIGTERM to the leader stops its command, releases, exits 0; the next starts within 1s and never before the old one ended" {
+	candidates 3 -t 10s
+	local t_kill start2 end1
+	t_kill=$(now_ms)
+	kill -TERM "${PID[1]}"
+	wait_until 5 starts_are 2
+	assert_equal "$(nth_start 2)" 2
+	end1=$(field end 1 3)
+	start2=$(field start 2 3)
+	[[ -n $end1 ]]
+	# Never before the old one ended, and within a second of the signal.
+	((start2 > end1))
+	((start2 / 1000 - t_kill < 1000))
+	bg_wait "${PID[1]}" 5
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(running)" 1
+	# The third is still in line behind the second.
+	has_waiters L 1
+}
+
+@test "lead: SIGTERM to a waiting candidate leaves the line and exits 0 at once; the leader goes on" {
+	candidates 2 -t 10s
+	local t0
+	t0=$(now_ms)
+	kill -TERM "${PID[2]}"
+	bg_wait "${PID[2]}" 5
+	assert_equal "$BG_STATUS" 0
+	(($(now_ms) - t0 < 1000))
+	wait_until 5 eval '[[ $(waiters L) == 0 ]]'
+	assert_equal "$(running)" 1
+	pid_alive "${PID[1]}"
+	run cat c2.err
+	assert_output ""
+}
+
+@test "lead: the lock key deleted stops the leader's command before it goes back in line; another candidate leads" {
+	candidates 3 -t 3s
+	rcli R DEL "$(key L)"
+	wait_until 10 grep -q '^end 1 ' "$EVENTS"
+	wait_until 10 starts_are 2
+	[[ $(nth_start 2) != 1 ]]
+	# The first is back in line, alive: it never exits on a loss.
+	pid_alive "${PID[1]}"
+	wait_until 10 grep -q 'L: back in line' c1.err
+	run cat c1.err
+	assert_line --index 1 "rlock: lead: L: lock lost: the token no longer holds it; command stopped"
+	assert_line --index 2 "rlock: lead: L: back in line"
+	assert_equal "$(running)" 1
+}
+
+@test "lead: SIGKILL of the leader's rlock: its command is gone and another candidate leads within the TTL" {
+	candidates 2 -t 2s
+	local cmd t_kill start2
+	cmd=$(field start 1 5)
+	t_kill=$(now_ms)
+	kill -KILL "${PID[1]}"
+	wait_until 5 pid_gone "$cmd"
+	wait_until 5 starts_are 2
+	assert_equal "$(nth_start 2)" 2
+	start2=$(field start 2 3)
+	# The lease ran out (2s from its last renewal, at most 2s ago):
+	# the next leads within the TTL, give or take a beat of the line.
+	((start2 / 1000 - t_kill < 2500))
+	grep -q '^end 1 ' "$EVENTS"
+}
+
+@test "lead: SIGHUP to the leader reaches its command; to a waiting candidate it is dropped, and reaches no later command" {
+	candidates 2 -t 10s
+	kill -HUP "${PID[1]}"
+	wait_until 5 grep -qx 'hup 1' "$EVENTS"
+	kill -HUP "${PID[2]}"
+	kill -TERM "${PID[1]}"
+	wait_until 5 starts_are 2
+	pid_alive "${PID[2]}"
+	# Give a stale HUP every chance to arrive: a TERM after it ends the
+	# command, and the log then holds no "hup 2".
+	kill -TERM "${PID[2]}"
+	bg_wait "${PID[2]}" 5
+	assert_equal "$BG_STATUS" 0
+	refute grep -qx 'hup 2' "$EVENTS"
+}
+
+@test "lead: --restart never exits with the command's status, released" {
+	run -3 "$RLOCK" lead --restart never L -- sh -c 'exit 3'
+	lock_free L
+}
+
+@test "lead: --restart on-failure runs again after a failure, and exits 0 after a success" {
+	run -0 "$RLOCK" lead -q --restart on-failure --restart-delay 10ms L -- \
+		sh -c 'echo run >>runs; [ $(wc -l <runs) -ge 3 ]'
+	run cat runs
+	assert_output $'run\nrun\nrun'
+	lock_free L
+}
+
+@test "lead: --restart always (the default) runs again after a success, --restart-delay apart, and goes back in line behind the others" {
+	bg_start c1 "$RLOCK" lead --restart-delay 300ms L -- \
+		bash -c 'echo "run 1 ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"'
+	local pid=$BG_PID
+	wait_until 10 eval '(( $(grep -c "^run 1" "$EVENTS") >= 2 ))'
+	local a b
+	a=$(awk '/^run 1/ { print $3; exit }' "$EVENTS")
+	b=$(awk '/^run 1/ && ++k == 2 { print $3; exit }' "$EVENTS")
+	((b - a >= 300000))
+	run cat c1.err
+	assert_line --index 0 --regexp '^rlock: lead: L: leading \(fence [0-9]+\)$'
+	assert_line --index 1 "rlock: lead: L: command exited with status 0; released, back in line in 300ms"
+	# A second candidate in line leads after the first's command ends.
+	bg_start c2 "$RLOCK" lead L -- "$CAND" 2
+	wait_until 10 grep -q '^start 2 ' "$EVENTS"
+	kill -TERM "$pid"
+	bg_wait "$pid" 5
+	assert_equal "$BG_STATUS" 0
+}
+
+@test "lead: each term is in the history, marked as a leader's" {
+	candidates 2 -t 10s
+	kill -TERM "${PID[1]}"
+	wait_until 5 starts_are 2
+	run -0 "$RLOCK" log L
+	assert_line --index 0 --partial "acquired  "
+	assert_line --index 0 --partial "lead: $CAND 1"
+	assert_line --index 1 --partial "released  "
+	assert_line --index 2 --partial "lead: $CAND 2"
+}
+
+@test "lead: the command has the term's lease in its environment: a nested run of the lock runs at once, re-entrantly" {
+	run -0 "$RLOCK" lead --restart never L -- \
+		bash -c '[[ $RLOCK_NAME == L && $RLOCK_FENCE =~ ^[0-9]+$ && -n $RLOCK_TOKEN ]] && "$RLOCK" run -w 2s L -- true'
+	lock_free L
+}
+
+@test "lead: usage errors exit 64" {
+	run -64 --separate-stderr "$RLOCK" lead
+	assert_usage lead "rlock: lead: missing lock NAME"
+	run -64 --separate-stderr "$RLOCK" lead L
+	assert_usage lead "rlock: lead: missing COMMAND"
+	run -64 --separate-stderr "$RLOCK" lead -- true
+	assert_usage lead "rlock: lead: missing lock NAME before '--': rlock lead [OPTION]... NAME -- COMMAND"
+	run -64 --separate-stderr "$RLOCK" lead -w 5 L -- true
+	assert_usage lead "rlock: lead: -w does not apply: a candidate waits in line until it leads"
+	run -64 --separate-stderr "$RLOCK" lead -n L -- true
+	assert_usage lead "rlock: lead: -n does not apply: a candidate waits in line until it leads"
+	run -64 --separate-stderr "$RLOCK" lead --restart sometimes L -- true
+	assert_usage lead "rlock: lead: invalid --restart 'sometimes': always, on-failure or never"
+	run -64 --separate-stderr "$RLOCK" lead --restart-delay soon L -- true
+	assert_try lead
+	run -64 --separate-stderr "$RLOCK" lead --shared L -- true
+	assert_try lead
+	run -64 --separate-stderr "$RLOCK" lead --leader-file '' L -- true
+	assert_usage lead "rlock: lead: invalid --leader-file '': empty path"
+	lock_free L
+}
+
+# ---- --leader-file -----------------------------------------------------------
+
+@test "lead: --leader-file says fence, since, host and pid while leading, and is removed when the term ends" {
+	bg_start c1 "$RLOCK" lead -t 10s --leader-file "$BATS_TEST_TMPDIR/leader1" L -- "$CAND" 1
+	local pid1=$BG_PID
+	wait_until 10 starts_are 1
+	bg_start c2 "$RLOCK" lead -t 10s --leader-file "$BATS_TEST_TMPDIR/leader2" L -- "$CAND" 2
+	local pid2=$BG_PID
+	wait_until 10 has_waiters L 1
+	run cat leader1
+	assert_line --index 0 "fence=$(field start 1 4)"
+	assert_line --index 1 --regexp '^since=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$'
+	assert_line --index 2 --regexp '^since_ms=[0-9]{13}$'
+	assert_line --index 3 "host=$(hostname)"
+	assert_line --index 4 "pid=$pid1"
+	assert_equal "${#lines[@]}" 5
+	# A shell can source it.
+	(. ./leader1 && [[ $fence == "$(field start 1 4)" && $pid == "$pid1" ]])
+	[[ ! -e leader2 ]]
+	kill -TERM "$pid1"
+	wait_until 5 starts_are 2
+	[[ ! -e leader1 ]]
+	wait_until 5 file_has leader2 "fence=$(field start 2 4)"
+	# No temporary file is left beside it.
+	run ls
+	refute_output --partial "leader1."
+	refute_output --partial "leader2."
+	kill -TERM "$pid2"
+	bg_wait "$pid2" 5
+	[[ ! -e leader2 ]]
+}
+
+@test "lead: after a lost lease the next term writes its own fence to --leader-file" {
+	bg_start c1 "$RLOCK" lead -t 3s --leader-file "$BATS_TEST_TMPDIR/leader1" L -- "$CAND" 1
+	wait_until 10 starts_are 1
+	[[ -s leader1 ]]
+	rcli R DEL "$(key L)"
+	wait_until 10 grep -q 'L: back in line' c1.err
+	# Back in line, then leading again (nobody else runs): a new term,
+	# a new fence in the file.
+	wait_until 10 starts_are 2
+	wait_until 5 file_has leader1 "fence=$(awk '$1 == "start" && ++k == 2 { print $4 }' "$EVENTS")"
+}
+
+@test "lead: a --leader-file that cannot be written is said, and the term goes on" {
+	bg_start c1 "$RLOCK" lead -t 10s --leader-file "$BATS_TEST_TMPDIR/no/such/dir/leader" L -- "$CAND" 1
+	wait_until 10 starts_are 1
+	wait_until 5 grep -q 'leader' c1.err
+	run cat c1.err
+	assert_line --index 0 "rlock: lead: L: cannot write $BATS_TEST_TMPDIR/no/such/dir/leader: No such file or directory"
+	assert_equal "$(running)" 1
+}
+
+# ---- systemd's notify socket ---------------------------------------------------
+
+# listen ID SOCKET: a datagram socket at SOCKET (a path, or @NAME in the
+# abstract namespace) whose messages go to ID.msgs, one a line (a
+# message's own newlines as " | ").
+listen() {
+	local id=$1 sock=$2
+	cat >"$BATS_TEST_TMPDIR/listen.py" <<-'EOF'
+		import socket, sys
+		path, out = sys.argv[1], sys.argv[2]
+		s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+		s.bind("\0" + path[1:] if path.startswith("@") else path)
+		open(out + ".ready", "w").close()
+		while True:
+		    d = s.recv(65536).decode("utf-8", "replace")
+		    with open(out, "a") as f:
+		        f.write(d.rstrip("\n").replace("\n", " | ") + "\n")
+	EOF
+	bg_start "listen-$id" python3 "$BATS_TEST_TMPDIR/listen.py" "$sock" "$BATS_TEST_TMPDIR/$id.msgs"
+	wait_until 5 test -e "$BATS_TEST_TMPDIR/$id.msgs.ready"
+}
+
+@test "lead: with NOTIFY_SOCKET, READY=1 once in line and STATUS= says who leads; the command does not inherit the socket" {
+	listen n1 "$BATS_TEST_TMPDIR/n1.sock"
+	listen n2 "@rlock-lead-test-$$-$BATS_TEST_NUMBER"
+	NOTIFY_SOCKET=$BATS_TEST_TMPDIR/n1.sock bg_start c1 "$RLOCK" lead -t 10s L -- \
+		bash -c 'echo "notify=${NOTIFY_SOCKET-unset}" >>"$EVENTS"; exec "$0" 1' "$CAND"
+	local pid1=$BG_PID
+	wait_until 10 starts_are 1
+	NOTIFY_SOCKET="@rlock-lead-test-$$-$BATS_TEST_NUMBER" bg_start c2 "$RLOCK" lead -t 10s L -- "$CAND" 2
+	local pid2=$BG_PID
+	wait_until 10 file_has n2.msgs "STATUS=standby: led by $(id -un)@$(hostname) pid $pid1"
+	run cat n1.msgs
+	assert_line --index 0 "READY=1"
+	assert_line --index 1 --regexp "^STATUS=leading \(fence $(field start 1 4)\) since [0-9-]{10}T[0-9:]{8}Z$"
+	run cat n2.msgs
+	assert_line --index 0 "READY=1"
+	assert_line --index 1 "STATUS=standby: led by $(id -un)@$(hostname) pid $pid1"
+	grep -qx 'notify=unset' "$EVENTS"
+	kill -TERM "$pid1"
+	wait_until 5 starts_are 2
+	wait_until 5 grep -q '^STATUS=leading (fence' n2.msgs
+	wait_until 5 file_has n1.msgs "STOPPING=1"
+	run cat n1.msgs
+	assert_line --index 2 "STATUS=standby: in line"
+	assert_line --index 3 "STOPPING=1"
+	# READY=1 was said once.
+	assert_equal "$(grep -c READY=1 n2.msgs)" 1
+}
+
+# count_of FILE LINE: how many lines of FILE are LINE.
+count_of() { grep -cx -- "$2" "$1" || true; }
+
+@test "lead: with WATCHDOG_USEC, WATCHDOG=1 every half period while leading and while in line; not for another pid's; the command does not see WATCHDOG_USEC" {
+	listen n1 "$BATS_TEST_TMPDIR/n1.sock"
+	listen n2 "$BATS_TEST_TMPDIR/n2.sock"
+	listen n3 "$BATS_TEST_TMPDIR/n3.sock"
+	NOTIFY_SOCKET=$BATS_TEST_TMPDIR/n1.sock WATCHDOG_USEC=400000 bg_start c1 "$RLOCK" lead -t 10s L -- \
+		bash -c 'echo "dog=${WATCHDOG_USEC-unset}" >>"$EVENTS"; exec "$0" 1' "$CAND"
+	wait_until 10 starts_are 1
+	NOTIFY_SOCKET=$BATS_TEST_TMPDIR/n2.sock WATCHDOG_USEC=400000 bg_start c2 "$RLOCK" lead -t 10s L -- "$CAND" 2
+	NOTIFY_SOCKET=$BATS_TEST_TMPDIR/n3.sock WATCHDOG_USEC=400000 WATCHDOG_PID=1 bg_start c3 "$RLOCK" lead -t 10s L -- "$CAND" 3
+	wait_until 10 has_waiters L 2
+	local a b
+	a=$(count_of n1.msgs WATCHDOG=1) b=$(count_of n2.msgs WATCHDOG=1)
+	# Every 200ms: five times more within a second or so.
+	wait_until 10 eval '(( $(count_of n1.msgs WATCHDOG=1) >= a + 5 && $(count_of n2.msgs WATCHDOG=1) >= b + 5 ))'
+	wait_until 5 file_has n3.msgs READY=1
+	assert_equal "$(count_of n3.msgs WATCHDOG=1)" 0
+	grep -qx 'dog=unset' "$EVENTS"
+}
+
+# ---- --standby -----------------------------------------------------------------
+
+# $SB ID: a standby command: "start ID PID" when it starts, "usr1 ID US",
+# "usr2 ID US" for each promotion and demotion, "term ID US" at the
+# SIGTERM that ends it.
+standby_cmd() {
+	SB=$BATS_TEST_TMPDIR/sb
+	cat >"$SB" <<-'EOF'
+		#!/bin/bash
+		id=$1
+		trap 'echo "usr1 $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR1
+		trap 'echo "usr2 $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR2
+		trap 'echo "term $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"; exit 0' TERM
+		trap 'echo "hup $id" >>"$EVENTS"' HUP
+		echo "start $id $$ ${RLOCK_NAME-} ${RLOCK_FENCE-nofence}" >>"$EVENTS"
+		while :; do
+			sleep 1 &
+			wait $!
+		done
+	EOF
+	chmod +x "$SB"
+}
+promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
+
+@test "lead --standby: every candidate's command starts at once; the leader's alone gets USR1" {
+	standby_cmd
+	bg_start c1 "$RLOCK" lead --standby -t 10s L -- "$SB" 1
+	wait_until 10 promoted 1
+	bg_start c2 "$RLOCK" lead --standby -t 10s L -- "$SB" 2
+	bg_start c3 "$RLOCK" lead --standby -t 10s L -- "$SB" 3
+	wait_until 10 has_waiters L 2
+	wait_until 5 eval '[[ $(grep -c "^start " "$EVENTS") == 3 ]]'
+	grep -qx "start 2 [0-9]* L nofence" "$EVENTS"
+	assert_equal "$(grep -c '^usr' "$EVENTS")" 1
+}
+
+@test "lead --standby: SIGTERM to the leader demotes its command (USR2) before the next is promoted (USR1), then stops it and exits 0" {
+	standby_cmd
+	bg_start c1 "$RLOCK" lead --standby -t 10s L -- "$SB" 1
+	local pid1=$BG_PID
+	wait_until 10 promoted 1
+	bg_start c2 "$RLOCK" lead --standby -t 10s L -- "$SB" 2
+	local pid2=$BG_PID
+	wait_until 10 has_waiters L 1
+	kill -TERM "$pid1"
+	wait_until 5 promoted 2
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	local demoted1 promoted2
+	demoted1=$(field usr2 1 3)
+	promoted2=$(field usr1 2 3)
+	[[ -n $demoted1 ]]
+	((demoted1 < promoted2))
+	grep -q '^term 1 ' "$EVENTS"
+	# The new leader's command had been running all along: not restarted.
+	assert_equal "$(grep -c '^start 2 ' "$EVENTS")" 1
+	pid_alive "$pid2"
+}
+
+@test "lead --standby: a lost lease demotes the command, which runs on, and the candidate goes back in line" {
+	standby_cmd
+	bg_start c1 "$RLOCK" lead --standby -t 3s L -- "$SB" 1
+	local pid1=$BG_PID
+	wait_until 10 promoted 1
+	local cmd1
+	cmd1=$(field start 1 3)
+	bg_start c2 "$RLOCK" lead --standby -t 3s L -- "$SB" 2
+	wait_until 10 has_waiters L 1
+	rcli R DEL "$(key L)"
+	wait_until 10 grep -q '^usr2 1 ' "$EVENTS"
+	wait_until 10 grep -q 'L: back in line' c1.err
+	run cat c1.err
+	assert_line "rlock: lead: L: lock lost: the token no longer holds it; command demoted"
+	pid_alive "$cmd1"
+	refute grep -q '^term 1 ' "$EVENTS"
+	pid_alive "$pid1"
+}
+
+@test "lead --standby: --promote and --demote name the signals; HUP reaches a waiting candidate's command" {
+	standby_cmd
+	bg_start c1 "$RLOCK" lead --standby --promote USR2 --demote SIGUSR1 -t 10s L -- "$SB" 1
+	local pid1=$BG_PID
+	wait_until 10 grep -q '^usr2 1 ' "$EVENTS"
+	kill -TERM "$pid1"
+	wait_until 5 grep -q '^usr1 1 ' "$EVENTS"
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	# A waiting candidate: HUP to its command, which runs on, in line.
+	bg_start c2 "$RLOCK" lead --standby -t 10s L -- "$SB" 2
+	wait_until 10 promoted 2
+	bg_start c3 "$RLOCK" lead --standby -t 10s L -- "$SB" 3
+	local pid3=$BG_PID
+	wait_until 10 has_waiters L 1
+	wait_until 5 grep -q '^start 3 ' "$EVENTS"
+	kill -HUP "$pid3"
+	wait_until 5 grep -qx 'hup 3' "$EVENTS"
+	wait_until 5 has_waiters L 1
+	pid_alive "$pid3"
+	run -64 --separate-stderr "$RLOCK" lead --promote USR1 L -- true
+	assert_usage lead "rlock: lead: --promote and --demote need --standby"
+	run -64 --separate-stderr "$RLOCK" lead --standby --demote BOGUS L -- true
+	assert_usage lead "rlock: lead: invalid --demote 'BOGUS': a signal such as USR1, HUP or a number"
+}
+
+@test "lead --standby: a command that exits is released and started again (--restart always), or ends the candidate (--restart never)" {
+	# sh never catches USR1: it is sent a quarter of the TTL after the
+	# grant, when sh has long exited.
+	run -5 "$RLOCK" lead --standby --restart never -t 1s L -- sh -c 'exit 5'
+	lock_free L
+	bg_start c1 "$RLOCK" lead --standby --restart-delay 10ms L -- \
+		sh -c 'echo run >>"$EVENTS"; exec sleep 0.2'
+	wait_until 10 eval '(( $(grep -c "^run" "$EVENTS") >= 3 ))'
+}
+
+# ---- hooks ---------------------------------------------------------------------
+
+@test "lead --standby: --on-demote of the old leader has finished before --on-promote of the new one starts; hooks have the term's fence" {
+	standby_cmd
+	local promote='echo "promote-hook $ID ${EPOCHREALTIME/[.,]/} $RLOCK_FENCE" >>"$EVENTS"'
+	local demote='sleep 0.3; echo "demote-hook $ID ${EPOCHREALTIME/[.,]/} $RLOCK_FENCE" >>"$EVENTS"'
+	ID=1 bg_start c1 "$RLOCK" lead --standby -t 10s --on-promote "bash -c '$promote'" \
+		--on-demote "bash -c '$demote'" L -- "$SB" 1
+	local pid1=$BG_PID
+	wait_until 10 grep -q '^promote-hook 1 ' "$EVENTS"
+	ID=2 bg_start c2 "$RLOCK" lead --standby -t 10s --on-promote "bash -c '$promote'" \
+		--on-demote "bash -c '$demote'" L -- "$SB" 2
+	wait_until 10 has_waiters L 1
+	kill -TERM "$pid1"
+	wait_until 5 grep -q '^promote-hook 2 ' "$EVENTS"
+	local down up f1
+	down=$(field demote-hook 1 3)
+	up=$(field promote-hook 2 3)
+	[[ -n $down ]]
+	((down < up))
+	f1=$(field promote-hook 1 4)
+	[[ $f1 =~ ^[0-9]+$ ]]
+	assert_equal "$(field demote-hook 1 4)" "$f1"
+	(($(field promote-hook 2 4) > f1))
+}
+
+@test "lead: a hook still running after --hook-timeout is killed and said; the term goes on" {
+	bg_start c1 "$RLOCK" lead -t 10s --hook-timeout 200ms --on-promote 'sleep 100' L -- "$CAND" 1
+	wait_until 10 starts_are 1
+	run cat c1.err
+	assert_line --index 1 "rlock: lead: L: --on-promote killed: still running after 200 ms"
+	assert_equal "$(running)" 1
+}
+
+@test "lead: a failing --on-demote is said, and the lock is released all the same" {
+	run -0 --separate-stderr "$RLOCK" lead --restart never --on-demote 'exit 3' L -- true
+	assert_stderr_line "rlock: lead: L: --on-demote failed: exit status 3"
+	lock_free L
+}
+
+# ---- --health ------------------------------------------------------------------
+
+@test "lead: --health keeps a failing candidate out of line, even from a free lock, until it passes" {
+	bg_start c1 "$RLOCK" lead -t 10s --health 'test -e ok1' --health-every 100ms L -- "$CAND" 1
+	wait_until 5 grep -q 'L: health check fails; out of line until it passes' c1.err
+	lock_free L
+	assert_equal "$(starts)" 0
+	: >ok1
+	wait_until 5 starts_are 1
+	run cat c1.err
+	assert_line --index 1 "rlock: lead: L: health check passes; back in line"
+}
+
+@test "lead: a leader whose --health fails --health-fails times in a row steps down (recorded with the reason) and runs again once it passes" {
+	: >ok1
+	bg_start c1 "$RLOCK" lead -t 10s --health 'test -e ok1' --health-every 100ms --health-fails 2 L -- "$CAND" 1
+	local pid1=$BG_PID
+	wait_until 10 starts_are 1
+	bg_start c2 "$RLOCK" lead -t 10s L -- "$CAND" 2
+	wait_until 10 has_waiters L 1
+	rm ok1
+	wait_until 5 starts_are 2
+	assert_equal "$(nth_start 2)" 2
+	# Stopped before the next started.
+	(($(field start 2 3) > $(field end 1 3)))
+	wait_until 5 grep -q 'out of line until it passes' c1.err
+	run cat c1.err
+	assert_line --index 1 "rlock: lead: L: lock lost: stepped down: --health failed 2 times in a row; command stopped"
+	assert_line --index 2 "rlock: lead: L: health check fails; out of line until it passes"
+	assert_equal "$(waiters L)" 0
+	run -0 "$RLOCK" log L
+	assert_output --partial "(stepped down: --health failed 2 times in a row)"
+	: >ok1
+	wait_until 5 has_waiters L 1
+	pid_alive "$pid1"
+}
+
+@test "lead --standby: a leader whose --health fails is demoted (USR2), its command runs on, and the next is promoted" {
+	standby_cmd
+	: >ok1
+	bg_start c1 "$RLOCK" lead --standby -t 10s --health 'test -e ok1' --health-every 100ms --health-fails 1 L -- "$SB" 1
+	wait_until 10 promoted 1
+	bg_start c2 "$RLOCK" lead --standby -t 10s L -- "$SB" 2
+	wait_until 10 has_waiters L 1
+	rm ok1
+	wait_until 5 promoted 2
+	(($(field usr2 1 3) < $(field usr1 2 3)))
+	pid_alive "$(field start 1 3)"
+	refute grep -q '^term 1 ' "$EVENTS"
+}
