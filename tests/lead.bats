@@ -404,7 +404,7 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	local demoted1 promoted2
 	demoted1=$(field usr2 1 3)
 	promoted2=$(field usr1 2 3)
-	[[ -n $demoted1 ]]
+	[[ -n $demoted1 ]] || { cat "$EVENTS" >&2; false; }
 	((demoted1 < promoted2))
 	grep -q '^term 1 ' "$EVENTS"
 	# The new leader's command had been running all along: not restarted.
