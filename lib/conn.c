@@ -36,7 +36,6 @@ static void host_port(char *buf, size_t len, const char *host, int port)
 /* TLS, once lib/tls.c registered it (rl_conn_register_tls): the core never
  * names it, as hiredis's core never names its ssl.c. */
 static const struct transport *tls_transport;
-static const struct transport no_tls_transport;
 
 struct rlock_conn *rl_conn_new(const struct rlock_url *u, int hostidx,
 			       const struct rlock_conn_opts *o)
@@ -48,8 +47,8 @@ struct rlock_conn *rl_conn_new(const struct rlock_url *u, int hostidx,
 	c->url = u;
 	c->hostidx = hostidx;
 	c->opts = *o;
-	c->tp = !u->tls ? &rlock_plain_transport :
-		tls_transport != NULL ? tls_transport : &no_tls_transport;
+	/* A rediss:// connection takes TLS when it opens (rl_conn_open). */
+	c->tp = &rlock_plain_transport;
 	c->fd = -1;
 	if (o->password != NULL) {
 		rlock_strlcpy(c->password, o->password, sizeof(c->password));
@@ -444,6 +443,13 @@ int rl_conn_open(struct rlock_conn *c, int64_t deadline)
 	rl_conn_close(c);
 	c->refusal = CONN_REFUSED_NOT;
 	c->garbled = 0;
+	/* A rediss:// URL with no TLS transport registered (no TLS context
+	 * was made for it) fails: it never falls back to plain text. */
+	if (c->url->tls && tls_transport == NULL)
+		return rl_conn_fail(c, "%s: %s",
+				    "TLS is not set up for this connection");
+	if (c->url->tls)
+		c->tp = tls_transport;
 	rc = connect_any(c, deadline);
 	if (rc == RLOCK_OK && c->tp->start != NULL)
 		rc = c->tp->start(c, deadline);
@@ -641,24 +647,6 @@ static void plain_close(struct rlock_conn *c)
 
 const struct transport rlock_plain_transport = {
 	.start = NULL,
-	.flush = plain_flush,
-	.fill = plain_fill,
-	.out_pending = plain_out_pending,
-	.in_buffered = plain_in_buffered,
-	.close = plain_close,
-	.server_name = NULL,
-};
-
-/* A rediss:// URL with no TLS transport registered (no TLS context was
- * made for it): fails, never falls back to plain text. */
-static int no_tls_start(struct rlock_conn *c, int64_t deadline)
-{
-	(void)deadline;
-	return rl_conn_fail(c, "%s: %s", "TLS is not set up for this connection");
-}
-
-static const struct transport no_tls_transport = {
-	.start = no_tls_start,
 	.flush = plain_flush,
 	.fill = plain_fill,
 	.out_pending = plain_out_pending,
