@@ -275,6 +275,13 @@ void cli_check_name(const struct cli *g, const char *name);
 
 /* The one lock NAME left after the options, checked, or exit 64. */
 const char *cli_one_name(const struct cli *g, int argc, char **argv);
+/* getopt_long stopped at the operand argv[optind]: take it as NAME
+ * (*name) and return 1, the options going on after it (run and lead:
+ * "rlock run NAME -w 5s -- CMD"); or, when a "--" ended the options before
+ * it, return 0 with *after_dashdash set, and a second "--" after NAME
+ * passed over. */
+int cli_name_operand(int argc, char **argv, const char **name,
+		     int *after_dashdash);
 
 /* Apply the environment to what the command line did not set. */
 void cli_finish(struct cli *g);

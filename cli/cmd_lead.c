@@ -142,21 +142,14 @@ static void parse(struct lead *ld, int argc, char **argv)
 		c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORT "t:k:nw:",
 				longopts, NULL);
 		if (c == -1) {
-			int dashdash = strcmp(argv[optind - 1], "--") == 0;
-
 			/* NAME, then the options may go on until the
 			 * command or a "--", as with run. */
 			if (have_name || optind >= argc)
 				break;
-			ld->name = argv[optind++];
 			have_name = 1;
-			if (dashdash) {
-				name_after_dashdash = 1;
-				if (optind < argc &&
-				    strcmp(argv[optind], "--") == 0)
-					optind++;
+			if (!cli_name_operand(argc, argv, &ld->name,
+					      &name_after_dashdash))
 				break;
-			}
 			continue;
 		}
 		if (cli_global_option(g, c, optarg))

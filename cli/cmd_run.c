@@ -65,23 +65,16 @@ static void parse(struct run *r, int argc, char **argv)
 				"+:" CLI_GLOBAL_SHORT CLI_LOCK_SHORT "c:k:",
 				longopts, NULL);
 		if (c == -1) {
-			int dashdash = strcmp(argv[optind - 1], "--") == 0;
-
 			/* NAME may come before the options, as in flock's
 			 * "flock FILE -c CMD": take it and go on, unless a
 			 * "--" before it ended the options. */
 			if (have_name || cli_pool() != NULL ||
 			    optind >= argc)
 				break;
-			r->name = argv[optind++];
 			have_name = 1;
-			if (dashdash) {
-				name_after_dashdash = 1;
-				if (optind < argc &&
-				    strcmp(argv[optind], "--") == 0)
-					optind++;
+			if (!cli_name_operand(argc, argv, &r->name,
+					      &name_after_dashdash))
 				break;
-			}
 			continue;
 		}
 		if (cli_global_option(g, c, optarg) ||

@@ -408,3 +408,17 @@ const char *cli_name_token(const struct cli *g, int argc, char **argv,
 	}
 	return token;
 }
+
+int cli_name_operand(int argc, char **argv, const char **name,
+		     int *after_dashdash)
+{
+	int dashdash = strcmp(argv[optind - 1], "--") == 0;
+
+	*name = argv[optind++];
+	if (!dashdash)
+		return 1;
+	*after_dashdash = 1;
+	if (optind < argc && strcmp(argv[optind], "--") == 0)
+		optind++;
+	return 0;
+}
