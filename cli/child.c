@@ -178,8 +178,8 @@ static int64_t loss_kill_at(const struct cli_child *c, const struct renewer *rn)
 
 	if (rn->result != RLOCK_LOST)
 		return at;
-	end = rn->lease.renewed_boot_ms + rn->lease.ttl_ms -
-	      rlock_drift_ms(rn->lease.ttl_ms);
+	end = rn->lease.renewed_boot_ms + rlock_lease_ttl(&rn->lease) -
+	      rlock_drift_ms(rlock_lease_ttl(&rn->lease));
 	end = rlock_mono_ms() + (end - rlock_boot_ms());
 	return end < at ? end : at;
 }

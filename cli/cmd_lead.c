@@ -483,8 +483,9 @@ static int health_gate(struct lead *ld)
 static int64_t hook_limit(const struct lead *ld, const struct rlock_lease *l,
 			  int demote)
 {
-	int64_t left = demote ? l->renewed_boot_ms + l->ttl_ms -
-				       rlock_drift_ms(l->ttl_ms) - rlock_boot_ms() :
+	int64_t left = demote ? l->renewed_boot_ms + rlock_lease_ttl(l) -
+				       rlock_drift_ms(rlock_lease_ttl(l)) -
+				       rlock_boot_ms() :
 				l->ttl_ms / 3;
 
 	/* A lease already over (the key deleted) leaves no time to keep

@@ -98,6 +98,7 @@ void renewer_lease(const struct renewer *rn, struct rlock_lease *lease)
 		return;
 	lease->renewed_boot_ms = rn->lease.renewed_boot_ms;
 	lease->ttl_ms = rn->lease.ttl_ms;
+	lease->first_ms = rn->lease.first_ms;
 }
 
 void renewer_stop(struct renewer *rn)

@@ -32,18 +32,28 @@ void rl_lease_init(struct rlock_lease *l, const char *token,
 	l->kind = strcmp(kind, "x") == 0 ? 'x' : 'h';
 	l->pid = pid;
 	l->slot = -1;
+	l->first_ms = 0;
+}
+
+int64_t rlock_lease_ttl(const struct rlock_lease *l)
+{
+	int64_t first = __atomic_load_n(&l->first_ms, __ATOMIC_RELAXED);
+
+	return first > 0 ? first : l->ttl_ms;
 }
 
 /* When the lease may have run out, by our clock (its safety margin off). */
 int64_t rl_lease_end(const struct rlock_lease *l)
 {
-	return l->renewed_boot_ms + l->ttl_ms - rlock_safety_margin_ms(l->ttl_ms);
+	int64_t len = rlock_lease_ttl(l);
+
+	return l->renewed_boot_ms + len - rlock_safety_margin_ms(len);
 }
 
-/* When its next renewal is due: a third of the TTL after the last. */
+/* When its next renewal is due: a third of the lease after the last. */
 int64_t rl_lease_renew_at(const struct rlock_lease *l)
 {
-	return l->renewed_boot_ms + l->ttl_ms / 3;
+	return l->renewed_boot_ms + rlock_lease_ttl(l) / 3;
 }
 
 int64_t rlock_renewal_in(const struct rlock_lease *lease)

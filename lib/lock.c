@@ -277,7 +277,10 @@ struct acq {
 	const char *chan;		/* where a waiter listens */
 	char skip[640];			/* why it gave up at once, for the
 					 * history ('' none) */
-	long long hint;			/* rl_history_hint of the last wake-up */
+	long long hint;			/* the fence of a baton whose history
+					 * was refused (one_popped) */
+	int64_t waited_from;		/* CLOCK_BOOTTIME when it first took
+					 * a place: a baton's stamp is later */
 };
 
 /* A busy answer that ends the wait at once: {-2, who} superseded, or
@@ -672,6 +675,7 @@ static int acq_init(struct rlock *rl, const char *name,
 			      rl_node_is_cluster(&rl->node[i]);
 	q->skip[0] = '\0';
 	q->hint = 0;
+	q->waited_from = rlock_boot_ms();
 	return RLOCK_OK;
 }
 
@@ -974,6 +978,45 @@ static int one_channels(struct rlock *rl, void *self, const char **chan,
 	return rc;
 }
 
+/*
+ * The baton, popped (wait.h): the lock is ours from the release that
+ * granted it, for the baton's first lease, timed from the grant as our
+ * clock sees it: STAMP, when we sent the beat the grant read, plus AGE,
+ * the server's ms between the two (less the drift allowance; from STAMP
+ * alone when the server's clock ran fast).  Asked as usual instead (the
+ * next try finds our token and confirms it, with a new fence when it is
+ * old): through Sentinel, where a master frozen past a failover could
+ * have granted it; when it is not our token or stamp; when the grant may be
+ * BATON_REFENCE_MS old or more; when too little of its lease is left.
+ */
+static int one_popped(struct rlock *rl, void *self, const char *msg,
+		      size_t len, struct rlock_lease *lease)
+{
+	struct acq *q = self;
+	struct baton b;
+	int64_t now = rlock_boot_ms(), t0, len_ms = q->a.baton_ms;
+
+	if (rl_decode_baton(msg, len, &b) != 0 || strcmp(b.token, q->token) != 0)
+		return RLOCK_BUSY;
+	if (b.recorded == 0 || b.recorded == 2)
+		q->hint = b.fence;	/* warned of once confirmed */
+	if (len_ms == 0 || rl->nnode != 1 || rl->node[0].sent != NULL ||
+	    b.stamp < q->waited_from || b.stamp > now)
+		return RLOCK_BUSY;
+	t0 = b.stamp + b.age - rlock_drift_ms(b.age);
+	if (t0 > now)
+		t0 = b.stamp;
+	if (now - t0 >= BATON_REFENCE_MS ||
+	    now - t0 >= (len_ms - rlock_safety_margin_ms(len_ms)) / 2)
+		return RLOCK_BUSY;
+	rl_lease_init(lease, q->token, b.fence, q->o, "x",
+		      q->o->pid > 0 ? q->o->pid : (long long)getpid(), t0);
+	lease->first_ms = len_ms;
+	if (b.recorded == 0 || b.recorded == 2)
+		history_refused(rl, 0, b.recorded, q->n.v.log);
+	return RLOCK_OK;
+}
+
 static void one_end(struct rlock *rl, void *self, int rc, int in_line,
 		    const struct rlock_holder *h, int64_t waited_ms)
 {
@@ -989,8 +1032,9 @@ int rlock_acquire(struct rlock *rl, const char *name,
 		  struct rlock_lease *lease, struct rlock_holder *holder)
 {
 	struct rlock_holder h;
-	struct hold_kind one = { one_attempt, one_undo, one_channels, one_end,
-				 NULL };
+	struct hold_kind one = { .attempt = one_attempt, .undo = one_undo,
+				 .channels = one_channels,
+				 .popped = one_popped, .end = one_end };
 	struct acq q;
 	int rc;
 
@@ -1004,7 +1048,6 @@ int rlock_acquire(struct rlock *rl, const char *name,
 	rc = acq_init(rl, name, o, &q);
 	if (rc != RLOCK_OK)
 		return rc;
-	one.hint = &q.hint;
 	return rl_hold_wait(rl, name, o, &one, &q, lease, holder);
 }
 
@@ -1074,6 +1117,7 @@ int rlock_extend(struct rlock *rl, const char *name, const char *token,
 		 * Atomic stores: run reads these while its renewal thread
 		 * may still be renewing (renewer_lease). */
 		__atomic_store_n(&lease->ttl_ms, ttl_ms, __ATOMIC_RELAXED);
+		__atomic_store_n(&lease->first_ms, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&lease->renewed_boot_ms, t0,
 				 __ATOMIC_RELEASE);
 	}
@@ -1171,13 +1215,14 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 	lost = count_lost_replies(&f, lease);
 	rc = rl_fan_tally(rl, &f, "release", 3, NULL);
 	/* Refused on the release channel (several masters), or on the
-	 * channel of a waiter in line (one server). */
+	 * wake-up list of a waiter in line (one server). */
 	if (rc == RLOCK_OK && unannounced(&f))
 		rl_set_error(rl->err, sizeof(rl->err), "%s: released; the "
 			     "server refused the wake-up message on %s%s (no "
-			     "right to publish on it?): waiters notice when "
-			     "they poll", name, rl->nnode > 1 ? n.chan :
-			     n.wake, rl->nnode > 1 ? "" : "*");
+			     "right to %s?): waiters notice when they poll",
+			     name, rl->nnode > 1 ? n.chan : n.wake,
+			     rl->nnode > 1 ? "" : "*", rl->nnode > 1 ?
+			     "publish on it" : "write it");
 	else if (rc == RLOCK_OK && lost > 0)
 		rl_set_error(rl->err, sizeof(rl->err), "%s: released (the "
 			     "reply was lost; the retry found the lock "

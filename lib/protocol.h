@@ -20,14 +20,22 @@
  * LINE_FAR_MAX times less), with a lease as much longer, so that keeping a
  * long line costs the server about the same per hand-off as a short one.  A
  * waiter that is woken has its lease cut back to LINE_LEASE_MS, so one
- * whose host vanished holds the line up for at most LINE_LEASE_MS +
- * LINE_BEAT_MS wherever it stood.  One that died on a live host costs
- * nothing: its wake-up channel has no subscriber left.
+ * that vanished (its host, or its process killed) holds the line up for
+ * at most LINE_LEASE_MS + LINE_BEAT_MS wherever it stood, and a release
+ * that handed it the lock (the baton) for the baton's first lease,
+ * LINE_LEASE_MS.
+ *
+ * A waiter hears of its turn on its own list, P{NAME}:wake:ID, which it
+ * pops (BLPOP) between its beats on its one connection (issue 46): "wake"
+ * (try now), "granted\n..." (the baton: baton.lua), "superseded".  A
+ * message waits WAKE_TTL_MS at most for a waiter that is between pops:
+ * more than the longest interval between them.
  */
 #define LINE_BEAT_MS 400
 #define LINE_LEASE_MS 1500
 #define LINE_NEAR 4
 #define LINE_FAR_MAX 20			/* the longest interval, in beats */
+#define WAKE_TTL_MS 30000
 
 /* A place in line is scored by its arrival (µs) less its priority times
  * this (115 days): a higher priority comes first whatever the arrival,

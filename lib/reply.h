@@ -91,11 +91,25 @@ int rl_decode_status(const redisReply *r, struct rlock_holder *h,
 /* A run of the record of the last runs (release.lua), "1\nID\n
  * EVENT\n...", into ev.  Returns 0, or -1. */
 int rl_decode_run(const char *s, size_t n, struct rlock_event *ev);
-/* acquire.lua's busy answer into h (lib/scripts/acquire.c), and the
- * history's hint in a grant's wake-up. */
+/* acquire.lua's busy answer into h (lib/scripts/acquire.c). */
 int rl_parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 		  long long *arrival);
-long long rl_history_hint(const redisReply *r);
+/* A baton's wake-up (lib/scripts/baton.lua), popped from the waiter's
+ * list. */
+struct baton {
+	char token[RLOCK_TOKEN_LEN + 1];	/* whom it was granted to */
+	long long fence;
+	long long stamp;		/* our CLOCK_BOOTTIME ms when we sent
+					 * the beat the grant read */
+	long long age;			/* the server's ms from that beat to
+					 * the grant */
+	int recorded;			/* as a grant's reply says: 0 refused,
+					 * 1 recorded, 2 not a stream; -1 not
+					 * asked */
+};
+/* "granted\nTOKEN\nFENCE\nSTAMP\nAGE\nRECORDED" into b.  Returns 0, or
+ * -1 when m is not one. */
+int rl_decode_baton(const char *m, size_t len, struct baton *b);
 /* Element i of array r as rl_elem_num reads it, 0 when it does not (for
  * what is only shown), or as a string into buf. */
 long long rl_elem_ll(const redisReply *r, size_t i);

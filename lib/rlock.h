@@ -159,6 +159,10 @@ struct rlock_lease {
 	long long pid;			/* the holder's pid as recorded */
 	int slot;			/* a semaphore's slot 0..limit-1
 					 * (RLOCK_SLOT), -1 none */
+	int64_t first_ms;		/* a first lease shorter than ttl_ms
+					 * (a baton's, taken from its wake-up
+					 * without asking) until the first
+					 * renewal; 0 none */
 };
 
 /* How the work done under a lock ended, for the history. */
@@ -396,6 +400,9 @@ int rlock_renew(struct rlock *rl, const char *name, struct rlock_lease *lease);
  * last, as rlock_keepalive renews), 0 or less when it is due: at once for
  * one a release handed over.  On CLOCK_BOOTTIME. */
 int64_t rlock_renewal_in(const struct rlock_lease *lease);
+/* The length of the lease now: its first when that is shorter (a baton's,
+ * until the first renewal), else its TTL. */
+int64_t rlock_lease_ttl(const struct rlock_lease *lease);
 
 /*
  * Make rl ready to watch and renew the lock on name: learn a cluster's map

@@ -434,8 +434,10 @@ int rl_with_acquire(struct rlock *rl, const char *name,
 		    const struct rlock_acquire_opts *o, struct rlock_lease *lease,
 		    struct rlock_holder *holder)
 {
-	static const struct hold_kind set = { set_attempt, set_undo,
-					      set_channels, set_end, NULL };
+	static const struct hold_kind set = { .attempt = set_attempt,
+					      .undo = set_undo,
+					      .channels = set_channels,
+					      .end = set_end };
 	struct with_set *w = rl->with;
 	struct set_wait *s;
 	int rc;

@@ -80,19 +80,15 @@ static int watch_heard(struct rlock *rl, const struct pollfd *p, size_t nw)
 }
 
 /*
- * Wait until a release message arrives, a sentinel announces a new
- * master, cancel_fd is readable, or wake (monotonic ms).  Returns
- * RLOCK_OK (woken), RLOCK_CANCELED.  *hint (when not NULL) gets
- * rl_history_hint's of the messages.
+ * Wait until a release message arrives (several masters), a sentinel
+ * announces a new master, cancel_fd is readable, or wake (monotonic ms).
+ * Returns RLOCK_OK (woken), RLOCK_CANCELED.
  *
  * A message is a hint, never a grant, whatever it says: anyone with the
  * right to PUBLISH can send one, and Redis grants channels apart from
- * keys.  The caller asks the server next; a release that handed us the
- * lock (the baton) left our token in the key, which that request finds
- * and renews, with the fence the server keeps.
+ * keys.  The caller asks the servers next.
  */
-int rl_wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
-		    long long *hint)
+int rl_wait_release(struct rlock *rl, int64_t wake, int cancel_fd)
 {
 	struct pollfd p[2 * RLOCK_MAX_SERVERS + 1];
 	size_t i, np, nw;
@@ -150,11 +146,7 @@ int rl_wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
 			if (rl_conn_on_ready(c, p[np - 1].revents) != RLOCK_OK)
 				return RLOCK_OK; /* retry at once */
 			while (rl_conn_take_reply(c, &r) == 1) {
-				long long f = hint != NULL ? rl_history_hint(r) : 0;
-
 				woke = 1;
-				if (f != 0)
-					*hint = f;
 				freeReplyObject(r);
 			}
 			if (woke)
@@ -290,9 +282,19 @@ struct wait {
 					 * (a wake-up a little early draws
 					 * it too); a line every wait_cb_ms
 					 * never early */
-	int subscribed, in_line;
+	int subscribed, in_line;	/* subscribed: its wake-ups can be
+					 * heard (popped or subscribed to) */
 	int given_back;			/* the last try's grant, from a
 					 * replaced master */
+	/* One server: the wake-up lists popped on the command connection
+	 * (pop_wait); pop_broken, the server refused BLPOP: wait out each
+	 * beat instead. */
+	int pop, pop_broken;
+	const char *keys[RLOCK_WITH_MAX];
+	size_t nkeys;
+	int slot;
+	struct rlock_lease *lease;	/* where a popped baton goes */
+	int popped;			/* it went there */
 };
 
 /* The progress callback, when due; unreachable: why the servers do not
@@ -326,7 +328,9 @@ static int64_t capped(const struct wait *w, int64_t wake, int64_t now,
 
 /* Listen on the kind's channels, and to the sentinels, before the next
  * try takes a place in line: a release in between is not missed, and a
- * place is taken only once its wake-up can be heard. */
+ * place is taken only once its wake-up can be heard.  One server keeps
+ * the wake-ups in lists, which wait for their waiter: nothing to do but
+ * remember them (pop_wait). */
 static int listen_now(struct wait *w, int64_t now)
 {
 	struct rlock *rl = w->rl;
@@ -338,9 +342,17 @@ static int listen_now(struct wait *w, int64_t now)
 	if (rc != RLOCK_OK)
 		return rc;
 	rl_unsubscribe(rl);
-	w->subscribed = subscribe(rl, chan, nchan, slot,
-				  now + rl->copts.io_timeout_ms,
-				  w->o->cancel_fd) > 0;
+	if (rl->nnode == 1) {
+		memcpy(w->keys, chan, nchan * sizeof(chan[0]));
+		w->nkeys = nchan;
+		w->slot = slot;
+		w->pop = 1;
+		w->subscribed = 1;
+	} else {
+		w->subscribed = subscribe(rl, chan, nchan, slot,
+					  now + rl->copts.io_timeout_ms,
+					  w->o->cancel_fd) > 0;
+	}
 	/* A failover moves the wait to the new master at once, though
 	 * the old one still answers as a master. */
 	for (size_t i = 0; w->subscribed && i < rl->nnode; i++)
@@ -362,7 +374,7 @@ static int pause_after_undo(struct wait *w, int64_t now)
 	if (until > w->deadline)
 		until = w->deadline;
 	do
-		rc = rl_wait_release(w->rl, until, w->o->cancel_fd, NULL);
+		rc = rl_wait_release(w->rl, until, w->o->cancel_fd);
 	while (rc == RLOCK_OK && rlock_mono_ms() < until);
 	return rc;
 }
@@ -391,7 +403,106 @@ static int back_off(struct wait *w, int64_t now, int64_t *backoff,
 		wake = retry_end;
 	rl_unsubscribe(w->rl);
 	w->subscribed = 0;
-	return rl_wait_release(w->rl, wake, w->o->cancel_fd, NULL);
+	return rl_wait_release(w->rl, wake, w->o->cancel_fd);
+}
+
+/* A popped wake-up r ([key, message], or nil when the pop timed out):
+ * RLOCK_OK, with w->popped set when the kind took a baton from it. */
+static int popped(struct wait *w, const redisReply *r)
+{
+	const redisReply *m;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    w->k->popped == NULL)
+		return RLOCK_OK;
+	m = r->element[1];
+	if (m->type == REDIS_REPLY_STRING && m->len > 8 &&
+	    memcmp(m->str, "granted\n", 8) == 0 &&
+	    w->k->popped(w->rl, w->self, m->str, m->len, w->lease) ==
+	    RLOCK_OK)
+		w->popped = 1;
+	return RLOCK_OK;
+}
+
+/*
+ * Wait for a wake-up on one server: BLPOP the waiter's lists on its one
+ * command connection until wake (monotonic ms), while listening to the
+ * sentinels and cancel_fd too.  What comes is a server's reply from keys
+ * that only a client able to delete the lock can write.  Returns RLOCK_OK
+ * (try again, or w->popped: granted) or RLOCK_CANCELED.  A connection left
+ * with its pop outstanding (canceled, a failover announced, no answer in
+ * time) is closed: the next request opens it again.
+ */
+static int pop_wait(struct wait *w, int64_t wake)
+{
+	struct rlock *rl = w->rl;
+	struct rlock_node *n = &rl->node[0];
+	const char *argv[RLOCK_WITH_MAX + 2];
+	struct pollfd p[RLOCK_MAX_SERVERS + 2];
+	int64_t now = rlock_mono_ms(), end;
+	char tmo[32];
+	size_t i, nw;
+	redisReply *r;
+	int ready, rc = RLOCK_OK;
+
+	if (w->pop_broken || wake - now < 10)
+		return rl_wait_release(rl, wake, w->o->cancel_fd);
+	rl_node_route(n, w->slot);
+	if (rl_node_open(n, now + rl->copts.io_timeout_ms) != RLOCK_OK)
+		return RLOCK_OK;	/* the next try says why */
+	argv[0] = "BLPOP";
+	for (i = 0; i < w->nkeys; i++)
+		argv[1 + i] = w->keys[i];
+	snprintf(tmo, sizeof(tmo), "%lld.%03lld", (long long)(wake - now) / 1000,
+		 (long long)(wake - now) % 1000);
+	argv[1 + i] = tmo;
+	if (rl_conn_send(n->cmd, (int)i + 2, argv, NULL) != RLOCK_OK)
+		return RLOCK_OK;
+	/* The server answers at wake: allow it the I/O timeout past that. */
+	end = wake + rl->copts.io_timeout_ms;
+	for (;;) {
+		ready = 0;
+		nw = watch_fds(rl, p, &ready);
+		p[nw].fd = rl_conn_fd(n->cmd);
+		p[nw].events = rl_conn_events(n->cmd);
+		p[nw].revents = 0;
+		if (rl_conn_buffered(n->cmd)) {
+			p[nw].revents = POLLIN;
+			ready = 1;
+		}
+		p[nw + 1].fd = w->o->cancel_fd;
+		p[nw + 1].events = POLLIN;
+		p[nw + 1].revents = 0;
+		now = rlock_mono_ms();
+		if (now >= end)
+			break;		/* no answer: closed below */
+		if (!ready && poll(p, nw + 2, end - now > 60000 ? 60000 :
+				   (int)(end - now)) <= 0)
+			continue;
+		if (p[nw + 1].revents != 0) {
+			rc = RLOCK_CANCELED;
+			break;
+		}
+		if (watch_heard(rl, p, nw))
+			return RLOCK_OK;	/* its connections closed */
+		if (p[nw].revents == 0)
+			continue;
+		if (rl_conn_on_ready(n->cmd, p[nw].revents) != RLOCK_OK)
+			return RLOCK_OK;	/* dropped (closed): try again */
+		if (rl_conn_take_reply(n->cmd, &r) != 1)
+			continue;
+		/* An error (a server before 6.0 takes no fraction of a
+		 * second, an ACL without BLPOP, MOVED): wait out the beats
+		 * from now on, rather than ask again at once for ever. */
+		if (r->type == REDIS_REPLY_ERROR)
+			w->pop_broken = 1;
+		else
+			rc = popped(w, r);
+		freeReplyObject(r);
+		return rc;
+	}
+	rl_conn_close(n->cmd);
+	return rc;
 }
 
 /* Told "held": listen first if not yet (then try again at once, taking a
@@ -403,7 +514,7 @@ static int wait_turn(struct wait *w, const struct hold_try *t, int64_t now)
 	int64_t wake;
 	int rc = RLOCK_OK;
 
-	if (w->subscribed && !subs_up(rl))
+	if (w->subscribed && !w->pop && !subs_up(rl))
 		w->subscribed = 0;	/* dropped: subscribe again */
 	if (!w->subscribed) {
 		if ((rc = listen_now(w, now)) != RLOCK_OK || w->subscribed)
@@ -417,9 +528,13 @@ static int wait_turn(struct wait *w, const struct hold_try *t, int64_t now)
 	}
 	progress(w, now, NULL);
 	wake = now + rl_line_wait_ms(t->ttl_ms, t->place, w->in_line,
-				     w->subscribed, jitter(1000));
-	rc = rl_wait_release(rl, capped(w, wake, now, t->undid),
-			     w->o->cancel_fd, w->k->hint);
+				     w->subscribed && !w->pop_broken,
+				     jitter(1000));
+	if (w->pop)
+		rc = pop_wait(w, capped(w, wake, now, t->undid));
+	else
+		rc = rl_wait_release(rl, capped(w, wake, now, t->undid),
+				     w->o->cancel_fd);
 out:
 	if (rc == RLOCK_CANCELED)
 		rl_set_error(rl->err, sizeof(rl->err), "%s: canceled", w->name);
@@ -474,6 +589,7 @@ int rl_hold_wait(struct rlock *rl, const char *name,
 	int rc, seen_busy = 0, attempts = 0, detailed = 0, details;
 
 	w.deadline = o->wait_ms < 0 ? INT64_MAX : w.start + o->wait_ms;
+	w.lease = lease;
 	/* A failover seen under way (a replica named master, READONLY, a
 	 * cluster slot down) is retried even before any answer: within the
 	 * wait (-n: the I/O timeout; no -w: FAILOVER_GRACE_MS). */
@@ -544,8 +660,8 @@ int rl_hold_wait(struct rlock *rl, const char *name,
 		}
 		w.in_line |= t.joined || t.in_line;
 		if (now >= w.deadline || (rc = wait_turn(&w, &t, now)) !=
-		    RLOCK_OK)
-			break;
+		    RLOCK_OK || w.popped)
+			break;	/* popped: granted by the baton */
 	}
 	if (rc != RLOCK_OK)
 		k->end(rl, self, rc, w.in_line, holder,

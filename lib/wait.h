@@ -69,17 +69,23 @@ struct hold_kind {
 		       struct rlock_holder *h, struct hold_try *t);
 	/* Give back the grant of the last try (a replaced master's). */
 	void (*undo)(struct rlock *rl, void *self);
-	/* Before the first listen: the channels to subscribe to (up to
-	 * RLOCK_WITH_MAX) and their cluster slot.  Returns RLOCK_OK or an
-	 * error with rl->err set. */
+	/* Before the first listen: where its wake-ups come (up to
+	 * RLOCK_WITH_MAX), and their cluster slot: on one server, the
+	 * waiter's own lists, popped; on several masters, the release
+	 * channels, subscribed to.  Returns RLOCK_OK or an error with
+	 * rl->err set. */
 	int (*channels)(struct rlock *rl, void *self, const char **chan,
 			size_t *nchan, int *slot);
+	/* A wake-up popped from its list said "granted\n..." (the baton,
+	 * lib/scripts/baton.lua): make *lease of it without asking, as a
+	 * reply from a key only a client that may delete the lock can
+	 * write (RLOCK_OK), or RLOCK_BUSY to ask as usual.  NULL: ask. */
+	int (*popped)(struct rlock *rl, void *self, const char *msg,
+		      size_t len, struct rlock_lease *lease);
 	/* The wait ended without the lock (rc): leave the line when
 	 * in_line, say why when nothing did yet, record it. */
 	void (*end)(struct rlock *rl, void *self, int rc, int in_line,
 		    const struct rlock_holder *h, int64_t waited_ms);
-	/* Where a wake-up's history hint goes (NULL: not kept). */
-	long long *hint;
 };
 
 /* Wait for name's hold of kind k under o's options (-w, the callbacks,
@@ -90,10 +96,8 @@ int rl_hold_wait(struct rlock *rl, const char *name,
 		 struct rlock_holder *holder);
 
 /* Until a message on rl's subscriptions, a sentinel's +switch-master,
- * cancel_fd, or wake (monotonic ms).  RLOCK_OK or RLOCK_CANCELED; *hint
- * (when not NULL) gets the messages' history hint. */
-int rl_wait_release(struct rlock *rl, int64_t wake, int cancel_fd,
-		    long long *hint);
+ * cancel_fd, or wake (monotonic ms).  RLOCK_OK or RLOCK_CANCELED. */
+int rl_wait_release(struct rlock *rl, int64_t wake, int cancel_fd);
 /* Close rl's subscribed connections. */
 void rl_unsubscribe(struct rlock *rl);
 

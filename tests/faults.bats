@@ -290,26 +290,28 @@ time.sleep(30)' >port.txt 3>&- &
 	assert_stderr_line --index 0 --partial "rlock: acquire: "
 }
 
-@test "a waiter whose subscription is killed subscribes again and still wakes on the release" {
+@test "a waiter whose connection is killed in its wait connects again and still wakes on the release" {
 	tok=$("$RLOCK" acquire -t 60s ks)
 	bg_start w "$RLOCK" run -w 50s ks -- echo got-it
 	local pid=$BG_PID
 	wait_until 5 has_waiters ks 1
+	# Its one connection, waiting on its wake-up list.
+	wait_until 5 eval '[[ -n $(blpop_ids) ]]'
 	local old
-	old=$(pubsub_ids)
-	rcli R CLIENT KILL TYPE pubsub >/dev/null
-	# A new subscription, on a new connection.
-	wait_until 5 eval '[[ -n $(pubsub_ids) && $(pubsub_ids) != "$old" ]]'
+	old=$(blpop_ids)
+	rcli R CLIENT KILL ID $old >/dev/null
+	# A new connection, waiting again.
+	wait_until 5 eval '[[ -n $(blpop_ids) && $(blpop_ids) != "$old" ]]'
 	"$RLOCK" release ks "$tok"
-	# Woken by the release message, not by the 60s lease running out.
+	# Woken by the release, not by the 60s lease running out.
 	bg_wait "$pid" 10
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(bg_out w)" got-it
 }
 
-# The ids of the server's subscribed connections.
-pubsub_ids() {
-	rcli R CLIENT LIST TYPE pubsub | sed -n 's/^id=\([0-9]*\) .*/\1/p' | sort | tr '\n' ' '
+# The ids of the server's connections blocked (a waiter's BLPOP).
+blpop_ids() {
+	rcli R CLIENT LIST | sed -n 's/^id=\([0-9]*\) .* flags=b .*/\1/p' | sort | tr '\n' ' '
 }
 
 @test "--with: a set that has seen a lock held keeps waiting through a server restart, then takes the set" {

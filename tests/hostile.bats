@@ -558,21 +558,30 @@ waiter_id() {
 	echo "${m#*:}"
 }
 
-# forge_grants NAME ID: publish grants on waiter ID's wake-up channel,
-# built the way a release builds them from the waiter's record (stamp, and
-# the server's ms since the record's "at"), and a few near misses.
+# forge_grants NAME ID: push grants to waiter ID's wake-up list, built the
+# way a release builds them from the waiter's record (stamp, and the
+# server's ms since the record's "at"), but for another token: none (an
+# older rlock's form), another's, and the waiter's own with one digit
+# changed.  (With the waiter's own token, read from its record, a message
+# is a grant: whoever can read and write rlock's keys can as well delete
+# the lock, docs/design.md#messages.)
 forge_grants() {
-	local rec stamp at now ch d fence
+	local rec stamp at now key d fence t other near
 	local -a f
-	ch="$(key "$1"):wake:$2"
+	key="$(key "$1"):wake:$2"
 	rec=$(rcli R HGET "$(key "$1"):line:who" "^x:$2")
 	mapfile -t f <<<"$rec"
 	stamp=${f[3]:-0} at=${f[4]:-0}
+	[[ ${f[0]} =~ ^[0-9a-f]{32}$ ]] || fail "no token in the record of $2"
+	other=$(printf '%032x' 7)
+	near=${f[0]:0:31}$([[ ${f[0]:31} == 0 ]] && echo 1 || echo 0)
 	now=$(server_ms)
 	fence=$(($(server_us) + 1000))
-	for d in $((now - at)) 0 1 $((now - at + 1)); do
-		rcli R PUBLISH "$ch" "granted"$'\n'"$fence"$'\n'"$stamp"$'\n'"$d"$'\n1' >/dev/null
-		rcli R PUBLISH "$ch" "granted"$'\n'"$fence"$'\n'"$((stamp + 1))"$'\n'"$d"$'\n1' >/dev/null
+	for d in $((now - at)) 0 1; do
+		rcli R RPUSH "$key" "granted"$'\n'"$fence"$'\n'"$stamp"$'\n'"$d"$'\n1' >/dev/null
+		for t in "$other" "$near"; do
+			rcli R RPUSH "$key" "granted"$'\n'"$t"$'\n'"$fence"$'\n'"$stamp"$'\n'"$d"$'\n1' >/dev/null
+		done
 	done
 }
 
@@ -581,7 +590,7 @@ b_started_within() {
 	wait_until "$1" test -e b.started 2>/dev/null
 }
 
-@test "a forged 'granted' message does not start a waiting run while another holds the lock" {
+@test "a forged 'granted' message for another token does not start a waiting run while another holds the lock" {
 	local ta id i tb
 	ta=$("$RLOCK" acquire -t 20s L)
 	bg_start b "$RLOCK" run -w 30s L -- sh -c \
@@ -619,7 +628,7 @@ b_started_within() {
 	m1=$(line_members L | sed -n 1p)
 	id1=${m1#*:}
 	for i in 1 2 3; do
-		rcli R PUBLISH "$(key L):wake:$id1" wake >/dev/null
+		rcli R RPUSH "$(key L):wake:$id1" wake >/dev/null
 	done
 	rcli R PUBLISH "$(key L):released" released >/dev/null
 	# It woke, asked again and waits: its place and its rank unchanged.

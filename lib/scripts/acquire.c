@@ -228,27 +228,37 @@ int rl_parse_busy(const redisReply *r, struct rlock_holder *h, int *joined,
 	return 0;
 }
 
-/*
- * What a baton's wake-up says of the history, "granted\nFENCE\n...\n
- * RECORDED": the fence of a grant whose history entry was refused
- * (RECORDED "0"), else 0.  Only a hint: it is used once the server
- * confirmed a grant of that very fence, and only to warn.
- */
-long long rl_history_hint(const redisReply *r)
+int rl_decode_baton(const char *m, size_t len, struct baton *b)
 {
-	const redisReply *m;
-	const char *nl, *last;
-	long long f;
+	static const long long max[4] = { FENCE_LIMIT - 1, 1LL << 62,
+					   1LL << 62, 2 };
+	long long v[4];
+	const char *at = m, *end = m + len, *nl;
+	size_t k;
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-	    r->element[2]->type != REDIS_REPLY_STRING)
-		return 0;
-	m = r->element[2];
-	if (m->len < 10 || memcmp(m->str, "granted\n", 8) != 0 ||
-	    (nl = memchr(m->str + 8, '\n', m->len - 8)) == NULL ||
-	    rlock_parse_ll(m->str + 8, (size_t)(nl - m->str - 8), 1,
-			   FENCE_LIMIT, &f) != 0)
-		return 0;
-	last = memrchr(m->str, '\n', m->len);
-	return m->str + m->len - last == 2 && last[1] == '0' ? f : 0;
+	if (len < 8 + RLOCK_TOKEN_LEN + 1 || memcmp(m, "granted\n", 8) != 0 ||
+	    m[8 + RLOCK_TOKEN_LEN] != '\n')
+		return -1;
+	memcpy(b->token, m + 8, RLOCK_TOKEN_LEN);
+	b->token[RLOCK_TOKEN_LEN] = '\0';
+	if (strlen(b->token) != RLOCK_TOKEN_LEN)
+		return -1;
+	at += 8 + RLOCK_TOKEN_LEN + 1;
+	for (k = 0; k < 4; k++) {
+		nl = k < 3 ? memchr(at, '\n', (size_t)(end - at)) : end;
+		if (nl == NULL)
+			return -1;
+		/* RECORDED is empty when the history was not asked for. */
+		if (k == 3 && nl == at)
+			v[k] = -1;
+		else if (rlock_parse_ll(at, (size_t)(nl - at), k == 0 ? 1 : 0,
+					max[k], &v[k]) != 0)
+			return -1;
+		at = nl + (k < 3);
+	}
+	b->fence = v[0];
+	b->stamp = v[1];
+	b->age = v[2];
+	b->recorded = (int)v[3];
+	return 0;
 }

@@ -313,7 +313,10 @@ if hk ~= 'x' and (hk == nil or hk == kc) then
   end
 end
 if let then
-  if place then leave(me) end
+  if place then
+    leave(me)
+    redis.call('DEL', ARGV[12] .. ARGV[10])
+  end
   if place and ARGV[18] == '1' and redis.call('HGET', KEYS[7], '~sup') == me then
     redis.call('HDEL', KEYS[7], '~sup')
   end
@@ -326,7 +329,7 @@ local function supersede()
     local by = ARGV[5] .. '@' .. ARGV[3] .. ':' .. ARGV[4]
     if ARGV[6] ~= '' then by = by .. ' (' .. ARGV[6] .. ')' end
     redis.call('HSET', KEYS[7], old, '!' .. by)
-    redis.pcall('PUBLISH', ARGV[12] .. string.match(old, '[^:]*$'), 'superseded')
+    post(ARGV[12] .. string.match(old, '[^:]*$'), 'superseded', false)
     if hk ~= 'x' then wake(ARGV[12], nil) end
   end
   redis.call('HSET', KEYS[7], '~sup', me)

@@ -1,23 +1,30 @@
 -- The baton: a release hands the exclusive lock it freed (KEYS, its
--- layout) to the head of its line in the same script and wakes it once;
--- the waiter then confirms the grant with the server (its next request
--- finds its token and keeps it).  The head takes it when it left what
--- the grant needs in P{N}:line:who (KEYS[7]):
+-- layout) to the head of its line in the same script and tells it on its
+-- wake-up list (line.lua's post), where the waiter pops it: "granted\n
+-- TOKEN\nFENCE\nSTAMP\nAGE\nRECORDED", TOKEN the waiter's own (which
+-- the lock key and its record in the line show to whoever reads them:
+-- a message is as much to be trusted as the lock key), STAMP the
+-- waiter's own clock when it
+-- sent the beat that left the record below, AGE the server's ms from that
+-- beat to this grant, so that the waiter times its first lease from
+-- STAMP + AGE without asking (lib/lock.c), and RECORDED whether the
+-- history took the grant.  The head takes it when it left what the grant
+-- needs in P{N}:line:who (KEYS[7]):
 --   "^KIND:ID" a single waiting run (acquire.lua): "TOKEN\nLEASE\nHOLD\n
 --       STAMP\nAT\nHMAX\nHTTL\nNOTE";
 --   "&x:ID" a waiting set (--with, with.lua), the same in the line of each
 --       of its locks: "TOKEN\nLEASE\nHMAX\nHTTL\nK\n" then the K lock keys
 --       and the K names, one a line, in the set's order, then the holder's
---       fields "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND".
+--       fields "KIND\nWAITED\nTOKEN8\nPID\nHOST\nUSER\nNOTE\nCOMMAND";
+--       told "wake", it confirms the grant with its next request.
 -- A set is handed the baton only when it heads the line of every one of
 -- its locks and every one is free (no holder, no shared holder): the set
 -- is granted whole, as with.lua grants it, or not at all, and nobody
 -- overtakes anyone in any line.  LEASE is a short first lease, which the
--- waiter's confirmation makes its TTL.  A head that nobody listens to
--- (its process died) leaves the line, and the next is looked at, at most
--- eight times.  baton(prefix), prefix the wake-up channels' of this lock:
--- true when the lock was handed on, false when the caller is to wake
--- the line instead.
+-- waiter's first renewal makes its TTL: a head whose process died holds
+-- the lock that long.  baton(prefix), prefix the wake-up lists' of this
+-- lock: true when the lock was handed on, false when the caller is to
+-- wake the line instead.
 local function take_lines(s, n)
   local out, at = {}, 1
   for i = 1, n do
@@ -34,7 +41,7 @@ local function layout(l)
           l .. ':grant', l .. ':hold', l .. ':with'}
 end
 -- The set m heads every line of, with its record b: true granted, false
--- not now, 'gone' m was nobody's (it left every line).
+-- not now.
 local function set_baton(m, b, prefix)
   local h, rest = take_lines(b, 5)
   local k = h and tonumber(h[5])
@@ -67,15 +74,10 @@ local function set_baton(m, b, prefix)
     end
   end
   KEYS = here
-  local p = redis.pcall('PUBLISH', prefix .. string.match(m, '[^:]*$'), 'wake')
-  if type(p) == 'table' then return false end
+  if not post(prefix .. string.match(m, '[^:]*$'), 'wake', false) then return false end
   for j = 1, k do
     KEYS = L[j]
     leave(m)
-  end
-  if p == 0 then
-    KEYS = here
-    return 'gone'
   end
   local btok = h[1]
   local v = kind1 .. '\n' .. ms(now - tonumber(since)) .. '\n' .. fields
@@ -99,38 +101,28 @@ local function set_baton(m, b, prefix)
   return true
 end
 local function baton(prefix)
-  for _ = 1, 8 do
-    if redis.call('EXISTS', KEYS[1]) == 1 then return false end
-    local m = redis.call('ZRANGE', KEYS[5], 0, 0)[1]
-    if not m or kind(m) ~= 'x' then return false end
-    local sb = redis.call('HGET', KEYS[7], '&' .. m)
-    if sb then
-      local r = set_baton(m, sb, prefix)
-      if r ~= 'gone' then return r end
-    else
-      local b = redis.call('HGET', KEYS[7], '^' .. m)
-      if not b then return false end
-      local btok, lease, hold, stamp, at, hmax, httl, note = string.match(b,
-        '^([^\n]*)\n(%d+)\n(%d+)\n(%d+)\n(%d+)\n(%d+)\n(%d+)\n(.*)$')
-      local since, pid, host, user, cmd = string.match(redis.call('HGET', KEYS[7], m) or '',
-        '^(%d+)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n[^\n]*\n(.*)$')
-      if not btok or not since then return false end
-      local ch = prefix .. string.match(m, '[^:]*$')
-      local p = redis.pcall('PUBLISH', ch, 'wake')
-      if type(p) == 'table' then return false end
-      leave(m)
-      if p > 0 then
-        if redis.call('HGET', KEYS[7], '~sup') == m then redis.call('HDEL', KEYS[7], '~sup') end
-        local g = grant_x(btok, lease, 'x\n' .. ms(now - tonumber(since)) .. '\n' ..
-                          string.sub(btok, 1, 8) .. '\n' .. pid .. '\n' .. host .. '\n' ..
-                          user .. '\n' .. note .. '\n' .. cmd, hold, hmax, httl, false)
-        if g.err then return false end
-        local fs, rec = ms(g[2]), g[3]
-        redis.pcall('PUBLISH', ch, 'granted\n' .. fs .. '\n' .. stamp .. '\n' ..
-                    ms(math.max(now - tonumber(at), 0)) .. '\n' .. (rec or ''))
-        return true
-      end
-    end
-  end
-  return false
+  if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+  local m = redis.call('ZRANGE', KEYS[5], 0, 0)[1]
+  if not m or kind(m) ~= 'x' then return false end
+  local sb = redis.call('HGET', KEYS[7], '&' .. m)
+  if sb then return set_baton(m, sb, prefix) end
+  local b = redis.call('HGET', KEYS[7], '^' .. m)
+  if not b then return false end
+  local btok, lease, hold, stamp, at, hmax, httl, note = string.match(b,
+    '^([^\n]*)\n(%d+)\n(%d+)\n(%d+)\n(%d+)\n(%d+)\n(%d+)\n(.*)$')
+  local since, pid, host, user, cmd = string.match(redis.call('HGET', KEYS[7], m) or '',
+    '^(%d+)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n[^\n]*\n(.*)$')
+  if not btok or not since then return false end
+  local ch = prefix .. string.match(m, '[^:]*$')
+  if not post(ch, 'wake', false) then return false end
+  leave(m)
+  if redis.call('HGET', KEYS[7], '~sup') == m then redis.call('HDEL', KEYS[7], '~sup') end
+  local g = grant_x(btok, lease, 'x\n' .. ms(now - tonumber(since)) .. '\n' ..
+                    string.sub(btok, 1, 8) .. '\n' .. pid .. '\n' .. host .. '\n' ..
+                    user .. '\n' .. note .. '\n' .. cmd, hold, hmax, httl, false)
+  if g.err then return false end
+  local fs, rec = ms(g[2]), g[3]
+  redis.call('LSET', ch, 0, 'granted\n' .. btok .. '\n' .. fs .. '\n' .. stamp .. '\n' ..
+             ms(math.max(now - tonumber(at), 0)) .. '\n' .. (rec or ''))
+  return true
 end

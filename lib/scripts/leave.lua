@@ -19,6 +19,7 @@ if redis.call('GET', KEYS[1]) == ARGV[3] then
          'reason', 'handed over as its wait ended')
 end
 leave(ARGV[1])
+redis.call('DEL', ARGV[2] .. string.match(ARGV[1], '[^:]*$'))
 if redis.call('HGET', KEYS[7], '~sup') == ARGV[1] then redis.call('HDEL', KEYS[7], '~sup') end
 if redis.call('EXISTS', KEYS[5]) == 1 then
   line_purge()

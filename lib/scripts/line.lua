@@ -1,19 +1,19 @@
 -- The line.  A member leaves when it is granted, gives up, or its lease
--- ended; one whose wake-up channel has no subscriber left (its process
--- died and the server closed its connection) leaves when it is woken.
+-- ended.
 -- ok(mk, i, first, hk, hn) says whether the waiter of kind mk at place i
 -- (1 the head) may be let in now with hk, hn held (state()), first being
 -- the kind at the head: only the head when exclusive, a run of shared
 -- waiters together, a semaphore's waiters while places are free, and a
 -- run of a pool's waiters for K members each ("pK") while K members are
 -- free for each (pool.lua): a waiter for another K waits its turn.
--- wake(prefix, skip) publishes to each of those (skip aside) on its
--- channel, and drops one that nobody listens to and looks again, at most
--- eight times: PUBLISH counts the receivers, so a waiter whose process
--- died costs nothing.  A waiter listens before it takes its place, so a
--- place is never dropped for want of a listener that was still coming.
--- wake returns true when a PUBLISH was refused (an ACL user without the
--- channel: see release.lua).
+-- wake(prefix, skip) tells each of those (skip aside) on its wake-up list,
+-- prefix .. ID, which the waiter pops (BLPOP) on its one connection
+-- (issue 46); nothing is lost between its pops, and one "wake" waiting is
+-- enough.  A waiter whose process died is not seen here: its place runs
+-- out with its lease, which a wake-up cuts back to LINE_LEASE_MS.
+-- post(key, msg, only_if_empty) pushes msg, the list kept for
+-- WAKE_TTL_MS: false when refused (an ACL user without the key).
+-- wake returns true when a push was refused.
 --@include state.lua
 -- (pool.lua comes before it, where the script includes it.)
 local function leave(m)
@@ -62,26 +62,28 @@ local function lease_for(p)
   if not p or p < @LINE_NEAR@ then return @LINE_LEASE_MS@ end
   return math.min(@LINE_LEASE_MS@ * p / @LINE_NEAR@, @LINE_LEASE_MS@ * @LINE_FAR_MAX@)
 end
+local function post(key, msg, only_if_empty)
+  if only_if_empty and redis.call('EXISTS', key) == 1 then return true end
+  if not only_if_empty then redis.call('DEL', key) end
+  local p = redis.pcall('RPUSH', key, msg)
+  if type(p) == 'table' then return false end
+  redis.call('PEXPIRE', key, @WAKE_TTL_MS@)
+  return true
+end
 local function wake(prefix, skip)
+  local hk, hn = state()
+  if hk == 'x' then return false end
+  local es = redis.call('ZRANGE', KEYS[5], 0, 0)
+  if es[1] and kind(es[1]) ~= 'x' then es = redis.call('ZRANGE', KEYS[5], 0, 63) end
   local refused = false
-  for _ = 1, 8 do
-    local hk, hn = state()
-    if hk == 'x' then return refused end
-    local es = redis.call('ZRANGE', KEYS[5], 0, 0)
-    if es[1] and kind(es[1]) ~= 'x' then es = redis.call('ZRANGE', KEYS[5], 0, 63) end
-    local dead = false
-    for i, e in ipairs(es) do
-      if not ok(kind(e), i, kind(es[1]), hk, hn) then break end
-      if e ~= skip then
-        local p = redis.pcall('PUBLISH', prefix .. string.match(e, '[^:]*$'), 'wake')
-        if type(p) == 'table' then refused = true
-        elseif p == 0 then leave(e); dead = true
-        elseif tonumber(redis.call('ZSCORE', KEYS[6], e) or '0') > now + lease_for(0) then
-          redis.call('ZADD', KEYS[6], ms(now + lease_for(0)), e)
-        end
+  for i, e in ipairs(es) do
+    if not ok(kind(e), i, kind(es[1]), hk, hn) then break end
+    if e ~= skip then
+      if not post(prefix .. string.match(e, '[^:]*$'), 'wake', true) then refused = true end
+      if tonumber(redis.call('ZSCORE', KEYS[6], e) or '0') > now + lease_for(0) then
+        redis.call('ZADD', KEYS[6], ms(now + lease_for(0)), e)
       end
     end
-    if not dead then return refused end
   end
   return refused
 end

@@ -5,7 +5,7 @@
  * those pieces, then, while the guard lets it pass, through hiredis's
  * reader, and every reply through the acquire script's decoders
  * (rl_decode_grant, rl_parse_busy, rl_elem_num: lib/lock.c), the baton message's
- * (rl_history_hint), the holder layout's (rl_parse_holder), the force script's
+ * (rl_decode_baton, of each string), the holder layout's (rl_parse_holder), the force script's
  * (rl_decode_force: lib/scripts/force.c), a sentinel's +switch-master
  * message's (rl_node_is_switch: lib/node.c) and an error's text as messages
  * show it (rl_acl_refusal, rl_script_tail, rl_server_text).
@@ -54,6 +54,7 @@ static void decode(const redisReply *r)
 	struct rlock_holder h;
 	struct force_reply fr;
 	long long fence, v, arrival;
+	struct baton b;
 	int recorded, joined = 0, slot;
 
 	walk(r, 1);
@@ -112,8 +113,12 @@ static void decode(const redisReply *r)
 			REQUIRE(((unsigned char)r->str[k - 3] & 0xc0) != 0x80);
 		}
 	}
-	fence = rl_history_hint(r);
-	REQUIRE(fence >= 0 && fence <= FENCE_LIMIT);
+	if (r->type == REDIS_REPLY_STRING &&
+	    rl_decode_baton(r->str, r->len, &b) == 0) {
+		REQUIRE(b.fence >= 1 && b.fence < FENCE_LIMIT);
+		REQUIRE(b.stamp >= 0 && b.age >= 0);
+		REQUIRE(b.recorded >= -1 && b.recorded <= 2);
+	}
 	for (size_t i = 0; i < 4; i++) {
 		if (rl_elem_num(r, i, -5, 5, &v) == 0)
 			REQUIRE(v >= -5 && v <= 5);
