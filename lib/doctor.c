@@ -832,11 +832,12 @@ static long long percent(long long u, long long m)
 
 /*
  * How many rlocks the server's maxclients leaves room for: a waiting
- * rlock holds two connections (its requests, and the subscription its
- * wake-up comes on), a holder one (run's renewals go on its requests'
- * connection; acquire --renew's renewer has one).  A warning when fewer
- * than a tenth of maxclients are free: a fleet starting at once would be
- * refused, and wait (issue 46).
+ * rlock holds one connection (its requests, on which it pops its
+ * wake-ups), two with several masters (its requests, and the release
+ * channel's subscription), a holder one (run's renewals go on its
+ * requests' connection; acquire --renew's renewer has one).  A warning
+ * when fewer than a tenth of maxclients are free: a fleet starting at
+ * once would be refused, and wait (issue 46).
  */
 static void check_clients(struct doc *x, struct server *s)
 {
@@ -862,12 +863,21 @@ static void check_clients(struct doc *x, struct server *s)
 	}
 	room = max > used ? max - used : 0;
 	snprintf(v, sizeof(v), "%lld", room);
-	add(x, s->addr, "clients", room * 10 < max ? RLOCK_CHECK_WARN :
-	    RLOCK_CHECK_OK, 0, RLOCK_VALUE_NUMBER, v, "%lld of maxclients "
-	    "%lld in use: room for %lld waiting rlocks (2 connections each) "
-	    "or %lld holders (1 each)%s", used, max, room / 2, room,
-	    room * 10 < max ? "; more wait for a free connection: raise "
-	    "maxclients" : "");
+	if (x->rl->nnode > 1)
+		add(x, s->addr, "clients", room * 10 < max ? RLOCK_CHECK_WARN :
+		    RLOCK_CHECK_OK, 0, RLOCK_VALUE_NUMBER, v, "%lld of "
+		    "maxclients %lld in use: room for %lld waiting rlocks (2 "
+		    "connections each with several masters) or %lld holders "
+		    "(1 each)%s", used, max, room / 2, room, room * 10 < max ?
+		    "; more wait for a free connection: raise maxclients" :
+		    "");
+	else
+		add(x, s->addr, "clients", room * 10 < max ? RLOCK_CHECK_WARN :
+		    RLOCK_CHECK_OK, 0, RLOCK_VALUE_NUMBER, v, "%lld of "
+		    "maxclients %lld in use: room for %lld waiting or holding "
+		    "rlocks (1 connection each)%s", used, max, room,
+		    room * 10 < max ? "; more wait for a free connection: "
+		    "raise maxclients" : "");
 }
 
 static void check_memory(struct doc *x, struct server *s)

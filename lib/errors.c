@@ -21,7 +21,7 @@
 /* What the scripts call, for the ACL rule that lets them. */
 #define SCRIPT_COMMANDS "+evalsha +eval +get +set +pexpire +pexpireat " \
 	"+pttl +hget +hmget +hset +hdel +hlen +hkeys +hgetall +incr +del " \
-	"+exists +publish +time " \
+	"+exists +publish +rpush +lset +time " \
 	"+zadd +zrem +zrange +zrangebyscore +zrank +zscore +zcard +zcount " \
 	"+xadd +xrange +xrevrange"
 

@@ -131,6 +131,42 @@ history_warning() {
 	assert_line --regexp "^  done this period: $(id -un)@$(hostname) pid [0-9]+ at "
 }
 
+@test "acl: docs/servers.md's minimal rule lets a waiter wait on its one connection, blocked on its wake-up list, and be handed the lock" {
+	local url token w
+	make_user blk -@all
+	rcli R ACL LOG RESET >/dev/null
+	url="redis://blk:secret@127.0.0.1:$R_PORT"
+	token=$("$RLOCK" -u "$url" acquire -t 60s bl)
+	bg_start w "$RLOCK" -u "$url" run -w 20s bl -- sh -c 'echo "$RLOCK_FENCE" >bl.ran'
+	w=$BG_PID
+	# Its one connection, blocked in BLPOP (flags b), none refused.
+	wait_until 10 eval '[[ $(rcli R CLIENT LIST | grep ' flags=b ' | grep -c ' user=blk ') == 1 ]]'
+	assert_equal "$(rcli R CLIENT LIST | grep -c 'user=blk ')" 1
+	"$RLOCK" -u "$url" release bl "$token"
+	bg_wait "$w" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err w)" ""
+	[ -s bl.ran ]
+	# Nothing it did was refused.
+	assert_equal "$(rcli R ACL LOG | grep -c blk)" 0
+}
+
+@test "acl: without +blpop a waiter keeps its place and is let in at its next beat" {
+	local url token w
+	make_user noblk -@all -blpop
+	url="redis://noblk:secret@127.0.0.1:$R_PORT"
+	token=$("$RLOCK" -u "$url" acquire -t 60s nb)
+	bg_start w "$RLOCK" -u "$url" run -w 20s nb -- sh -c 'echo "$RLOCK_FENCE" >nb.ran'
+	w=$BG_PID
+	wait_until 10 eval '[[ $(rcli R ZCARD "$(key nb):line") == 1 ]]'
+	"$RLOCK" -u "$url" release nb "$token"
+	bg_wait "$w" 10
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(bg_err w)" ""
+	[ -s nb.ran ]
+	rcli R ACL LOG RESET >/dev/null
+}
+
 @test "acl: docs/servers.md's category rule lets every subcommand work" {
 	make_user cats -@dangerous
 	every_subcommand "redis://cats:secret@127.0.0.1:$R_PORT"
