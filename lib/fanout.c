@@ -238,6 +238,7 @@ static void time_out(struct rlock *rl, struct fan *f)
 			 * not answer may be frozen, with a failover coming. */
 			if (n->sent != NULL || n->slots != NULL)
 				n->failing_over = 1;
+			n->slow = 1;
 			rl_conn_timed_out(n->cmd);
 			finish(s, RLOCK_EUNAVAIL, rl_conn_errstr(n->cmd));
 		}

@@ -67,6 +67,9 @@ struct rlock_node {
 	int full;			/* said it takes no more clients
 					 * (maxclients): set by the fan-out,
 					 * cleared by the caller */
+	int slow;			/* left a request unanswered for the
+					 * I/O timeout (a herd on a busy
+					 * server): likewise */
 	struct sentinels *sent;		/* Sentinel only */
 	struct rlock_conn_opts mopts;	/* Sentinel: the master's, with HELLO */
 	/* Several masters: who the server is (rl_identify_servers), told on

@@ -220,6 +220,17 @@ static int full(const struct rlock *rl)
 	return 0;
 }
 
+/* Whether a server of rl left the last request unanswered for the I/O
+ * timeout. */
+static int slow(const struct rlock *rl)
+{
+	for (size_t i = 0; i < rl->nnode; i++) {
+		if (rl->node[i].slow)
+			return 1;
+	}
+	return 0;
+}
+
 /* How long to wait before asking again (wait.h). */
 int64_t rl_line_wait_ms(long long pttl, long long place, int in_line,
 			int subscribed, unsigned rnd)
@@ -557,7 +568,8 @@ static int attempt(struct wait *w, int64_t waited_ms, int details,
 	t->ttl_ms = -1;
 	t->place = -1;
 	for (size_t i = 0; i < rl->nnode; i++)
-		rl->node[i].failing_over = rl->node[i].full = 0;
+		rl->node[i].failing_over = rl->node[i].full =
+			rl->node[i].slow = 0;
 	rc = w->k->attempt(rl, w->self, waited_ms, details, w->subscribed,
 			   lease, w->holder, t);
 	if (rc == RLOCK_OK && (switched_meanwhile(rl) ||
@@ -639,9 +651,15 @@ int rl_hold_wait(struct rlock *rl, const char *name,
 		 * within the I/O timeout, as through a failover. */
 		if (full(rl) && rc == RLOCK_EUNAVAIL)
 			retry_end = o->wait_ms == 0 ? retry_until : w.deadline;
+		/* So is a server too busy to answer within the I/O timeout
+		 * (a herd of TLS handshakes) for a bounded -w: a wait
+		 * without -w still fails on it, as on a server that is
+		 * gone. */
+		if (slow(rl) && rc == RLOCK_EUNAVAIL && o->wait_ms > 0)
+			retry_end = w.deadline;
 		if (rc == RLOCK_EUNAVAIL && now < retry_end) {
 			rc = back_off(&w, now, &backoff, retry_end,
-				      seen_busy || full(rl));
+				      seen_busy || full(rl) || slow(rl));
 			if (rc == RLOCK_CANCELED)
 				break;
 			continue;

@@ -146,3 +146,20 @@ let_go() {
 		'[c["level"] for c in d if c["check"] == "clients"] == ["warn"]' \
 		'[c["message"] for c in d if c["check"] == "clients"][0].endswith("; more wait for a free connection: raise maxclients")'
 }
+
+@test "fleet: a server too busy to answer within the I/O timeout is a wait within -w, not a failure; a -w that runs out first exits 69 saying so" {
+	# CLIENT PAUSE: the server takes connections and answers nothing, as
+	# one swamped by a herd's TLS handshakes.
+	rcli F CLIENT PAUSE 2500 ALL >/dev/null
+	run -0 --separate-stderr "$RLOCK" --io-timeout 300ms run -w 20s busy -- sh -c 'echo ran >busy.ran'
+	assert_equal "$stderr" ""
+	[[ $(cat busy.ran) == ran ]]
+	lock_free busy F
+	rcli F CLIENT PAUSE 5000 ALL >/dev/null
+	run -69 --separate-stderr "$RLOCK" --io-timeout 300ms run -w 1s busy2 -- touch busy2.ran
+	[[ ! -e busy2.ran ]]
+	assert_regex "$stderr" "^rlock: run: 127\.0\.0\.1:$F_PORT: no reply within 300ms"
+	assert_equal "${#stderr_lines[@]}" 1
+	rcli F CLIENT UNPAUSE >/dev/null
+	lock_free busy2 F
+}
