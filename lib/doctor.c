@@ -1078,6 +1078,33 @@ static void check_wakeup(struct doc *x, struct server *s, struct probe *p,
 	}
 }
 
+/* BLPOP the probe's wake-up list for 10ms, as a waiter on one server
+ * pops its own between its beats: refused, waiters are let in at their
+ * next beat instead of at once. */
+static void check_pop(struct doc *x, struct server *s, struct probe *p)
+{
+	char key[sizeof(p->k.wake) + 8];
+	const char *argv[3] = { "BLPOP", key, "0.01" };
+	redisReply *r = NULL;
+
+	snprintf(key, sizeof(key), "%sdoctor", p->k.wake);
+	if (call(x, s->c, 3, argv, &r) != RLOCK_OK)
+		return;
+	if (r->type == REDIS_REPLY_ERROR)
+		refused(x, s, "pop", RLOCK_CHECK_WARN, r, key, "BLPOP "
+			"refused: waiters are let in at their next beat, up "
+			"to 0.4s late, instead of at once");
+	else if (r->type == REDIS_REPLY_NIL)
+		add(x, s->addr, "pop", RLOCK_CHECK_OK, 0, RLOCK_VALUE_NULL,
+		    NULL, "BLPOP: a waiter waits on its one connection and "
+		    "is woken at once");
+	else
+		add(x, s->addr, "pop", RLOCK_CHECK_WARN, 0, RLOCK_VALUE_NULL,
+		    NULL, "BLPOP of an empty list did not answer nil: waiters "
+		    "may be woken for nothing");
+	freeReplyObject(r);
+}
+
 /* Acquire, extend and release the probe; returns the release's reply (1,
  * or 3 when the PUBLISH was refused), 0 when a step failed. */
 static long long probe_lock(struct doc *x, struct server *s, struct probe *p,
@@ -1293,6 +1320,8 @@ static void check_rights(struct doc *x, struct server *s)
 	released = probe_lock(x, s, &p, &woke);
 	if (released != 0)
 		check_wakeup(x, s, &p, released, woke);
+	if (released != 0 && x->rl->nnode == 1)
+		check_pop(x, s, &p);
 	if (released != 0)
 		check_history(x, s, &p);
 	if (!p.refused)

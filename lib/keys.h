@@ -19,7 +19,8 @@
 #define KEY_LINE ":line"
 #define KEY_LEASE ":line:lease"
 #define KEY_WHO ":line:who"
-#define KEY_WAKE ":wake:"		/* + a waiter's id: its wake-up channel */
+#define KEY_WAKE ":wake:"		/* + a waiter's id: its wake-up list
+					 * (one server), popped */
 #define KEY_LOG ":log"
 #define KEY_ONCE ":once"		/* the period done, for --once-per */
 #define KEY_GRANT ":grant"		/* an exclusive grant's record */

@@ -164,6 +164,12 @@ history_warning() {
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(bg_err w)" ""
 	[ -s nb.ran ]
+	# doctor says so, with the rule.
+	run --separate-stderr "$RLOCK" -u "$url" --json doctor
+	json_check "$output" \
+		'[c["level"] for c in d if c["check"] == "pop"] == ["warn"]' \
+		'[c["message"] for c in d if c["check"] == "pop"][0].startswith("BLPOP refused: waiters are let in at their next beat, up to 0.4s late, instead of at once; ")' \
+		'"+blpop" in [c["message"] for c in d if c["check"] == "pop"][0]'
 	rcli R ACL LOG RESET >/dev/null
 }
 

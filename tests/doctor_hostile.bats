@@ -72,6 +72,7 @@ start_liar() {
 		"extend $OK_1" \
 		"release $OK_1" \
 		'SUBSCRIBE -NOPERM this user has no permissions to access one of the channels\r\n' \
+		'BLPOP *-1\r\n' \
 		'PUBSUB *2\r\n$1\r\nc\r\n:0\r\n' \
 		'XREVRANGE *1\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\ne\r\n$1\r\nx\r\n' \
 		'DEL :4\r\n' \
@@ -319,6 +320,7 @@ start_sentinel_liar() {
 		"INFO $(info_bulk "$(info_text "${TWO_REPLICAS[@]}")")" \
 		"acquire $GRANT" "extend $OK_1" "release $OK_1" \
 		'SUBSCRIBE -NOPERM this user has no permissions to access one of the channels\r\n' \
+		'BLPOP *-1\r\n' \
 		'PUBSUB *2\r\n$1\r\nc\r\n:0\r\n' \
 		'XREVRANGE *1\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\ne\r\n$1\r\nx\r\n' \
 		'DEL :4\r\n' 'EXISTS :0\r\n' 'SCAN *2\r\n$1\r\n0\r\n*0\r\n' \

@@ -163,3 +163,50 @@ let_go() {
 	rcli F CLIENT UNPAUSE >/dev/null
 	lock_free busy2 F
 }
+
+# herd N NAME ARGS...: N rlock runs of NAME started at once against F,
+# each with ARGS before NAME; waits for all, and prints each exit status,
+# sorted and counted ("0:19 75:1").
+herd() {
+	local n=$1 name=$2 i st
+	shift 2
+	local -a pids=()
+	declare -A count=()
+	for ((i = 0; i < n; i++)); do
+		"$RLOCK" run -q "$@" "$name" -- sh -c "echo $i >>$name.ran" </dev/null >/dev/null 2>>"$name.err" &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i"
+		st=$?
+		count[$st]=$((${count[$st]:-0} + 1))
+	done
+	for st in $(printf '%s\n' "${!count[@]}" | sort -n); do
+		printf '%s:%s ' "$st" "${count[$st]}"
+	done
+}
+
+rejected() {
+	rcli F INFO stats | tr -d '\r' | sed -n 's/^rejected_connections://p'
+}
+
+@test "fleet: a herd of 20 waiters on a server with maxclients 24 holds one connection each: none refused, each runs once in turn" {
+	local r0
+	r0=$(rejected)
+	assert_equal "$(herd 20 fh -w 60s)" "0:20 "
+	assert_equal "$(rejected)" "$r0"
+	assert_equal "$(sort -n fh.ran | tr '\n' ' ')" "$(seq 0 19 | tr '\n' ' ')"
+	[[ ! -s fh.err ]] || fail "stderr: $(head -3 fh.err)"
+	lock_free fh F
+	line_is fh 0 F
+}
+
+@test "fleet: a herd of 20 cron runs --once-per on a server with maxclients 24: one runs, the others find the period done, none refused" {
+	local r0
+	r0=$(rejected)
+	assert_equal "$(herd 20 fo -w 60s --once-per 1d)" "0:1 75:19 "
+	assert_equal "$(rejected)" "$r0"
+	assert_equal "$(wc -l <fo.ran)" 1
+	lock_free fo F
+	line_is fo 0 F
+}
