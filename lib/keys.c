@@ -29,7 +29,9 @@
  *                                  -> the --supersede waiter in line;
  *                                  "^KIND:ID" -> a waiting run's baton
  *                                  (acquire.lua); "&x:ID" -> a waiting
- *                                  set's (with.lua, baton.lua)
+ *                                  set's (with.lua, baton.lua); '~baton'
+ *                                  -> "LIST\nTOKEN\nAT", the last baton
+ *                                  handed over (baton.lua)
  *   8 fence     P{N}:fence         counter, never expires: an older
  *                                  rlock's, the floor of a stream made
  *                                  new, the fence where XADD is refused

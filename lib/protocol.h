@@ -21,9 +21,9 @@
  * long line costs the server about the same per hand-off as a short one.  A
  * waiter that is woken has its lease cut back to LINE_LEASE_MS, so one
  * that vanished (its host, or its process killed) holds the line up for
- * at most LINE_LEASE_MS + LINE_BEAT_MS wherever it stood, and a release
- * that handed it the lock (the baton) for the baton's first lease,
- * LINE_LEASE_MS.
+ * at most LINE_LEASE_MS + LINE_BEAT_MS wherever it stood; a release that
+ * handed it the lock (the baton) leaves the grant in its list, which the
+ * next in line takes back once it waited LINE_BEAT_MS there.
  *
  * A waiter hears of its turn on its own list, P{NAME}:wake:ID, which it
  * pops (BLPOP) between its beats on its one connection (issue 46): "wake"

@@ -117,6 +117,7 @@ local KEYS, ARGV = K, A
 --@include fresh_fence.lua
 --@include grant.lua
 --@include owner_record.lua
+--@include append.lua
 -- The fast path set the lock, and its entry's stream was missing, refused
 -- or gave an id that is no fence.
 if taken then
@@ -130,7 +131,30 @@ local k = ARGV[9]
 local pk = tonumber(string.match(k, '^p(%d+)$') or '')
 local kc = pk and 'p' or k
 local cur = redis.call('GET', KEYS[1])
+-- A baton that nobody took (baton.lua left '~baton', "LIST\nTOKEN\nAT",
+-- in the line's record): its grant has waited in its waiter's list
+-- LINE_BEAT_MS, where a live waiter pops it within milliseconds, so the
+-- waiter is gone (killed, or stopped).  The grant is taken back with its
+-- message, which can then never be popped, and recorded; the lock is the
+-- line's again.
+if cur and cur ~= tok then
+  local bw, bt, bat = string.match(redis.call('HGET', KEYS[7], '~baton') or '',
+                                    '^([^\n]*)\n([^\n]*)\n(%d+)$')
+  if bt == cur and now - tonumber(bat) >= @LINE_BEAT_MS@ and
+     string.sub(bw, 1, #lkey + 6) == lkey .. ':wake:' and
+     string.sub(redis.call('LINDEX', bw, 0) or '', 1, #cur + 9) == 'granted\n' .. cur .. '\n' then
+    local m = holder_meta(cur, 10)
+    redis.call('DEL', bw, KEYS[1], KEYS[2], KEYS[12])
+    redis.call('HDEL', KEYS[7], '~baton')
+    append(KEYS[9], ARGV[15], ARGV[16], true, 'event', 'released', 'fence', m[1] or '',
+           'token', string.sub(cur, 1, 8), 'since', m[2] or '', 'exit', '',
+           'reason', 'handed over to a waiter that never took it')
+    cur = nil
+  end
+end
 if cur == tok then
+  -- Its baton, confirmed: nobody may take it back.
+  if ARGV[10] ~= '' then redis.call('DEL', ARGV[12] .. ARGV[10]) end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   local m = holder_meta(tok, 10)
   local held = m[1] and fence_of(m[1])

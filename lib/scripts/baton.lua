@@ -21,8 +21,9 @@
 -- its locks and every one is free (no holder, no shared holder): the set
 -- is granted whole, as with.lua grants it, or not at all, and nobody
 -- overtakes anyone in any line.  LEASE is a short first lease, which the
--- waiter's first renewal makes its TTL: a head whose process died holds
--- the lock that long.  baton(prefix), prefix the wake-up lists' of this
+-- waiter's first renewal makes its TTL: a head whose process died would
+-- hold the lock that long, but the next in line takes the grant back once
+-- its message has waited in the list LINE_BEAT_MS (acquire.lua).  baton(prefix), prefix the wake-up lists' of this
 -- lock: true when the lock was handed on, false when the caller is to
 -- wake the line instead.
 local function take_lines(s, n)
@@ -124,5 +125,7 @@ local function baton(prefix)
   local fs, rec = ms(g[2]), g[3]
   redis.call('LSET', ch, 0, 'granted\n' .. btok .. '\n' .. fs .. '\n' .. stamp .. '\n' ..
              ms(math.max(now - tonumber(at), 0)) .. '\n' .. (rec or ''))
+  -- For the next in line to take it back if nobody pops it (acquire.lua).
+  redis.call('HSET', KEYS[7], '~baton', ch .. '\n' .. btok .. '\n' .. ms(now))
   return true
 end
