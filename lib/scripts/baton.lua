@@ -126,6 +126,8 @@ local function baton(prefix)
   redis.call('LSET', ch, 0, 'granted\n' .. btok .. '\n' .. fs .. '\n' .. stamp .. '\n' ..
              ms(math.max(now - tonumber(at), 0)) .. '\n' .. (rec or ''))
   -- For the next in line to take it back if nobody pops it (acquire.lua).
-  redis.call('HSET', KEYS[7], '~baton', ch .. '\n' .. btok .. '\n' .. ms(now))
+  if redis.call('EXISTS', KEYS[5]) == 1 then
+    redis.call('HSET', KEYS[7], '~baton', ch .. '\n' .. btok .. '\n' .. ms(now))
+  end
   return true
 end

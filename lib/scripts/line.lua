@@ -16,10 +16,15 @@
 -- wake returns true when a push was refused.
 --@include state.lua
 -- (pool.lua comes before it, where the script includes it.)
+-- A line left empty keeps no record of a baton (baton.lua): its keys go.
+local function emptied()
+  if redis.call('EXISTS', KEYS[5]) == 0 then redis.call('HDEL', KEYS[7], '~baton') end
+end
 local function leave(m)
   redis.call('ZREM', KEYS[5], m)
   redis.call('ZREM', KEYS[6], m)
   redis.call('HDEL', KEYS[7], m, '^' .. m, '&' .. m)
+  emptied()
 end
 local function line_purge()
   local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', ms(now), 'LIMIT', 0, 64)
@@ -33,6 +38,7 @@ local function line_purge()
       gone[i] = '^' .. gone[i]
     end
     redis.call('HDEL', KEYS[7], unpack(gone))
+    emptied()
   end
 end
 local function kind(m)
