@@ -270,6 +270,28 @@ del_lock_keys() {
 	assert_equal "$(hostile_calls H release)" 0
 }
 
+@test "bench: a popped wake-up from another list is no wake-up: unexpected replies end the run with 70, no grant" {
+	start_hostile H 'PING +PONG\r\n' \
+		'acquire *7\r\n:0\r\n:5000\r\n:1\r\n:1\r\n:1\r\n:1\r\n$1\r\nx\r\n' \
+		'blpop *2\r\n$9\r\nrlock:{x}\r\n$4\r\nwake\r\n' "release $OK_1"
+	run -70 --separate-stderr timeout 20 "$RLOCK" -u "$H_URL" bench -c 20 -k 1 -n 100 --no-ping --json
+	assert_equal "$output" ""
+	assert_equal "$stderr" "rlock: bench: 127.0.0.1:$H_PORT: unexpected reply to BLPOP"
+	assert_equal "$(hostile_calls H release)" 0
+}
+
+@test "bench: a server that refuses BLPOP: its waiters wait on their timers, as rlock does" {
+	start_hostile H 'PING +PONG\r\n' \
+		'acquire *7\r\n:0\r\n:5000\r\n:1\r\n:1\r\n:1\r\n:1\r\n$1\r\nx\r\n' \
+		"blpop -ERR unknown command 'BLPOP'\\r\\n"
+	run -0 --separate-stderr timeout 20 "$RLOCK" -u "$H_URL" bench -c 4 -k 1 -d 1s --no-ping --json
+	json_check "$output" 'd["cycles"] == 0 and d["busy"] > 4' \
+		'1 <= d["errors"]["total"] == d["errors"]["other"] <= 4' \
+		'd["wakeups"] == 0 and d["abandoned"] == 4'
+	run hostile_calls H blpop
+	((output >= 1 && output <= 4))
+}
+
 @test "bench: a release answered 7 is no release: the run ends with 70, no cycle counted" {
 	start_hostile H 'PING +PONG\r\n' "acquire $GRANT" 'release :7\r\n'
 	run -70 --separate-stderr timeout 20 "$RLOCK" -u "$H_URL" bench -c 10 -n 100 --no-ping --json
