@@ -135,10 +135,10 @@ static void print_json(const struct bench_args *a,
 	else
 		fputs("\"ping\":null,\"efficiency\":null,", stdout);
 	printf("\"attempts\":%lld,\"busy\":%lld,\"wakeups\":%lld,"
-	       "\"timer_wakeups\":%lld,\"reacquired\":%lld,"
+	       "\"timer_wakeups\":%lld,\"batons\":%lld,\"reacquired\":%lld,"
 	       "\"abandoned\":%lld,\"noscript\":%lld,", r->attempts, r->busy,
-	       r->wakeups, r->timer_wakeups, r->reacquired, r->abandoned,
-	       r->noscript);
+	       r->wakeups, r->timer_wakeups, r->batons, r->reacquired,
+	       r->abandoned, r->noscript);
 	fputs("\"latency_us\":{", stdout);
 	json_latency("acquire", &r->acquire, 1);
 	json_latency("release", &r->release, 0);
@@ -234,9 +234,9 @@ static void print_human(const struct bench_args *a,
 		       "efficiency %.0f%% (cycles/s / (PING/s / 2))\n",
 		       r->pings, r->ping_elapsed_s, r->pings_per_s,
 		       r->efficiency * 100);
-	printf("  acquire      %lld attempts, %lld told held, %lld woken by "
-	       "release, %lld by timer\n", r->attempts, r->busy, r->wakeups,
-	       r->timer_wakeups);
+	printf("  acquire      %lld attempts, %lld told held, %lld woken "
+	       "(%lld handed the lock), %lld by timer\n", r->attempts, r->busy,
+	       r->wakeups, r->batons, r->timer_wakeups);
 	printf("  latency          p50       p90       p99     p99.9       "
 	       "max  (count)\n");
 	human_latency("acquire", &r->acquire);

@@ -7,13 +7,19 @@
  *
  * Decisions worth knowing when reading the numbers:
  *  - One request at a time per client; no pipelining.
- *  - A client told "held" waits as rlock_acquire does, event-driven: it
- *    takes a place in the name's wait line, has a second connection
- *    subscribed to its own wake-up channel, and tries again when a
- *    release wakes it (only the next in line is woken), when the holder's
- *    PTTL runs out (the next in line), and every LINE_BEAT_MS to keep its
- *    place.  The subscriptions are made before the run, when keys <
- *    clients, so that setting them up is not timed.
+ *  - A client told "held" waits as rlock_acquire does on one server, on
+ *    its one connection (issue 46): it takes a place in the name's wait
+ *    line, then pops its own wake-up list (BLPOP, P{NAME}:wake:ID) with
+ *    the timeout of its timer: the holder's PTTL (the next in line), or
+ *    LINE_BEAT_MS to keep its place (less often further back).  A nil
+ *    reply is its timer, "wake" tries again, and "granted\n<its token>..."
+ *    (the baton: the release granted it the lock in its script) is a
+ *    grant, checked as one, without a request; counted in "batons".  When
+ *    keys < clients every try carries the waiter's id and, for exclusive
+ *    locks, the baton's first lease, as rlock run's tries in line do
+ *    (lib/lock.c acq_waiter); not when --hold is longer than a third of
+ *    that lease, which rlock run would renew and bench does not: those
+ *    waiters are told "wake" and ask.
  *  - --limit N and --shared take semaphore places or shared locks; the
  *    exclusion check then counts holders against N (shared: none).
  *  - Mutual exclusion is checked three ways: this process knows which
@@ -159,11 +165,10 @@ enum cstate {
 	CS_DONE,
 };
 
-enum op { OP_NONE, OP_PING, OP_ACQ, OP_REL };
+enum op { OP_NONE, OP_PING, OP_ACQ, OP_REL, OP_POP };
 
 struct bclient {
 	struct rlock_conn *cmd;
-	struct rlock_conn *sub;		/* NULL when keys == clients */
 	enum cstate state;
 	enum op op;			/* request in flight or to retry */
 	int id;
@@ -171,13 +176,15 @@ struct bclient {
 	int inflight;
 	int eval;			/* next script send uses EVAL */
 	int busy_seen;			/* told "held" in this acquire */
-	int woken;			/* a wake-up message since the send */
 	int in_line;			/* has a place in the wait line */
 	int outwait;			/* EPOLLOUT registered */
 	int hpos;			/* index in the timer heap, -1 none */
 	int64_t timer;			/* ns, when hpos >= 0 */
 	int64_t t_sent;			/* ns, request sent */
 	int64_t t_begin;		/* ns, this acquire began */
+	int64_t pop_ns;			/* the BLPOP in flight's timeout */
+	int64_t waited_from;		/* CLOCK_BOOTTIME ms, this acquire
+					 * began: a baton's stamp is later */
 	uint32_t seq;
 	long long turns;		/* cycles completed in the lock phase */
 	char token[RLOCK_TOKEN_LEN + 1];
@@ -216,6 +223,11 @@ struct bench {
 	int active;			/* clients not CS_DONE */
 	int whole;			/* scripts in their whole layout (a
 					 * cluster: rl_node_declares_all) */
+	int waiters;			/* keys < clients: tries take a place
+					 * in line with the waiter's id */
+	int64_t baton_ms;		/* the baton's first lease asked for,
+					 * 0 none */
+	int pop_broken;			/* BLPOP refused: wait on timers */
 	int stopping;
 	int rc;				/* first fatal error, RLOCK_OK none */
 	enum rlock_bench_phase phase;
@@ -366,7 +378,8 @@ static void soft_error(struct bench *b, struct bclient *c,
 		snprintf(b->last_soft.err, sizeof(b->last_soft.err),
 			 "%s: unexpected reply to %s", rl_conn_addr(c->cmd),
 			 c->op == OP_ACQ ? "acquire" :
-			 c->op == OP_REL ? "release" : "PING");
+			 c->op == OP_REL ? "release" :
+			 c->op == OP_POP ? "BLPOP" : "PING");
 	}
 	if (b->soft_errors > SOFT_ERROR_LIMIT &&
 	    b->soft_errors > b->res->cycles) {
@@ -427,20 +440,49 @@ static void send_acquire(struct bench *b, struct bclient *c, int64_t now)
 {
 	struct request q;
 
-	/* A busy answer without details; a place in line once the client
-	 * listens on its wake-up channel. */
+	/* A busy answer without details; a place in line, with the baton's
+	 * lease, when clients contend (the wake-up list needs no setup). */
 	rl_req_acquire(&q, &b->nm[c->name].v, c->token, b->o->ttl_ms, &b->who,
-		       &(struct ask){ b->kind, c->sub != NULL ? c->wid : "",
-				   c->sub != NULL, 0 }, &b->rl->hist);
+		       &(struct ask){ .kind = b->kind,
+				      .waiter = b->waiters ? c->wid : "",
+				      .join = b->waiters,
+				      .baton_ms = b->baton_ms }, &b->rl->hist);
 	c->state = CS_ACQ;
 	c->op = OP_ACQ;
-	c->woken = 0;
 	if (rl_req_send(c->cmd, &q, c->eval, b->whole ||
 			rl_node_declares_all(&b->rl->node[0])) != RLOCK_OK) {
 		fatal(b, RLOCK_ESYS, rl_conn_errstr(c->cmd));
 		return;
 	}
 	c->eval = 0;
+	sent(b, c, now);
+}
+
+/* The wake-up list of c, which the scripts push to (line.lua's post). */
+static void wake_key(const struct bench *b, const struct bclient *c,
+		     char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", b->nm[c->name].v.wake, c->wid);
+}
+
+/* Wait in line as rlock does on one server: pop c's wake-up list on its
+ * command connection, for ms at most (its timer). */
+static void send_pop(struct bench *b, struct bclient *c, int64_t ms,
+		     int64_t now)
+{
+	char key[RLOCK_KEY_MAX + 32], tmo[32];
+	const char *argv[3] = { "BLPOP", key, tmo };
+
+	wake_key(b, c, key, sizeof(key));
+	snprintf(tmo, sizeof(tmo), "%lld.%03lld", (long long)ms / 1000,
+		 (long long)ms % 1000);
+	c->state = CS_WAIT;
+	c->op = OP_POP;
+	c->pop_ns = ms * NS_PER_MS;
+	if (rl_conn_send(c->cmd, 3, argv, NULL) != RLOCK_OK) {
+		fatal(b, RLOCK_ESYS, rl_conn_errstr(c->cmd));
+		return;
+	}
 	sent(b, c, now);
 }
 
@@ -480,13 +522,18 @@ static void set_done(struct bench *b, struct bclient *c)
 }
 
 /* The run ends while c waits for a lock: its wait still counts towards
- * the longest one. */
+ * the longest one.  A pop still blocked closes its connection (the
+ * server drops it at once); whatever next uses it opens it again. */
 static void abandon(struct bench *b, struct bclient *c, int64_t now)
 {
 	if (c->busy_seen) {
 		b->res->abandoned++;
 		if (now - c->t_begin > b->longest_wait)
 			b->longest_wait = now - c->t_begin;
+	}
+	if (c->inflight && c->op == OP_POP) {
+		rl_conn_close(c->cmd);
+		c->inflight = 0;
 	}
 	set_done(b, c);
 }
@@ -511,6 +558,8 @@ static void begin_cycle(struct bench *b, struct bclient *c, int64_t now)
 		s >>= 4;
 	}
 	c->t_begin = now;
+	if (b->baton_ms > 0)
+		c->waited_from = rlock_boot_ms();
 	c->busy_seen = 0;
 	send_acquire(b, c, now);
 }
@@ -609,6 +658,8 @@ static void on_granted(struct bench *b, struct bclient *c, long long fence,
 static void on_busy(struct bench *b, struct bclient *c,
 		    const struct acq_reply *a, int64_t now)
 {
+	int64_t ms;
+
 	b->res->busy++;
 	c->busy_seen = 1;
 	if (a->joined) {
@@ -620,16 +671,16 @@ static void on_busy(struct bench *b, struct bclient *c,
 		abandon(b, c, now);
 		return;
 	}
-	if (c->woken) {
-		/* Woken while our request was on its way: at once. */
-		send_acquire(b, c, now);
+	/* As rlock_acquire (lib/wait.c wait_turn, pop_wait): a wake-up
+	 * pushed while the request was on its way waits in the list. */
+	ms = rl_line_wait_ms(a->pttl, a->place, c->in_line,
+			     b->waiters && !b->pop_broken, jitter(b, 1000));
+	if (b->waiters && !b->pop_broken && ms >= 10) {
+		send_pop(b, c, ms, now);
 		return;
 	}
-	/* As rlock_acquire. */
 	c->state = CS_WAIT;
-	timer_set(b, c, now + rl_line_wait_ms(a->pttl, a->place, c->in_line,
-					      c->sub != NULL,
-					      jitter(b, 1000)) * NS_PER_MS);
+	timer_set(b, c, now + ms * NS_PER_MS);
 }
 
 /* A script met a key it had not declared where a slot moves: a cluster,
@@ -743,6 +794,69 @@ static void on_ping_reply(struct bench *b, struct bclient *c,
 	send_ping(b, c, now);
 }
 
+/*
+ * A baton popped from c's list with c's token: a grant, which rlock takes
+ * as such (lib/lock.c one_popped): timed from the release that granted it,
+ * STAMP + AGE by our clock.  One older than rlock takes is confirmed by a
+ * request, which finds our token, as rlock asks.
+ */
+static void on_baton(struct bench *b, struct bclient *c,
+		     const struct baton *bt, int64_t now)
+{
+	int64_t boot = rlock_boot_ms(), len = b->baton_ms, t0;
+
+	t0 = bt->stamp + bt->age - rlock_drift_ms(bt->age);
+	if (t0 > boot)
+		t0 = bt->stamp;
+	if (len == 0 || bt->stamp < c->waited_from || bt->stamp > boot ||
+	    boot - t0 >= BATON_REFENCE_MS ||
+	    boot - t0 >= (len - rlock_safety_margin_ms(len)) / 2) {
+		send_acquire(b, c, now);
+		return;
+	}
+	b->res->batons++;
+	on_granted(b, c, bt->fence, now);
+}
+
+/* What the pop brought: nil (its timer), [its key, "wake"] (try again),
+ * or [its key, "granted\n..."] (a baton, tried again when it is an
+ * earlier cycle's). */
+static void on_pop_reply(struct bench *b, struct bclient *c,
+			 const redisReply *r, int64_t now)
+{
+	char key[RLOCK_KEY_MAX + 32];
+	const redisReply *k, *m;
+	struct baton bt;
+
+	if (r->type == REDIS_REPLY_ERROR) {
+		/* A server before 6.0 (no fraction of a second), an ACL
+		 * without BLPOP: timers from now on, as rlock waits. */
+		b->pop_broken = 1;
+		soft_error(b, c, r, now);
+		return;
+	}
+	if (r->type == REDIS_REPLY_NIL) {
+		b->res->timer_wakeups++;
+		send_acquire(b, c, now);
+		return;
+	}
+	wake_key(b, c, key, sizeof(key));
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    (k = r->element[0])->type != REDIS_REPLY_STRING ||
+	    (m = r->element[1])->type != REDIS_REPLY_STRING ||
+	    k->len != strlen(key) || memcmp(k->str, key, k->len) != 0 ||
+	    ((m->len != 4 || memcmp(m->str, "wake", 4) != 0) &&
+	     rl_decode_baton(m->str, m->len, &bt) != 0)) {
+		soft_error(b, c, NULL, now);
+		return;
+	}
+	b->res->wakeups++;
+	if (m->len != 4 && strcmp(bt.token, c->token) == 0)
+		on_baton(b, c, &bt, now);
+	else
+		send_acquire(b, c, now);
+}
+
 static void on_cmd_ready(struct bench *b, struct bclient *c, short revents)
 {
 	redisReply *r;
@@ -788,55 +902,14 @@ static void on_cmd_ready(struct bench *b, struct bclient *c, short revents)
 		case OP_REL:
 			on_release_reply(b, c, r, now);
 			break;
+		case OP_POP:
+			on_pop_reply(b, c, r, now);
+			break;
 		default:
 			break;
 		}
 		freeReplyObject(r);
 	}
-}
-
-/* The wake-up channel of c, as subscribe_all subscribed it. */
-static void wake_chan(const struct bench *b, const struct bclient *c,
-		      char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s", b->nm[c->name].v.wake, c->wid);
-}
-
-static void on_sub_ready(struct bench *b, struct bclient *c, short revents)
-{
-	char chan[RLOCK_KEY_MAX + 32];
-	redisReply *r;
-	int got, msg;
-
-	if (rl_conn_on_ready(c->sub, revents) != RLOCK_OK) {
-		conn_failed(b, c->sub);
-		return;
-	}
-	while (rl_conn_buffered(c->sub)) {
-		if (rl_conn_on_ready(c->sub, POLLIN) != RLOCK_OK) {
-			conn_failed(b, c->sub);
-			return;
-		}
-	}
-	wake_chan(b, c, chan, sizeof(chan));
-	while ((got = rl_conn_take_reply(c->sub, &r)) == 1) {
-		msg = rl_reply_is_push(r, "message", chan);
-		freeReplyObject(r);
-		if (!msg) {
-			/* Nothing else comes on a subscribed connection. */
-			b->res->errors++;
-			b->res->error_kind[RLOCK_BENCH_ERR_UNEXPECTED]++;
-			continue;
-		}
-		c->woken = 1;
-		if (c->state == CS_WAIT && b->phase == RLOCK_BENCH_LOCK) {
-			b->res->wakeups++;
-			timer_clear(b, c);
-			send_acquire(b, c, now_ns());
-		}
-	}
-	if (got < 0)
-		conn_failed(b, c->sub);
 }
 
 static void on_timer(struct bench *b, struct bclient *c, int64_t now)
@@ -853,7 +926,7 @@ static void on_timer(struct bench *b, struct bclient *c, int64_t now)
 		send_acquire(b, c, now);
 		break;
 	case CS_BACKOFF:
-		if (c->op == OP_ACQ)
+		if (c->op == OP_ACQ || c->op == OP_POP)
 			send_acquire(b, c, now);
 		else if (c->op == OP_REL)
 			send_release(b, c, now);
@@ -877,8 +950,8 @@ static void stop(struct bench *b)
 	for (int i = 0; i < b->nc; i++) {
 		struct bclient *c = &b->cl[i];
 
-		if (c->state == CS_WAIT ||
-		    (c->state == CS_BACKOFF && c->op == OP_ACQ))
+		if (c->state == CS_WAIT || (c->state == CS_BACKOFF &&
+					     (c->op == OP_ACQ || c->op == OP_POP)))
 			abandon(b, c, now);
 		else if (c->state == CS_IDLE ||
 			 (c->state == CS_BACKOFF && c->op == OP_PING))
@@ -894,7 +967,10 @@ static void check_timeouts(struct bench *b, int64_t now)
 
 	for (int i = 0; i < b->nc; i++) {
 		struct bclient *c = &b->cl[i];
-		if (!c->inflight || now - c->t_sent <= limit)
+
+		/* A pop is answered at its timeout: the limit runs from then. */
+		if (!c->inflight || now - c->t_sent <= limit +
+		    (c->op == OP_POP ? c->pop_ns : 0))
 			continue;
 		rl_conn_timed_out(c->cmd);
 		b->res->errors++;
@@ -973,9 +1049,9 @@ static void run_loop(struct bench *b, int64_t deadline)
 				re |= POLLERR;
 			if (ev[i].events & EPOLLHUP)
 				re |= POLLHUP;
-			if (u & 1)
-				on_sub_ready(b, &b->cl[u / 2], re);
-			else
+			/* A pop abandoned in this batch closed its
+			 * connection. */
+			if (rl_conn_fd(b->cl[u / 2].cmd) >= 0)
 				on_cmd_ready(b, &b->cl[u / 2], re);
 		}
 		now = now_ns();
@@ -1078,7 +1154,8 @@ static int open_conn(struct bench *b, int slot, struct rlock_conn **cp)
 }
 
 /* The servers: the master the sentinels name, or a cluster's slot map
- * (one CLUSTER SLOTS; a plain server refuses it and is the one server). */
+ * (one CLUSTER SLOTS; a plain server refuses it and is the one server).
+ * The connection that asked is closed: the run holds one per client. */
 static int find_servers(struct bench *b)
 {
 	struct rlock_node *n = &b->rl->node[0];
@@ -1088,69 +1165,7 @@ static int find_servers(struct bench *b)
 		fatal(b, RLOCK_EUNAVAIL, rl_node_errstr(n));
 		return b->rc;
 	}
-	return RLOCK_OK;
-}
-
-/*
- * Subscribe every client's second connection to its name's release
- * channel: all requests first, then the confirmations, so that a thousand
- * subscriptions cost about one round trip.
- */
-static int subscribe_all(struct bench *b)
-{
-	int64_t deadline = rlock_mono_ms() + b->rl->copts.io_timeout_ms;
-
-	for (int i = 0; i < b->nc; i++) {
-		struct bclient *c = &b->cl[i];
-		char chan[RLOCK_KEY_MAX + 32];
-		const char *argv[2] = { "SUBSCRIBE", chan };
-
-		wake_chan(b, c, chan, sizeof(chan));
-		if (rl_conn_send(c->sub, 2, argv, NULL) != RLOCK_OK)
-			return bench_errno(b, "out of memory");
-		if (rl_conn_fd(c->sub) < 0) {
-			fatal(b, RLOCK_EUNAVAIL, rl_conn_errstr(c->sub));
-			return b->rc;
-		}
-	}
-	for (int i = 0; i < b->nc; i++) {
-		struct bclient *c = &b->cl[i];
-		char chan[RLOCK_KEY_MAX + 32];
-		redisReply *r = NULL;
-		int rc;
-
-		/* rl_conn_wait_reply also writes what the first pass left. */
-		rc = rl_conn_wait_reply(c->sub, deadline, -1, &r);
-		if (rc != RLOCK_OK) {
-			char msg[300];
-
-			snprintf(msg, sizeof(msg), "%s: %s", rl_conn_addr(c->sub),
-				 rc == RLOCK_TIMEDOUT ?
-				 "no reply to SUBSCRIBE" : rl_conn_errstr(c->sub));
-			fatal(b, RLOCK_EUNAVAIL, msg);
-			return b->rc;
-		}
-		wake_chan(b, c, chan, sizeof(chan));
-		if (!rl_reply_is_push(r, "subscribe", chan)) {
-			struct rlock_result e;
-
-			if (r->type == REDIS_REPLY_ERROR) {
-				rl_classify_error(r, c->sub,
-						     "SUBSCRIBE", &e);
-			} else {
-				e.rc = RLOCK_EPROTO;
-				snprintf(e.err, sizeof(e.err),
-					 "%s: unexpected reply to SUBSCRIBE",
-					 rl_conn_addr(c->sub));
-				b->res->errors++;
-				b->res->error_kind[RLOCK_BENCH_ERR_UNEXPECTED]++;
-			}
-			freeReplyObject(r);
-			fatal(b, e.rc, e.err);
-			return b->rc;
-		}
-		freeReplyObject(r);
-	}
+	rl_node_drop(n);
 	return RLOCK_OK;
 }
 
@@ -1190,25 +1205,13 @@ static int setup(struct bench *b)
 
 		if (open_conn(b, nm->v.slot, &b->cl[i].cmd) != RLOCK_OK)
 			return b->rc;
-		if (b->nk < b->nc &&
-		    open_conn(b, nm->v.slot, &b->cl[i].sub) != RLOCK_OK)
-			return b->rc;
 	}
 	snprintf(b->res->server, sizeof(b->res->server), "%s",
 		 rl_conn_addr(b->cl[0].cmd));
-	if (b->nk < b->nc && subscribe_all(b) != RLOCK_OK)
-		return b->rc;
 	for (i = 0; i < b->nc; i++) {
 		ev.events = epoll_events(b->cl[i].cmd);
 		ev.data.u64 = (uint64_t)i * 2;
 		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, rl_conn_fd(b->cl[i].cmd),
-			      &ev) != 0)
-			return bench_errno(b, "epoll_ctl");
-		if (b->cl[i].sub == NULL)
-			continue;
-		ev.events = epoll_events(b->cl[i].sub);
-		ev.data.u64 = (uint64_t)i * 2 + 1;
-		if (epoll_ctl(b->ep, EPOLL_CTL_ADD, rl_conn_fd(b->cl[i].sub),
 			      &ev) != 0)
 			return bench_errno(b, "epoll_ctl");
 	}
@@ -1359,8 +1362,9 @@ static void lock_phase(struct bench *b)
 /*
  * Delete every key of the run, fences and histories included (they never
  * expire, or only in days): one DEL per name (a cluster refuses the keys
- * of several slots in one command), pipelined on one connection to each
- * server that holds names.  Best effort: the result stands whatever
+ * of several slots in one command) and one per waiter's wake-up list (a
+ * wake-up that came as the run ended), pipelined on one connection to
+ * each server that holds names.  Best effort: the result stands whatever
  * happens here.
  */
 static void cleanup_keys(struct bench *b)
@@ -1396,6 +1400,14 @@ static void cleanup_keys(struct bench *b)
 			if (rl_conn_send(c, 4 + LOCK_NKEYS, argv, NULL) ==
 			    RLOCK_OK)
 				sent++;
+			for (int j = i; b->waiters && j < b->nc; j += b->nk) {
+				char key[RLOCK_KEY_MAX + 32];
+
+				wake_key(b, &b->cl[j], key, sizeof(key));
+				argv[1] = key;
+				if (rl_conn_send(c, 2, argv, NULL) == RLOCK_OK)
+					sent++;
+			}
 		}
 		while (sent-- > 0) {
 			redisReply *r = NULL;
@@ -1414,10 +1426,8 @@ static void cleanup_keys(struct bench *b)
 static void teardown(struct bench *b)
 {
 	if (b->cl != NULL) {
-		for (int i = 0; i < b->nc; i++) {
+		for (int i = 0; i < b->nc; i++)
 			rl_conn_free(b->cl[i].cmd);
-			rl_conn_free(b->cl[i].sub);
-		}
 	}
 	if (b->nm != NULL) {
 		for (int i = 0; i < b->nk; i++) {
@@ -1467,6 +1477,16 @@ int rlock_bench(struct rlock *rl, const struct rlock_bench_opts *o,
 		   b.kind, sizeof(b.kind));
 	res->clients = b.nc;
 	res->keys = b.nk;
+	b.waiters = b.nk < b.nc;
+	/* As lib/lock.c acq_waiter: exclusive locks only. */
+	if (b.waiters && strcmp(b.kind, "x") == 0) {
+		int64_t bm = LINE_LEASE_MS + rlock_safety_margin_ms(o->ttl_ms);
+
+		if (bm > o->ttl_ms)
+			bm = o->ttl_ms;
+		if (o->hold_ms <= bm / 3)
+			b.baton_ms = bm;
+	}
 	rl_identify(rl);
 	b.who.host = rl->host;
 	b.who.user = rl->user;

@@ -46,7 +46,7 @@ struct rlock_bench_result {
 	enum rlock_bench_phase phase;
 	char server[600];		/* address of the server driven */
 	int clients, keys;
-	int64_t setup_ms;		/* opening and subscribing */
+	int64_t setup_ms;		/* opening the connections */
 	/* The PING baseline: bare round trips with the same clients. */
 	long long pings;
 	double ping_elapsed_s, pings_per_s;
@@ -57,8 +57,12 @@ struct rlock_bench_result {
 	double efficiency;		/* cycles/s / (PING/s / 2); 0 unknown */
 	long long attempts;		/* acquire requests answered */
 	long long busy;			/* of those, answered "held" */
-	long long wakeups;		/* release messages that woke a waiter */
-	long long timer_wakeups;	/* waits that ended on the holder's TTL */
+	long long wakeups;		/* wake-ups popped from a waiter's list */
+	long long timer_wakeups;	/* waits that ended on their timer (a
+					 * pop that timed out): the holder's
+					 * TTL, or the beat in line */
+	long long batons;		/* grants popped (the release granted
+					 * the lock in its script), no request */
 	long long noscript;		/* EVALSHA answered NOSCRIPT, sent EVAL */
 	struct rlock_bench_latency acquire;	/* one acquire round trip */
 	struct rlock_bench_latency release;	/* one release round trip */
@@ -113,8 +117,8 @@ struct rlock_bench_opts {
  * opts->keys lock names (client i uses name i mod keys) with the same
  * scripts as rlock_acquire and rlock_release, one request at a time per
  * client.  A client told "held" waits as rlock_acquire does: in the
- * name's wait line, woken on a second connection subscribed to its own
- * channel (made before the run when keys < clients).  Names are private
+ * name's wait line, popping its own wake-up list (BLPOP) on its one
+ * connection, where a release may hand it the lock.  Names are private
  * to the run and their keys are deleted at the end.  Needs a handle with
  * one server.  Returns RLOCK_OK with res filled (violations are reported
  * there, not as a code), RLOCK_EUSAGE, RLOCK_EUNAVAIL when the server

@@ -20,10 +20,19 @@ info_bulk() {
 	printf '$%d\\r\\n%s\\r\\n' "$n" "$1"
 }
 
-# No key of the run is left behind (the fence counters never expire).
+# no_bench_keys [SERVER]: no key of the run is left behind on SERVER (R):
+# the fence counters never expire, nor the wake-up lists for 30s.
 no_bench_keys() {
-	[[ -z $(rcli R --scan --pattern "${RLOCK_PREFIX}*") ]]
+	[[ -z $(rcli "${1:-R}" --scan --pattern "${RLOCK_PREFIX}*") ]]
 }
+
+# clients_info SERVER FIELD: FIELD of SERVER's INFO clients.
+clients_info() {
+	rcli "$1" INFO clients | tr -d '\r' | sed -n "s/^$2://p"
+}
+
+# Some client of SERVER is blocked (BLPOP).
+blocked() { (($(clients_info "$1" blocked_clients) > 0)); }
 
 @test "bench --json has the documented fields and no violations" {
 	run -0 --separate-stderr "$RLOCK" bench -c 4 -n 200 --json
@@ -52,6 +61,7 @@ no_bench_keys() {
 		'd["canceled"] is False' \
 		'isinstance(d["setup_ms"], int) and isinstance(d["wakeups"], int)' \
 		'isinstance(d["timer_wakeups"], int) and isinstance(d["noscript"], int)' \
+		'd["wakeups"] == 0 and d["timer_wakeups"] == 0 and d["batons"] == 0' \
 		'isinstance(d["reacquired"], int) and isinstance(d["abandoned"], int)'
 	no_bench_keys
 }
@@ -72,12 +82,44 @@ no_bench_keys() {
 	run -0 --separate-stderr "$RLOCK" bench -c 8 -k 1 -n 400 --gap 1ms --json
 	json_check "$output" \
 		'd["keys"] == 1 and d["cycles"] == 400' \
-		'd["busy"] > 0 and d["attempts"] == 400 + d["busy"]' \
-		'd["wakeups"] > 0' \
+		'd["busy"] > 0 and d["attempts"] + d["batons"] == 400 + d["busy"]' \
+		'd["wakeups"] > 0 and d["batons"] > 0 and d["batons"] <= d["wakeups"]' \
 		'd["latency_us"]["handoff"]["count"] > 0' \
 		'd["latency_us"]["wait"]["max"] >= d["latency_us"]["acquire"]["p50"]' \
 		'd["errors"]["total"] == 0' \
 		'd["violations"]["total"] == 0'
+	no_bench_keys
+}
+
+@test "a contended bench waits on one connection per client, popping its wake-ups (issue 46)" {
+	start_redis W
+	bg_start bench "$RLOCK" -u "$W_URL" bench -c 20 -k 2 -d 3s --hold 5ms --no-ping --json
+	# A waiter blocked in its BLPOP: the lock phase, every connection open.
+	wait_until 10 blocked W
+	# 20 clients and this redis-cli.
+	assert_equal "$(clients_info W connected_clients)" 21
+	bg_wait "$BG_PID" 20
+	assert_equal "$BG_STATUS" 0
+	json_check "$(bg_out bench)" \
+		'd["clients"] == 20 and d["keys"] == 2 and d["cycles"] > 0' \
+		'd["busy"] > 0 and d["wakeups"] > 0 and d["batons"] > 0' \
+		'd["latency_us"]["handoff"]["count"] > 0' \
+		'd["errors"]["total"] == 0 and d["violations"]["total"] == 0'
+	assert_equal "$(bg_err bench)" ""
+	no_bench_keys W
+}
+
+@test "bench semaphores and shared locks: waiters woken from their lists, no baton" {
+	run -0 --separate-stderr "$RLOCK" bench -c 12 -k 2 -l 2 -n 600 --hold 1ms --no-ping --json
+	json_check "$output" \
+		'd["cycles"] == 600 and d["busy"] > 0 and d["wakeups"] > 0' \
+		'd["batons"] == 0 and d["attempts"] == 600 + d["busy"]' \
+		'd["errors"]["total"] == 0 and d["violations"]["total"] == 0'
+	no_bench_keys
+	run -0 --separate-stderr "$RLOCK" bench -c 6 -k 2 -s -n 300 --no-ping --json
+	json_check "$output" \
+		'd["cycles"] == 300 and d["batons"] == 0' \
+		'd["errors"]["total"] == 0 and d["violations"]["total"] == 0'
 	no_bench_keys
 }
 
@@ -226,6 +268,28 @@ del_lock_keys() {
 	assert_equal "$output" ""
 	assert_equal "$stderr" "rlock: bench: 127.0.0.1:$H_PORT: unexpected reply to acquire"
 	assert_equal "$(hostile_calls H release)" 0
+}
+
+@test "bench: a popped wake-up from another list is no wake-up: unexpected replies end the run with 70, no grant" {
+	start_hostile H 'PING +PONG\r\n' \
+		'acquire *7\r\n:0\r\n:5000\r\n:1\r\n:1\r\n:1\r\n:1\r\n$1\r\nx\r\n' \
+		'blpop *2\r\n$9\r\nrlock:{x}\r\n$4\r\nwake\r\n' "release $OK_1"
+	run -70 --separate-stderr timeout 20 "$RLOCK" -u "$H_URL" bench -c 20 -k 1 -n 100 --no-ping --json
+	assert_equal "$output" ""
+	assert_equal "$stderr" "rlock: bench: 127.0.0.1:$H_PORT: unexpected reply to BLPOP"
+	assert_equal "$(hostile_calls H release)" 0
+}
+
+@test "bench: a server that refuses BLPOP: its waiters wait on their timers, as rlock does" {
+	start_hostile H 'PING +PONG\r\n' \
+		'acquire *7\r\n:0\r\n:5000\r\n:1\r\n:1\r\n:1\r\n:1\r\n$1\r\nx\r\n' \
+		"blpop -ERR unknown command 'BLPOP'\\r\\n"
+	run -0 --separate-stderr timeout 20 "$RLOCK" -u "$H_URL" bench -c 4 -k 1 -d 1s --no-ping --json
+	json_check "$output" 'd["cycles"] == 0 and d["busy"] > 4' \
+		'1 <= d["errors"]["total"] == d["errors"]["other"] <= 4' \
+		'd["wakeups"] == 0 and d["abandoned"] == 4'
+	run hostile_calls H blpop
+	((output >= 1 && output <= 4))
 }
 
 @test "bench: a release answered 7 is no release: the run ends with 70, no cycle counted" {
