@@ -729,10 +729,14 @@ int rl_conn_timed_out(struct rlock_conn *c)
 {
 	char why[64], tb[32];
 
+	int rc;
+
 	/* A late reply would answer the next request: start over. */
 	snprintf(why, sizeof(why), "no reply within %s",
 		 rlock_fmt_ms(c->opts.io_timeout_ms, tb, sizeof(tb)));
-	return rl_conn_fail(c, "%s: %s", why);
+	rc = rl_conn_fail(c, "%s: %s", why);
+	c->refusal = CONN_REFUSED_SLOW;	/* in a handshake: too busy */
+	return rc;
 }
 
 int rl_conn_call(struct rlock_conn *c, int64_t deadline, int cancel_fd,

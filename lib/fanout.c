@@ -185,6 +185,8 @@ static void send_slot(struct rlock *rl, struct rlock_node *n,
 	rl_node_route(n, s->req->slot);
 	fresh = !rl_conn_is_up(n->cmd);
 	if (rl_node_open(n, rl->hard_deadline) != RLOCK_OK) {
+		/* Connected, and the handshake not answered in time. */
+		n->slow |= rl_conn_refusal(n->cmd) == CONN_REFUSED_SLOW;
 		/* A cluster node that is down: another may know who serves
 		 * the slot now (a failover). */
 		if (rl_node_fallback(n) && rlock_mono_ms() < *deadline) {

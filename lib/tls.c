@@ -700,6 +700,7 @@ static int tls_start(struct rlock_conn *c, int64_t deadline)
 timeout:
 	{
 		char why[200], tb[32];
+		int rc;
 
 		/* The connect timeout, as the user gave it: the TCP connect
 		 * took part of it, so the time measured here is a little
@@ -708,7 +709,9 @@ timeout:
 			 "(is it a plain port? use redis://)",
 			 rlock_fmt_ms(c->opts.connect_timeout_ms, tb,
 				      sizeof(tb)));
-		return rl_conn_fail(c, "%s: %s", why);
+		rc = rl_conn_fail(c, "%s: %s", why);
+		c->refusal = CONN_REFUSED_SLOW;
+		return rc;
 	}
 }
 

@@ -661,3 +661,23 @@ assert all(l["held"] for l in d["locks"])
 	tlock_free tw1
 	tlock_free tw2
 }
+
+@test "tls: a server that takes the connection and leaves the handshake unanswered is a wait within -w (a herd's), not a failure" {
+	# Stopped, the server's kernel still accepts: no handshake comes.
+	kill -STOP "$T_PID"
+	bg_start w "$RLOCK" -u "$T_URL" --cacert "$CA" --connect-timeout 300ms \
+		run -w 30s --progress 1s hs -- sh -c 'echo ran >hs.ran'
+	local pid=$BG_PID
+	wait_until 10 grep -q "no TLS handshake within 300ms" w.err
+	kill -CONT "$T_PID"
+	bg_wait "$pid" 15
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat hs.ran)" ran
+	run -0 grep -c "rlock: run: waiting [^ ]* for hs: trying again: localhost:$T_PORT: TLS: no TLS handshake within 300ms" w.err
+	# Without -w, as for a server that is gone: 69 at once.
+	kill -STOP "$T_PID"
+	run -69 --separate-stderr "$RLOCK" -u "$T_URL" --cacert "$CA" --connect-timeout 300ms run hs -- touch hs2.ran
+	kill -CONT "$T_PID"
+	[[ ! -e hs2.ran ]]
+	assert_regex "$stderr" "TLS: no TLS handshake within 300ms"
+}
