@@ -502,13 +502,22 @@ static int pop_wait(struct wait *w, int64_t wake)
 			return RLOCK_OK;	/* dropped (closed): try again */
 		if (rl_conn_take_reply(n->cmd, &r) != 1)
 			continue;
-		/* An error (a server before 6.0 takes no fraction of a
-		 * second, an ACL without BLPOP, MOVED): wait out the beats
-		 * from now on, rather than ask again at once for ever. */
-		if (r->type == REDIS_REPLY_ERROR)
-			w->pop_broken = 1;
-		else
-			rc = popped(w, r);
+		/* A cluster's redirection (a slot that moved or is moving):
+		 * wait out this beat, and the next try follows it.  Another
+		 * error (a server before 6.0 takes no fraction of a second,
+		 * an ACL without BLPOP): wait out the beats from now on,
+		 * rather than ask again at once for ever. */
+		if (r->type == REDIS_REPLY_ERROR) {
+			int moved = rl_reply_starts_with(r, "MOVED") ||
+				    rl_reply_starts_with(r, "ASK") ||
+				    rl_reply_starts_with(r, "TRYAGAIN") ||
+				    rl_reply_starts_with(r, "CLUSTERDOWN");
+
+			freeReplyObject(r);
+			w->pop_broken |= !moved;
+			return rl_wait_release(rl, wake, w->o->cancel_fd);
+		}
+		rc = popped(w, r);
 		freeReplyObject(r);
 		return rc;
 	}

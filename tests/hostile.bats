@@ -777,3 +777,31 @@ closed_reader() {
 	wait_until 5 no_rlock_pids || fail "left behind: $(rlock_pids)"
 	lock_free sp
 }
+
+@test "junk and a pile of wake-ups pushed to a waiter's list cost a few tries, never a grant: it keeps its place and waits" {
+	local ta id key s0 s1 i
+	local -a junk=()
+	ta=$("$RLOCK" acquire -t 20s JW)
+	bg_start b "$RLOCK" run -w 30s JW -- touch jw.ran
+	local bpid=$BG_PID
+	wait_until 10 line_is JW 1
+	id=$(waiter_id JW)
+	key="$(key JW):wake:$id"
+	s0=$(rcli R INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p')
+	for i in $(seq 1 50); do
+		junk+=(wake "granted" "granted"$'\n'"x" "$(head -c 3000 /dev/zero | tr '\0' 'A')")
+	done
+	rcli R RPUSH "$key" "${junk[@]}" >/dev/null
+	# Each try empties the list: a few tries, not one per message.
+	wait_until 10 eval '[[ $(rcli R EXISTS "$key") == 0 ]]'
+	s1=$(rcli R INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p')
+	((s1 - s0 < 10)) || fail "$((s1 - s0)) tries for 200 messages"
+	[[ ! -e jw.ran ]]
+	pid_alive "$bpid"
+	line_is JW 1
+	held_by JW "$ta"
+	"$RLOCK" release JW "$ta"
+	bg_wait "$bpid" 10
+	assert_equal "$BG_STATUS" 0
+	[[ -e jw.ran ]]
+}

@@ -370,6 +370,9 @@ if me and (place or ARGV[11] == '1') then
   end
   local lease = lease_for(place)
   redis.call('ZADD', KEYS[6], ms(now + lease), me)
+  -- This try is what a wake-up waiting in its list asked for (line.lua):
+  -- those go, and junk pushed there with them.
+  redis.call('DEL', ARGV[12] .. ARGV[10])
   if ARGV[20] and ARGV[20] ~= '0' then
     redis.call('HSET', KEYS[7], '^' .. me, tok .. '\n' .. ARGV[20] .. '\n' .. ARGV[7] ..
                '\n' .. ARGV[21] .. '\n' .. ms(now) .. '\n' .. ARGV[15] .. '\n' ..
