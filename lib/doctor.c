@@ -1048,24 +1048,31 @@ static int64_t heard_release(struct doc *x, struct probe *p, int64_t t0)
 	return heard ? now_us() - t0 : -1;
 }
 
+/* The release channel: several masters' waiters listen there (one
+ * server's pop their own lists, check_pop), so with one server what it
+ * lacks is only noted. */
 static void check_wakeup(struct doc *x, struct server *s, struct probe *p,
 			 long long released, int64_t us)
 {
-	char v[32];
+	int level = x->rl->nnode > 1 ? RLOCK_CHECK_WARN : RLOCK_CHECK_NOTE;
+	const char *who = x->rl->nnode > 1 ? "waiters" : "waiters of several "
+			  "masters (not one server's)";
+	char v[32], cost[160];
 
 	if (p->sub_refusal != NULL) {
-		refused(x, s, "wakeup", RLOCK_CHECK_WARN, p->sub_refusal,
-			p->k.key, "SUBSCRIBE refused: waiters poll, up to 1s "
-			"late");
+		snprintf(cost, sizeof(cost), "SUBSCRIBE refused: %s poll, up "
+			 "to 1s late", who);
+		refused(x, s, "wakeup", level, p->sub_refusal, p->k.key,
+			cost);
 	} else if (p->sub_odd) {
-		add(x, s->addr, "wakeup", RLOCK_CHECK_WARN, 0,
+		add(x, s->addr, "wakeup", level, 0,
 		    RLOCK_VALUE_NULL, NULL, "SUBSCRIBE's reply is not "
-		    "{subscribe, channel, count}: waiters cannot listen");
+		    "{subscribe, channel, count}: %s cannot listen", who);
 	} else if (released == 3) {
-		add(x, s->addr, "wakeup", RLOCK_CHECK_WARN, 0,
+		add(x, s->addr, "wakeup", level, 0,
 		    RLOCK_VALUE_NULL, NULL, "the release's PUBLISH was "
-		    "refused: waiters poll, up to 1s late; allow it with ACL "
-		    "SETUSER %s &%s*", user_of(s->c), x->rl->prefix);
+		    "refused: %s poll, up to 1s late; allow it with ACL "
+		    "SETUSER %s &%s*", who, user_of(s->c), x->rl->prefix);
 	} else if (us >= 0) {
 		snprintf(v, sizeof(v), "%.3f", (double)us / 1000.0);
 		add(x, s->addr, "wakeup", RLOCK_CHECK_OK, 0,
