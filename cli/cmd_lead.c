@@ -494,16 +494,29 @@ static int64_t hook_limit(const struct lead *ld, const struct rlock_lease *l,
 	return left;
 }
 
-/* After a term that --health ended: its reason, as the history keeps a
- * loss's, in rn.  Returns 1 when it was so. */
-static int step_down(struct lead *ld, struct renewer *rn)
+/*
+ * After a term that --health ended (the command stopped, or demoted and
+ * running on): the lock given up, recorded as a step-down with its
+ * reason, so that the next in line leads.  ret is the command's exit
+ * status, < 0 when it runs on.
+ */
+static void step_down(struct lead *ld, struct rlock *rl,
+		      const struct rlock_lease *lease, int ret)
 {
-	if (ld->c.step_down == 0)
-		return 0;
-	rn->result = RLOCK_LOST;
-	snprintf(rn->err, sizeof(rn->err), "stepped down: --health failed "
-		 "%d times in a row", ld->failed_checks);
-	return 1;
+	struct rlock_outcome how = { ret, ret >= 0 ? ld->c.signal : 0 };
+	char why[96];
+	int rc;
+
+	snprintf(why, sizeof(why), "--health failed %d times in a row",
+		 ld->failed_checks);
+	if (ld->g->verbose >= 0)
+		cli_warn(ld->g, "%s: stepped down: %s; command %s", ld->name,
+			 why, ld->c.demote != 0 ? "demoted" : "stopped");
+	rc = rlock_step_down(rl, ld->name, lease, why, &how);
+	if (rc != RLOCK_OK && rc != RLOCK_NOTOURS)
+		cli_warn(ld->g, "%s: cannot release: %s", ld->name,
+			 rlock_errstr(rl));
+	cli_history_warn(ld->g, rl);
 }
 
 /* The grant is confirmed: say so before the command starts. */
@@ -631,13 +644,13 @@ static enum term_end term(struct lead *ld, struct rlock *rl,
 	renewer_lease(&rn, lease);
 	run_hook(ld, "--on-demote", ld->on_demote, hook_limit(ld, lease, 1));
 	demoted(ld);
-	if (!lost && step_down(ld, &rn))
-		lost = 2;
+	if (!lost && ld->c.step_down != 0 && ld->c.stopped == 0) {
+		step_down(ld, rl, lease, ret);
+		return END_HEALTH;
+	}
 	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
 	if (ld->c.stopped != 0)
 		return END_STOPPED;
-	if (lost == 2)
-		return END_HEALTH;
 	if (lost || (ret == EX_LOST && *status != EX_LOST))
 		return END_LOST;
 	return END_EXITED;
@@ -690,6 +703,46 @@ static int catches(pid_t pid, int sig)
 	}
 	fclose(f);
 	return ret || seen < 2;
+}
+
+/* Whether signal sig is still pending for process pid (ShdPnd, SigPnd of
+ * /proc/PID/status): sent, not yet taken.  0 when it cannot be told. */
+static int pending(pid_t pid, int sig)
+{
+	char path[40], line[128];
+	unsigned long long mask = 1ULL << (sig - 1), v;
+	int ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "State:", 6) == 0 && strchr(line, 'Z'))
+			break;
+		if ((sscanf(line, "ShdPnd: %llx", &v) == 1 ||
+		     sscanf(line, "SigPnd: %llx", &v) == 1) && (v & mask))
+			ret = 1;
+	}
+	fclose(f);
+	return ret;
+}
+
+/*
+ * After a demotion: wait until the command has taken the signal (it is no
+ * longer pending) before the lock is given up and, at a stop, SIGTERM
+ * follows it.  A signal still pending when a fatal one comes is lost
+ * with the process: the kernel sets up both handlers at once and runs the
+ * last first (bash then runs a TERM trap and never the USR2 one).  At
+ * most a second, and never past the lease's end.
+ */
+static void demote_taken(struct lead *ld, const struct rlock_lease *lease)
+{
+	int64_t limit = hook_limit(ld, lease, 1);
+	int64_t end = rlock_mono_ms() + (limit < 1000 ? limit : 1000);
+
+	while (pending(ld->c.pid, ld->c.demote) && rlock_mono_ms() < end)
+		poll(NULL, 0, 1);
 }
 
 /*
@@ -747,17 +800,20 @@ static enum term_end standby_term(struct lead *ld, struct rlock *rl,
 	renewer_stop(&rn);
 	renewer_lease(&rn, lease);
 	/* The command was demoted (a loss, a stop) or has ended. */
-	if (!ld->c.exited)
+	if (!ld->c.exited) {
+		demote_taken(ld, lease);
 		run_hook(ld, "--on-demote", ld->on_demote,
 			 hook_limit(ld, lease, 1));
+	}
 	demoted(ld);
-	if (!lost && step_down(ld, &rn))
-		lost = 2;
+	if (!lost && ld->c.step_down != 0 && ld->c.stopped == 0 &&
+	    !ld->c.exited) {
+		step_down(ld, rl, lease, -1);
+		return END_HEALTH;
+	}
 	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
 	if (ld->c.stopped != 0)
 		return END_STOPPED;
-	if (lost == 2 && !ld->c.exited)
-		return END_HEALTH;
 	if (ld->c.exited)
 		return END_EXITED;
 	return END_LOST;

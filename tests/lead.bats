@@ -355,23 +355,32 @@ count_of() { grep -cx -- "$2" "$1" || true; }
 
 # ---- --standby -----------------------------------------------------------------
 
-# $SB ID: a standby command: "start ID PID" when it starts, "usr1 ID US",
-# "usr2 ID US" for each promotion and demotion, "term ID US" at the
-# SIGTERM that ends it.
+# $SB ID: a standby command: "start ID PID NAME FENCE" when it starts,
+# "usr1 ID US", "usr2 ID US" for each promotion and demotion, "term ID US"
+# at the SIGTERM that ends it.  Perl, not bash: a demotion followed at once
+# by the SIGTERM of a stop must be seen in the order sent, and bash, given
+# USR2 and TERM together, runs the TERM trap (which exits) and never the
+# USR2 one; perl runs its handlers in the order of the signals' numbers.
 standby_cmd() {
 	SB=$BATS_TEST_TMPDIR/sb
 	cat >"$SB" <<-'EOF'
-		#!/bin/bash
-		id=$1
-		trap 'echo "usr1 $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR1
-		trap 'echo "usr2 $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR2
-		trap 'echo "term $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"; exit 0' TERM
-		trap 'echo "hup $id" >>"$EVENTS"' HUP
-		echo "start $id $$ ${RLOCK_NAME-} ${RLOCK_FENCE-nofence}" >>"$EVENTS"
-		while :; do
-			sleep 1 &
-			wait $!
-		done
+		#!/usr/bin/perl
+		use strict;
+		use warnings;
+		use Time::HiRes qw(time);
+		my $id = shift;
+		sub rec {
+			open(my $f, '>>', $ENV{EVENTS}) or die "$ENV{EVENTS}: $!";
+			print $f "@_\n";
+			close $f;
+		}
+		sub us { sprintf('%.0f', time() * 1e6) }
+		$SIG{USR1} = sub { rec('usr1', $id, us()) };
+		$SIG{USR2} = sub { rec('usr2', $id, us()) };
+		$SIG{HUP} = sub { rec('hup', $id) };
+		$SIG{TERM} = sub { rec('term', $id, us()); exit 0 };
+		rec('start', $id, $$, $ENV{RLOCK_NAME} // '', $ENV{RLOCK_FENCE} // 'nofence');
+		sleep 1 while 1;
 	EOF
 	chmod +x "$SB"
 }
@@ -534,11 +543,21 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	(($(field start 2 3) > $(field end 1 3)))
 	wait_until 5 grep -q 'out of line until it passes' c1.err
 	run cat c1.err
-	assert_line --index 1 "rlock: lead: L: lock lost: stepped down: --health failed 2 times in a row; command stopped"
+	assert_line --index 1 "rlock: lead: L: stepped down: --health failed 2 times in a row; command stopped"
 	assert_line --index 2 "rlock: lead: L: health check fails; out of line until it passes"
 	assert_equal "$(waiters L)" 0
+	# One event ends the term, a step-down with its reason, before the
+	# next term's grant; no loss, no release of its own.
 	run -0 "$RLOCK" log L
-	assert_output --partial "(stepped down: --health failed 2 times in a row)"
+	assert_line --index 0 --regexp "^.{19}  acquired  .* pid ${pid1}  fence .*lead: $CAND 1\$"
+	assert_line --index 1 --regexp "^.{19}  stepped-down  .* pid ${pid1}  fence .*  exit 0  \(--health failed 2 times in a row\)\$"
+	assert_line --index 2 --regexp "  acquired  .*lead: $CAND 2\$"
+	assert_equal "${#lines[@]}" 3
+	run -0 "$RLOCK" log --json L
+	assert_line --index 1 --regexp '^\{"event":"stepped-down",.*"exit":0,"signal":null,"reason":"--health failed 2 times in a row",'
+	run -0 "$RLOCK" last L
+	assert_line --index 0 --regexp "^L: led by .* pid [0-9]+ \(fence [0-9]+\) since "
+	assert_line --index 1 --regexp "^L: last run ended .* ago on .* pid ${pid1}\): stepped down \(--health failed 2 times in a row\) after [0-9.]+m?s\$"
 	: >ok1
 	wait_until 5 has_waiters L 1
 	pid_alive "$pid1"
