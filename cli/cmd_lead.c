@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -48,6 +50,10 @@ struct lead {
 	int failed_checks;		/* in a row, so far */
 	int64_t health_at;		/* the next check, CLOCK_MONOTONIC */
 	int64_t passed_at;		/* the last check that passed, or 0 */
+	int unwell;			/* eventfd: a check failed in line */
+	int stopping;			/* an INT or TERM ended the wait */
+	int cancel;			/* epoll of cfd (or sfd) and unwell:
+					 * what ends a wait, with --health */
 	const char *on_promote;		/* hooks, sh -c; NULL none */
 	const char *on_demote;
 	int64_t hook_timeout_ms;
@@ -290,13 +296,52 @@ static int64_t tick(void *arg)
 	return dog >= 0 && dog < next ? dog : next;
 }
 
-/* An rlock_wait_cb: we are in line; who leads, for systemd. */
+/*
+ * --health while in line, from the wait's callback, when due: a check that
+ * fails ends the wait (unwell, a part of the wait's cancel_fd), and the
+ * candidate leaves the line until it passes (health_gate), so that it is
+ * never promoted while unwell.  The check's end (SIGCHLD) must not end a
+ * --standby wait, whose cancel_fd takes every signal: it is taken here,
+ * and raised again if the command itself has ended meanwhile.
+ */
+static void health_in_line(struct lead *ld)
+{
+	static const struct timespec zero = { 0, 0 };
+	sigset_t chld;
+	siginfo_t si;
+
+	if (ld->health == NULL || rlock_mono_ms() < ld->health_at)
+		return;
+	if (check_health(ld) != 0)
+		(void)eventfd_write(ld->unwell, 1);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	while (sigtimedwait(&chld, NULL, &zero) > 0)
+		;
+	memset(&si, 0, sizeof(si));
+	if (ld->standby && ld->c.pid > 0 && !ld->c.exited &&
+	    waitid(P_PID, (id_t)ld->c.pid, &si, WEXITED | WNOHANG |
+		   WNOWAIT) == 0 && si.si_pid == ld->c.pid)
+		raise(SIGCHLD);
+}
+
+/* Whether a check failed while we were in line (and so the wait ended);
+ * it is forgotten once said. */
+static int left_unwell(struct lead *ld)
+{
+	eventfd_t v;
+
+	return ld->unwell >= 0 && eventfd_read(ld->unwell, &v) == 0 && v > 0;
+}
+
+/* An rlock_wait_cb: we are in line; who leads, for systemd; --health. */
 static void standby(const struct rlock_holder *h, int64_t waited, void *arg)
 {
 	struct lead *ld = arg;
 	char text[sizeof(ld->status)], user[CLI_VIS(64)], host[CLI_VIS(256)];
 
 	(void)waited;
+	health_in_line(ld);
 	watchdog(ld);
 	ready(ld);
 	if (h->held)
@@ -496,20 +541,27 @@ static int64_t hook_limit(const struct lead *ld, const struct rlock_lease *l,
 
 /*
  * After a term that --health ended (the command stopped, or demoted and
- * running on): the lock given up, recorded as a step-down with its
- * reason, so that the next in line leads.  ret is the command's exit
- * status, < 0 when it runs on.
+ * running on), or a grant that came as a check failed in line (before:
+ * "before its term began"): the lock given up, recorded as a step-down
+ * with its reason, so that the next in line leads.  ret is the command's
+ * exit status, < 0 when it runs on or never ran.
  */
 static void step_down(struct lead *ld, struct rlock *rl,
-		      const struct rlock_lease *lease, int ret)
+		      const struct rlock_lease *lease, int ret,
+		      const char *before)
 {
 	struct rlock_outcome how = { ret, ret >= 0 ? ld->c.signal : 0 };
 	char why[96];
 	int rc;
 
-	snprintf(why, sizeof(why), "--health failed %d times in a row",
-		 ld->failed_checks);
-	if (ld->g->verbose >= 0)
+	if (before != NULL)
+		snprintf(why, sizeof(why), "--health failed %s", before);
+	else
+		snprintf(why, sizeof(why), "--health failed %d times in a row",
+			 ld->failed_checks);
+	if (ld->g->verbose >= 0 && before != NULL)
+		cli_warn(ld->g, "%s: stepped down: %s", ld->name, why);
+	else if (ld->g->verbose >= 0)
 		cli_warn(ld->g, "%s: stepped down: %s; command %s", ld->name,
 			 why, ld->c.demote != 0 ? "demoted" : "stopped");
 	rc = rlock_step_down(rl, ld->name, lease, why, &how);
@@ -558,10 +610,11 @@ static int stand(struct lead *ld, struct rlock *rl, struct rlock_lease *lease)
 		cli_warn(ld->g, "%s: in line", ld->name);
 	rc = rlock_acquire(rl, ld->name, &ld->ao, lease, &holder);
 	if (rc == RLOCK_CANCELED) {
-		/* --standby reads what ended the wait itself (sfd). */
+		/* --standby reads what ended the wait itself (sfd); else an
+		 * INT or TERM did, or a failed --health check. */
 		while (!ld->standby &&
 		       read(ld->cfd, &si, sizeof(si)) == sizeof(si))
-			;
+			ld->stopping = 1;
 		return rc;
 	}
 	if (rc != RLOCK_OK)
@@ -645,7 +698,7 @@ static enum term_end term(struct lead *ld, struct rlock *rl,
 	run_hook(ld, "--on-demote", ld->on_demote, hook_limit(ld, lease, 1));
 	demoted(ld);
 	if (!lost && ld->c.step_down != 0 && ld->c.stopped == 0) {
-		step_down(ld, rl, lease, ret);
+		step_down(ld, rl, lease, ret, NULL);
 		return END_HEALTH;
 	}
 	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
@@ -808,7 +861,7 @@ static enum term_end standby_term(struct lead *ld, struct rlock *rl,
 	demoted(ld);
 	if (!lost && ld->c.step_down != 0 && ld->c.stopped == 0 &&
 	    !ld->c.exited) {
-		step_down(ld, rl, lease, -1);
+		step_down(ld, rl, lease, -1, NULL);
 		return END_HEALTH;
 	}
 	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
@@ -826,7 +879,7 @@ static int campaign(struct lead *ld, struct rlock *rl)
 	struct rlock_lease lease;
 	int64_t pause = 0, unavail = 1000;
 	char tb[32];
-	int rc, status;
+	int rc, status, unwell;
 	enum term_end end;
 
 	for (;;) {
@@ -852,6 +905,18 @@ static int campaign(struct lead *ld, struct rlock *rl)
 				return EX_OSERR;
 		}
 		rc = stand(ld, rl, &lease);
+		unwell = left_unwell(ld);
+		if (rc == RLOCK_CANCELED && !ld->standby && ld->stopping)
+			return EX_OK;
+		/* --health failed in line: out of it until it passes
+		 * (health_gate); a grant that came meanwhile is given up at
+		 * once, before any term. */
+		if (rc == RLOCK_CANCELED && !ld->standby && unwell)
+			continue;
+		if (rc == RLOCK_OK && ld->failed_checks > 0) {
+			step_down(ld, rl, &lease, -1, "before its term began");
+			continue;
+		}
 		if (rc == RLOCK_CANCELED && ld->standby) {
 			switch (standby_signals(ld, &status)) {
 			case GO_STOP:
@@ -937,6 +1002,35 @@ static int signals_setup(struct lead *ld)
 	return ld->sfd < 0 || ld->cfd < 0 ? -1 : 0;
 }
 
+/*
+ * What ends a wait in line: an INT or TERM (cfd), under --standby any
+ * signal (sfd: the command's end, one to forward); with --health also a
+ * check that fails in line (unwell), the two joined in an epoll
+ * descriptor, which is readable when one of them is.  The wait callback
+ * runs the check.  Returns 0, or -1.
+ */
+static int health_setup(struct lead *ld)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd = ld->standby ? ld->sfd : ld->cfd;
+
+	ld->ao.cancel_fd = fd;
+	if (ld->health == NULL)
+		return 0;
+	ld->unwell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ld->cancel = epoll_create1(EPOLL_CLOEXEC);
+	if (ld->unwell < 0 || ld->cancel < 0 ||
+	    epoll_ctl(ld->cancel, EPOLL_CTL_ADD, fd, &ev) != 0 ||
+	    epoll_ctl(ld->cancel, EPOLL_CTL_ADD, ld->unwell, &ev) != 0)
+		return -1;
+	ld->ao.cancel_fd = ld->cancel;
+	ld->ao.wait_cb = standby;
+	ld->ao.wait_arg = ld;
+	if (ld->ao.wait_cb_ms == 0 || ld->ao.wait_cb_ms > ld->health_every_ms)
+		ld->ao.wait_cb_ms = ld->health_every_ms;
+	return 0;
+}
+
 int cmd_lead(int argc, char **argv, struct cli *g)
 {
 	struct lead ld;
@@ -947,7 +1041,7 @@ int cmd_lead(int argc, char **argv, struct cli *g)
 
 	memset(&ld, 0, sizeof(ld));
 	ld.g = g;
-	ld.sfd = ld.cfd = -1;
+	ld.sfd = ld.cfd = ld.unwell = ld.cancel = -1;
 	ld.ao.ttl_ms = 30000;
 	ld.ao.wait_ms = -1;
 	ld.c.g = g;
@@ -994,12 +1088,11 @@ int cmd_lead(int argc, char **argv, struct cli *g)
 		ld.c.tick = tick;
 		ld.c.tick_arg = &ld;
 	}
-	if (signals_setup(&ld) != 0) {
+	if (signals_setup(&ld) != 0 || health_setup(&ld) != 0) {
 		cli_warn(g, "cannot set up signals: %s", strerror(errno));
 		ret = EX_OSERR;
 		goto out;
 	}
-	ld.ao.cancel_fd = ld.standby ? ld.sfd : ld.cfd;
 	ret = campaign(&ld, rl);
 	/* --standby: the command outlives no campaign (it was demoted and
 	 * the lock given up first). */
@@ -1013,6 +1106,10 @@ out:
 		close(ld.sfd);
 	if (ld.cfd >= 0)
 		close(ld.cfd);
+	if (ld.unwell >= 0)
+		close(ld.unwell);
+	if (ld.cancel >= 0)
+		close(ld.cancel);
 	free(ld.held);
 	rlock_free(rl);
 	return ret;

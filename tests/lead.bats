@@ -576,3 +576,63 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	pid_alive "$(field start 1 3)"
 	refute grep -q '^term 1 ' "$EVENTS"
 }
+
+@test "lead: a candidate in line whose --health starts failing leaves the line, is not promoted while it fails, and rejoins once it passes" {
+	: >ok2
+	bg_start c1 "$RLOCK" lead -t 10s L -- "$CAND" 1
+	local pid1=$BG_PID
+	wait_until 10 starts_are 1
+	bg_start c2 "$RLOCK" lead -t 10s --health 'test -e ok2' --health-every 100ms L -- "$CAND" 2
+	local pid2=$BG_PID
+	wait_until 10 has_waiters L 1
+	rm ok2
+	wait_until 5 grep -q 'L: health check fails; out of line until it passes' c2.err
+	wait_until 5 eval '[[ $(waiters L) == 0 ]]'
+	# The leader goes: the lock is free, and the unwell candidate does
+	# not take it.
+	kill -TERM "$pid1"
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	lock_free L
+	local t0
+	t0=$(now_ms)
+	wait_until 5 eval '(( $(now_ms) - t0 >= 500 ))'
+	lock_free L
+	assert_equal "$(starts)" 1
+	: >ok2
+	wait_until 5 starts_are 2
+	assert_equal "$(nth_start 2)" 2
+	run cat c2.err
+	assert_line --index 0 "rlock: lead: L: health check fails; out of line until it passes"
+	assert_line --index 1 "rlock: lead: L: health check passes; back in line"
+	assert_line --index 2 --regexp "^rlock: lead: L: leading \(fence [0-9]+\)$"
+	pid_alive "$pid2"
+}
+
+@test "lead --standby: a candidate in line whose --health fails leaves the line, its command running and never promoted while it fails; it rejoins once it passes" {
+	standby_cmd
+	: >ok2
+	bg_start c1 "$RLOCK" lead --standby -t 10s L -- "$SB" 1
+	local pid1=$BG_PID
+	wait_until 10 promoted 1
+	bg_start c2 "$RLOCK" lead --standby -t 10s --health 'test -e ok2' --health-every 100ms L -- "$SB" 2
+	wait_until 10 has_waiters L 1
+	# Its checks pass and end (SIGCHLD): it keeps its place meanwhile.
+	local t0
+	t0=$(now_ms)
+	wait_until 5 eval '(( $(now_ms) - t0 >= 500 ))'
+	assert_equal "$(waiters L)" 1
+	rm ok2
+	wait_until 5 eval '[[ $(waiters L) == 0 ]]'
+	kill -TERM "$pid1"
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	lock_free L
+	t0=$(now_ms)
+	wait_until 5 eval '(( $(now_ms) - t0 >= 500 ))'
+	lock_free L
+	refute promoted 2
+	: >ok2
+	wait_until 5 promoted 2
+	assert_equal "$(grep -c '^start 2 ' "$EVENTS")" 1
+}
