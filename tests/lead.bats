@@ -40,7 +40,8 @@ field() { awk -v e="$1" -v i="$2" -v n="$3" '$1 == e && $2 == i { print $n; exit
 nth_start() { awk -v n="$1" '$1 == "start" && ++k == n { print $2; exit }' "$EVENTS"; }
 
 # candidates N [OPTIONS...]: start N candidates for lock L, 1..N, in that
-# order (each in line before the next starts); PID[i] is rlock's pid.
+# order (each in line before the next starts); PID[i] is rlock's pid.  On
+# server $SRV (default R: give its -u among the OPTIONS).
 candidates() {
 	local n=$1 i
 	shift
@@ -51,7 +52,7 @@ candidates() {
 		if ((i == 1)); then
 			wait_until 10 starts_are 1
 		else
-			wait_until 10 has_waiters L $((i - 1))
+			wait_until 10 has_waiters L $((i - 1)) "${SRV:-R}"
 		fi
 	done
 }
@@ -111,8 +112,12 @@ candidates() {
 
 @test "lead: the lock key deleted stops the leader's command before it goes back in line; another candidate leads" {
 	candidates 3 -t 3s
+	local t_del
+	t_del=$(now_ms)
 	rcli R DEL "$(key L)"
 	wait_until 10 grep -q '^end 1 ' "$EVENTS"
+	# Before the lease would have ended: it was renewed before the DEL.
+	(($(field end 1 3) / 1000 < t_del + 3000))
 	wait_until 10 starts_are 2
 	[[ $(nth_start 2) != 1 ]]
 	# The first is back in line, alive: it never exits on a loss.
@@ -187,6 +192,28 @@ candidates() {
 	kill -TERM "$pid"
 	bg_wait "$pid" 5
 	assert_equal "$BG_STATUS" 0
+}
+
+@test "lead: a server restart stops the leader's command before its lease ends; a candidate leads again once the server is back" {
+	start_redis S
+	SRV=S candidates 3 -u "$S_URL" -t 3s
+	local t_restart end1 start2
+	t_restart=$(now_ms)
+	restart_redis S
+	wait_until 10 grep -q '^end 1 ' "$EVENTS"
+	end1=$(field end 1 3)
+	# Before the lease can have ended: it was renewed before the restart.
+	((end1 / 1000 < t_restart + 3000))
+	wait_until 15 starts_are 2
+	start2=$(awk '$1 == "start" && ++k == 2 { print $3 }' "$EVENTS")
+	((start2 > end1))
+	wait_until 5 lock_held L S
+	assert_equal "$(running)" 1
+	# Every candidate lives on: the others are back in line.
+	pid_alive "${PID[1]}"
+	pid_alive "${PID[2]}"
+	pid_alive "${PID[3]}"
+	wait_until 10 has_waiters L 2 S
 }
 
 @test "lead: each term is in the history, marked as a leader's" {
