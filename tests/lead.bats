@@ -4,57 +4,15 @@
 # leader hands the lead on, never to two at once; --restart, --leader-file,
 # systemd's notify socket; usage errors.
 #
-# Each candidate runs $CAND ID: it writes "start ID US FENCE PID" to
-# $EVENTS when it starts and "end ID US" when SIGTERM ends it (US: the wall
-# clock in µs), and "hup ID" for each SIGHUP.
+# Each candidate runs $CAND ID (lead_helper.bash).
 
 bats_require_minimum_version 1.5.0
 load test_helper
+load lead_helper
 
 setup() {
 	rl_setup
-	export EVENTS=$BATS_TEST_TMPDIR/events
-	CAND=$BATS_TEST_TMPDIR/cand
-	cat >"$CAND" <<-'EOF'
-		#!/bin/bash
-		id=$1
-		trap 'echo "end $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"; exit 0' TERM
-		trap 'echo "hup $id" >>"$EVENTS"' HUP
-		echo "start $id ${EPOCHREALTIME/[.,]/} $RLOCK_FENCE $$" >>"$EVENTS"
-		while :; do
-			sleep 1 &
-			wait $!
-		done
-	EOF
-	chmod +x "$CAND"
-	: >"$EVENTS"
-}
-
-# starts: how many commands have started.  running: started less ended.
-starts() { grep -c '^start ' "$EVENTS" || true; }
-running() { echo $(($(starts) - $(grep -c '^end ' "$EVENTS" || true))); }
-starts_are() { [[ $(starts) == "$1" ]]; }
-# field EVENT ID N: field N (1-based) of the line "EVENT ID ...".
-field() { awk -v e="$1" -v i="$2" -v n="$3" '$1 == e && $2 == i { print $n; exit }' "$EVENTS"; }
-# nth_start N: the id of the Nth command started.
-nth_start() { awk -v n="$1" '$1 == "start" && ++k == n { print $2; exit }' "$EVENTS"; }
-
-# candidates N [OPTIONS...]: start N candidates for lock L, 1..N, in that
-# order (each in line before the next starts); PID[i] is rlock's pid.  On
-# server $SRV (default R: give its -u among the OPTIONS).
-candidates() {
-	local n=$1 i
-	shift
-	PID=()
-	for ((i = 1; i <= n; i++)); do
-		bg_start "c$i" "$RLOCK" lead "$@" L -- "$CAND" "$i"
-		PID[i]=$BG_PID
-		if ((i == 1)); then
-			wait_until 10 starts_are 1
-		else
-			wait_until 10 has_waiters L $((i - 1)) "${SRV:-R}"
-		fi
-	done
+	lead_setup
 }
 
 @test "lead: of three candidates exactly one runs its command, the first; the others wait in line" {
@@ -662,4 +620,38 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	: >ok2
 	wait_until 5 promoted 2
 	assert_equal "$(grep -c '^start 2 ' "$EVENTS")" 1
+}
+
+# ---- seen from outside ---------------------------------------------------------
+
+@test "lead: last says who leads and since when; last --prometheus has rlock_leader, rlock_leader_info (labels escaped), rlock_leader_since_seconds and rlock_leader_fence; none once nobody leads" {
+	USER=$'we"i\\rd\xff' bg_start c1 "$RLOCK" lead -t 10s L -- "$CAND" 1
+	local pid1=$BG_PID fence1 since t0
+	t0=$(now_ms)
+	wait_until 10 starts_are 1
+	fence1=$(field start 1 4)
+	run -0 --separate-stderr "$RLOCK" last L
+	assert_line --index 0 --regexp "^L: led by we\"i\\\\\\\\rd\\\\xff@[^ ]+ pid ${pid1} \\(fence ${fence1}\\) since [0-9-]{10} [0-9:]{8}, [0-9.]+m?s ago\$"
+	assert_line --index 1 "L: never ran"
+	run -0 --separate-stderr "$RLOCK" last --json L
+	json_check "$output" 'd["leader"]["pid"] == int(a[0]) and d["leader"]["fence"] == int(a[1]) and d["leader"]["command"].startswith("lead: ") and d["last"] is None' -- "$pid1" "$fence1"
+	run -0 --separate-stderr "$RLOCK" last --prometheus L M
+	assert_line 'rlock_leader{lock="L"} 1'
+	assert_line 'rlock_leader{lock="M"} 0'
+	assert_line --regexp "^rlock_leader_info\\{lock=\"L\",host=\"[^\"]+\",user=\"we\\\\\"i\\\\\\\\rd$(printf '\xef\xbf\xbd')\",pid=\"${pid1}\"\\} 1\$"
+	assert_line "rlock_leader_fence{lock=\"L\"} $fence1"
+	since=$(sed -n 's/^rlock_leader_since_seconds{lock="L"} \([0-9]*\)\.[0-9]\{3\}$/\1/p' <<<"$output")
+	# The term began within this test, by the server's clock.
+	((since * 1000 >= t0 - 2000 && since * 1000 <= $(now_ms) + 2000))
+	refute_line --partial 'lock="M",host'
+	kill -TERM "$pid1"
+	bg_wait "$pid1" 5
+	run -0 --separate-stderr "$RLOCK" last L
+	refute_line --partial "led by"
+	assert_line --index 0 --regexp '^L: last run ended .*: exit 0 after '
+	run -0 --separate-stderr "$RLOCK" last --prometheus L
+	assert_line 'rlock_leader{lock="L"} 0'
+	refute_line --regexp '^rlock_leader_(info|since_seconds|fence)\{'
+	run -0 --separate-stderr "$RLOCK" last --json L
+	json_check "$output" 'd["leader"] is None'
 }
