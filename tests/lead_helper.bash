@@ -13,7 +13,9 @@
 #					define its own after loading this.
 #	starts, running, starts_are N, field EVENT ID N, nth_start N
 #	one_of_three OPTIONS...		three candidates, exactly one command
-#					runs, the first's, through renewals
+#					runs, the first's, through renewals;
+#					status (with OPTIONS: the servers')
+#					names its candidate as the holder
 #	term_hands_on OPTIONS...	SIGTERM to the leader: the next starts
 #					within 1s, never before the old ended
 
@@ -72,6 +74,8 @@ one_of_three() {
 	assert_equal "$(starts)" 1
 	assert_equal "$(running)" 1
 	in_line 2
+	run -0 --separate-stderr "$RLOCK" "$@" status --json L
+	json_check "$output" 'd["locks"][0]["pid"] == int(a[0]) and d["locks"][0]["command"] == "lead: " + a[1] + " 1"' -- "${PID[1]}" "$CAND"
 }
 
 term_hands_on() {
