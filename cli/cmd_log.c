@@ -533,20 +533,13 @@ static int prom_value(const struct last *l, int m, double *v)
 	return 0;
 }
 
-/* Who leads each lock: rlock_leader 1 or 0 for every lock; while one
- * does, an info gauge (1) with its host, user and pid as labels, the
- * start of its term and its fence. */
+/* Who leads each lock, while one does (no sample otherwise, as for a
+ * lock that never ran): an info gauge (1) with its host, user and pid as
+ * labels, the start of its term and its fence. */
 static void prom_leaders(const struct last *all, size_t n)
 {
 	char pid[24];
 
-	printf("# HELP rlock_leader Whether a candidate of rlock lead holds "
-	       "the lock (1) or not (0).\n# TYPE rlock_leader gauge\n");
-	for (size_t i = 0; i < n; i++) {
-		fputs("rlock_leader", stdout);
-		prom_label(all[i].name);
-		printf(" %d\n", all[i].has_leader);
-	}
 	printf("# HELP rlock_leader_info Who leads the lock (value 1): the "
 	       "host, user and pid of its rlock lead.\n"
 	       "# TYPE rlock_leader_info gauge\n");

@@ -111,7 +111,6 @@ acl_user() {
 	acl_user
 	one_of_three "${UA[@]}"
 	run -0 --separate-stderr "$RLOCK" "${UA[@]}" last --prometheus L
-	assert_line 'rlock_leader{lock="L"} 1'
 	assert_line --regexp "^rlock_leader_info\\{lock=\"L\",.*,pid=\"${PID[1]}\"\\} 1\$"
 }
 
