@@ -464,11 +464,12 @@ static void json_last(const struct last *l, int64_t max_age, long long now,
 	if (max_age >= 0)
 		printf(",\"stale\":%s", stale(l, max_age, now) ? "true" :
 		       "false");
-	fputs(",\"leader\":", stdout);
+	/* Who leads, only while a candidate of rlock lead does (as stale
+	 * is there only with --max-age). */
 	if (l->has_leader) {
 		const struct rlock_holder *h = &l->leader;
 
-		fputs("{\"host\":", stdout);
+		fputs(",\"leader\":{\"host\":", stdout);
 		cli_json_str(stdout, h->host);
 		fputs(",\"user\":", stdout);
 		cli_json_str(stdout, h->user);
@@ -478,8 +479,6 @@ static void json_last(const struct last *l, int64_t max_age, long long now,
 		fputs(",\"command\":", stdout);
 		cli_json_str(stdout, h->command);
 		fputs("}", stdout);
-	} else {
-		fputs("null", stdout);
 	}
 	fputs("}\n", stdout);
 }

@@ -651,5 +651,5 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	refute_line --regexp '^rlock_leader'
 	assert_line '# TYPE rlock_leader_info gauge'
 	run -0 --separate-stderr "$RLOCK" last --json L
-	json_check "$output" 'd["leader"] is None'
+	json_check "$output" '"leader" not in d and d["last"]["event"] == "released"'
 }
