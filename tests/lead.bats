@@ -540,6 +540,8 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	assert_equal "${#lines[@]}" 3
 	run -0 "$RLOCK" log --json L
 	assert_line --index 1 --regexp '^\{"event":"stepped-down",.*"exit":0,"signal":null,"reason":"--health failed 2 times in a row",'
+	run -0 "$RLOCK" status --json L
+	json_check "$output" 'd["locks"][0]["last"]["event"] == "stepped-down" and d["locks"][0]["last"]["reason"] == "--health failed 2 times in a row"'
 	run -0 "$RLOCK" last L
 	assert_line --index 0 --regexp "^L: led by .* pid [0-9]+ \(fence [0-9]+\) since "
 	assert_line --index 1 --regexp "^L: last run ended .* ago on .* pid ${pid1}\): stepped down \(--health failed 2 times in a row\) after [0-9.]+m?s\$"
