@@ -312,7 +312,7 @@ static void health_in_line(struct lead *ld)
 
 	if (ld->health == NULL || rlock_mono_ms() < ld->health_at)
 		return;
-	if (check_health(ld) != 0)
+	if (check_health(ld) == -1)
 		(void)eventfd_write(ld->unwell, 1);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -424,14 +424,17 @@ static void leader_file_remove(struct lead *ld)
  * its own, with the term's lease in its environment (set by the caller),
  * for at most limit_ms: then its group is killed.  It is waited for, so
  * that a demotion has finished before the lock is given up.  A hook that
- * fails or runs out of time is said, and the term goes on.
+ * fails or runs out of time is said, and the term goes on.  A --health
+ * check (stoppable) is cut short by an INT or TERM, left unread for the
+ * caller: a candidate told to stop does not wait for its check (-2).
  */
 static int run_sh(struct lead *ld, const char *what, const char *hook,
-		  int64_t limit_ms, int quiet)
+		  int64_t limit_ms, int quiet, int stoppable)
 {
 	char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)hook, NULL };
 	int64_t end = rlock_mono_ms() + (limit_ms > 0 ? limit_ms : 0);
-	int status = 0;
+	struct pollfd p = { .fd = stoppable ? ld->cfd : -1, .events = POLLIN };
+	int status = 0, stop = 0;
 	pid_t pid, w = 0;
 
 	pid = fork();
@@ -448,12 +451,14 @@ static int run_sh(struct lead *ld, const char *what, const char *hook,
 	}
 	setpgid(pid, pid);
 	while ((w = waitpid(pid, &status, WNOHANG)) == 0 &&
-	       rlock_mono_ms() < end)
-		poll(NULL, 0, 5);
+	       rlock_mono_ms() < end && !stop)
+		stop = poll(&p, 1, 5) > 0;
 	if (w == 0) {
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
+		if (stop)
+			return -2;
 		if (!quiet)
 			cli_warn(ld->g, "%s: %s killed: still running after "
 				 "%lld ms", ld->name, what,
@@ -475,17 +480,20 @@ static void run_hook(struct lead *ld, const char *what, const char *hook,
 		     int64_t limit_ms)
 {
 	if (hook != NULL)
-		(void)run_sh(ld, what, hook, limit_ms, 0);
+		(void)run_sh(ld, what, hook, limit_ms, 0, 0);
 }
 
-/* Run --health now: 0 when it passed (within --health-every), else -1;
- * the count of failures in a row is kept. */
+/* Run --health now: 0 when it passed (within --health-every), -1 when it
+ * failed (the count of failures in a row is kept), -2 when an INT or TERM
+ * cut it short. */
 static int check_health(struct lead *ld)
 {
 	int rc = run_sh(ld, "--health", ld->health, ld->health_every_ms,
-			ld->g->verbose <= 0);
+			ld->g->verbose <= 0, 1);
 
 	ld->health_at = rlock_mono_ms() + ld->health_every_ms;
+	if (rc == -2)
+		return rc;	/* cut short by a stop: no verdict */
 	if (rc == 0) {
 		ld->failed_checks = 0;
 		ld->passed_at = rlock_mono_ms();
@@ -502,13 +510,15 @@ static int check_health(struct lead *ld)
  */
 static int health_gate(struct lead *ld)
 {
-	int said = 0;
+	int said = 0, rc;
 
 	if (ld->health == NULL || (ld->passed_at > 0 && ld->failed_checks == 0 &&
 				   rlock_mono_ms() - ld->passed_at <
 				   ld->health_every_ms))
 		return 0;
-	while (check_health(ld) != 0) {
+	while ((rc = check_health(ld)) != 0) {
+		if (rc == -2)
+			return 1;
 		if (!said && ld->g->verbose >= 0)
 			cli_warn(ld->g, "%s: health check fails; out of line "
 				 "until it passes", ld->name);

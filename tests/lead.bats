@@ -596,6 +596,20 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	pid_alive "$pid2"
 }
 
+@test "lead: SIGTERM to a candidate whose --health check runs ends the check and exits 0 at once" {
+	bg_start c1 "$RLOCK" lead -t 10s --health 'touch checking; sleep 8' --health-every 20s L -- "$CAND" 1
+	local pid1=$BG_PID t0
+	wait_until 5 test -e checking
+	t0=$(now_ms)
+	kill -TERM "$pid1"
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	(($(now_ms) - t0 < 1000))
+	assert_equal "$(starts)" 0
+	run cat c1.err
+	assert_output ""
+}
+
 @test "lead --standby: a candidate in line whose --health fails leaves the line, its command running and never promoted while it fails; it rejoins once it passes" {
 	standby_cmd
 	: >ok2
