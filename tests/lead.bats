@@ -410,6 +410,30 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	pid_alive "$pid2"
 }
 
+@test "lead --standby: a stop's demotion is taken by the command before its SIGTERM comes (a bash command with USR2 and TERM traps logs both, in order)" {
+	# Bash given USR2 and TERM together runs the TERM trap, which exits,
+	# and never the USR2 one: rlock waits until the USR2 is taken.
+	cat >sbb <<-'EOF'
+		#!/bin/bash
+		trap 'echo "usr1 ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR1
+		trap 'echo "usr2 ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR2
+		trap 'echo "term ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"; exit 0' TERM
+		while :; do
+			sleep 1 &
+			wait $!
+		done
+	EOF
+	chmod +x sbb
+	bg_start c1 "$RLOCK" lead --standby -t 10s L -- ./sbb
+	local pid1=$BG_PID
+	wait_until 10 grep -q '^usr1 ' "$EVENTS"
+	kill -TERM "$pid1"
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	run cut -d' ' -f1 "$EVENTS"
+	assert_output $'usr1\nusr2\nterm'
+}
+
 @test "lead --standby: a lost lease demotes the command, which runs on, and the candidate goes back in line" {
 	standby_cmd
 	bg_start c1 "$RLOCK" lead --standby -t 3s L -- "$SB" 1
