@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -48,6 +50,10 @@ struct lead {
 	int failed_checks;		/* in a row, so far */
 	int64_t health_at;		/* the next check, CLOCK_MONOTONIC */
 	int64_t passed_at;		/* the last check that passed, or 0 */
+	int unwell;			/* eventfd: a check failed in line */
+	int stopping;			/* an INT or TERM ended the wait */
+	int cancel;			/* epoll of cfd (or sfd) and unwell:
+					 * what ends a wait, with --health */
 	const char *on_promote;		/* hooks, sh -c; NULL none */
 	const char *on_demote;
 	int64_t hook_timeout_ms;
@@ -290,13 +296,52 @@ static int64_t tick(void *arg)
 	return dog >= 0 && dog < next ? dog : next;
 }
 
-/* An rlock_wait_cb: we are in line; who leads, for systemd. */
+/*
+ * --health while in line, from the wait's callback, when due: a check that
+ * fails ends the wait (unwell, a part of the wait's cancel_fd), and the
+ * candidate leaves the line until it passes (health_gate), so that it is
+ * never promoted while unwell.  The check's end (SIGCHLD) must not end a
+ * --standby wait, whose cancel_fd takes every signal: it is taken here,
+ * and raised again if the command itself has ended meanwhile.
+ */
+static void health_in_line(struct lead *ld)
+{
+	static const struct timespec zero = { 0, 0 };
+	sigset_t chld;
+	siginfo_t si;
+
+	if (ld->health == NULL || rlock_mono_ms() < ld->health_at)
+		return;
+	if (check_health(ld) == -1)
+		(void)eventfd_write(ld->unwell, 1);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	while (sigtimedwait(&chld, NULL, &zero) > 0)
+		;
+	memset(&si, 0, sizeof(si));
+	if (ld->standby && ld->c.pid > 0 && !ld->c.exited &&
+	    waitid(P_PID, (id_t)ld->c.pid, &si, WEXITED | WNOHANG |
+		   WNOWAIT) == 0 && si.si_pid == ld->c.pid)
+		raise(SIGCHLD);
+}
+
+/* Whether a check failed while we were in line (and so the wait ended);
+ * it is forgotten once said. */
+static int left_unwell(struct lead *ld)
+{
+	eventfd_t v;
+
+	return ld->unwell >= 0 && eventfd_read(ld->unwell, &v) == 0 && v > 0;
+}
+
+/* An rlock_wait_cb: we are in line; who leads, for systemd; --health. */
 static void standby(const struct rlock_holder *h, int64_t waited, void *arg)
 {
 	struct lead *ld = arg;
 	char text[sizeof(ld->status)], user[CLI_VIS(64)], host[CLI_VIS(256)];
 
 	(void)waited;
+	health_in_line(ld);
 	watchdog(ld);
 	ready(ld);
 	if (h->held)
@@ -379,14 +424,17 @@ static void leader_file_remove(struct lead *ld)
  * its own, with the term's lease in its environment (set by the caller),
  * for at most limit_ms: then its group is killed.  It is waited for, so
  * that a demotion has finished before the lock is given up.  A hook that
- * fails or runs out of time is said, and the term goes on.
+ * fails or runs out of time is said, and the term goes on.  A --health
+ * check (stoppable) is cut short by an INT or TERM, left unread for the
+ * caller: a candidate told to stop does not wait for its check (-2).
  */
 static int run_sh(struct lead *ld, const char *what, const char *hook,
-		  int64_t limit_ms, int quiet)
+		  int64_t limit_ms, int quiet, int stoppable)
 {
 	char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)hook, NULL };
 	int64_t end = rlock_mono_ms() + (limit_ms > 0 ? limit_ms : 0);
-	int status = 0;
+	struct pollfd p = { .fd = stoppable ? ld->cfd : -1, .events = POLLIN };
+	int status = 0, stop = 0;
 	pid_t pid, w = 0;
 
 	pid = fork();
@@ -403,12 +451,14 @@ static int run_sh(struct lead *ld, const char *what, const char *hook,
 	}
 	setpgid(pid, pid);
 	while ((w = waitpid(pid, &status, WNOHANG)) == 0 &&
-	       rlock_mono_ms() < end)
-		poll(NULL, 0, 5);
+	       rlock_mono_ms() < end && !stop)
+		stop = poll(&p, 1, 5) > 0;
 	if (w == 0) {
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
+		if (stop)
+			return -2;
 		if (!quiet)
 			cli_warn(ld->g, "%s: %s killed: still running after "
 				 "%lld ms", ld->name, what,
@@ -430,17 +480,20 @@ static void run_hook(struct lead *ld, const char *what, const char *hook,
 		     int64_t limit_ms)
 {
 	if (hook != NULL)
-		(void)run_sh(ld, what, hook, limit_ms, 0);
+		(void)run_sh(ld, what, hook, limit_ms, 0, 0);
 }
 
-/* Run --health now: 0 when it passed (within --health-every), else -1;
- * the count of failures in a row is kept. */
+/* Run --health now: 0 when it passed (within --health-every), -1 when it
+ * failed (the count of failures in a row is kept), -2 when an INT or TERM
+ * cut it short. */
 static int check_health(struct lead *ld)
 {
 	int rc = run_sh(ld, "--health", ld->health, ld->health_every_ms,
-			ld->g->verbose <= 0);
+			ld->g->verbose <= 0, 1);
 
 	ld->health_at = rlock_mono_ms() + ld->health_every_ms;
+	if (rc == -2)
+		return rc;	/* cut short by a stop: no verdict */
 	if (rc == 0) {
 		ld->failed_checks = 0;
 		ld->passed_at = rlock_mono_ms();
@@ -457,13 +510,15 @@ static int check_health(struct lead *ld)
  */
 static int health_gate(struct lead *ld)
 {
-	int said = 0;
+	int said = 0, rc;
 
 	if (ld->health == NULL || (ld->passed_at > 0 && ld->failed_checks == 0 &&
 				   rlock_mono_ms() - ld->passed_at <
 				   ld->health_every_ms))
 		return 0;
-	while (check_health(ld) != 0) {
+	while ((rc = check_health(ld)) != 0) {
+		if (rc == -2)
+			return 1;
 		if (!said && ld->g->verbose >= 0)
 			cli_warn(ld->g, "%s: health check fails; out of line "
 				 "until it passes", ld->name);
@@ -495,16 +550,36 @@ static int64_t hook_limit(const struct lead *ld, const struct rlock_lease *l,
 	return left;
 }
 
-/* After a term that --health ended: its reason, as the history keeps a
- * loss's, in rn.  Returns 1 when it was so. */
-static int step_down(struct lead *ld, struct renewer *rn)
+/*
+ * After a term that --health ended (the command stopped, or demoted and
+ * running on), or a grant that came as a check failed in line (before:
+ * "before its term began"): the lock given up, recorded as a step-down
+ * with its reason, so that the next in line leads.  ret is the command's
+ * exit status, < 0 when it runs on or never ran.
+ */
+static void step_down(struct lead *ld, struct rlock *rl,
+		      const struct rlock_lease *lease, int ret,
+		      const char *before)
 {
-	if (ld->c.step_down == 0)
-		return 0;
-	rn->result = RLOCK_LOST;
-	snprintf(rn->err, sizeof(rn->err), "stepped down: --health failed "
-		 "%d times in a row", ld->failed_checks);
-	return 1;
+	struct rlock_outcome how = { ret, ret >= 0 ? ld->c.signal : 0 };
+	char why[96];
+	int rc;
+
+	if (before != NULL)
+		snprintf(why, sizeof(why), "--health failed %s", before);
+	else
+		snprintf(why, sizeof(why), "--health failed %d times in a row",
+			 ld->failed_checks);
+	if (ld->g->verbose >= 0 && before != NULL)
+		cli_warn(ld->g, "%s: stepped down: %s", ld->name, why);
+	else if (ld->g->verbose >= 0)
+		cli_warn(ld->g, "%s: stepped down: %s; command %s", ld->name,
+			 why, ld->c.demote != 0 ? "demoted" : "stopped");
+	rc = rlock_step_down(rl, ld->name, lease, why, &how);
+	if (rc != RLOCK_OK && rc != RLOCK_NOTOURS)
+		cli_warn(ld->g, "%s: cannot release: %s", ld->name,
+			 rlock_errstr(rl));
+	cli_history_warn(ld->g, rl);
 }
 
 /* The grant is confirmed: say so before the command starts. */
@@ -546,10 +621,11 @@ static int stand(struct lead *ld, struct rlock *rl, struct rlock_lease *lease)
 		cli_warn(ld->g, "%s: in line", ld->name);
 	rc = rlock_acquire(rl, ld->name, &ld->ao, lease, &holder);
 	if (rc == RLOCK_CANCELED) {
-		/* --standby reads what ended the wait itself (sfd). */
+		/* --standby reads what ended the wait itself (sfd); else an
+		 * INT or TERM did, or a failed --health check. */
 		while (!ld->standby &&
 		       read(ld->cfd, &si, sizeof(si)) == sizeof(si))
-			;
+			ld->stopping = 1;
 		return rc;
 	}
 	if (rc != RLOCK_OK)
@@ -632,13 +708,13 @@ static enum term_end term(struct lead *ld, struct rlock *rl,
 	renewer_lease(&rn, lease);
 	run_hook(ld, "--on-demote", ld->on_demote, hook_limit(ld, lease, 1));
 	demoted(ld);
-	if (!lost && step_down(ld, &rn))
-		lost = 2;
+	if (!lost && ld->c.step_down != 0 && ld->c.stopped == 0) {
+		step_down(ld, rl, lease, ret, NULL);
+		return END_HEALTH;
+	}
 	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
 	if (ld->c.stopped != 0)
 		return END_STOPPED;
-	if (lost == 2)
-		return END_HEALTH;
 	if (lost || (ret == EX_LOST && *status != EX_LOST))
 		return END_LOST;
 	return END_EXITED;
@@ -691,6 +767,46 @@ static int catches(pid_t pid, int sig)
 	}
 	fclose(f);
 	return ret || seen < 2;
+}
+
+/* Whether signal sig is still pending for process pid (ShdPnd, SigPnd of
+ * /proc/PID/status): sent, not yet taken.  0 when it cannot be told. */
+static int pending(pid_t pid, int sig)
+{
+	char path[40], line[128];
+	unsigned long long mask = 1ULL << (sig - 1), v;
+	int ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "State:", 6) == 0 && strchr(line, 'Z'))
+			break;
+		if ((sscanf(line, "ShdPnd: %llx", &v) == 1 ||
+		     sscanf(line, "SigPnd: %llx", &v) == 1) && (v & mask))
+			ret = 1;
+	}
+	fclose(f);
+	return ret;
+}
+
+/*
+ * After a demotion: wait until the command has taken the signal (it is no
+ * longer pending) before the lock is given up and, at a stop, SIGTERM
+ * follows it.  A signal still pending when a fatal one comes is lost
+ * with the process: the kernel sets up both handlers at once and runs the
+ * last first (bash then runs a TERM trap and never the USR2 one).  At
+ * most a second, and never past the lease's end.
+ */
+static void demote_taken(struct lead *ld, const struct rlock_lease *lease)
+{
+	int64_t limit = hook_limit(ld, lease, 1);
+	int64_t end = rlock_mono_ms() + (limit < 1000 ? limit : 1000);
+
+	while (pending(ld->c.pid, ld->c.demote) && rlock_mono_ms() < end)
+		poll(NULL, 0, 1);
 }
 
 /*
@@ -748,17 +864,20 @@ static enum term_end standby_term(struct lead *ld, struct rlock *rl,
 	renewer_stop(&rn);
 	renewer_lease(&rn, lease);
 	/* The command was demoted (a loss, a stop) or has ended. */
-	if (!ld->c.exited)
+	if (!ld->c.exited) {
+		demote_taken(ld, lease);
 		run_hook(ld, "--on-demote", ld->on_demote,
 			 hook_limit(ld, lease, 1));
+	}
 	demoted(ld);
-	if (!lost && step_down(ld, &rn))
-		lost = 2;
+	if (!lost && ld->c.step_down != 0 && ld->c.stopped == 0 &&
+	    !ld->c.exited) {
+		step_down(ld, rl, lease, -1, NULL);
+		return END_HEALTH;
+	}
 	ret = cli_child_release(&ld->c, rl, &rn, lease, lost, ret);
 	if (ld->c.stopped != 0)
 		return END_STOPPED;
-	if (lost == 2 && !ld->c.exited)
-		return END_HEALTH;
 	if (ld->c.exited)
 		return END_EXITED;
 	return END_LOST;
@@ -771,7 +890,7 @@ static int campaign(struct lead *ld, struct rlock *rl)
 	struct rlock_lease lease;
 	int64_t pause = 0, unavail = 1000;
 	char tb[32];
-	int rc, status;
+	int rc, status, unwell;
 	enum term_end end;
 
 	for (;;) {
@@ -797,6 +916,18 @@ static int campaign(struct lead *ld, struct rlock *rl)
 				return EX_OSERR;
 		}
 		rc = stand(ld, rl, &lease);
+		unwell = left_unwell(ld);
+		if (rc == RLOCK_CANCELED && !ld->standby && ld->stopping)
+			return EX_OK;
+		/* --health failed in line: out of it until it passes
+		 * (health_gate); a grant that came meanwhile is given up at
+		 * once, before any term. */
+		if (rc == RLOCK_CANCELED && !ld->standby && unwell)
+			continue;
+		if (rc == RLOCK_OK && ld->failed_checks > 0) {
+			step_down(ld, rl, &lease, -1, "before its term began");
+			continue;
+		}
 		if (rc == RLOCK_CANCELED && ld->standby) {
 			switch (standby_signals(ld, &status)) {
 			case GO_STOP:
@@ -882,6 +1013,35 @@ static int signals_setup(struct lead *ld)
 	return ld->sfd < 0 || ld->cfd < 0 ? -1 : 0;
 }
 
+/*
+ * What ends a wait in line: an INT or TERM (cfd), under --standby any
+ * signal (sfd: the command's end, one to forward); with --health also a
+ * check that fails in line (unwell), the two joined in an epoll
+ * descriptor, which is readable when one of them is.  The wait callback
+ * runs the check.  Returns 0, or -1.
+ */
+static int health_setup(struct lead *ld)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd = ld->standby ? ld->sfd : ld->cfd;
+
+	ld->ao.cancel_fd = fd;
+	if (ld->health == NULL)
+		return 0;
+	ld->unwell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ld->cancel = epoll_create1(EPOLL_CLOEXEC);
+	if (ld->unwell < 0 || ld->cancel < 0 ||
+	    epoll_ctl(ld->cancel, EPOLL_CTL_ADD, fd, &ev) != 0 ||
+	    epoll_ctl(ld->cancel, EPOLL_CTL_ADD, ld->unwell, &ev) != 0)
+		return -1;
+	ld->ao.cancel_fd = ld->cancel;
+	ld->ao.wait_cb = standby;
+	ld->ao.wait_arg = ld;
+	if (ld->ao.wait_cb_ms == 0 || ld->ao.wait_cb_ms > ld->health_every_ms)
+		ld->ao.wait_cb_ms = ld->health_every_ms;
+	return 0;
+}
+
 int cmd_lead(int argc, char **argv, struct cli *g)
 {
 	struct lead ld;
@@ -892,7 +1052,7 @@ int cmd_lead(int argc, char **argv, struct cli *g)
 
 	memset(&ld, 0, sizeof(ld));
 	ld.g = g;
-	ld.sfd = ld.cfd = -1;
+	ld.sfd = ld.cfd = ld.unwell = ld.cancel = -1;
 	ld.ao.ttl_ms = 30000;
 	ld.ao.wait_ms = -1;
 	ld.c.g = g;
@@ -939,12 +1099,11 @@ int cmd_lead(int argc, char **argv, struct cli *g)
 		ld.c.tick = tick;
 		ld.c.tick_arg = &ld;
 	}
-	if (signals_setup(&ld) != 0) {
+	if (signals_setup(&ld) != 0 || health_setup(&ld) != 0) {
 		cli_warn(g, "cannot set up signals: %s", strerror(errno));
 		ret = EX_OSERR;
 		goto out;
 	}
-	ld.ao.cancel_fd = ld.standby ? ld.sfd : ld.cfd;
 	ret = campaign(&ld, rl);
 	/* --standby: the command outlives no campaign (it was demoted and
 	 * the lock given up first). */
@@ -958,6 +1117,10 @@ out:
 		close(ld.sfd);
 	if (ld.cfd >= 0)
 		close(ld.cfd);
+	if (ld.unwell >= 0)
+		close(ld.unwell);
+	if (ld.cancel >= 0)
+		close(ld.cancel);
 	free(ld.held);
 	rlock_free(rl);
 	return ret;

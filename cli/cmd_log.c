@@ -93,7 +93,7 @@ void cli_event_json(FILE *f, const struct rlock_event *e, int servers)
 }
 
 /* How a run ended: "exit 0", "exit 143 (SIGTERM)", "released" (status not
- * known), "lost (why)"; with the time held.  Escaped for a terminal. */
+ * known), "lost (why)", "stepped down (why)"; with the time held.  Escaped for a terminal. */
 const char *cli_event_outcome(const struct rlock_event *e, char *buf,
 			      size_t len)
 {
@@ -103,6 +103,10 @@ const char *cli_event_outcome(const struct rlock_event *e, char *buf,
 		snprintf(how, sizeof(how), "lost");
 	else if (strcmp(e->event, "lost") == 0)
 		snprintf(how, sizeof(how), "lost (%s)", e->reason);
+	else if (strcmp(e->event, "stepped-down") == 0 && e->reason[0] != '\0')
+		snprintf(how, sizeof(how), "stepped down (%s)", e->reason);
+	else if (strcmp(e->event, "stepped-down") == 0)
+		snprintf(how, sizeof(how), "stepped down");
 	else if (e->trimmed)
 		snprintf(how, sizeof(how), "ended well (its history entry has "
 			 "been trimmed)");
@@ -367,7 +371,41 @@ struct last {
 	const char *name;
 	struct rlock_event run, ok;
 	int has_run, has_ok;
+	struct rlock_holder leader;	/* who leads it (rlock lead) */
+	int has_leader;
 };
+
+/* Whether holder h is a candidate of rlock lead in its term: an exclusive
+ * holder whose command is marked so (cmd_lead.c's label). */
+static int is_leader(const struct rlock_holder *h)
+{
+	return h->held && !h->shared && !h->pool && h->limit <= 1 &&
+	       strncmp(h->command, "lead: ", 6) == 0;
+}
+
+/* "root@web3 pid 5522 (fence 17...) since 2026-12-03 10:06:37, 3m ago",
+ * escaped for a terminal. */
+static const char *leader_text(const struct rlock_holder *h, char *buf,
+			       size_t len)
+{
+	char line[700], when[32], ago[32], fence[40] = "";
+	time_t t = (time_t)(h->since_ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	if (h->fence > 0)
+		snprintf(fence, sizeof(fence), " (fence %lld)", h->fence);
+	n = (size_t)snprintf(line, sizeof(line), "%s@%s pid %lld%s", h->user,
+			     h->host, h->pid, fence);
+	if (h->since_ms > 0 && n < sizeof(line)) {
+		localtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		snprintf(line + n, sizeof(line) - n, " since %s, %s ago", when,
+			 rlock_fmt_ms(h->age_ms > 0 ? h->age_ms : 0, ago,
+				      sizeof(ago)));
+	}
+	return cli_vis(buf, len, line);
+}
 
 /* Whether l has no success that ended within max_age of now. */
 static int stale(const struct last *l, int64_t max_age, long long now)
@@ -382,6 +420,11 @@ static void print_last(const struct last *l, int64_t max_age, long long now)
 
 	cli_vis(name, sizeof(name), l->name);
 	if (max_age < 0) {
+		char who[CLI_VIS(700)];
+
+		if (l->has_leader)
+			printf("%s: led by %s\n", name,
+			       leader_text(&l->leader, who, sizeof(who)));
 		if (!l->has_run)
 			printf("%s: never ran\n", name);
 		else
@@ -421,6 +464,22 @@ static void json_last(const struct last *l, int64_t max_age, long long now,
 	if (max_age >= 0)
 		printf(",\"stale\":%s", stale(l, max_age, now) ? "true" :
 		       "false");
+	/* Who leads, only while a candidate of rlock lead does (as stale
+	 * is there only with --max-age). */
+	if (l->has_leader) {
+		const struct rlock_holder *h = &l->leader;
+
+		fputs(",\"leader\":{\"host\":", stdout);
+		cli_json_str(stdout, h->host);
+		fputs(",\"user\":", stdout);
+		cli_json_str(stdout, h->user);
+		printf(",\"pid\":%lld", h->pid);
+		json_num(stdout, "fence", h->fence > 0 ? h->fence : -1);
+		json_num(stdout, "since_ms", h->since_ms > 0 ? h->since_ms : -1);
+		fputs(",\"command\":", stdout);
+		cli_json_str(stdout, h->command);
+		fputs("}", stdout);
+	}
 	fputs("}\n", stdout);
 }
 
@@ -473,6 +532,53 @@ static int prom_value(const struct last *l, int m, double *v)
 	return 0;
 }
 
+/* Who leads each lock, while one does (no sample otherwise, as for a
+ * lock that never ran): an info gauge (1) with its host, user and pid as
+ * labels, the start of its term and its fence. */
+static void prom_leaders(const struct last *all, size_t n)
+{
+	char pid[24];
+
+	printf("# HELP rlock_leader_info Who leads the lock (value 1): the "
+	       "host, user and pid of its rlock lead.\n"
+	       "# TYPE rlock_leader_info gauge\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct rlock_holder *h = &all[i].leader;
+
+		if (!all[i].has_leader)
+			continue;
+		fputs("rlock_leader_info{lock=", stdout);
+		cli_prom_str(stdout, all[i].name);
+		fputs(",host=", stdout);
+		cli_prom_str(stdout, h->host);
+		fputs(",user=", stdout);
+		cli_prom_str(stdout, h->user);
+		snprintf(pid, sizeof(pid), "%lld", h->pid);
+		fputs(",pid=", stdout);
+		cli_prom_str(stdout, pid);
+		fputs("} 1\n", stdout);
+	}
+	printf("# HELP rlock_leader_since_seconds When the leader's term "
+	       "began, in seconds since the epoch.\n"
+	       "# TYPE rlock_leader_since_seconds gauge\n");
+	for (size_t i = 0; i < n; i++) {
+		if (!all[i].has_leader || all[i].leader.since_ms <= 0)
+			continue;
+		fputs("rlock_leader_since_seconds", stdout);
+		prom_label(all[i].name);
+		printf(" %.3f\n", (double)all[i].leader.since_ms / 1000.0);
+	}
+	printf("# HELP rlock_leader_fence The fence of the leader's term.\n"
+	       "# TYPE rlock_leader_fence gauge\n");
+	for (size_t i = 0; i < n; i++) {
+		if (!all[i].has_leader || all[i].leader.fence <= 0)
+			continue;
+		fputs("rlock_leader_fence", stdout);
+		prom_label(all[i].name);
+		printf(" %lld\n", all[i].leader.fence);
+	}
+}
+
 /* The node_exporter textfile collector's format. */
 static void print_prometheus(const struct last *all, size_t n)
 {
@@ -488,7 +594,7 @@ static void print_prometheus(const struct last *all, size_t n)
 			prom_label(all[i].name);
 			printf(m == M_EXIT ? " %.0f\n" : " %.3f\n", v);
 		}
-	}
+	}	prom_leaders(all, n);
 }
 
 int cmd_last(int argc, char **argv, struct cli *g)
@@ -540,6 +646,13 @@ int cmd_last(int argc, char **argv, struct cli *g)
 		if (rc == RLOCK_OK && rlock_last_junk(rl) != NULL &&
 		    g->verbose >= 0)
 			cli_warn(g, "%s: %s", all[i].name, rlock_last_junk(rl));
+		/* Who leads it now, when a candidate of rlock lead holds
+		 * it. */
+		if (rc == RLOCK_OK)
+			rc = rlock_status(rl, all[i].name, &all[i].leader,
+					  NULL);
+		all[i].has_leader = rc == RLOCK_OK &&
+				    is_leader(&all[i].leader);
 	}
 	if (rc != RLOCK_OK) {
 		cli_warn(g, "%s", rlock_errstr(rl));

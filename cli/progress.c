@@ -45,7 +45,8 @@ static void estimate(struct cli_progress *p)
 
 		if (e->held_ms >= 0 && (strcmp(e->event, "released") == 0 ||
 					strcmp(e->event, "abandoned") == 0 ||
-					strcmp(e->event, "lost") == 0))
+					strcmp(e->event, "lost") == 0 ||
+					strcmp(e->event, "stepped-down") == 0))
 			held[k++] = e->held_ms;
 	}
 	free(ev);

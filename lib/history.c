@@ -446,12 +446,14 @@ static void join_grant(struct rlock_event *e, const struct rlock_event *g)
 	}
 }
 
-/* Whether e ends a run: a release, an abandoned lease, a loss. */
+/* Whether e ends a run: a release, an abandoned lease, a loss, a
+ * leader's step-down. */
 static int ends_run(const struct rlock_event *e)
 {
 	return strcmp(e->event, "released") == 0 ||
 	       strcmp(e->event, "abandoned") == 0 ||
-	       strcmp(e->event, "lost") == 0;
+	       strcmp(e->event, "lost") == 0 ||
+	       strcmp(e->event, "stepped-down") == 0;
 }
 
 /* Whether e ends a grant that has not been joined to it yet: a release
@@ -828,7 +830,7 @@ int rlock_log_follow(struct rlock *rl, const char *name,
 	for (i = 0; i < l.n; i++) {
 		char key[32];
 
-		snprintf(key, sizeof(key), "%.11s:%.8s", l.ev[i].event,
+		snprintf(key, sizeof(key), "%.15s:%.8s", l.ev[i].event,
 			 l.ev[i].token);
 		for (j = 0; rl->nnode > 1 && j < sizeof(cur->seen) /
 		     sizeof(cur->seen[0]); j++) {

@@ -821,9 +821,13 @@ static void record_skipped(struct rlock *rl, struct acq *q,
 	record(rl, &q->n, NULL, v);
 }
 
-static int record_lost(struct rlock *rl, const char *name,
-		       const struct rlock_lease *lease, int code,
-		       const char *reason, const struct rlock_outcome *how)
+/* A lease's end that no release records: event "lost" (code the
+ * keepalive's result) or "stepped-down", with its reason, in the history
+ * and the record of the last runs. */
+static int record_end(struct rlock *rl, const char *name,
+		      const struct rlock_lease *lease, const char *event,
+		      int code, const char *reason,
+		      const struct rlock_outcome *how)
 {
 	const char *v[EV_NFIELDS] = { 0 };
 	char pid[24], fence[24], held[24], ex[24], sig[16], tok[9];
@@ -842,7 +846,7 @@ static int record_lost(struct rlock *rl, const char *name,
 	snprintf(held, sizeof(held), "%lld",
 		 (long long)(rlock_boot_ms() - lease->taken_boot_ms));
 	snprintf(tok, sizeof(tok), "%.8s", lease->token);
-	v[EV_EVENT] = "lost";
+	v[EV_EVENT] = event;
 	v[EV_HOST] = rl->host;
 	v[EV_USER] = rl->user;
 	v[EV_PID] = lease->pid > 0 ? pid : NULL;
@@ -867,8 +871,8 @@ static int record_lost(struct rlock *rl, const char *name,
 	for (char *p = why; *p != '\0'; p++)
 		if (*p == '\n')
 			*p = ' ';
-	snprintf(run, sizeof(run), "lost\n%s\n%s\n%s\n%s\n%s\n%s\n\n0\n"
-		 "%s\n%s\n%s\n\n", lease->kind == 'h' ? "" : "x",
+	snprintf(run, sizeof(run), "%s\n%s\n%s\n%s\n%s\n%s\n%s\n\n0\n"
+		 "%s\n%s\n%s\n\n", event, lease->kind == 'h' ? "" : "x",
 		 v[EV_EXIT] != NULL ? v[EV_EXIT] : "",
 		 v[EV_SIGNAL] != NULL ? v[EV_SIGNAL] : "", tok, why, fence,
 		 v[EV_PID] != NULL ? pid : "", rl->host, rl->user);
@@ -889,7 +893,7 @@ int rlock_record_lost(struct rlock *rl, const char *name,
 	int rc = RLOCK_OK, r;
 
 	if (w == NULL || strcmp(name, w->first) != 0)
-		return record_lost(rl, name, lease, code, reason, how);
+		return record_end(rl, name, lease, "lost", code, reason, how);
 	p = w->names;
 	for (size_t i = 0; i < w->n; i++) {
 		size_t len = strcspn(p, "\n");
@@ -901,7 +905,7 @@ int rlock_record_lost(struct rlock *rl, const char *name,
 		 * first name, and none for the others. */
 		l.fence = w->fence[i] > 0 ? w->fence[i] :
 			  i == 0 ? lease->fence : 0;
-		r = record_lost(rl, one, &l, code, reason, how);
+		r = record_end(rl, one, &l, "lost", code, reason, how);
 		if (rc == RLOCK_OK)
 			rc = r;
 	}
@@ -1191,9 +1195,11 @@ static int unannounced(const struct fan *f)
 	return 0;
 }
 
-int rlock_release(struct rlock *rl, const char *name, const char *token,
-		  const struct rlock_lease *lease,
-		  const struct rlock_outcome *how)
+/* rlock_release, its entry in history h (NULL: none, another entry
+ * says how the lease ended). */
+static int release(struct rlock *rl, const char *name, const char *token,
+		   const struct rlock_lease *lease,
+		   const struct rlock_outcome *how, const struct history *h)
 {
 	struct request q;
 	struct fan f;
@@ -1209,7 +1215,7 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 		return rc;
 	if ((rc = rl_identify_servers(rl)) != RLOCK_OK)
 		return rc;
-	rl_req_release(&q, &n.v, token, &rl->hist, how,
+	rl_req_release(&q, &n.v, token, h, how,
 		       lease != NULL ? lease->once_ms : 0, rl->nnode > 1);
 	rl_fan_ask(rl, &f, &q);
 	lost = count_lost_replies(&f, lease);
@@ -1232,6 +1238,30 @@ int rlock_release(struct rlock *rl, const char *name, const char *token,
 			     "%s: token does not hold the lock", name);
 	rl_fan_done(&f);
 	return rc;
+}
+
+int rlock_release(struct rlock *rl, const char *name, const char *token,
+		  const struct rlock_lease *lease,
+		  const struct rlock_outcome *how)
+{
+	return release(rl, name, token, lease, how, &rl->hist);
+}
+
+/*
+ * A leader's step-down: its lease ends by its own choice, recorded once,
+ * as "stepped-down" with the reason, before the release that hands the
+ * lock on (which records nothing more): the history reads promoted,
+ * stepped down, the next promoted, in that order.
+ */
+int rlock_step_down(struct rlock *rl, const char *name,
+		    const struct rlock_lease *lease, const char *reason,
+		    const struct rlock_outcome *how)
+{
+	/* Best effort, as a loss's record: a history refused is said by
+	 * rlock_history_refused, and the lock is given up all the same. */
+	(void)record_end(rl, name, lease, "stepped-down", RLOCK_OK, reason,
+			 how);
+	return release(rl, name, lease->token, lease, how, NULL);
 }
 
 int rlock_force_release(struct rlock *rl, const char *name,

@@ -485,8 +485,8 @@ size_t rlock_status_holders(const struct rlock *rl,
 /* One entry of a lock's history (docs/design.md#the-history). */
 struct rlock_event {
 	char id[48];			/* the stream entry's id */
-	char event[12];			/* acquired, released, abandoned, lost,
-					 * skipped, forced */
+	char event[16];			/* acquired, released, abandoned, lost,
+					 * stepped-down, skipped, forced */
 	long long time_ms;		/* server clock, ms since the epoch */
 	char host[256];
 	char user[64];
@@ -576,6 +576,16 @@ int rlock_event_ok(const struct rlock_event *e);
 /* After rlock_status: the lock's last completed run.  Returns 1 and points
  * *e at it (valid until the next rlock_status or rlock_free), or 0. */
 int rlock_status_last(const struct rlock *rl, const struct rlock_event **e);
+
+/* A leader (rlock lead) gives up the lock it holds under lease by its own
+ * choice (reason for people: a failing health check): recorded in the
+ * history as "stepped-down" with the reason and how the work under it
+ * ended (NULL: not known), then released with no entry of its own, so
+ * that the next in line is granted it.  Returns what rlock_release
+ * returns. */
+int rlock_step_down(struct rlock *rl, const char *name,
+		    const struct rlock_lease *lease, const char *reason,
+		    const struct rlock_outcome *how);
 
 /* Record that the lease of name was lost (reason for people; code the
  * keepalive's result: RLOCK_NOTOURS says the renewal was refused), and how

@@ -4,56 +4,15 @@
 # leader hands the lead on, never to two at once; --restart, --leader-file,
 # systemd's notify socket; usage errors.
 #
-# Each candidate runs $CAND ID: it writes "start ID US FENCE PID" to
-# $EVENTS when it starts and "end ID US" when SIGTERM ends it (US: the wall
-# clock in µs), and "hup ID" for each SIGHUP.
+# Each candidate runs $CAND ID (lead_helper.bash).
 
 bats_require_minimum_version 1.5.0
 load test_helper
+load lead_helper
 
 setup() {
 	rl_setup
-	export EVENTS=$BATS_TEST_TMPDIR/events
-	CAND=$BATS_TEST_TMPDIR/cand
-	cat >"$CAND" <<-'EOF'
-		#!/bin/bash
-		id=$1
-		trap 'echo "end $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"; exit 0' TERM
-		trap 'echo "hup $id" >>"$EVENTS"' HUP
-		echo "start $id ${EPOCHREALTIME/[.,]/} $RLOCK_FENCE $$" >>"$EVENTS"
-		while :; do
-			sleep 1 &
-			wait $!
-		done
-	EOF
-	chmod +x "$CAND"
-	: >"$EVENTS"
-}
-
-# starts: how many commands have started.  running: started less ended.
-starts() { grep -c '^start ' "$EVENTS" || true; }
-running() { echo $(($(starts) - $(grep -c '^end ' "$EVENTS" || true))); }
-starts_are() { [[ $(starts) == "$1" ]]; }
-# field EVENT ID N: field N (1-based) of the line "EVENT ID ...".
-field() { awk -v e="$1" -v i="$2" -v n="$3" '$1 == e && $2 == i { print $n; exit }' "$EVENTS"; }
-# nth_start N: the id of the Nth command started.
-nth_start() { awk -v n="$1" '$1 == "start" && ++k == n { print $2; exit }' "$EVENTS"; }
-
-# candidates N [OPTIONS...]: start N candidates for lock L, 1..N, in that
-# order (each in line before the next starts); PID[i] is rlock's pid.
-candidates() {
-	local n=$1 i
-	shift
-	PID=()
-	for ((i = 1; i <= n; i++)); do
-		bg_start "c$i" "$RLOCK" lead "$@" L -- "$CAND" "$i"
-		PID[i]=$BG_PID
-		if ((i == 1)); then
-			wait_until 10 starts_are 1
-		else
-			wait_until 10 has_waiters L $((i - 1))
-		fi
-	done
+	lead_setup
 }
 
 @test "lead: of three candidates exactly one runs its command, the first; the others wait in line" {
@@ -111,8 +70,12 @@ candidates() {
 
 @test "lead: the lock key deleted stops the leader's command before it goes back in line; another candidate leads" {
 	candidates 3 -t 3s
+	local t_del
+	t_del=$(now_ms)
 	rcli R DEL "$(key L)"
 	wait_until 10 grep -q '^end 1 ' "$EVENTS"
+	# Before the lease would have ended: it was renewed before the DEL.
+	(($(field end 1 3) / 1000 < t_del + 3000))
 	wait_until 10 starts_are 2
 	[[ $(nth_start 2) != 1 ]]
 	# The first is back in line, alive: it never exits on a loss.
@@ -187,6 +150,32 @@ candidates() {
 	kill -TERM "$pid"
 	bg_wait "$pid" 5
 	assert_equal "$BG_STATUS" 0
+}
+
+@test "lead: a server restart stops the leader's command before its lease ends; a candidate leads again once the server is back, with a higher fence" {
+	start_redis S
+	SRV=S candidates 3 -u "$S_URL" -t 3s
+	local t_restart end1 fence2
+	t_restart=$(now_ms)
+	restart_redis S
+	wait_until 10 grep -q '^end 1 ' "$EVENTS"
+	end1=$(field end 1 3)
+	# Before the lease can have ended: it was renewed before the restart.
+	((end1 / 1000 < t_restart + 3000))
+	wait_until 15 starts_are 2
+	# The server lost the lock with its data: another candidate may take
+	# it before the old command has ended (rlock learns of the loss at
+	# its next renewal, which the dropped connection brings forward).
+	# The new term's fence is higher: a write of the old one is refused.
+	fence2=$(awk '$1 == "start" && ++k == 2 { print $4 }' "$EVENTS")
+	(($(field start 1 4) < fence2))
+	wait_until 5 lock_held L S
+	assert_equal "$(running)" 1
+	# Every candidate lives on: the others are back in line.
+	pid_alive "${PID[1]}"
+	pid_alive "${PID[2]}"
+	pid_alive "${PID[3]}"
+	wait_until 10 has_waiters L 2 S
 }
 
 @test "lead: each term is in the history, marked as a leader's" {
@@ -355,23 +344,32 @@ count_of() { grep -cx -- "$2" "$1" || true; }
 
 # ---- --standby -----------------------------------------------------------------
 
-# $SB ID: a standby command: "start ID PID" when it starts, "usr1 ID US",
-# "usr2 ID US" for each promotion and demotion, "term ID US" at the
-# SIGTERM that ends it.
+# $SB ID: a standby command: "start ID PID NAME FENCE" when it starts,
+# "usr1 ID US", "usr2 ID US" for each promotion and demotion, "term ID US"
+# at the SIGTERM that ends it.  Perl, not bash: a demotion followed at once
+# by the SIGTERM of a stop must be seen in the order sent, and bash, given
+# USR2 and TERM together, runs the TERM trap (which exits) and never the
+# USR2 one; perl runs its handlers in the order of the signals' numbers.
 standby_cmd() {
 	SB=$BATS_TEST_TMPDIR/sb
 	cat >"$SB" <<-'EOF'
-		#!/bin/bash
-		id=$1
-		trap 'echo "usr1 $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR1
-		trap 'echo "usr2 $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR2
-		trap 'echo "term $id ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"; exit 0' TERM
-		trap 'echo "hup $id" >>"$EVENTS"' HUP
-		echo "start $id $$ ${RLOCK_NAME-} ${RLOCK_FENCE-nofence}" >>"$EVENTS"
-		while :; do
-			sleep 1 &
-			wait $!
-		done
+		#!/usr/bin/perl
+		use strict;
+		use warnings;
+		use Time::HiRes qw(time);
+		my $id = shift;
+		sub rec {
+			open(my $f, '>>', $ENV{EVENTS}) or die "$ENV{EVENTS}: $!";
+			print $f "@_\n";
+			close $f;
+		}
+		sub us { sprintf('%.0f', time() * 1e6) }
+		$SIG{USR1} = sub { rec('usr1', $id, us()) };
+		$SIG{USR2} = sub { rec('usr2', $id, us()) };
+		$SIG{HUP} = sub { rec('hup', $id) };
+		$SIG{TERM} = sub { rec('term', $id, us()); exit 0 };
+		rec('start', $id, $$, $ENV{RLOCK_NAME} // '', $ENV{RLOCK_FENCE} // 'nofence');
+		sleep 1 while 1;
 	EOF
 	chmod +x "$SB"
 }
@@ -410,6 +408,30 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	# The new leader's command had been running all along: not restarted.
 	assert_equal "$(grep -c '^start 2 ' "$EVENTS")" 1
 	pid_alive "$pid2"
+}
+
+@test "lead --standby: a stop's demotion is taken by the command before its SIGTERM comes (a bash command with USR2 and TERM traps logs both, in order)" {
+	# Bash given USR2 and TERM together runs the TERM trap, which exits,
+	# and never the USR2 one: rlock waits until the USR2 is taken.
+	cat >sbb <<-'EOF'
+		#!/bin/bash
+		trap 'echo "usr1 ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR1
+		trap 'echo "usr2 ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"' USR2
+		trap 'echo "term ${EPOCHREALTIME/[.,]/}" >>"$EVENTS"; exit 0' TERM
+		while :; do
+			sleep 1 &
+			wait $!
+		done
+	EOF
+	chmod +x sbb
+	bg_start c1 "$RLOCK" lead --standby -t 10s L -- ./sbb
+	local pid1=$BG_PID
+	wait_until 10 grep -q '^usr1 ' "$EVENTS"
+	kill -TERM "$pid1"
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	run cut -d' ' -f1 "$EVENTS"
+	assert_output $'usr1\nusr2\nterm'
 }
 
 @test "lead --standby: a lost lease demotes the command, which runs on, and the candidate goes back in line" {
@@ -534,11 +556,23 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	(($(field start 2 3) > $(field end 1 3)))
 	wait_until 5 grep -q 'out of line until it passes' c1.err
 	run cat c1.err
-	assert_line --index 1 "rlock: lead: L: lock lost: stepped down: --health failed 2 times in a row; command stopped"
+	assert_line --index 1 "rlock: lead: L: stepped down: --health failed 2 times in a row; command stopped"
 	assert_line --index 2 "rlock: lead: L: health check fails; out of line until it passes"
 	assert_equal "$(waiters L)" 0
+	# One event ends the term, a step-down with its reason, before the
+	# next term's grant; no loss, no release of its own.
 	run -0 "$RLOCK" log L
-	assert_output --partial "(stepped down: --health failed 2 times in a row)"
+	assert_line --index 0 --regexp "^.{19}  acquired  .* pid ${pid1}  fence .*lead: $CAND 1\$"
+	assert_line --index 1 --regexp "^.{19}  stepped-down  .* pid ${pid1}  fence .*  exit 0  \(--health failed 2 times in a row\)\$"
+	assert_line --index 2 --regexp "  acquired  .*lead: $CAND 2\$"
+	assert_equal "${#lines[@]}" 3
+	run -0 "$RLOCK" log --json L
+	assert_line --index 1 --regexp '^\{"event":"stepped-down",.*"exit":0,"signal":null,"reason":"--health failed 2 times in a row",'
+	run -0 "$RLOCK" status --json L
+	json_check "$output" 'd["locks"][0]["last"]["event"] == "stepped-down" and d["locks"][0]["last"]["reason"] == "--health failed 2 times in a row"'
+	run -0 "$RLOCK" last L
+	assert_line --index 0 --regexp "^L: led by .* pid [0-9]+ \(fence [0-9]+\) since "
+	assert_line --index 1 --regexp "^L: last run ended .* ago on .* pid ${pid1}\): stepped down \(--health failed 2 times in a row\) after [0-9.]+m?s\$"
 	: >ok1
 	wait_until 5 has_waiters L 1
 	pid_alive "$pid1"
@@ -556,4 +590,110 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	(($(field usr2 1 3) < $(field usr1 2 3)))
 	pid_alive "$(field start 1 3)"
 	refute grep -q '^term 1 ' "$EVENTS"
+}
+
+@test "lead: a candidate in line whose --health starts failing leaves the line, is not promoted while it fails, and rejoins once it passes" {
+	: >ok2
+	bg_start c1 "$RLOCK" lead -t 10s L -- "$CAND" 1
+	local pid1=$BG_PID
+	wait_until 10 starts_are 1
+	bg_start c2 "$RLOCK" lead -t 10s --health 'test -e ok2' --health-every 100ms L -- "$CAND" 2
+	local pid2=$BG_PID
+	wait_until 10 has_waiters L 1
+	rm ok2
+	wait_until 5 grep -q 'L: health check fails; out of line until it passes' c2.err
+	wait_until 5 eval '[[ $(waiters L) == 0 ]]'
+	# The leader goes: the lock is free, and the unwell candidate does
+	# not take it.
+	kill -TERM "$pid1"
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	lock_free L
+	local t0
+	t0=$(now_ms)
+	wait_until 5 eval '(( $(now_ms) - t0 >= 500 ))'
+	lock_free L
+	assert_equal "$(starts)" 1
+	: >ok2
+	wait_until 5 starts_are 2
+	assert_equal "$(nth_start 2)" 2
+	run cat c2.err
+	assert_line --index 0 "rlock: lead: L: health check fails; out of line until it passes"
+	assert_line --index 1 "rlock: lead: L: health check passes; back in line"
+	assert_line --index 2 --regexp "^rlock: lead: L: leading \(fence [0-9]+\)$"
+	pid_alive "$pid2"
+}
+
+@test "lead: SIGTERM to a candidate whose --health check runs ends the check and exits 0 at once" {
+	bg_start c1 "$RLOCK" lead -t 10s --health 'touch checking; sleep 8' --health-every 20s L -- "$CAND" 1
+	local pid1=$BG_PID t0
+	wait_until 5 test -e checking
+	t0=$(now_ms)
+	kill -TERM "$pid1"
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	(($(now_ms) - t0 < 1000))
+	assert_equal "$(starts)" 0
+	run cat c1.err
+	assert_output ""
+}
+
+@test "lead --standby: a candidate in line whose --health fails leaves the line, its command running and never promoted while it fails; it rejoins once it passes" {
+	standby_cmd
+	: >ok2
+	bg_start c1 "$RLOCK" lead --standby -t 10s L -- "$SB" 1
+	local pid1=$BG_PID
+	wait_until 10 promoted 1
+	bg_start c2 "$RLOCK" lead --standby -t 10s --health 'test -e ok2' --health-every 100ms L -- "$SB" 2
+	wait_until 10 has_waiters L 1
+	# Its checks pass and end (SIGCHLD): it keeps its place meanwhile.
+	local t0
+	t0=$(now_ms)
+	wait_until 5 eval '(( $(now_ms) - t0 >= 500 ))'
+	assert_equal "$(waiters L)" 1
+	rm ok2
+	wait_until 5 eval '[[ $(waiters L) == 0 ]]'
+	kill -TERM "$pid1"
+	bg_wait "$pid1" 5
+	assert_equal "$BG_STATUS" 0
+	lock_free L
+	t0=$(now_ms)
+	wait_until 5 eval '(( $(now_ms) - t0 >= 500 ))'
+	lock_free L
+	refute promoted 2
+	: >ok2
+	wait_until 5 promoted 2
+	assert_equal "$(grep -c '^start 2 ' "$EVENTS")" 1
+}
+
+# ---- seen from outside ---------------------------------------------------------
+
+@test "lead: last says who leads and since when; last --prometheus has rlock_leader_info (labels escaped), rlock_leader_since_seconds and rlock_leader_fence; no sample once nobody leads" {
+	USER=$'we"i\\rd\xff' bg_start c1 "$RLOCK" lead -t 10s L -- "$CAND" 1
+	local pid1=$BG_PID fence1 since t0
+	t0=$(now_ms)
+	wait_until 10 starts_are 1
+	fence1=$(field start 1 4)
+	run -0 --separate-stderr "$RLOCK" last L
+	assert_line --index 0 --regexp "^L: led by we\"i\\\\\\\\rd\\\\xff@[^ ]+ pid ${pid1} \\(fence ${fence1}\\) since [0-9-]{10} [0-9:]{8}, [0-9.]+m?s ago\$"
+	assert_line --index 1 "L: never ran"
+	run -0 --separate-stderr "$RLOCK" last --json L
+	json_check "$output" 'd["leader"]["pid"] == int(a[0]) and d["leader"]["fence"] == int(a[1]) and d["leader"]["command"].startswith("lead: ") and d["last"] is None' -- "$pid1" "$fence1"
+	run -0 --separate-stderr "$RLOCK" last --prometheus L M
+	assert_line --regexp "^rlock_leader_info\\{lock=\"L\",host=\"[^\"]+\",user=\"we\\\\\"i\\\\\\\\rd$(printf '\xef\xbf\xbd')\",pid=\"${pid1}\"\\} 1\$"
+	assert_line "rlock_leader_fence{lock=\"L\"} $fence1"
+	since=$(sed -n 's/^rlock_leader_since_seconds{lock="L"} \([0-9]*\)\.[0-9]\{3\}$/\1/p' <<<"$output")
+	# The term began within this test, by the server's clock.
+	((since * 1000 >= t0 - 2000 && since * 1000 <= $(now_ms) + 2000))
+	refute_line --partial 'lock="M"'
+	kill -TERM "$pid1"
+	bg_wait "$pid1" 5
+	run -0 --separate-stderr "$RLOCK" last L
+	refute_line --partial "led by"
+	assert_line --index 0 --regexp '^L: last run ended .*: exit 0 after '
+	run -0 --separate-stderr "$RLOCK" last --prometheus L
+	refute_line --regexp '^rlock_leader'
+	assert_line '# TYPE rlock_leader_info gauge'
+	run -0 --separate-stderr "$RLOCK" last --json L
+	json_check "$output" '"leader" not in d and d["last"]["event"] == "released"'
 }

@@ -9,7 +9,7 @@
 -- without one),
 -- the holder's note, and the
 -- last completed run from the history ({id, {field, value, ...}} of the
--- newest released or lost entry among the last 50, then its grant's entry,
+-- newest released, lost or stepped-down entry among the last 50, then its grant's entry,
 -- {} when not among them; {} none, or the stream refused: a read, so a
 -- pcall), and the period done ({until, host, user, pid, since, done,
 -- fence, per}, {} none).  KEYS: the nine and the period's record.
@@ -60,7 +60,8 @@ local function last_run()
   if type(es) ~= 'table' or es.err then return {}, {} end
   for i, e in ipairs(es) do
     local ev = event_of(e)
-    if ev == 'released' or ev == 'abandoned' or ev == 'lost' then
+    if ev == 'released' or ev == 'abandoned' or ev == 'lost' or
+       ev == 'stepped-down' then
       local tok = token_of(e)
       for j = i + 1, #es do
         if event_of(es[j]) == 'acquired' and token_of(es[j]) == tok then return e, es[j] end

@@ -338,6 +338,52 @@ static void packed_entries(void)
 	}
 }
 
+/* A leader's step-down (rlock lead): the event "stepped-down", twelve
+ * characters, in an entry and in the record of the last runs, with its
+ * reason; it ends a run and is no success.  An event name longer than
+ * the room for one is another client's. */
+static void stepped_down(void)
+{
+	static const char run[] = "1\n1795771430791-9\nstepped-down\nx\n143"
+				  "\nTERM\nabcdef01\n--health failed 3 times "
+				  "in a row\n42\n\n0\n4321\nh\nu\n\nlead: cmd";
+	redisReply *r;
+	struct rlock_event ev;
+
+	unit_context("stepped-down entry");
+	r = unit_reply("*2\r\n$15\r\n1795771430791-9\r\n*6\r\n"
+		       "$5\r\nevent\r\n$12\r\nstepped-down\r\n"
+		       "$6\r\nreason\r\n$20\r\n--health failed once\r\n"
+		       "$5\r\ntoken\r\n$8\r\nabcdef01\r\n");
+	CHECK(r != NULL);
+	if (r != NULL) {
+		CHECK_INT(rl_decode_entry(r, &ev), 0);
+		CHECK_STR(ev.event, "stepped-down");
+		CHECK_STR(ev.reason, "--health failed once");
+		CHECK_INT(ev.bad, 0);
+		CHECK_INT(rlock_event_ok(&ev), 0);
+		freeReplyObject(r);
+	}
+	unit_context("stepped-down run record");
+	CHECK_INT(rl_decode_run(run, sizeof(run) - 1, &ev), 0);
+	CHECK_STR(ev.event, "stepped-down");
+	CHECK_STR(ev.reason, "--health failed 3 times in a row");
+	CHECK_INT(ev.exit, 143);
+	CHECK_STR(ev.command, "lead: cmd");
+	CHECK_INT(ev.bad, 0);
+	CHECK_INT(rlock_event_ok(&ev), 0);
+	unit_context("an event name too long");
+	r = unit_reply("*2\r\n$15\r\n1795771430791-9\r\n*2\r\n"
+		       "$5\r\nevent\r\n$16\r\nstepped-down-now\r\n");
+	CHECK(r != NULL);
+	if (r != NULL) {
+		rl_decode_entry(r, &ev);
+		CHECK(ev.bad != 0);
+		freeReplyObject(r);
+	}
+	unit_context(NULL);
+}
+
 /* with.lua's acquire answer (--with): a fence per name, or busy with the
  * holder of the first lock held when details were asked. */
 static void with_answers(void)
@@ -524,6 +570,7 @@ void test_decoders(void)
 	grant_slots();
 	pool_members();
 	packed_entries();
+	stepped_down();
 	force();
 	integers();
 	with_answers();
