@@ -619,7 +619,19 @@ static int stand(struct lead *ld, struct rlock *rl, struct rlock_lease *lease)
 
 	if (ld->g->verbose > 0)
 		cli_warn(ld->g, "%s: in line", ld->name);
+again:
 	rc = rlock_acquire(rl, ld->name, &ld->ao, lease, &holder);
+	/* Handed over by the release and taken from the wake-up without
+	 * asking (the baton), the grant has a short first lease: it is
+	 * confirmed to the TTL before any promotion, whose hook may run
+	 * longer than that.  Gone meanwhile (the key deleted): in line
+	 * again. */
+	if (rc == RLOCK_OK && lease->first_ms > 0) {
+		rc = rlock_extend(rl, ld->name, lease->token, lease->ttl_ms,
+				  lease);
+		if (rc == RLOCK_NOTOURS)
+			goto again;
+	}
 	if (rc == RLOCK_CANCELED) {
 		/* --standby reads what ended the wait itself (sfd); else an
 		 * INT or TERM did, or a failed --health check. */

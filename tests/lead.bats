@@ -697,3 +697,18 @@ promoted() { grep -q "^usr1 $1 " "$EVENTS"; }
 	run -0 --separate-stderr "$RLOCK" last --json L
 	json_check "$output" '"leader" not in d and d["last"]["event"] == "released"'
 }
+
+@test "lead: a candidate handed the lead by the release confirms its grant to the TTL before promoting: a hook longer than the short first lease still runs under the lock" {
+	local hook='sleep 2.8; if [ "$(redis-cli -p '"$R_PORT"' GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ]; then echo held; else echo lost; fi >>hook.seen'
+	bg_start c1 "$RLOCK" lead -t 9s L -- "$CAND" 1
+	local pid1=$BG_PID
+	wait_until 10 eval '[[ $(meta L pid) == "$pid1" ]]'
+	bg_start c2 "$RLOCK" lead -t 9s --hook-timeout 10s --on-promote "$hook" L -- "$CAND" 2
+	wait_until 10 has_waiters L 1
+	# The release hands c2 the lock with a first lease of 2.4s
+	# (LINE_LEASE_MS and the margin of a 9s TTL): the hook, within its
+	# limit of a third of the TTL, outlasts it.
+	kill -TERM "$pid1"
+	wait_until 15 test -s hook.seen
+	assert_equal "$(cat hook.seen)" held
+}
