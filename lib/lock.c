@@ -264,7 +264,7 @@ static void record_grant(struct rlock *rl, const struct lock_keys *n,
 			 const struct rlock_lease *lease);
 
 /* One acquire's own state: the lock's names, the token, what it asks for
- * and, on one server, the waiter's id and wake-up channel. */
+ * and, on one server, the waiter's id and wake-up list. */
 struct acq {
 	const char *name;
 	const struct rlock_acquire_opts *o;
@@ -273,7 +273,7 @@ struct acq {
 	char token[RLOCK_TOKEN_LEN + 1];
 	char kind[24];
 	char id[LINE_ID_LEN + 1];
-	char mywake[RLOCK_KEY_MAX + 16 + LINE_ID_LEN];	/* its own channel */
+	char mywake[RLOCK_KEY_MAX + 16 + LINE_ID_LEN];	/* its own wake-up list */
 	const char *chan;		/* where a waiter listens */
 	char skip[640];			/* why it gave up at once, for the
 					 * history ('' none) */
@@ -553,8 +553,8 @@ static int try_acquire(struct rlock *rl, const char *name, struct acq *aq,
 	return rc;
 }
 
-/* A waiter's id: 64 random bits in hex, public (its wake-up channel is
- * seen by PUBSUB CHANNELS), unlike the token. */
+/* A waiter's id: 64 random bits in hex, public (its wake-up list is a
+ * key that SCAN lists), unlike the token. */
 static int make_waiter_id(char id[LINE_ID_LEN + 1])
 {
 	char t[RLOCK_TOKEN_LEN + 1];

@@ -55,7 +55,7 @@ static long long count_waiters(struct rlock *rl, const struct lock_keys *n)
 	struct fan f;
 	long long most = -1;
 
-	/* Waiters subscribe on the master that owns the lock's slot. */
+	/* Waiters wait on the master that owns the lock's slot. */
 	rl_req_command(&q, 3, argv, n->v.slot);
 	rl_fan_init(&f, rl);
 	rl_fan_all(&f, &q);

@@ -391,7 +391,8 @@ static int set_attempt(struct rlock *rl, void *self, int64_t waited_ms,
 	return RLOCK_BUSY;
 }
 
-/* The set's wake-up channels, one per lock, for its waiter id. */
+/* The set's wake-up lists (one server) or release channels (several
+ * masters), one per lock, for its waiter id. */
 static int set_channels(struct rlock *rl, void *self, const char **chan,
 			size_t *nchan, int *slot)
 {

@@ -110,7 +110,8 @@ struct tls_ctx {
 	char *sni;
 	char *cacert, *cacertdir, *cert, *key;	/* what it was made of */
 	/* The last session of each server (under tls_lock), so that the
-	 * next connection (run's renewal thread, a waiter's subscription)
+	 * next connection (acquire --renew's renewer, a waiter's after a
+	 * drop)
 	 * resumes it instead of paying a full handshake. */
 	struct {
 		char addr[600];		/* as rl_conn_addr */
