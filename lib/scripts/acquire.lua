@@ -113,6 +113,7 @@ local KEYS, ARGV = K, A
 --@include next_fence.lua
 --@include unpack_meta.lua
 --@include holder_meta.lua
+--@include shrink.lua
 --@include entry.lua
 --@include fresh_fence.lua
 --@include grant.lua
@@ -131,7 +132,9 @@ local pk = tonumber(string.match(k, '^p(%d+)$') or '')
 local kc = pk and 'p' or k
 local cur = redis.call('GET', KEYS[1])
 if cur == tok then
+  -- The record of the grant lives as long as the lock (grant.lua).
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[11], ARGV[2])
   local m = holder_meta(tok, 10)
   local held = m[1] and fence_of(m[1])
   if held and now - (tonumber(m[2]) or 0) < @BATON_REFENCE_MS@ then
@@ -140,13 +143,14 @@ if cur == tok then
   end
   local f, fs = fresh_fence()
   if not f then return fs end
-  -- Its release goes the whole way (P{N}:hold), which writes this fence
-  -- in its history entry: the grant's entry has the first.
-  if not redis.call('GET', KEYS[12]) then redis.call('SET', KEYS[12], '0') end
+  -- Its release goes the whole way (P{N}:hold, '0': no --min-hold, with
+  -- the lock's expiry, which extend.lua gives it too), which writes this
+  -- fence in its history entry: the grant's entry has the first.
+  if not redis.call('GET', KEYS[12]) then redis.call('SET', KEYS[12], '0', 'PX', ARGV[2]) end
   local g = redis.call('GET', KEYS[11]) or ''
   local gid, grest = string.match(g, '^2\n([^\n]*)\n%d*(\n.*)$')
   if grest and string.match(grest, '^\n[^\n]*\n[^\n]*\n[^\n]*\n([^\n]*)') == string.sub(tok, 1, 8) then
-    redis.call('SET', KEYS[11], '2\n' .. gid .. '\n' .. fs .. grest)
+    redis.call('SET', KEYS[11], '2\n' .. gid .. '\n' .. fs .. grest, 'PX', ARGV[2])
   else
     local v = redis.call('GET', KEYS[2]) or ''
     local since, orest = string.match(v, '^%d*\n(%d*)(\n.*)$')
