@@ -64,7 +64,7 @@ counter() {
 }
 
 # gfence NAME [SERVER]: the fence of lock NAME's last exclusive grant, as
-# its record P{NAME}:grant has it (it stays after the release).
+# its record P{NAME}:grant has it while it holds, and its history after.
 gfence() {
 	meta "$1" fence "${2:-R}"
 }
