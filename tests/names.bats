@@ -124,6 +124,7 @@ gated() {
 # ---- every key expires, after each kind and feature ------------------------
 
 @test "an exclusive run: its lock, its grant's record and its history while it holds, through renewals; its history alone after, under 1 KB" {
+	local p b
 	gated a -t 1s
 	assert_keys R '{a}' '{a}:grant' '{a}:log'
 	# Past its first lease (not a wait for anything: the time a renewal
@@ -171,6 +172,7 @@ gated() {
 }
 
 @test "shared: the holders while held, the history and the record of the last runs after" {
+	local b
 	gated c -s
 	assert_keys R '{c}:holders' '{c}:holders:meta' '{c}:log'
 	touch go-c
@@ -181,6 +183,7 @@ gated() {
 }
 
 @test "a semaphore: the holders while held, the history and the record of the last runs after" {
+	local b
 	gated d -l 3
 	assert_keys R '{d}:holders' '{d}:holders:meta' '{d}:log'
 	touch go-d
@@ -212,6 +215,7 @@ gated() {
 }
 
 @test "--once-per: the period done expires at its end" {
+	local p
 	run -0 "$RLOCK" run --once-per 1d g -- true
 	assert_keys R '{g}:log' '{g}:log:last' '{g}:once'
 	p=$(key_pttl R '{g}:once')
@@ -247,6 +251,7 @@ gated() {
 }
 
 @test "a failed run: the record of the last runs expires with the history" {
+	local p
 	run -3 "$RLOCK" run i -- sh -c 'exit 3'
 	assert_keys R '{i}:log' '{i}:log:last'
 	p=$(key_pttl R '{i}:log:last')
@@ -333,6 +338,7 @@ gated() {
 }
 
 @test "Sentinel: the history is copied to its size on the master and its replica" {
+	local b
 	run -0 "$RLOCK" -u "$SENTINEL_URL" run sn -- true
 	local m r
 	m=$(ha_master)
@@ -347,6 +353,7 @@ gated() {
 }
 
 @test "Cluster: the copy shares the name's slot, and the history is under 1 KB" {
+	local p b
 	local port k
 	k=$(key cl)
 	port=$(cluster_owner_port "$k")
