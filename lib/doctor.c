@@ -1235,8 +1235,8 @@ static void check_history(struct doc *x, struct server *s, struct probe *p)
 	freeReplyObject(r);
 }
 
-/* Delete what the probe may have left (its grant record never expires)
- * and check that nothing remains. */
+/* Delete what the probe may have left (its history, which would stay
+ * its 30 days) and check that nothing remains. */
 static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 {
 	const char *del[8] = { "DEL", p->k.key, p->k.meta, p->k.fence,
@@ -1254,7 +1254,8 @@ static void probe_cleanup(struct doc *x, struct server *s, struct probe *p)
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
 		refused(x, s, "cleanup", RLOCK_CHECK_WARN, r, p->k.key,
-			"DEL refused: the probe's grant record is left");
+			"DEL refused: the probe's history is left until it "
+			"expires");
 		freeReplyObject(r);
 		return;
 	}

@@ -180,7 +180,7 @@ static const char *kept_type(const char *key)
 		{ "}" KEY_LEASE, "zset" }, { "}" KEY_WHO, "hash" },
 		{ "}" KEY_LOG, "stream" }, { "}" KEY_ONCE, "hash" },
 		{ "}" KEY_LAST, "hash" }, { "}" KEY_GRANT, "string" },
-		{ "}" KEY_HOLD, "string" },
+		{ "}" KEY_HOLD, "string" }, { "}" KEY_LOG_COPY, "stream" },
 	};
 	size_t len = strlen(key);
 

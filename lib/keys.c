@@ -32,10 +32,11 @@
  *                                  set's (with.lua, baton.lua); '~baton'
  *                                  -> "LIST\nTOKEN\nAT", the last baton
  *                                  handed over (baton.lua)
- *   8 fence     P{N}:fence         counter, never expires: an older
- *                                  rlock's, the floor of a stream made
- *                                  new, the fence where XADD is refused
- *                                  (entry.lua)
+ *   8 fence     P{N}:fence         counter, expires with the history
+ *                                  (HISTORY_TTL_MS) each time it is
+ *                                  written: an older rlock's, the floor
+ *                                  of a stream made new, the fence where
+ *                                  XADD is refused (entry.lua)
  *   9 log       P{N}:log           stream: the history, whose ids are the
  *                                  fences (entry.lua)
  *     last      P{N}:log:last      hash: the last run that did not end
@@ -47,12 +48,20 @@
  *                                  written: keep_ok.lua), ID its history
  *                                  entry's; trimming the stream never
  *                                  reaches it.  Named from the log key
+ *     copy      P{N}:log:c         stream: a history just made, copied to
+ *                                  its size and renamed back over it in
+ *                                  the same script (shrink.lua): never
+ *                                  seen between scripts.  Named from the
+ *                                  log key
  *  10 once      P{N}:once          hash: the period done (--once-per):
  *                                  until, host, user, pid, since, done,
  *                                  fence, per (its length)
- *  11 grant     P{N}:grant         string, never expires: the last
- *                                  exclusive grant's record (grant.lua)
- *  12 hold      P{N}:hold          string: --min-hold's end, while it lasts
+ *  11 grant     P{N}:grant         string, with the lock's expiry: the
+ *                                  last exclusive grant's record
+ *                                  (grant.lua)
+ *  12 hold      P{N}:hold          string: --min-hold's end, while it
+ *                                  lasts and the lock with it ('0' a
+ *                                  grant fenced again, acquire.lua)
  */
 
 const char *const rl_ev_field[EV_NFIELDS] = {

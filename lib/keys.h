@@ -28,6 +28,10 @@
 #define KEY_WITH ":with"		/* the set held with it (--with) */
 #define KEY_LAST ":log:last"		/* the last runs (the scripts name
 					 * it from the log's key) */
+#define KEY_LOG_COPY ":log:c"		/* a new history's copy, renamed
+					 * back over it in the same script
+					 * (shrink.lua, which names it from
+					 * the log's key) */
 
 
 #define CLUSTER_SLOTS 16384

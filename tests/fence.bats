@@ -64,7 +64,7 @@ counter() {
 }
 
 # gfence NAME [SERVER]: the fence of lock NAME's last exclusive grant, as
-# its record P{NAME}:grant has it (it stays after the release).
+# its record P{NAME}:grant has it while it holds, and its history after.
 gfence() {
 	meta "$1" fence "${2:-R}"
 }
@@ -88,6 +88,16 @@ replica_up() {
 	info=$(rcli "$1" INFO replication | tr -d '\r')
 	[[ $info == *role:slave* && $info == *"master_port:$2"$'\n'* &&
 		$info == *master_link_status:up* ]]
+}
+
+# hold_fence [rlock options...] NAME: acquire NAME (waiting up to 10s)
+# and leave it held: HF its fence, HT its token.
+hold_fence() {
+	local out
+	out=$("$RLOCK" "${@:1:$#-1}" acquire --json -w 10s "${*: -1}") || return 1
+	[[ $out =~ \"fence\":([0-9]+), ]] || return 1
+	HF=${BASH_REMATCH[1]}
+	HT=$(json_token "$out")
 }
 
 # json_token JSON: the token in acquire's JSON.
@@ -396,18 +406,22 @@ spent_limit() {
 		assert_equal "$(rcli "$m" EXISTS "$(key rl):log" "$(key rl):grant" "$(key rl):fence")" 0
 	done
 	b=$(server_us N1)
-	f[3]=$(take_fence --connect-timeout 1s "${U3[@]}" rl)
+	hold_fence --connect-timeout 1s "${U3[@]}" rl
+	f[3]=$HF
 	a=$(server_us N1)
 	assert_increasing "${f[@]}"
 	assert_fence "${f[3]}" "$b" "$a"
 	# Both granting masters hold the fence handed out (the lower one
-	# raised to it): the record of the grant on each.
+	# raised to it): the record of the grant on each, while it holds (it
+	# goes with the lock).
 	assert_equal "$(gfence rl N1)" "${f[3]}"
 	assert_equal "$(gfence rl N2)" "${f[3]}"
+	"$RLOCK" --connect-timeout 1s "${U3[@]}" release rl "$HT"
 	# The third back, empty: all three grant, above the last, and a
 	# majority keeps the fence handed out (none has more).
 	restart_redis N3
-	f[4]=$(take_fence "${U3[@]}" rl)
+	hold_fence "${U3[@]}" rl
+	f[4]=$HF
 	assert_increasing "${f[@]}"
 	local at=0 c
 	for m in N1 N2 N3; do
@@ -417,6 +431,7 @@ spent_limit() {
 		[[ $c == "${f[4]}" ]] && at=$((at + 1))
 	done
 	((at >= 2)) || fail "the fence ${f[4]} on $at of 3 masters"
+	"$RLOCK" "${U3[@]}" release rl "$HT"
 }
 
 @test "three masters: acquire --json and status --json agree on the fence, the highest any master has" {

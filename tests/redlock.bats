@@ -137,8 +137,8 @@ held_on() {
 }
 
 # gone_on NAME M...: lock NAME's key is gone on each master (the record of
-# its last grant, P{NAME}:grant, stays and is no holder's then; no record
-# in the older P{NAME}:owner either).
+# its last grant, P{NAME}:grant, with it; no record in the older
+# P{NAME}:owner either).
 gone_on() {
 	local name=$1 m
 	shift
@@ -178,6 +178,22 @@ meta_on() {
 	done
 }
 
+# mfence NAME M: the fence of master M's last grant of lock NAME: its
+# record or history entry (meta), else the fence of the last id its
+# history stream gave (XINFO STREAM's last-generated-id), where a grant
+# undone leaves its only mark (its entry removed at once, its record gone
+# with its lock): at least that grant's fence, and below the next.
+mfence() {
+	local f id
+	f=$(meta "$1" fence "$2")
+	if [[ -z $f ]]; then
+		id=$(rcli "$2" XINFO STREAM "$(key "$1"):log" 2>/dev/null |
+			sed -n '/^last-generated-id$/{n;p;}')
+		[[ -n $id ]] && f=$(fence_of_id "$id")
+	fi
+	echo "$f"
+}
+
 # fence_is NAME N M...: the record of lock NAME's last grant on each master
 # has fence N ("": no grant there).
 fence_is() {
@@ -188,13 +204,13 @@ fence_is() {
 	done
 }
 
-# granted_above NAME C M...: each master has the record of a grant of lock
-# NAME with a fence above C.
+# granted_above NAME C M...: each master gave lock NAME a fence above C
+# (mfence).
 granted_above() {
 	local name=$1 c=$2 m f
 	shift 2
 	for m in "$@"; do
-		f=$(meta "$name" fence "$m")
+		f=$(mfence "$name" "$m")
 		[[ -n $f ]] && ((f > c)) || return 1
 	done
 }
@@ -236,13 +252,13 @@ fence_ahead_on() {
 	echo "$c"
 }
 
-# fence_max NAME M...: the highest fence in the records of lock NAME's last
-# grants on the masters, which is the last fence handed out (0: none).
+# fence_max NAME M...: the highest fence of lock NAME's last grants on the
+# masters (mfence), which is the last fence handed out (0: none).
 fence_max() {
 	local name=$1 m max=0 f
 	shift
 	for m in "$@"; do
-		f=$(meta "$name" fence "$m") || return 1
+		f=$(mfence "$name" "$m") || return 1
 		if [[ -n $f ]] && ((f > max)); then
 			max=$f
 		fi
@@ -361,12 +377,12 @@ start_run() {
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(bg_err run)" ""
 	gone_on tri M1 M2 M3
-	# The records of the grant never expire, and still have the fence:
-	# one acquisition recorded on each.
+	# The records of the grant went with the lock; the history has the
+	# fence: one acquisition recorded on each.
 	fence_on_majority tri "$(cat fence)" M1 M2 M3
 	for m in M1 M2 M3; do
-		rq "$m" PTTL "$(key tri):grant"
-		[[ $RQ == -[12] ]] || fail "the record on $m has a TTL: $RQ"
+		rq "$m" EXISTS "$(key tri):grant"
+		[[ $RQ == 0 ]] || fail "the record on $m outlived the lock"
 		assert_equal "$(grant_tok tri "$m")" "${TOKEN:0:8}"
 	done
 	grants_are tri 1 M1 M2 M3
@@ -1096,7 +1112,7 @@ holder_of() {
 	run -75 "$RLOCK" "${U3[@]}" -q run -n fb -- true
 	# M3 granted and undid five times: its fences moved on, above c; the
 	# others granted none.
-	g3=$(meta fb fence M3)
+	g3=$(mfence fb M3)
 	assert_fence "$g3" $((c + 1))
 	fence_is fb "" M1 M2
 	rq M1 DEL "${RLOCK_PREFIX}{fb}"

@@ -72,7 +72,8 @@ file_exists() {
 }
 
 # fence NAME [SERVER]: the fence of lock NAME's last exclusive grant (its
-# record P{NAME}:grant, which stays after the release; empty when none).
+# record P{NAME}:grant while it holds, its history after; empty when
+# none).
 fence() {
 	meta "$1" fence "${2:-R}"
 }

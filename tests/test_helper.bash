@@ -721,8 +721,9 @@ grant_meta() {
 
 # grant_record NAME [SERVER]: the record of lock NAME's last exclusive grant,
 # in P{N}:grant's layout: P{N}:grant itself, or the newest exclusive grant
-# entry of the history ("a1", kind x) when that is newer (the shortest path
-# writes no record: its entry is the record).
+# entry of the history ("a1", kind x, or an "acquired" event of several
+# masters' history) when that is newer (the shortest path writes no
+# record: its entry is the record; the record goes with the lock).
 grant_record() {
 	local srv=${2:-R}
 	rcli "$srv" --json XREVRANGE "$(key "$1"):log" + - COUNT 200 |
@@ -751,12 +752,20 @@ for e in entries:
         if idkey(e[0]) > idkey(have):
             rec = "2\n%s\n%s\n0\n%s" % (e[0], fence, f[1])
         break
+    d = dict(zip(f[0::2], f[1::2])) if f else {}
+    if d.get("event") == "acquired" and d.get("kind") == "x":
+        if idkey(e[0]) > idkey(have):
+            rec = "2\n%s\n%s\n0\n%s" % (e[0], d.get("fence", ""), "\n".join(
+                d.get(k, "") for k in ("kind", "waited", "token", "pid", "host",
+                                       "user", "note", "command")))
+        break
 sys.stdout.write(rec)
 ' "$1"
 }
 
 # meta NAME FIELD [SERVER]: a field of lock NAME's exclusive holder (of
-# its last exclusive grant: the record stays after the release).
+# its last exclusive grant: its record, which goes with the lock, or its
+# entry in the history, which stays).
 meta() {
 	owner_field "$2" "$(grant_meta "$(grant_record "$1" "${3:-R}")")"
 }

@@ -113,6 +113,7 @@ local KEYS, ARGV = K, A
 --@include next_fence.lua
 --@include unpack_meta.lua
 --@include holder_meta.lua
+--@include shrink.lua
 --@include entry.lua
 --@include fresh_fence.lua
 --@include grant.lua
@@ -144,7 +145,7 @@ if cur and cur ~= tok then
      string.sub(bw, 1, #lkey + 6) == lkey .. ':wake:' and
      string.sub(redis.call('LINDEX', bw, 0) or '', 1, #cur + 9) == 'granted\n' .. cur .. '\n' then
     local m = holder_meta(cur, 10)
-    redis.call('DEL', bw, KEYS[1], KEYS[2], KEYS[12])
+    redis.call('DEL', bw, KEYS[1], KEYS[2], KEYS[11], KEYS[12])
     redis.call('HDEL', KEYS[7], '~baton')
     append(KEYS[9], ARGV[15], ARGV[16], true, 'event', 'released', 'fence', m[1] or '',
            'token', string.sub(cur, 1, 8), 'since', m[2] or '', 'exit', '',
@@ -155,7 +156,9 @@ end
 if cur == tok then
   -- Its baton, confirmed: nobody may take it back.
   if ARGV[10] ~= '' then redis.call('DEL', ARGV[12] .. ARGV[10]) end
+  -- The record of the grant lives as long as the lock (grant.lua).
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[11], ARGV[2])
   local m = holder_meta(tok, 10)
   local held = m[1] and fence_of(m[1])
   if held and now - (tonumber(m[2]) or 0) < @BATON_REFENCE_MS@ then
@@ -164,13 +167,14 @@ if cur == tok then
   end
   local f, fs = fresh_fence()
   if not f then return fs end
-  -- Its release goes the whole way (P{N}:hold), which writes this fence
-  -- in its history entry: the grant's entry has the first.
-  if not redis.call('GET', KEYS[12]) then redis.call('SET', KEYS[12], '0') end
+  -- Its release goes the whole way (P{N}:hold, '0': no --min-hold, with
+  -- the lock's expiry, which extend.lua gives it too), which writes this
+  -- fence in its history entry: the grant's entry has the first.
+  if not redis.call('GET', KEYS[12]) then redis.call('SET', KEYS[12], '0', 'PX', ARGV[2]) end
   local g = redis.call('GET', KEYS[11]) or ''
   local gid, grest = string.match(g, '^2\n([^\n]*)\n%d*(\n.*)$')
   if grest and string.match(grest, '^\n[^\n]*\n[^\n]*\n[^\n]*\n([^\n]*)') == string.sub(tok, 1, 8) then
-    redis.call('SET', KEYS[11], '2\n' .. gid .. '\n' .. fs .. grest)
+    redis.call('SET', KEYS[11], '2\n' .. gid .. '\n' .. fs .. grest, 'PX', ARGV[2])
   else
     local v = redis.call('GET', KEYS[2]) or ''
     local since, orest = string.match(v, '^%d*\n(%d*)(\n.*)$')

@@ -91,7 +91,7 @@ local function set_baton(m, b, prefix)
     end
     local g = grant_x(btok, h[2], v, '0', h[3], h[4], false, 'with', table.concat(others, '\n'))
     if g.err then
-      for i = 1, j - 1 do redis.call('DEL', L[i][1], L[i][2], L[i][13]) end
+      for i = 1, j - 1 do redis.call('DEL', L[i][1], L[i][2], L[i][11], L[i][13]) end
       KEYS = here
       return false
     end

@@ -55,7 +55,9 @@ end
 -- gone.  A server that refuses the stream (an ACL without XADD: 0, a key
 -- of another type: 2, the fourth value) gets the fence from the counter
 -- (next_fence.lua) and no id.  Returns nil and an error reply when
--- neither gives a fence.
+-- neither gives a fence.  A stream made here is shrunk to the size it
+-- holds (shrink.lua, which comes before this, where the script includes
+-- it).
 local function grant_entry(hmax, httl, fields, ...)
   local stream = KEYS[9]
   -- The id MS-µs of the server's clock: fences order to the µs across
@@ -128,6 +130,10 @@ local function grant_entry(hmax, httl, fields, ...)
     redis.pcall('PEXPIRE', stream, httl)
     redis.pcall('PEXPIRE', stream .. ':last', httl)
   end
-  if hmax == '0' then redis.pcall('XDEL', stream, eid) end
+  if hmax == '0' then
+    redis.pcall('XDEL', stream, eid)
+  elseif made then
+    shrink(stream)
+  end
   return f, ms(f), eid, 1
 end

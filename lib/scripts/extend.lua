@@ -17,6 +17,14 @@ if ARGV[3] == 'x' then
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  -- The record of the grant (grant.lua) and P{N}:hold live as long as
+  -- the lock: the hold's end is in its value and the record's, which the
+  -- release reads (a hold key past it only sends the release the whole
+  -- way).  Not declared: pcalls, so that a slot on the move, where either
+  -- may be missing, refuses none of the renewal (a record gone early is
+  -- read as none, holder_meta.lua).
+  redis.pcall('PEXPIRE', KEYS[1] .. ':grant', ARGV[2])
+  redis.pcall('PEXPIRE', KEYS[1] .. ':hold', ARGV[2])
   return 1
 end
 local sc = redis.call('ZSCORE', KEYS[1], ARGV[1])

@@ -20,6 +20,7 @@
 --@include line.lua
 --@include unpack_meta.lua
 --@include holder_meta.lua
+--@include shrink.lua
 --@include record.lua
 local function forced(hkind, host, user, pid, fence, tok, since, command)
   since = tonumber(since or '')
@@ -46,7 +47,7 @@ local cur = redis.call('GET', KEYS[1])
 local r
 if cur then
   local f = holder_meta(cur, 10)
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[12])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[11], KEYS[12])
   forced('x', f[5], f[6], f[4], f[1], cur, f[2], f[7])
   r = {1, 0, f[5] or '', f[4] or '', f[6] or '', f[7] or '', f[2] or '',
        f[1] or '', string.sub(cur, 1, 8), '0', 1, junk}

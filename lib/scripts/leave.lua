@@ -9,11 +9,12 @@
 --@include line.lua
 --@include unpack_meta.lua
 --@include holder_meta.lua
+--@include shrink.lua
 --@include append.lua
 if redis.call('GET', KEYS[1]) == ARGV[3] then
   local m = holder_meta(ARGV[3], 10)
   local fence, since = m[1], m[2]
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[12])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[11], KEYS[12])
   append(KEYS[9], ARGV[4], ARGV[5], true, 'event', 'released', 'fence', fence or '',
          'token', string.sub(ARGV[3], 1, 8), 'since', since or '', 'exit', '',
          'reason', 'handed over as its wait ended')

@@ -2,6 +2,7 @@
 -- ends for the record of the last runs ('' none: see release), then an
 -- entry's field/value pairs: a run or acquire that gave up (skipped), a
 -- lease that was lost, which no other script is there to record.
+--@include shrink.lua
 --@include record.lua
 --@include keep_ok.lua
 -- While the lock is held its grant's entry, which holds the holder's

@@ -4,7 +4,9 @@
 -- still hands out a fence above every one before, as long as its clock is
 -- not behind the clock of the last grant.  Below 2^53 until the year 2255:
 -- exact in a double, in JSON and in shell arithmetic.  The counter is
--- written as digits (Lua would write 1.7e+15).
+-- written as digits (Lua would write 1.7e+15), and expires with the
+-- history (HISTORY_TTL_MS) each time it is written: once it is gone the
+-- clock is the floor again (docs/design.md#the-fence-after-every-key-expired).
 --
 -- One command in the common case: SET ... GET writes the clock and reads
 -- the last fence, which is below it unless the clock went back.  A server
@@ -35,10 +37,10 @@ local prev
 local function next_fence()
   local c = sec * 1000000 + usec
   local cs = ms(c)
-  local old = redis.pcall('SET', KEYS[8], cs, 'GET')
+  local old = redis.pcall('SET', KEYS[8], cs, 'GET', 'PX', '@HISTORY_TTL_MS@')
   if type(old) == 'table' and old.err then
     if not string.find(old.err, 'syntax', 1, true) then
-      redis.call('SET', KEYS[8], cs, 'GET')
+      redis.call('SET', KEYS[8], cs, 'GET', 'PX', '@HISTORY_TTL_MS@')
     end
     old = redis.call('GET', KEYS[8])
     if old then
@@ -48,21 +50,21 @@ local function next_fence()
       if prev >= c then c = prev + 1 end
     end
     cs = ms(c)
-    redis.call('SET', KEYS[8], cs)
+    redis.call('SET', KEYS[8], cs, 'PX', '@HISTORY_TTL_MS@')
     return c, cs
   end
   if not old then return c, cs end
   prev = fence_of(old)
   if not prev then
-    redis.call('SET', KEYS[8], old)
+    redis.call('SET', KEYS[8], old, 'PX', '@HISTORY_TTL_MS@')
     return nil, bad_fence(old)
   end
   if prev < c then return c, cs end
   if prev + 1 >= @FENCE_LIMIT@ then
-    redis.call('SET', KEYS[8], old)
+    redis.call('SET', KEYS[8], old, 'PX', '@HISTORY_TTL_MS@')
     return nil, fence_limit(old)
   end
   cs = ms(prev + 1)
-  redis.call('SET', KEYS[8], cs)
+  redis.call('SET', KEYS[8], cs, 'PX', '@HISTORY_TTL_MS@')
   return prev + 1, cs
 end

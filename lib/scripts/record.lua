@@ -6,8 +6,11 @@
 -- a server without streams) never fails the lock operation around it.
 -- Returns the entry's id, 0 refused (2: the key is not a stream, another
 -- client's data), nil not asked to; a new stream's expiry is also given
--- to the record of its last runs, KEY:last (the release script's).
-
+-- to the record of its last runs, KEY:last (the release script's).  A
+-- stream whose first entry this is (made here, or left empty by the
+-- grants of several masters, which take their fence from an entry added
+-- and removed: entry.lua) is shrunk to the size it holds (shrink.lua,
+-- which comes before this, where the script includes it).
 local function record(key, max, ttl, ...)
   if max == '0' then return nil end
   local id = redis.pcall('XADD', key, 'MAXLEN', '~', max, '*', ...)
@@ -16,5 +19,6 @@ local function record(key, max, ttl, ...)
   end
   redis.pcall('PEXPIRE', key, ttl)
   redis.pcall('PEXPIRE', key .. ':last', ttl)
+  if redis.pcall('XLEN', key) == 1 then shrink(key) end
   return id
 end

@@ -21,7 +21,7 @@ local K, A = KEYS, ARGV
 if #KEYS == 1 then
   if redis.call('GET', lkey) == tok and
      redis.call('EXISTS', lkey .. ':line', lkey .. ':hold') == 0 then
-    redis.call('DEL', lkey)
+    redis.call('DEL', lkey, lkey .. ':grant')
     redis.pcall('XADD', lkey .. ':log', 'NOMKSTREAM', '*', 'r1', ARGV[2])
     return 1
   end
@@ -33,6 +33,7 @@ if #KEYS == 1 then
   A = {tok, '', lkey .. ':wake:', ex, '', '@HISTORY_MAX@', '@HISTORY_TTL_MS@'}
 end
 local KEYS, ARGV = K, A
+--@include shrink.lua
 --@include append.lua
 --@include keep_ok.lua
 --@include unpack_meta.lua
@@ -97,13 +98,17 @@ if cur == tok then
     local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     if tonumber(hu) > at then
       local left = string.format('%d', tonumber(hu) - at)
+      -- The lock, its record and the hold stay until the hold's end: a
+      -- release asked again finds them (and answers 2 again).
       redis.call('PEXPIRE', KEYS[1], left)
       redis.call('PEXPIRE', KEYS[2], left)
+      redis.call('PEXPIRE', KEYS[11], left)
+      redis.call('PEXPIRE', KEYS[12], left)
       released('x', v, fence)
       return 2
     end
   end
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[12])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[11], KEYS[12])
   released('x', v, fence)
 end
 local function announce()

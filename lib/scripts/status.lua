@@ -31,9 +31,11 @@ local function token_of(e)
     if e[2][i] == 'token' then return e[2][i + 1] end
   end
 end
--- The last fence handed out here: the newest grant's in the history, the
--- last exclusive grant's record, or the counter of an older rlock (or of
--- grants the server refused the history), the highest.
+-- The last fence handed out here: the newest grant's in the history (an
+-- entry a1, or the acquired event several masters' history has), the
+-- last exclusive grant's record (while it holds: it goes with the lock),
+-- or the counter of an older rlock (or of grants the server refused the
+-- history), the highest.
 local function last_fence()
   local best = tonumber(redis.call('GET', KEYS[8]) or '') or 0
   local function of_id(eid, given)
@@ -49,6 +51,12 @@ local function last_fence()
     for _, e in ipairs(es) do
       if e[2][1] == 'a1' then
         of_id(e[1], e[2][3] == 'fence' and e[2][4] or nil)
+        break
+      end
+      if e[2][1] == 'event' and e[2][2] == 'acquired' then
+        for i = 3, #e[2] - 1, 2 do
+          if e[2][i] == 'fence' then of_id(nil, e[2][i + 1]) end
+        end
         break
       end
     end

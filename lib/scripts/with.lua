@@ -64,10 +64,12 @@ if op == 'e' then
   for i = 1, #G do
     redis.call('PEXPIRE', G[i][1], A[3])
     redis.call('PEXPIRE', G[i][2], A[3])
+    redis.call('PEXPIRE', G[i][11], A[3])
     redis.call('PEXPIRE', G[i][13], A[3])
   end
   return 1
 end
+--@include shrink.lua
 --@include append.lua
 --@include keep_ok.lua
 --@include now.lua
@@ -94,7 +96,7 @@ local function release_one(ex, sig, hmax, httl, why)
         '\n' .. (m[5] or '') .. '\n' .. (m[6] or '') .. '\n' .. (m[8] or '') .. '\n' ..
         (m[7] or '')
   end
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[12], KEYS[13])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[11], KEYS[12], KEYS[13])
   if hmax ~= '0' then
     local id
     if why then
@@ -185,7 +187,7 @@ if mine == #G then
   end
   if #r == #G + 1 then
     for j = 1, #G do
-      for _, k in ipairs({1, 2, 13}) do redis.call('PEXPIRE', G[j][k], ttl) end
+      for _, k in ipairs({1, 2, 11, 13}) do redis.call('PEXPIRE', G[j][k], ttl) end
     end
     return r
   end
@@ -194,7 +196,9 @@ end
 -- hold of the set; given back before the set is asked for again.
 if mine > 0 then
   for i = 1, #G do
-    if redis.call('GET', G[i][1]) == tok then redis.call('DEL', G[i][1], G[i][2], G[i][13]) end
+    if redis.call('GET', G[i][1]) == tok then
+      redis.call('DEL', G[i][1], G[i][2], G[i][11], G[i][13])
+    end
   end
 end
 local free, pttl, places, near, hj, htok = true, -1, {}, -1, 0, nil
@@ -237,7 +241,7 @@ if free then
     end
     local g = grant_x(tok, ttl, info, '0', hmax, httl, false, 'with', table.concat(others, '\n'))
     if g.err then
-      for j = 1, i - 1 do redis.call('DEL', G[j][1], G[j][2], G[j][13]) end
+      for j = 1, i - 1 do redis.call('DEL', G[j][1], G[j][2], G[j][11], G[j][13]) end
       return g
     end
     r[i + 1] = g[2]
