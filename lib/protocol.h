@@ -28,14 +28,15 @@
  * A waiter hears of its turn on its own list, P{NAME}:wake:ID, which it
  * pops (BLPOP) between its beats on its one connection (issue 46): "wake"
  * (try now), "granted\n..." (the baton: baton.lua), "superseded".  A
- * message waits WAKE_TTL_MS at most for a waiter that is between pops:
- * more than the longest interval between them.
+ * waiter is between two pops for the time of one request, unless stopped
+ * past its place's lease: a message waits WAKE_TTL_MS for it, then goes
+ * with the list.
  */
 #define LINE_BEAT_MS 400
 #define LINE_LEASE_MS 1500
 #define LINE_NEAR 4
 #define LINE_FAR_MAX 20			/* the longest interval, in beats */
-#define WAKE_TTL_MS 30000
+#define WAKE_TTL_MS 6000
 
 /* A place in line is scored by its arrival (µs) less its priority times
  * this (115 days): a higher priority comes first whatever the arrival,
