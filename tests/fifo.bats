@@ -106,16 +106,23 @@ wake_chan() {
 		fail "$used scripts for $n hand-offs in ${el}ms (at most $bound)"
 }
 
+# two_in_line NAME ACMD BCMD: NAME held for 30s (its token in t), and two
+# runs in line behind it, a (sh -c ACMD, first, its member in first) and b
+# (sh -c BCMD, then waits for the file "go").
+two_in_line() {
+	t=$("$RLOCK" acquire -t 30s "$1")
+	bg_start a "$RLOCK" run -w 30s "$1" -- sh -c "$2"
+	a=$BG_PID
+	wait_until 10 line_is "$1" 1
+	first=$(line_members "$1")
+	bg_start b "$RLOCK" run -w 30s "$1" -- sh -c "$3; $(gate "$BATS_TEST_TMPDIR/go")"
+	b=$BG_PID
+	wait_until 10 line_is "$1" 2
+}
+
 @test "a SIGKILLed waiter handed the lock holds the line up for a beat: the next takes the grant back" {
 	local t a b first s0 since p
-	t=$("$RLOCK" acquire -t 30s dead)
-	bg_start a "$RLOCK" run -w 30s dead -- touch aran
-	a=$BG_PID
-	wait_until 10 line_is dead 1
-	first=$(line_members dead)
-	bg_start b "$RLOCK" run -w 30s dead -- sh -c "$(gate "$BATS_TEST_TMPDIR/go")"
-	b=$BG_PID
-	wait_until 10 line_is dead 2
+	two_in_line dead 'touch aran' :
 	kill -KILL "$a"
 	bg_wait "$a" 5
 	assert_equal "$BG_STATUS" 137
@@ -148,14 +155,7 @@ wake_chan() {
 
 @test "a stopped waiter whose grant the next took back never runs on it: once thawed it waits its turn again" {
 	local t a b first
-	t=$("$RLOCK" acquire -t 30s thaw)
-	bg_start a "$RLOCK" run -w 30s thaw -- sh -c 'echo "$RLOCK_FENCE" >a.ran'
-	a=$BG_PID
-	wait_until 10 line_is thaw 1
-	first=$(line_members thaw)
-	bg_start b "$RLOCK" run -w 30s thaw -- sh -c "echo \"\$RLOCK_FENCE\" >b.ran; $(gate "$BATS_TEST_TMPDIR/go")"
-	b=$BG_PID
-	wait_until 10 line_is thaw 2
+	two_in_line thaw 'echo "$RLOCK_FENCE" >a.ran' 'echo "$RLOCK_FENCE" >b.ran'
 	kill -STOP "$a"
 	wait_until 5 pid_stopped "$a"
 	rcli R ZADD "$(key thaw):line:lease" XX $(($(server_ms) + 60000)) "$first" >/dev/null
@@ -337,19 +337,12 @@ pttl_below() {
 }
 
 @test "a waiter whose host vanished loses its place, and still gets the lock once back" {
-	local t a b ma t0
-	t=$("$RLOCK" acquire -t 30s gone)
-	bg_start a "$RLOCK" run -w 30s gone -- sh -c 'echo a >> order'
-	a=$BG_PID
-	wait_until 10 line_is gone 1
-	ma=$(line_members gone)
-	bg_start b "$RLOCK" run -w 30s gone -- sh -c "echo b >> order; $(gate "$BATS_TEST_TMPDIR/go")"
-	b=$BG_PID
-	wait_until 10 line_is gone 2
+	local t a b first t0
+	two_in_line gone 'echo a >> order' 'echo b >> order'
 	kill -STOP "$a"
 	t0=$(now_ms)
 	wait_until 5 pid_stopped "$a"
-	wait_until 5 lease_lapsed gone "$ma"
+	wait_until 5 lease_lapsed gone "$first"
 	run -0 "$RLOCK" status --json gone
 	json_check "$output" "d['locks'][0]['waiters'] == 1" \
 		"d['locks'][0]['next']['pid'] == int(a[0])" -- "$b"
