@@ -285,9 +285,18 @@ static int connect_any(struct rlock_conn *c, int64_t deadline)
 		}
 		freeaddrinfo(res);
 	}
-	if (e != 0)
-		return rl_conn_fail(c, "cannot connect to %s: %s",
-			    e == ETIMEDOUT ? "timed out" : strerror(e));
+	if (e != 0) {
+		int rc = rl_conn_fail(c, "cannot connect to %s: %s",
+				      e == ETIMEDOUT ? "timed out" :
+				      strerror(e));
+
+		/* A listen queue full (a herd of TLS handshakes ahead): the
+		 * server drops the connect, as one that is far away does;
+		 * one refused is not there. */
+		if (e == ETIMEDOUT)
+			c->refusal = CONN_REFUSED_SLOW;
+		return rc;
+	}
 	return RLOCK_OK;
 }
 

@@ -122,9 +122,9 @@ enum conn_refusal {
 	CONN_REFUSED_AUTH,		/* authentication required or failed */
 	CONN_REFUSED_REPLICA,		/* want_master, and it is a replica */
 	CONN_REFUSED_OTHER,		/* an error reply to the handshake */
-	CONN_REFUSED_SLOW,		/* connected, and no answer to the
+	CONN_REFUSED_SLOW,		/* no connection or no answer to the
 					 * handshake (TLS, HELLO, AUTH) in
-					 * time: a server too busy */
+					 * time: a server too busy, or far */
 };
 enum conn_refusal rl_conn_refusal(const struct rlock_conn *c);
 

@@ -210,3 +210,45 @@ rejected() {
 	lock_free fo F
 	line_is fo 0 F
 }
+
+@test "fleet: a connect that times out (a listen queue full) is a wait within -w; one refused fails at once" {
+	# A listener that never accepts, its queue full: connects time out.
+	cat >q.py <<'PY'
+import os, socket, time
+s = socket.socket()
+s.bind(('127.0.0.1', 0))
+s.listen(0)
+held = []
+for _ in range(8):
+    c = socket.socket()
+    c.setblocking(False)
+    c.connect_ex(s.getsockname())
+    held.append(c)
+print(s.getsockname()[1], os.getpid(), flush=True)
+time.sleep(60)
+PY
+	python3 q.py >q.port &
+	local port qpid t0 el
+	wait_until 5 test -s q.port
+	read -r port qpid <q.port
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$port" --connect-timeout 200ms run -w 2s cq -- touch cq.ran
+	el=$(($(now_ms) - t0))
+	[[ ! -e cq.ran ]]
+	assert_equal "$stderr" "rlock: run: cannot connect to 127.0.0.1:$port: timed out"
+	((el >= 2000)) || fail "gave up after ${el}ms, within its -w of 2s"
+	# Without -w it does not wait.
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$port" --connect-timeout 200ms run cq -- touch cq.ran
+	el=$(($(now_ms) - t0))
+	((el < 2000)) || fail "waited ${el}ms without -w"
+	# (Its own pid: python3 may be a wrapper that forks it.)
+	kill "$qpid"
+	wait_until 5 eval '! kill -0 "$qpid" 2>/dev/null'
+	# Refused (nothing listens): at once, even with -w.
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$port" run -w 5s cq -- touch cq.ran
+	el=$(($(now_ms) - t0))
+	((el < 2000)) || fail "waited ${el}ms on a refused connect: $stderr"
+	assert_regex "$stderr" "Connection refused"
+}
