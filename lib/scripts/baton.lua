@@ -1,15 +1,14 @@
 -- The baton: a release hands the exclusive lock it freed (KEYS, its
 -- layout) to the head of its line in the same script and tells it on its
 -- wake-up list (line.lua's post), where the waiter pops it: "granted\n
--- TOKEN\nFENCE\nSTAMP\nAGE\nRECORDED", TOKEN the waiter's own (which
--- the lock key and its record in the line show to whoever reads them:
--- a message is as much to be trusted as the lock key), STAMP the
--- waiter's own clock when it
--- sent the beat that left the record below, AGE the server's ms from that
--- beat to this grant, so that the waiter times its first lease from
--- STAMP + AGE without asking (lib/lock.c), and RECORDED whether the
--- history took the grant.  The head takes it when it left what the grant
--- needs in P{N}:line:who (KEYS[7]):
+-- TOKEN\nFENCE\nSTAMP\nAGE\nRECORDED".  TOKEN is the waiter's own (the
+-- lock key and its record in the line show it to whoever reads them: a
+-- message is as much to be trusted as the lock key), STAMP the waiter's
+-- clock when it sent the beat that left the record below, AGE the
+-- server's ms from that beat to this grant, so that the waiter times its
+-- first lease from STAMP + AGE without asking (lib/lock.c), and RECORDED
+-- whether the history took the grant.  The head takes it when it left
+-- what the grant needs in P{N}:line:who (KEYS[7]):
 --   "^KIND:ID" a single waiting run (acquire.lua): "TOKEN\nLEASE\nHOLD\n
 --       STAMP\nAT\nHMAX\nHTTL\nNOTE";
 --   "&x:ID" a waiting set (--with, with.lua), the same in the line of each
@@ -23,9 +22,9 @@
 -- overtakes anyone in any line.  LEASE is a short first lease, which the
 -- waiter's first renewal makes its TTL: a head whose process died would
 -- hold the lock that long, but the next in line takes the grant back once
--- its message has waited in the list LINE_BEAT_MS (acquire.lua).  baton(prefix), prefix the wake-up lists' of this
--- lock: true when the lock was handed on, false when the caller is to
--- wake the line instead.
+-- its message has waited in the list LINE_BEAT_MS (acquire.lua).
+-- baton(prefix), prefix the wake-up lists' of this lock: true when the
+-- lock was handed on, false when the caller is to wake the line instead.
 local function take_lines(s, n)
   local out, at = {}, 1
   for i = 1, n do
