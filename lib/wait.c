@@ -200,32 +200,18 @@ static void drop_replaced(struct rlock *rl)
 			rl_node_drop(&rl->node[i]);
 }
 
-/* Whether a server of rl was seen failing over by the last request. */
-static int failing_over(const struct rlock *rl)
-{
-	for (size_t i = 0; i < rl->nnode; i++) {
-		if (rl->node[i].failing_over)
-			return 1;
-	}
-	return 0;
-}
+/* What the last request saw of rl's servers, as the fan-out marks a
+ * node: one failing over, one that takes no more clients (maxclients),
+ * one that left it unanswered for the I/O timeout. */
+enum seen { FAILING_OVER, FULL, SLOW };
 
-/* Whether a server of rl said it takes no more clients (maxclients). */
-static int full(const struct rlock *rl)
+static int seen(const struct rlock *rl, enum seen what)
 {
 	for (size_t i = 0; i < rl->nnode; i++) {
-		if (rl->node[i].full)
-			return 1;
-	}
-	return 0;
-}
+		const struct rlock_node *n = &rl->node[i];
 
-/* Whether a server of rl left the last request unanswered for the I/O
- * timeout. */
-static int slow(const struct rlock *rl)
-{
-	for (size_t i = 0; i < rl->nnode; i++) {
-		if (rl->node[i].slow)
+		if (what == FAILING_OVER ? n->failing_over :
+		    what == FULL ? n->full : n->slow)
 			return 1;
 	}
 	return 0;
@@ -652,23 +638,24 @@ int rl_hold_wait(struct rlock *rl, const char *name,
 				seen_busy = 1;
 		}
 		retry_end = seen_busy ? w.deadline : 0;
-		if (failing_over(rl) && retry_until > retry_end)
+		if (seen(rl, FAILING_OVER) && retry_until > retry_end)
 			retry_end = retry_until;
 		/* A server that takes no more clients is a wait, not a
 		 * failure: a fleet's waiters come and go (issue 46).  For
 		 * the whole of -w (without -w, as long as it takes); -n
 		 * within the I/O timeout, as through a failover. */
-		if (full(rl) && rc == RLOCK_EUNAVAIL)
+		if (seen(rl, FULL) && rc == RLOCK_EUNAVAIL)
 			retry_end = o->wait_ms == 0 ? retry_until : w.deadline;
 		/* So is a server too busy to answer within the I/O timeout
 		 * (a herd of TLS handshakes) for a bounded -w: a wait
 		 * without -w still fails on it, as on a server that is
 		 * gone. */
-		if (slow(rl) && rc == RLOCK_EUNAVAIL && o->wait_ms > 0)
+		if (seen(rl, SLOW) && rc == RLOCK_EUNAVAIL && o->wait_ms > 0)
 			retry_end = w.deadline;
 		if (rc == RLOCK_EUNAVAIL && now < retry_end) {
 			rc = back_off(&w, now, &backoff, retry_end,
-				      seen_busy || full(rl) || slow(rl));
+				      seen_busy || seen(rl, FULL) ||
+				      seen(rl, SLOW));
 			if (rc == RLOCK_CANCELED)
 				break;
 			continue;
@@ -679,9 +666,10 @@ int rl_hold_wait(struct rlock *rl, const char *name,
 		backoff = 0;
 		if (t.joined && w.in_line) {
 			/* Our place was lost (a stall longer than the
-			 * waiter's lease, a server that failed over, a wake-up
-			 * that found no subscriber) and taken again at the
-			 * end: listen again where the slot's master is now. */
+			 * waiter's lease, a server that failed over, a baton
+			 * the next took back while we were stopped) and taken
+			 * again at the end: listen again where the slot's
+			 * master is now. */
 			rl_unsubscribe(rl);
 			w.subscribed = 0;
 		}
