@@ -59,18 +59,7 @@ redis-cli -p "$port" CONFIG SET maxclients "$maxc" >/dev/null ||
 URL="redis://127.0.0.1:$port"
 
 if ((tls)); then
-	{
-		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-			-days 2 -subj "/CN=rlock herd CA" -keyout "$tmp/ca.key" \
-			-out "$tmp/ca.crt" &&
-			openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-				-subj "/CN=localhost" -keyout "$tmp/server.key" \
-				-out "$tmp/server.csr" &&
-			openssl x509 -req -in "$tmp/server.csr" -CA "$tmp/ca.crt" \
-				-CAkey "$tmp/ca.key" -CAcreateserial -days 2 \
-				-out "$tmp/server.crt" -extfile <(printf '%s\n' \
-				'subjectAltName=DNS:localhost,IP:127.0.0.1')
-	} >"$tmp/openssl.log" 2>&1 || die "openssl failed: $(cat "$tmp/openssl.log")"
+	make_certs "$tmp" || die "openssl failed: $(cat "$tmp/openssl.log")"
 	for ((try = 0; try < 20; try++)); do
 		tport=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
 		listening "$tport" && continue
@@ -147,7 +136,7 @@ herd() {
 		"$((rej1 - rej0))" "${peak:-?}" "$(info "${cli[@]}" used_memory_human)"
 }
 
-echo "| tool | mode | herd | drain s | exits (status:count) | refused | peak connections | server memory |"
+echo "| tool | mode | herd | drain s | exits (status:count) | rejected | peak connections | server memory |"
 echo "|---|---|---:|---:|---|---:|---:|---:|"
 herd flock flock flock "$URL"
 for spec in "$@"; do

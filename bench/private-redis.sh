@@ -1,5 +1,6 @@
-# private-redis.sh - sourced by tests/demo.sh and bench/overhead.sh: start
-# a throwaway redis-server on a free 127.0.0.1 port, never 6379.
+# private-redis.sh - sourced by tests/demo.sh and the scripts in bench/:
+# start a throwaway redis-server on a free 127.0.0.1 port, never 6379, and
+# make the certificates a TLS one needs (make_certs).
 #
 # The caller sets tmp (a private directory) and who (the word its messages
 # start with).  start_server sets port and server_pid and returns 0, or
@@ -47,6 +48,25 @@ start_server() {
 	echo "$who: could not start redis-server; log:" >&2
 	cat "$tmp/redis.log" >&2
 	return 1
+}
+
+# make_certs DIR: an EC P-256 CA (DIR/ca.crt, ca.key) and a server
+# certificate it signed for localhost and 127.0.0.1 (DIR/server.crt,
+# server.key), valid two days; openssl's words in DIR/openssl.log.
+make_certs() {
+	{
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+			-days 2 -subj "/CN=rlock bench CA" -keyout "$1/ca.key" \
+			-out "$1/ca.crt" &&
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+				-subj "/CN=localhost" -keyout "$1/server.key" \
+				-out "$1/server.csr" &&
+			openssl x509 -req -in "$1/server.csr" -CA "$1/ca.crt" \
+				-CAkey "$1/ca.key" -CAcreateserial -days 2 \
+				-out "$1/server.crt" -extfile <(printf '%s\n' \
+				'subjectAltName=DNS:localhost,IP:127.0.0.1' \
+				'extendedKeyUsage=serverAuth')
+	} >"$1/openssl.log" 2>&1
 }
 
 stop_server() {

@@ -93,22 +93,10 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 # ---- certificates (EC P-256, as RESEARCH.md 1.7) ----------------------------
 
 say "certificates in $tmp"
-{
+make_certs "$tmp" &&
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-days 2 -subj "/CN=rlock bench CA" -keyout "$tmp/ca.key" \
-		-out "$tmp/ca.crt" &&
-		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-			-subj "/CN=localhost" -keyout "$tmp/server.key" \
-			-out "$tmp/server.csr" &&
-		openssl x509 -req -in "$tmp/server.csr" -CA "$tmp/ca.crt" \
-			-CAkey "$tmp/ca.key" -CAcreateserial -days 2 \
-			-out "$tmp/server.crt" -extfile <(printf '%s\n' \
-			'subjectAltName=DNS:localhost,IP:127.0.0.1' \
-			'extendedKeyUsage=serverAuth') &&
-		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-			-days 2 -subj "/CN=another CA" -keyout "$tmp/other.key" \
-			-out "$tmp/other.crt"
-} >"$tmp/openssl.log" 2>&1 || {
+		-days 2 -subj "/CN=another CA" -keyout "$tmp/other.key" \
+		-out "$tmp/other.crt" >>"$tmp/openssl.log" 2>&1 || {
 	cat "$tmp/openssl.log" >&2
 	die "openssl failed"
 }
